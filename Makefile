@@ -1,0 +1,43 @@
+# paperfeed — the two set-up commands: `make run` (serve) and `make test` (the whole suite).
+# Each creates .venv with Python 3.11+ and installs what it needs; both are safe to re-run.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+DATA   ?=
+PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
+
+.PHONY: run test lint typecheck bench-import clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: $(BIN)/python pyproject.toml
+	$(PIP) install -e .
+	@touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
+	$(PIP) install -e '.[test]'
+	@touch $@
+
+run: $(VENV)/.installed
+	$(BIN)/paperfeed run $(if $(DATA),--import "$(DATA)")
+
+test: $(VENV)/.installed-test
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
+
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check --fix src tests bench
+	$(BIN)/ruff format src tests bench
+
+typecheck: $(VENV)/.installed-test
+	$(BIN)/mypy
+
+bench-import: $(VENV)/.installed
+	$(BIN)/python bench/import_speed.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Adapters: concrete implementations of the domain's ports (store, sources, indexes, ...)."""

@@ -1,0 +1,118 @@
+"""One polite HTTP client for every network source.
+
+Timeouts on every request, a minimum interval between requests to the same host (arXiv asks for one
+request every 3 s), retries with exponential backoff and full jitter on connection errors, timeouts,
+429 and 5xx, and ``Retry-After`` honoured (seconds or an HTTP date), as OAI-PMH servers send with 503.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from urllib.parse import urlsplit
+
+import httpx
+
+__all__ = ["PoliteClient", "SourceUnavailable"]
+
+_RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+
+
+class SourceUnavailable(RuntimeError):
+    """A source could not be reached or kept failing after all retries; the message says which and why."""
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("Retry-After")
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+@dataclass
+class PoliteClient:
+    """A thin wrapper over :class:`httpx.Client` adding politeness and retries."""
+
+    user_agent: str
+    timeout: float = 30.0
+    retries: int = 4
+    min_interval: Mapping[str, float] = field(default_factory=dict)  # host -> seconds between requests
+    default_interval: float = 0.0
+    backoff_base: float = 2.0
+    backoff_max: float = 120.0
+    max_retry_after: float = 600.0
+    transport: httpx.BaseTransport | None = None
+    sleep: Callable[[float], None] = time.sleep
+    _last: dict[str, float] = field(default_factory=dict, init=False)
+    _client: httpx.Client | None = field(default=None, init=False)
+
+    @property
+    def client(self) -> httpx.Client:
+        if self._client is None:
+            self._client = httpx.Client(
+                headers={"User-Agent": self.user_agent, "Accept-Encoding": "gzip"},
+                timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
+                follow_redirects=True,
+                transport=self.transport,
+            )
+        return self._client
+
+    def _wait_turn(self, host: str) -> None:
+        interval = self.min_interval.get(host, self.default_interval)
+        last = self._last.get(host)
+        if last is not None and interval > 0:
+            delay = last + interval - time.monotonic()
+            if delay > 0:
+                self.sleep(delay)
+        self._last[host] = time.monotonic()
+
+    def get(
+        self, url: str, params: Mapping[str, str] | None = None, *, ok_statuses: frozenset[int] = frozenset()
+    ) -> httpx.Response:
+        """GET ``url``; returns a 2xx response (or one whose status is in ``ok_statuses``).
+
+        Raises :class:`SourceUnavailable` when the host cannot be reached or keeps failing.
+        """
+        host = urlsplit(url).netloc
+        attempt = 0
+        while True:
+            self._wait_turn(host)
+            delay: float | None
+            try:
+                response = self.client.get(url, params=params)
+            except httpx.TransportError as exc:
+                reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                delay = None
+            else:
+                if response.is_success or response.status_code in ok_statuses:
+                    return response
+                reason = f"HTTP {response.status_code}"
+                if response.status_code not in _RETRY_STATUS:
+                    raise SourceUnavailable(f"{host} answered {reason} for {response.request.url}")
+                delay = _retry_after(response)
+                if delay is not None and delay > self.max_retry_after:
+                    raise SourceUnavailable(f"{host} asks to retry after {delay:.0f}s; giving up for now")
+            attempt += 1
+            if attempt > self.retries:
+                raise SourceUnavailable(f"{host} unreachable after {attempt} attempts ({reason})")
+            if delay is None:
+                delay = random.uniform(0, min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1)))
+            self.sleep(delay)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None

@@ -1,0 +1,1 @@
+"""Alembic migrations, run programmatically by :func:`paperfeed.adapters.store.migrate.upgrade`."""

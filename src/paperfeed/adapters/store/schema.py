@@ -1,0 +1,74 @@
+"""Table definitions, written once for SQLite and PostgreSQL alike (portable SQLAlchemy types only).
+
+Migrations in ``migrations/versions`` create exactly these tables; a test checks they agree.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    Column,
+    Date,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+metadata = MetaData()
+
+papers = Table(
+    "papers",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("version", Integer),
+    Column("title", Text, nullable=False),
+    Column("abstract", Text, nullable=False),
+    Column("authors", JSON, nullable=False),
+    Column("categories", JSON, nullable=False),
+    Column("primary_category", String(32)),
+    Column("published", DateTime(timezone=True)),
+    Column("updated", DateTime(timezone=True)),
+    Column("comment", Text),
+    Column("journal_ref", Text),
+    Column("doi", String(500)),
+    Column("license", String(500)),
+    Column("github_repo", String(500)),
+    Column("github_stars", Integer),
+    Column("project_page", Text),
+    Column("upvotes", Integer),
+    Column("num_comments", Integer),
+    Column("organization", String(500)),
+    Column("ai_summary", Text),
+    Column("ai_keywords", JSON, nullable=False),
+    Column("sources", JSON, nullable=False),
+    Column("content_hash", String(32), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("modified_at", DateTime(timezone=True), nullable=False),
+    Index("ix_papers_published", "published"),
+    Index("ix_papers_primary_category", "primary_category"),
+    Index("ix_papers_modified_at", "modified_at"),
+)
+
+listings = Table(
+    "listings",
+    metadata,
+    Column("day", Date, primary_key=True),
+    Column("source", String(32), primary_key=True),
+    Column("paper_id", String(64), ForeignKey("papers.id", ondelete="CASCADE"), primary_key=True),
+    Column("upvotes", Integer),
+    Column("rank", Integer),
+    Index("ix_listings_paper_id", "paper_id"),
+)
+
+checkpoints = Table(
+    "checkpoints",
+    metadata,
+    Column("name", String(200), primary_key=True),
+    Column("value", Text, nullable=False),
+    Column("updated_at", DateTime(timezone=True), nullable=False),
+)

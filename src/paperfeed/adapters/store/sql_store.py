@@ -1,0 +1,304 @@
+"""The paper store on SQLAlchemy Core: SQLite (WAL) by default, PostgreSQL by URL.
+
+Every write goes through :meth:`SqlPaperStore.apply_batch`, one transaction per batch: the papers,
+their listings and the source checkpoint commit together or not at all, which is what makes imports and
+harvests safe to kill at any moment and re-run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+from sqlalchemy import bindparam, case, create_engine, event, func, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection, Engine, Row
+from sqlalchemy.pool import ConnectionPoolEntry
+
+from paperfeed.domain.ingest import Batch, BatchResult
+from paperfeed.domain.merge import merge_paper
+from paperfeed.domain.models import Listing, Paper
+from paperfeed.domain.ports import StoreStats
+
+from . import migrate
+from .schema import checkpoints, listings, papers
+
+__all__ = ["SqlPaperStore", "open_store", "sqlite_url"]
+
+_CHUNK = 900  # ids per IN (...) query: under every SQLite build's variable limit
+
+
+def sqlite_url(path: Path) -> str:
+    return f"sqlite+pysqlite:///{path}"
+
+
+def _json_dumps(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def _on_sqlite_connect(dbapi_conn: Any, _record: ConnectionPoolEntry) -> None:
+    # WAL: one writer and many readers at once; NORMAL sync is durable across crashes of the process.
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA cache_size=-65536")
+    cur.close()
+
+
+def make_engine(url: str) -> Engine:
+    """Create an engine with the pragmas and JSON codec paperfeed relies on."""
+    engine = create_engine(url, json_serializer=_json_dumps, json_deserializer=orjson.loads)
+    if engine.dialect.name == "sqlite":
+        event.listen(engine, "connect", _on_sqlite_connect)
+    return engine
+
+
+def open_store(url: str, *, migrate_schema: bool = True) -> SqlPaperStore:
+    """Open (and by default migrate) the store at ``url``."""
+    engine = make_engine(url)
+    if migrate_schema:
+        migrate.upgrade(engine)
+    return SqlPaperStore(engine)
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _to_row(paper: Paper, now: datetime) -> dict[str, Any]:
+    return {
+        "id": paper.id,
+        "version": paper.version,
+        "title": paper.title,
+        "abstract": paper.abstract,
+        "authors": list(paper.authors),
+        "categories": list(paper.categories),
+        "primary_category": paper.primary_category,
+        "published": paper.published,
+        "updated": paper.updated,
+        "comment": paper.comment,
+        "journal_ref": paper.journal_ref,
+        "doi": paper.doi,
+        "license": paper.license,
+        "github_repo": paper.github_repo,
+        "github_stars": paper.github_stars,
+        "project_page": paper.project_page,
+        "upvotes": paper.upvotes,
+        "num_comments": paper.num_comments,
+        "organization": paper.organization,
+        "ai_summary": paper.ai_summary,
+        "ai_keywords": list(paper.ai_keywords),
+        "sources": paper.sources,
+        "content_hash": paper.content_hash,
+        "modified_at": now,
+    }
+
+
+def _from_row(row: Row[Any]) -> Paper:
+    m = row._mapping
+    return Paper(
+        id=m["id"],
+        title=m["title"],
+        abstract=m["abstract"],
+        authors=tuple(m["authors"]),
+        categories=tuple(m["categories"]),
+        version=m["version"],
+        published=_aware(m["published"]),
+        updated=_aware(m["updated"]),
+        comment=m["comment"],
+        journal_ref=m["journal_ref"],
+        doi=m["doi"],
+        license=m["license"],
+        github_repo=m["github_repo"],
+        github_stars=m["github_stars"],
+        project_page=m["project_page"],
+        upvotes=m["upvotes"],
+        num_comments=m["num_comments"],
+        organization=m["organization"],
+        ai_summary=m["ai_summary"],
+        ai_keywords=tuple(m["ai_keywords"]),
+        sources=dict(m["sources"]),
+    )
+
+
+_PAPER_COLUMNS = [c for c in papers.c if c.name not in ("created_at",)]
+
+
+class SqlPaperStore:
+    """:class:`~paperfeed.domain.ports.PaperStore` on a SQLAlchemy engine."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._insert = self._dialect_insert()
+        update_cols: dict[str, Any] = {
+            c.name: bindparam(f"v_{c.name}") for c in _PAPER_COLUMNS if c.name != "id"
+        }
+        self._update_stmt = papers.update().where(papers.c.id == bindparam("v_id")).values(update_cols)
+
+    def _dialect_insert(self) -> Any:
+        return postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
+
+    # -- writes -------------------------------------------------------------------------------------
+
+    def apply_batch(self, batch: Batch) -> BatchResult:
+        incoming: dict[str, Paper] = {}
+        for paper in batch.papers:  # several observations of one paper in a batch merge in order
+            incoming[paper.id] = merge_paper(incoming.get(paper.id), paper)
+        now = datetime.now(UTC)
+        added = updated = unchanged = 0
+        with self.engine.begin() as conn:
+            existing = self._fetch(conn, list(incoming))
+            inserts: list[dict[str, Any]] = []
+            updates: list[dict[str, Any]] = []
+            for paper_id, paper in incoming.items():
+                old = existing.get(paper_id)
+                merged = merge_paper(old, paper)
+                if old is None:
+                    row = _to_row(merged, now)
+                    row["created_at"] = now
+                    inserts.append(row)
+                    added += 1
+                elif merged != old:
+                    updates.append({f"v_{k}": v for k, v in _to_row(merged, now).items()})
+                    updated += 1
+                else:
+                    unchanged += 1
+            if inserts:
+                conn.execute(papers.insert(), inserts)
+            if updates:
+                conn.execute(self._update_stmt, updates)
+            written = self._write_listings(conn, batch.listings)
+            if batch.checkpoint is not None:
+                self._write_checkpoint(conn, *batch.checkpoint)
+        return BatchResult(added=added, updated=updated, unchanged=unchanged, listings=written)
+
+    def _write_listings(self, conn: Connection, items: Sequence[Listing]) -> int:
+        if not items:
+            return 0
+        rows: dict[tuple[date, str, str], dict[str, Any]] = {}
+        for item in items:
+            key = (item.day, item.source, item.paper_id)
+            prev = rows.get(key)
+            upvotes = item.upvotes
+            if (
+                prev is not None
+                and prev["upvotes"] is not None
+                and (upvotes is None or prev["upvotes"] > upvotes)
+            ):
+                upvotes = prev["upvotes"]
+            rank = item.rank if item.rank is not None else (prev["rank"] if prev else None)
+            rows[key] = {
+                "day": item.day,
+                "source": item.source,
+                "paper_id": item.paper_id,
+                "upvotes": upvotes,
+                "rank": rank,
+            }
+        stmt = self._insert(listings)
+        excluded = stmt.excluded
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[listings.c.day, listings.c.source, listings.c.paper_id],
+            set_={
+                "upvotes": case(
+                    (listings.c.upvotes.is_(None), excluded.upvotes),
+                    (excluded.upvotes > listings.c.upvotes, excluded.upvotes),
+                    else_=listings.c.upvotes,
+                ),
+                "rank": func.coalesce(excluded.rank, listings.c.rank),
+            },
+        )
+        conn.execute(stmt, list(rows.values()))
+        return len(rows)
+
+    def _write_checkpoint(self, conn: Connection, name: str, value: str) -> None:
+        stmt = self._insert(checkpoints).values(name=name, value=value, updated_at=datetime.now(UTC))
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[checkpoints.c.name],
+            set_={"value": stmt.excluded.value, "updated_at": stmt.excluded.updated_at},
+        )
+        conn.execute(stmt)
+
+    def clear_checkpoint(self, name: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(checkpoints.delete().where(checkpoints.c.name == name))
+
+    # -- reads --------------------------------------------------------------------------------------
+
+    def _fetch(self, conn: Connection, ids: Sequence[str]) -> dict[str, Paper]:
+        found: dict[str, Paper] = {}
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start : start + _CHUNK]
+            for row in conn.execute(select(*_PAPER_COLUMNS).where(papers.c.id.in_(chunk))):
+                found[row.id] = _from_row(row)
+        return found
+
+    def get_paper(self, paper_id: str) -> Paper | None:
+        return self.get_papers([paper_id]).get(paper_id)
+
+    def get_papers(self, paper_ids: Sequence[str]) -> dict[str, Paper]:
+        with self.engine.connect() as conn:
+            return self._fetch(conn, list(paper_ids))
+
+    def iter_papers(self, batch_size: int = 1000) -> Iterator[list[Paper]]:
+        """All papers in id order, a page at a time (keyset pagination: constant memory)."""
+        last = ""
+        while True:
+            with self.engine.connect() as conn:
+                rows = conn.execute(
+                    select(*_PAPER_COLUMNS).where(papers.c.id > last).order_by(papers.c.id).limit(batch_size)
+                ).all()
+            if not rows:
+                return
+            page = [_from_row(r) for r in rows]
+            last = page[-1].id
+            yield page
+
+    def listings_for_day(self, day: date, source: str | None = None) -> list[Listing]:
+        query = select(listings).where(listings.c.day == day)
+        if source is not None:
+            query = query.where(listings.c.source == source)
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        items = [Listing(r.day, r.paper_id, r.source, r.upvotes, r.rank) for r in rows]
+        return sorted(items, key=lambda x: (x.source, -(x.upvotes or 0), x.rank or 0, x.paper_id))
+
+    def get_checkpoint(self, name: str) -> str | None:
+        with self.engine.connect() as conn:
+            value = conn.execute(select(checkpoints.c.value).where(checkpoints.c.name == name)).scalar()
+        return value
+
+    def stats(self) -> StoreStats:
+        with self.engine.connect() as conn:
+            count = conn.execute(select(func.count()).select_from(papers)).scalar_one()
+            n_listings = conn.execute(select(func.count()).select_from(listings)).scalar_one()
+            days = conn.execute(select(func.count(func.distinct(listings.c.day)))).scalar_one()
+            first, last = conn.execute(
+                select(func.min(papers.c.published), func.max(papers.c.published))
+            ).one()
+            by_source: dict[str, int] = {}
+            for (srcs,) in conn.execute(select(papers.c.sources)):
+                for name in srcs:
+                    by_source[name] = by_source.get(name, 0) + 1
+
+        def _day(value: Any) -> str | None:
+            return None if value is None else str(value)[:10]
+
+        return StoreStats(
+            papers=count,
+            listings=n_listings,
+            listing_days=days,
+            by_source=dict(sorted(by_source.items())),
+            first_published=_day(first),
+            last_published=_day(last),
+            location=self.engine.url.render_as_string(hide_password=True),
+        )
+
+    def close(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,58 @@
+"""The composition root: the one place that turns settings into concrete adapters and services."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from paperfeed.adapters.sources.http import PoliteClient
+from paperfeed.adapters.store import SqlPaperStore, open_store
+from paperfeed.services.ingest import IngestService
+from paperfeed.settings import Settings
+
+__all__ = ["App", "build_app"]
+
+
+@dataclass
+class App:
+    """Lazily built adapters and services for one process; close it when done."""
+
+    settings: Settings
+    _closers: list[object] = field(default_factory=list, init=False)
+
+    @cached_property
+    def store(self) -> SqlPaperStore:
+        if self.settings.database_url is None:
+            self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        store = open_store(self.settings.db_url)
+        self._closers.append(store)
+        return store
+
+    @cached_property
+    def ingest(self) -> IngestService:
+        return IngestService(self.store)
+
+    @cached_property
+    def http(self) -> PoliteClient:
+        from urllib.parse import urlsplit
+
+        s = self.settings
+        intervals = {
+            urlsplit(s.arxiv_oai_url).netloc: s.arxiv_delay,
+            urlsplit(s.arxiv_api_url).netloc: s.arxiv_delay,
+            urlsplit(s.hf_api_url).netloc: s.hf_delay,
+        }
+        client = PoliteClient(
+            user_agent=s.user_agent(), timeout=s.http_timeout, retries=s.http_retries, min_interval=intervals
+        )
+        self._closers.append(client)
+        return client
+
+    def close(self) -> None:
+        for item in reversed(self._closers):
+            item.close()  # type: ignore[attr-defined]
+        self._closers.clear()
+
+
+def build_app(settings: Settings | None = None) -> App:
+    return App(settings or Settings())

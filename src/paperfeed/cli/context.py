@@ -1,0 +1,57 @@
+"""Per-invocation state shared by CLI commands: settings and the lazily built app."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+
+from paperfeed.bootstrap import App, build_app
+from paperfeed.settings import Settings
+
+__all__ = ["Context", "fail"]
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    """Print one clean error line to stderr and return the Exit to raise."""
+    Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False)
+    return typer.Exit(code)
+
+
+@dataclass
+class Context:
+    data_dir: Path | None = None
+    database_url: str | None = None
+    console: Console = field(default_factory=Console)
+    err: Console = field(default_factory=lambda: Console(stderr=True))
+    _app: App | None = None
+
+    @property
+    def settings(self) -> Settings:
+        return self.app.settings
+
+    @property
+    def app(self) -> App:
+        if self._app is None:
+            overrides: dict[str, Any] = {}
+            if self.data_dir is not None:
+                overrides["data_dir"] = self.data_dir
+            if self.database_url is not None:
+                overrides["database_url"] = self.database_url
+            try:
+                settings = Settings(**overrides)
+            except ValidationError as exc:
+                errors = "; ".join(
+                    f"PAPERFEED_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors()
+                )
+                raise fail(f"invalid settings: {errors}") from None
+            self._app = build_app(settings)
+        return self._app
+
+    def close(self) -> None:
+        if self._app is not None:
+            self._app.close()

@@ -1,0 +1,9 @@
+"""``paperfeed harvest arxiv|hf``: pull papers from the live sources."""
+
+from __future__ import annotations
+
+import typer
+
+harvest_app = typer.Typer(
+    help="Harvest papers from arXiv (OAI-PMH) or Hugging Face Daily Papers.", no_args_is_help=True
+)

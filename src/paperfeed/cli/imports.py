@@ -1,0 +1,70 @@
+"""``paperfeed import FILE…``: JSONL (ours or the arXiv snapshot), gzip or plain."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import orjson
+import typer
+
+from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
+from paperfeed.domain.ingest import IngestSummary
+
+from .context import Context, fail
+from .progress import RichProgress, print_summary
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("import")
+    def import_files(
+        ctx: typer.Context,
+        files: Annotated[
+            list[Path], typer.Argument(help="JSONL files (.jsonl or .jsonl.gz), ours or arXiv's snapshot.")
+        ],
+        keep_going: Annotated[
+            bool, typer.Option("--keep-going", help="Exit 0 even when some records were rejected.")
+        ] = False,
+        id_namespace: Annotated[
+            str | None,
+            typer.Option("--id-namespace", help="Prefix for ids that are not arXiv ids, e.g. 'scifact'."),
+        ] = None,
+        rejects_file: Annotated[
+            Path | None,
+            typer.Option("--rejects", help="Write every rejected record's location and reason here (JSONL)."),
+        ] = None,
+        batch_size: Annotated[int | None, typer.Option("--batch-size", min=1, max=50_000)] = None,
+    ) -> None:
+        """Import papers from files. Re-importing the same file changes nothing."""
+        c: Context = ctx.obj
+        for path in files:
+            if not path.is_file():
+                raise fail(f"{path}: no such file")
+        service = c.app.ingest
+        summary = IngestSummary()
+        started = time.perf_counter()
+        size = batch_size or c.settings.batch_size
+        reject_out = rejects_file.open("wb") if rejects_file else None
+        try:
+            for path in files:
+                before = summary.rejected
+                source = JsonlFileSource(path, batch_size=size, namespace=id_namespace)
+                with RichProgress(c.err, path.name) as progress:
+                    service.run(source, progress, summary=summary)
+                if summary.rejected > before:
+                    c.err.print(f"[yellow]{path}: {summary.rejected - before:,} record(s) rejected[/]")
+        finally:
+            if reject_out:
+                for r in summary.rejects:
+                    reject_out.write(
+                        orjson.dumps({"where": r.where, "field": r.field, "reason": r.reason}) + b"\n"
+                    )
+                reject_out.close()
+        for r in summary.rejects[:20]:
+            c.err.print(f"  rejected {r}", highlight=False, markup=False)
+        if summary.rejected > 20:
+            c.err.print(f"  … and {summary.rejected - 20:,} more (use --rejects FILE for all)")
+        print_summary(c.console, "import", summary, time.perf_counter() - started)
+        if summary.rejected and not keep_going:
+            raise typer.Exit(1)

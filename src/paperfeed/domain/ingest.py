@@ -1,0 +1,72 @@
+"""Units of ingestion: what a source hands to the store in one transaction, and what came of it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .models import Listing, Paper
+
+__all__ = ["Batch", "BatchResult", "IngestSummary", "Reject"]
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """A record that was not imported: where it was (``file:line`` or a record id), which field, why."""
+
+    where: str
+    reason: str
+    field: str | None = None
+
+    def __str__(self) -> str:
+        what = f"{self.field}: " if self.field else ""
+        return f"{self.where}: {what}{self.reason}"
+
+
+@dataclass(slots=True)
+class Batch:
+    """Papers and listings written in one transaction, with the source's checkpoint after them.
+
+    Writing the checkpoint in the same transaction as the data is what makes a killed harvest resume
+    exactly where its last committed batch ended.
+    """
+
+    papers: list[Paper] = field(default_factory=list)
+    listings: list[Listing] = field(default_factory=list)
+    rejects: list[Reject] = field(default_factory=list)
+    checkpoint: tuple[str, str] | None = None  # (name, opaque value)
+    position: int = 0  # progress in the source's unit (bytes read, records seen, days done)
+    total: int | None = None  # the source's total in the same unit, when known
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResult:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    listings: int = 0
+
+
+@dataclass(slots=True)
+class IngestSummary:
+    """Counts for a whole import or harvest; ``rejects`` keeps the first few for the report."""
+
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    rejected: int = 0
+    listings: int = 0
+    rejects: list[Reject] = field(default_factory=list)
+
+    def add(self, result: BatchResult, rejects: list[Reject], keep: int = 1000) -> None:
+        self.added += result.added
+        self.updated += result.updated
+        self.unchanged += result.unchanged
+        self.listings += result.listings
+        self.rejected += len(rejects)
+        room = keep - len(self.rejects)
+        if room > 0:
+            self.rejects.extend(rejects[:room])
+
+    @property
+    def seen(self) -> int:
+        return self.added + self.updated + self.unchanged + self.rejected

@@ -1,0 +1,70 @@
+"""Ports: the interfaces services need, implemented by adapters (store, sources, ...)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import date
+from typing import Protocol
+
+from .ingest import Batch, BatchResult
+from .models import Listing, Paper
+
+__all__ = ["PaperSource", "PaperStore", "ProgressReporter", "StoreStats"]
+
+
+@dataclass(frozen=True, slots=True)
+class StoreStats:
+    papers: int
+    listings: int
+    listing_days: int
+    by_source: dict[str, int]
+    first_published: str | None
+    last_published: str | None
+    location: str
+
+
+class PaperStore(Protocol):
+    """Where papers live. One writer at a time; every ``apply_batch`` is atomic."""
+
+    def apply_batch(self, batch: Batch) -> BatchResult: ...
+
+    def get_paper(self, paper_id: str) -> Paper | None: ...
+
+    def get_papers(self, paper_ids: Sequence[str]) -> dict[str, Paper]: ...
+
+    def listings_for_day(self, day: date, source: str | None = None) -> list[Listing]: ...
+
+    def get_checkpoint(self, name: str) -> str | None: ...
+
+    def clear_checkpoint(self, name: str) -> None: ...
+
+    def iter_papers(self, batch_size: int = 1000) -> Iterator[list[Paper]]: ...
+
+    def stats(self) -> StoreStats: ...
+
+    def close(self) -> None: ...
+
+
+class PaperSource(Protocol):
+    """Anything that yields batches of papers: a file, an OAI-PMH harvest, an API."""
+
+    @property
+    def name(self) -> str:
+        """Source name recorded in each paper's ``sources`` (e.g. ``hf-daily``, ``file:x.jsonl``)."""
+        ...
+
+    def batches(self, resume_from: str | None) -> Iterator[Batch]:
+        """Yield batches; ``resume_from`` is the last committed checkpoint value, if any."""
+        ...
+
+    @property
+    def checkpoint_name(self) -> str | None:
+        """Key under which this source's progress is checkpointed; ``None`` for no resume."""
+        ...
+
+
+class ProgressReporter(Protocol):
+    """Told how a long job advances; the CLI draws a progress bar, tests may record."""
+
+    def update(self, position: int, total: int | None, added: int, updated: int, rejected: int) -> None: ...

@@ -1,0 +1,1 @@
+"""Services: orchestrate the domain's ports into the things users ask for. No I/O details here."""

@@ -1,0 +1,38 @@
+"""Ingestion: pull batches from a source, apply each atomically, checkpoint, count, report progress."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from paperfeed.domain.ingest import IngestSummary
+from paperfeed.domain.ports import PaperSource, PaperStore, ProgressReporter
+
+__all__ = ["IngestService"]
+
+
+@dataclass
+class IngestService:
+    store: PaperStore
+
+    def run(
+        self,
+        source: PaperSource,
+        progress: ProgressReporter | None = None,
+        *,
+        resume: bool = True,
+        summary: IngestSummary | None = None,
+    ) -> IngestSummary:
+        """Ingest everything ``source`` yields; resumes from its checkpoint unless ``resume`` is False.
+
+        Each batch commits on its own with the source's checkpoint, so an interrupted run loses at most
+        the batch in flight and a re-run picks up after the last committed one.
+        """
+        summary = summary if summary is not None else IngestSummary()
+        name = source.checkpoint_name
+        start = self.store.get_checkpoint(name) if (resume and name) else None
+        for batch in source.batches(start):
+            result = self.store.apply_batch(batch)
+            summary.add(result, batch.rejects)
+            if progress is not None:
+                progress.update(batch.position, batch.total, summary.added, summary.updated, summary.rejected)
+        return summary
