@@ -1,0 +1,154 @@
+"""Search vocabulary and ports: queries, filters, hits, and the embedder / index interfaces.
+
+The search service (``services/search.py``) composes a :class:`KeywordIndex`, a :class:`VectorIndex` and an
+:class:`Embedder`; adapters implement them (FTS5/tantivy, exact/HNSW/pgvector, ST/ONNX/fake).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "Embedder",
+    "IndexManifest",
+    "KeywordIndex",
+    "ParsedQuery",
+    "ScoredId",
+    "SearchFilters",
+    "Span",
+    "VectorIndex",
+    "VectorRecord",
+]
+
+Vectors = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilters:
+    """Restrictions every search path must honour *before* ranking (no post-filter starvation)."""
+
+    date_from: date | None = None  # on Paper.published, inclusive
+    date_to: date | None = None  # inclusive
+    categories: tuple[str, ...] = ()  # any of these (a paper matches if it carries one of them)
+    has_code: bool | None = None  # True: only papers with a GitHub repo
+
+    @property
+    def active(self) -> bool:
+        return bool(self.date_from or self.date_to or self.categories or self.has_code is not None)
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedQuery:
+    """A user's query split into safe parts. Never passed raw to an engine's own query syntax.
+
+    ``terms`` are plain words (OR-ed, ranked by BM25); ``phrases`` must occur verbatim; ``excluded`` words
+    must not occur; ``authors`` restrict to papers with an author matching each name; the rest refine
+    ``filters``.
+    """
+
+    raw: str
+    terms: tuple[str, ...] = ()
+    phrases: tuple[tuple[str, ...], ...] = ()
+    excluded: tuple[str, ...] = ()
+    authors: tuple[str, ...] = ()
+    filters: SearchFilters = field(default_factory=SearchFilters)
+
+    @property
+    def text(self) -> str:
+        """The free text to embed for dense search (terms and phrases, no operators)."""
+        words = list(self.terms)
+        for phrase in self.phrases:
+            words.extend(phrase)
+        return " ".join(words)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.terms or self.phrases or self.authors)
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredId:
+    paper_id: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A highlighted character range ``[start, end)`` in a field's text."""
+
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class VectorRecord:
+    """What a vector index stores per paper: the vector plus the facets filters need."""
+
+    paper_id: str
+    vector: Vectors  # shape (dim,), float32, L2-normalised
+    published: date | None
+    categories: tuple[str, ...]
+    has_code: bool
+
+
+@dataclass(frozen=True, slots=True)
+class IndexManifest:
+    """Written beside every index file: how it was built, so a mismatch is detected, not misused."""
+
+    kind: str  # "exact", "hnsw", ...
+    model_id: str
+    dimension: int
+    count: int
+    built_at: str  # ISO-8601 UTC
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors. ``model_id`` names the vector space."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Return an array of shape ``(len(texts), dimension)``; rows are unit length."""
+        ...
+
+
+class VectorIndex(Protocol):
+    """Nearest-neighbour search over paper vectors, filter-aware."""
+
+    @property
+    def manifest(self) -> IndexManifest: ...
+
+    def __len__(self) -> int: ...
+
+    def upsert(self, records: Iterable[VectorRecord]) -> None: ...
+
+    def remove(self, paper_ids: Iterable[str]) -> None: ...
+
+    def search(
+        self, vector: Vectors, k: int, filters: SearchFilters | None = None, exclude: Iterable[str] = ()
+    ) -> list[ScoredId]:
+        """Top ``k`` by cosine similarity among papers passing ``filters`` (best first)."""
+        ...
+
+    def vector(self, paper_id: str) -> Vectors | None: ...
+
+
+class KeywordIndex(Protocol):
+    """BM25 keyword search with field weights; returns best first."""
+
+    def search(self, query: ParsedQuery, k: int) -> list[ScoredId]: ...
+
+    def highlight(self, query: ParsedQuery, text: str) -> list[Span]:
+        """Spans of ``text`` matching the query's terms/phrases (for highlightedTitle/Summary)."""
+        ...
