@@ -44,6 +44,7 @@ class BatchResult:
     updated: int = 0
     unchanged: int = 0
     listings: int = 0
+    changed_ids: tuple[str, ...] = ()  # papers added or updated: what derived indexes must refresh
 
 
 @dataclass(slots=True)

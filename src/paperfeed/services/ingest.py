@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from paperfeed.domain.ingest import IngestSummary
 from paperfeed.domain.ports import PaperSource, PaperStore, ProgressReporter
+
+# Called with the ids of papers a committed batch added or changed (derived indexes refresh them).
+ChangeListener = Callable[[Sequence[str]], None]
 
 __all__ = ["IngestService"]
 
@@ -13,6 +17,7 @@ __all__ = ["IngestService"]
 @dataclass
 class IngestService:
     store: PaperStore
+    listeners: list[ChangeListener] = field(default_factory=list)
 
     def run(
         self,
@@ -33,6 +38,9 @@ class IngestService:
         for batch in source.batches(start):
             result = self.store.apply_batch(batch)
             summary.add(result, batch.rejects)
+            if result.changed_ids:
+                for listener in self.listeners:
+                    listener(result.changed_ids)
             if progress is not None:
                 progress.update(batch.position, batch.total, summary.added, summary.updated, summary.rejected)
         return summary

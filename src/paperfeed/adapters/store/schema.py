@@ -13,6 +13,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -71,4 +72,15 @@ checkpoints = Table(
     Column("name", String(200), primary_key=True),
     Column("value", Text, nullable=False),
     Column("updated_at", DateTime(timezone=True), nullable=False),
+)
+
+embeddings = Table(
+    "embeddings",
+    metadata,
+    Column("paper_id", String(64), ForeignKey("papers.id", ondelete="CASCADE"), primary_key=True),
+    Column("model_id", String(200), nullable=False),
+    Column("content_hash", String(32), nullable=False),
+    Column("vector", LargeBinary, nullable=False),  # float32, little-endian, L2-normalised
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Index("ix_embeddings_model_id", "model_id"),
 )

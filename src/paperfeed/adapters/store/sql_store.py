@@ -177,7 +177,10 @@ class SqlPaperStore:
             written = self._write_listings(conn, batch.listings)
             if batch.checkpoint is not None:
                 self._write_checkpoint(conn, *batch.checkpoint)
-        return BatchResult(added=added, updated=updated, unchanged=unchanged, listings=written)
+        changed = tuple(row["id"] for row in inserts) + tuple(row["v_id"] for row in updates)
+        return BatchResult(
+            added=added, updated=updated, unchanged=unchanged, listings=written, changed_ids=changed
+        )
 
     def _write_listings(self, conn: Connection, items: Sequence[Listing]) -> int:
         if not items:
