@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from paperfeed.adapters.sources.arxiv_api import ArxivApiClient
 from paperfeed.adapters.sources.http import PoliteClient
 from paperfeed.adapters.store import SqlPaperStore, open_store
 from paperfeed.services.ingest import IngestService
@@ -47,6 +48,10 @@ class App:
         )
         self._closers.append(client)
         return client
+
+    @cached_property
+    def arxiv_api(self) -> ArxivApiClient:
+        return ArxivApiClient(self.http, self.settings.arxiv_api_url)
 
     def close(self) -> None:
         for item in reversed(self._closers):
