@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from .models import Listing, Paper
 
-__all__ = ["Batch", "BatchResult", "IngestSummary", "Reject"]
+__all__ = ["Batch", "BatchResult", "IngestSummary", "RawRecord", "Reject"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +23,20 @@ class Reject:
         return f"{self.where}: {what}{self.reason}"
 
 
+@dataclass(frozen=True, slots=True)
+class RawRecord:
+    """A source record not yet validated: enough to tell whether it was already applied unchanged.
+
+    ``key`` is the record's own id as the source spells it; ``fingerprint`` hashes its raw bytes (and the
+    parser version), so an identical record seen again can be skipped without parsing or merging it.
+    """
+
+    key: str
+    fingerprint: str
+    where: str
+    payload: Any
+
+
 @dataclass(slots=True)
 class Batch:
     """Papers and listings written in one transaction, with the source's checkpoint after them.
@@ -34,6 +49,9 @@ class Batch:
     listings: list[Listing] = field(default_factory=list)
     rejects: list[Reject] = field(default_factory=list)
     checkpoint: tuple[str, str] | None = None  # (name, opaque value)
+    raw: list[RawRecord] = field(default_factory=list)  # realised by the source unless already applied
+    ledger_source: str | None = None  # source name under which ``fingerprints`` are recorded
+    fingerprints: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (paper id, fingerprint)
     position: int = 0  # progress in the source's unit (bytes read, records seen, days done)
     total: int | None = None  # the source's total in the same unit, when known
 
@@ -44,6 +62,7 @@ class BatchResult:
     updated: int = 0
     unchanged: int = 0
     listings: int = 0
+    skipped: int = 0  # raw records recognised as already applied (counted as unchanged)
     changed_ids: tuple[str, ...] = ()  # papers added or updated: what derived indexes must refresh
 
 
@@ -61,7 +80,7 @@ class IngestSummary:
     def add(self, result: BatchResult, rejects: list[Reject], keep: int = 1000) -> None:
         self.added += result.added
         self.updated += result.updated
-        self.unchanged += result.unchanged
+        self.unchanged += result.unchanged + result.skipped
         self.listings += result.listings
         self.rejected += len(rejects)
         room = keep - len(self.rejects)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import date
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
-from .ingest import Batch, BatchResult
+from .ingest import Batch, BatchResult, RawRecord
 from .models import Listing, Paper
 
-__all__ = ["PaperSource", "PaperStore", "ProgressReporter", "StoreStats"]
+__all__ = ["PaperSource", "PaperStore", "ProgressReporter", "RecordRealizer", "StoreStats"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +37,10 @@ class PaperStore(Protocol):
 
     def get_checkpoint(self, name: str) -> str | None: ...
 
+    def known_fingerprints(self, source: str, keys: Sequence[str]) -> dict[str, str]:
+        """Fingerprints of raw records of ``source`` already applied, by record key."""
+        ...
+
     def clear_checkpoint(self, name: str) -> None: ...
 
     def iter_papers(self, batch_size: int = 1000) -> Iterator[list[Paper]]: ...
@@ -61,6 +65,15 @@ class PaperSource(Protocol):
     @property
     def checkpoint_name(self) -> str | None:
         """Key under which this source's progress is checkpointed; ``None`` for no resume."""
+        ...
+
+
+@runtime_checkable
+class RecordRealizer(Protocol):
+    """A source that yields raw records (``Batch.raw``) and validates only those not already applied."""
+
+    def realize(self, batch: Batch, records: Sequence[RawRecord]) -> None:
+        """Validate ``records`` into ``batch``'s papers, listings, rejects and fingerprints."""
         ...
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from paperfeed.domain.ingest import IngestSummary
-from paperfeed.domain.ports import PaperSource, PaperStore, ProgressReporter
+from paperfeed.domain.ports import PaperSource, PaperStore, ProgressReporter, RecordRealizer
 
 # Called with the ids of papers a committed batch added or changed (derived indexes refresh them).
 ChangeListener = Callable[[Sequence[str]], None]
@@ -36,7 +36,15 @@ class IngestService:
         name = source.checkpoint_name
         start = self.store.get_checkpoint(name) if (resume and name) else None
         for batch in source.batches(start):
+            skipped = 0
+            if batch.raw and isinstance(source, RecordRealizer):
+                known = self.store.known_fingerprints(source.name, [r.key for r in batch.raw])
+                fresh = [r for r in batch.raw if known.get(r.key) != r.fingerprint]
+                skipped = len(batch.raw) - len(fresh)
+                source.realize(batch, fresh)
             result = self.store.apply_batch(batch)
+            if skipped:
+                result = replace(result, skipped=skipped)
             summary.add(result, batch.rejects)
             if result.changed_ids:
                 for listener in self.listeners:

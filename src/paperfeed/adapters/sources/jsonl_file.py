@@ -7,8 +7,9 @@ length) and handed on in batches. Progress is counted in bytes of the file on di
 from __future__ import annotations
 
 import gzip
+import hashlib
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import IO, cast
 
 import orjson
 
-from paperfeed.domain.ingest import Batch, Reject
+from paperfeed.domain.ingest import Batch, RawRecord, Reject
 from paperfeed.domain.models import Listing
 from paperfeed.domain.validation import InvalidRecord, build_paper
 
@@ -25,6 +26,7 @@ from .records import listing_days, record_fields
 __all__ = ["MAX_LINE_BYTES", "JsonlFileSource"]
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
+PARSER_VERSION = 1  # bump when the mapping of records to papers changes: re-imports then re-apply
 HF_DAILY = "hf-daily"
 
 
@@ -49,14 +51,15 @@ def _numbered_lines(stream: IO[bytes], chunk_size: int = 1 << 20) -> Iterator[tu
     pending = b""
     oversized = False
     while True:
-        chunk = stream.read(chunk_size)
+        # read1: whatever one underlying read yields, so a truncated gzip still hands over what it had
+        chunk = stream.read1(chunk_size) if hasattr(stream, "read1") else stream.read(chunk_size)
         if not chunk:
             break
         lines = (pending + chunk).split(b"\n")
         pending = lines.pop()
         for line in lines:
             lineno += 1
-            if oversized:
+            if oversized or len(line) > MAX_LINE_BYTES:
                 oversized = False
                 yield lineno, None
             else:
@@ -92,7 +95,7 @@ class JsonlFileSource:
     def batches(self, resume_from: str | None = None) -> Iterator[Batch]:
         total = self.path.stat().st_size
         stream, raw = _open(self.path)
-        batch = Batch(total=total)
+        batch = Batch(total=total, ledger_source=self.name)
         label = str(self.path)
         try:
             for lineno, line in _numbered_lines(stream):
@@ -103,11 +106,11 @@ class JsonlFileSource:
                     continue
                 if not line.strip():
                     continue
-                self._parse(line, f"{label}:{lineno}", batch)
-                if len(batch.papers) + len(batch.rejects) >= self.batch_size:
+                self._read(line, f"{label}:{lineno}", batch)
+                if len(batch.raw) + len(batch.rejects) >= self.batch_size:
                     batch.position = raw.tell()
                     yield batch
-                    batch = Batch(total=total)
+                    batch = Batch(total=total, ledger_source=self.name)
         except (OSError, EOFError, zlib.error) as exc:
             batch.rejects.append(Reject(label, f"file unreadable after this point: {exc}"))
         finally:
@@ -116,7 +119,8 @@ class JsonlFileSource:
         batch.position = total
         yield batch
 
-    def _parse(self, line: bytes, where: str, batch: Batch) -> None:
+    def _read(self, line: bytes, where: str, batch: Batch) -> None:
+        """Decode one line into a raw record (or a reject); validation waits for :meth:`realize`."""
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -130,16 +134,27 @@ class JsonlFileSource:
         if not isinstance(record, dict):
             batch.rejects.append(Reject(where, f"expected a JSON object, got {type(record).__name__}"))
             return
-        try:
-            paper = build_paper(record_fields(record, self.namespace), source=self.name, seen_at=self.now)
-            days = listing_days(record)
-        except InvalidRecord as exc:
-            rid = record.get("id")
-            where_id = (
-                f"{where} (id {rid})" if isinstance(rid, str | int) and not isinstance(rid, bool) else where
-            )
-            batch.rejects.append(Reject(where_id, exc.reason, exc.field))
-            return
-        batch.papers.append(paper)
-        upvotes = paper.upvotes
-        batch.listings.extend(Listing(day, paper.id, HF_DAILY, upvotes) for day in days)
+        rid = record.get("id")
+        key = str(rid) if isinstance(rid, str | int) and not isinstance(rid, bool) else ""
+        digest = hashlib.blake2b(line.rstrip(b"\r"), digest_size=16, key=self._salt).hexdigest()
+        batch.raw.append(RawRecord(key, digest, where, record))
+
+    @property
+    def _salt(self) -> bytes:
+        # The fingerprint covers what shapes the result besides the bytes: parser version, id namespace.
+        return f"{PARSER_VERSION}|{self.namespace or ''}".encode()
+
+    def realize(self, batch: Batch, records: Sequence[RawRecord]) -> None:
+        for raw in records:
+            record = raw.payload
+            try:
+                paper = build_paper(record_fields(record, self.namespace), source=self.name, seen_at=self.now)
+                days = listing_days(record)
+            except InvalidRecord as exc:
+                where = f"{raw.where} (id {raw.key})" if raw.key else raw.where
+                batch.rejects.append(Reject(where, exc.reason, exc.field))
+                continue
+            batch.papers.append(paper)
+            batch.listings.extend(Listing(day, paper.id, HF_DAILY, paper.upvotes) for day in days)
+            if raw.key:
+                batch.fingerprints[raw.key] = (paper.id, raw.fingerprint)

@@ -66,6 +66,18 @@ listings = Table(
     Index("ix_listings_paper_id", "paper_id"),
 )
 
+# Ledger of raw source records already applied: (source, the record's own key) -> fingerprint of its
+# bytes. A re-import skips records whose fingerprint is unchanged without parsing or merging them again.
+source_records = Table(
+    "source_records",
+    metadata,
+    Column("source", String(200), primary_key=True),
+    Column("record_key", String(200), primary_key=True),
+    Column("paper_id", String(64), ForeignKey("papers.id", ondelete="CASCADE"), nullable=False),
+    Column("fingerprint", String(32), nullable=False),
+    Index("ix_source_records_paper_id", "paper_id"),
+)
+
 checkpoints = Table(
     "checkpoints",
     metadata,

@@ -24,7 +24,7 @@ from paperfeed.domain.models import Listing, Paper
 from paperfeed.domain.ports import StoreStats
 
 from . import migrate
-from .schema import checkpoints, listings, papers
+from .schema import checkpoints, listings, papers, source_records
 
 __all__ = ["SqlPaperStore", "open_store", "sqlite_url"]
 
@@ -175,6 +175,8 @@ class SqlPaperStore:
             if updates:
                 conn.execute(self._update_stmt, updates)
             written = self._write_listings(conn, batch.listings)
+            if batch.fingerprints and batch.ledger_source:
+                self._write_ledger(conn, batch.ledger_source, batch.fingerprints)
             if batch.checkpoint is not None:
                 self._write_checkpoint(conn, *batch.checkpoint)
         changed = tuple(row["id"] for row in inserts) + tuple(row["v_id"] for row in updates)
@@ -219,6 +221,29 @@ class SqlPaperStore:
         )
         conn.execute(stmt, list(rows.values()))
         return len(rows)
+
+    def _write_ledger(self, conn: Connection, source: str, entries: dict[str, tuple[str, str]]) -> None:
+        rows = [
+            {"source": source, "record_key": key, "paper_id": pid, "fingerprint": fp}
+            for key, (pid, fp) in entries.items()
+        ]
+        stmt = self._insert(source_records)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[source_records.c.source, source_records.c.record_key],
+            set_={"paper_id": stmt.excluded.paper_id, "fingerprint": stmt.excluded.fingerprint},
+        )
+        conn.execute(stmt, rows)
+
+    def known_fingerprints(self, source: str, keys: Sequence[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
+        with self.engine.connect() as conn:
+            for start in range(0, len(keys), _CHUNK):
+                chunk = keys[start : start + _CHUNK]
+                query = select(source_records.c.record_key, source_records.c.fingerprint).where(
+                    source_records.c.source == source, source_records.c.record_key.in_(chunk)
+                )
+                found.update((key, fp) for key, fp in conn.execute(query))
+        return found
 
     def _write_checkpoint(self, conn: Connection, name: str, value: str) -> None:
         stmt = self._insert(checkpoints).values(name=name, value=value, updated_at=datetime.now(UTC))

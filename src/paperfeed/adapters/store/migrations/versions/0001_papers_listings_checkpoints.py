@@ -1,4 +1,4 @@
-"""Papers, daily listings and source checkpoints.
+"""Papers, daily listings, source checkpoints and the ledger of records already applied.
 
 Revision ID: 0001
 Revises:
@@ -58,6 +58,14 @@ def upgrade() -> None:
     )
     op.create_index("ix_listings_paper_id", "listings", ["paper_id"])
     op.create_table(
+        "source_records",
+        sa.Column("source", sa.String(200), primary_key=True),
+        sa.Column("record_key", sa.String(200), primary_key=True),
+        sa.Column("paper_id", sa.String(64), sa.ForeignKey("papers.id", ondelete="CASCADE"), nullable=False),
+        sa.Column("fingerprint", sa.String(32), nullable=False),
+    )
+    op.create_index("ix_source_records_paper_id", "source_records", ["paper_id"])
+    op.create_table(
         "checkpoints",
         sa.Column("name", sa.String(200), primary_key=True),
         sa.Column("value", sa.Text, nullable=False),
@@ -67,6 +75,8 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     op.drop_table("checkpoints")
+    op.drop_index("ix_source_records_paper_id", "source_records")
+    op.drop_table("source_records")
     op.drop_index("ix_listings_paper_id", "listings")
     op.drop_table("listings")
     op.drop_index("ix_papers_modified_at", "papers")

@@ -1,0 +1,5 @@
+"""``python -m paperfeed`` runs the CLI."""
+
+from paperfeed.cli import main
+
+main()
