@@ -1,0 +1,47 @@
+"""What searching returns to surfaces (web, API, CLI, recommendations), and the port that returns it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from .models import Paper
+from .search import SearchFilters, Span
+
+__all__ = ["PaperSearch", "SearchHit", "SearchPage"]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One ranked result; spans mark the query's matches in the title and abstract for highlighting."""
+
+    paper: Paper
+    score: float
+    title_spans: tuple[Span, ...] = ()
+    abstract_spans: tuple[Span, ...] = ()
+    keyword_rank: int | None = None  # 1-based rank in the keyword list, if it was there
+    dense_rank: int | None = None  # 1-based rank in the embedding list, if it was there
+
+
+@dataclass(frozen=True, slots=True)
+class SearchPage:
+    query: str
+    hits: tuple[SearchHit, ...]
+    total: int  # number of results available for paging (after the relevance cut-off)
+    offset: int = 0
+    limit: int = 20
+    notes: tuple[str, ...] = field(default=())  # e.g. "semantic search unavailable: index missing"
+
+
+class PaperSearch(Protocol):
+    """The search service as surfaces see it."""
+
+    def search(
+        self, query: str, filters: SearchFilters | None = None, limit: int = 20, offset: int = 0
+    ) -> SearchPage: ...
+
+    def similar(
+        self, paper_id: str, limit: int = 10, filters: SearchFilters | None = None
+    ) -> list[SearchHit]:
+        """Nearest papers by embedding, excluding the paper itself and its exact duplicates."""
+        ...
