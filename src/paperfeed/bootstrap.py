@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from paperfeed.adapters.sources.arxiv_api import ArxivApiClient
+from paperfeed.adapters.sources.arxiv_oai import ArxivOaiSource, plan_harvest
 from paperfeed.adapters.sources.http import PoliteClient
 from paperfeed.adapters.store import SqlPaperStore, open_store
 from paperfeed.services.ingest import IngestService
@@ -52,6 +54,29 @@ class App:
     @cached_property
     def arxiv_api(self) -> ArxivApiClient:
         return ArxivApiClient(self.http, self.settings.arxiv_api_url)
+
+    def arxiv_oai_harvest(
+        self,
+        *,
+        metadata_prefix: str = "arXiv",
+        set_spec: str | None = None,
+        from_date: str | None = None,
+        until: str | None = None,
+        restart: bool = False,
+        notify: Callable[[str], None] | None = None,
+    ) -> ArxivOaiSource:
+        """An arXiv OAI-PMH harvest; without ``from_date`` it continues from the last completed one."""
+        return plan_harvest(
+            self.http,
+            self.store,
+            self.settings.arxiv_oai_url,
+            metadata_prefix=metadata_prefix,
+            set_spec=set_spec,
+            from_date=from_date,
+            until=until,
+            restart=restart,
+            notify=notify or (lambda _message: None),
+        )
 
     def close(self) -> None:
         for item in reversed(self._closers):
