@@ -1,0 +1,46 @@
+"""The ASGI application factory. Resources come from the composition root through lifespan state."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from paperfeed import __version__
+from paperfeed.bootstrap import App
+
+from . import api, errors, feeds, pages
+
+__all__ = ["create_app"]
+
+
+def create_app(build: Callable[[], App]) -> FastAPI:
+    """Create the web app; ``build`` makes the :class:`~paperfeed.bootstrap.App` at startup.
+
+    Taking a factory (not an App) keeps import-time side effects out and lets each worker process
+    open its own store connections.
+    """
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[dict[str, App]]:
+        container = build()
+        try:
+            yield {"app": container}
+        finally:
+            container.close()
+
+    web = FastAPI(
+        title="paperfeed",
+        version=__version__,
+        description="Research-paper discovery: daily feeds, hybrid search, similar papers. "
+        "The JSON API follows the shape of Hugging Face's papers API.",
+        lifespan=lifespan,
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    errors.install(web)
+    web.include_router(api.router)
+    web.include_router(feeds.router)
+    web.include_router(pages.router)
+    return web
