@@ -24,7 +24,7 @@ def register(app: typer.Typer) -> None:
         ids: Annotated[
             list[str],
             typer.Argument(
-                metavar="ID_OR_URL...",
+                metavar="ID_OR_URL",
                 help="arXiv ids or URLs: 2401.01234, 2401.01234v2, hep-th/9901001, https://arxiv.org/abs/…",
             ),
         ],
