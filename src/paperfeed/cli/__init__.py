@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from . import fetch, harvest, imports, stats
+from . import fetch, harvest, imports, run, stats
 from .context import Context
 
 __all__ = ["app", "main"]
@@ -47,6 +47,7 @@ def _root(
 imports.register(app)
 stats.register(app)
 fetch.register(app)
+run.register(app)
 app.add_typer(harvest.harvest_app, name="harvest")
 
 

@@ -16,6 +16,43 @@ from .context import Context, fail
 from .progress import RichProgress, print_summary
 
 
+def import_paths(
+    c: Context,
+    files: list[Path],
+    *,
+    namespace: str | None = None,
+    rejects_file: Path | None = None,
+    batch_size: int | None = None,
+) -> IngestSummary:
+    """Import ``files`` with a progress bar per file; print rejects and the summary table."""
+    for path in files:
+        if not path.is_file():
+            raise fail(f"{path}: no such file")
+    service = c.app.ingest
+    summary = IngestSummary()
+    started = time.perf_counter()
+    size = batch_size or c.settings.batch_size
+    try:
+        for path in files:
+            before = summary.rejected
+            source = JsonlFileSource(path, batch_size=size, namespace=namespace)
+            with RichProgress(c.err, path.name) as progress:
+                service.run(source, progress, summary=summary)
+            if summary.rejected > before:
+                c.err.print(f"[yellow]{path}: {summary.rejected - before:,} record(s) rejected[/]")
+    finally:
+        if rejects_file:
+            with rejects_file.open("wb") as out:
+                for r in summary.rejects:
+                    out.write(orjson.dumps({"where": r.where, "field": r.field, "reason": r.reason}) + b"\n")
+    for r in summary.rejects[:20]:
+        c.err.print(f"  rejected {r}", highlight=False, markup=False)
+    if summary.rejected > 20:
+        c.err.print(f"  … and {summary.rejected - 20:,} more (use --rejects FILE for all)")
+    print_summary(c.console, "import", summary, time.perf_counter() - started)
+    return summary
+
+
 def register(app: typer.Typer) -> None:
     @app.command("import")
     def import_files(
@@ -38,33 +75,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Import papers from files. Re-importing the same file changes nothing."""
         c: Context = ctx.obj
-        for path in files:
-            if not path.is_file():
-                raise fail(f"{path}: no such file")
-        service = c.app.ingest
-        summary = IngestSummary()
-        started = time.perf_counter()
-        size = batch_size or c.settings.batch_size
-        reject_out = rejects_file.open("wb") if rejects_file else None
-        try:
-            for path in files:
-                before = summary.rejected
-                source = JsonlFileSource(path, batch_size=size, namespace=id_namespace)
-                with RichProgress(c.err, path.name) as progress:
-                    service.run(source, progress, summary=summary)
-                if summary.rejected > before:
-                    c.err.print(f"[yellow]{path}: {summary.rejected - before:,} record(s) rejected[/]")
-        finally:
-            if reject_out:
-                for r in summary.rejects:
-                    reject_out.write(
-                        orjson.dumps({"where": r.where, "field": r.field, "reason": r.reason}) + b"\n"
-                    )
-                reject_out.close()
-        for r in summary.rejects[:20]:
-            c.err.print(f"  rejected {r}", highlight=False, markup=False)
-        if summary.rejected > 20:
-            c.err.print(f"  … and {summary.rejected - 20:,} more (use --rejects FILE for all)")
-        print_summary(c.console, "import", summary, time.perf_counter() - started)
+        summary = import_paths(
+            c, files, namespace=id_namespace, rejects_file=rejects_file, batch_size=batch_size
+        )
         if summary.rejected and not keep_going:
             raise typer.Exit(1)
