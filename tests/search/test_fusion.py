@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from paperfeed.domain.fusion import reciprocal_rank_fusion
+from paperfeed.domain.search import ScoredId
+
+
+def ids(*names: str) -> list[ScoredId]:
+    return [ScoredId(n, 1.0 / (i + 1)) for i, n in enumerate(names)]
+
+
+def test_documents_in_both_lists_rise() -> None:
+    fused = reciprocal_rank_fusion([ids("a", "b", "c"), ids("c", "d", "a")], k=60)
+    assert [f.paper_id for f in fused][:2] == ["a", "c"]
+    assert fused[0].ranks == (1, 3)
+    assert fused[0].score == pytest.approx(1 / 61 + 1 / 63)
+
+
+def test_weights_tilt_the_ranking() -> None:
+    lists = [ids("kw1", "kw2"), ids("de1", "de2")]
+    assert reciprocal_rank_fusion(lists, [2.0, 1.0])[0].paper_id == "kw1"
+    assert reciprocal_rank_fusion(lists, [1.0, 2.0])[0].paper_id == "de1"
+
+
+def test_validation() -> None:
+    with pytest.raises(ValueError, match="one weight per list"):
+        reciprocal_rank_fusion([ids("a")], [1.0, 2.0])
+    with pytest.raises(ValueError, match="k must be"):
+        reciprocal_rank_fusion([ids("a")], k=-1)
+    assert reciprocal_rank_fusion([[], []]) == []
+
+
+@given(st.lists(st.lists(st.sampled_from("abcdefgh"), max_size=8), min_size=1, max_size=3))
+def test_fusion_is_a_ranking_of_the_union(raw: list[list[str]]) -> None:
+    lists = [ids(*items) for items in raw]
+    fused = reciprocal_rank_fusion(lists)
+    assert {f.paper_id for f in fused} == {x for items in raw for x in items}
+    assert all(a.score >= b.score for a, b in itertools.pairwise(fused))
