@@ -187,6 +187,14 @@ def test_next_harvest_continues_from_the_high_water_mark(
     assert plan_harvest(client(), store, endpoint, metadata_prefix="arXiv").from_date is None
     assert plan_harvest(client(), store, endpoint, metadata_prefix="oai_dc", set_spec="cs").from_date is None
     assert plan_harvest(client(), store, endpoint, metadata_prefix="oai_dc", restart=True).from_date is None
+    # --until below the mark alone asks for everything up to that day.
+    assert (
+        plan_harvest(client(), store, endpoint, metadata_prefix="oai_dc", until="2022-12-31").from_date
+        is None
+    )
+    assert plan_harvest(
+        client(), store, endpoint, metadata_prefix="oai_dc", until="2024-01-01"
+    ).from_date == ("2023-03-07")
     # An explicit backfill of older days never moves the mark back.
     server.add("/oai", Reply(200, error_page("noRecordsMatch")), params={"from": "2020-01-01"})
     old = plan_harvest(
@@ -220,9 +228,10 @@ def test_an_expired_saved_token_restarts_the_list_from_its_from_date(
         {"verb": "ListRecords", "resumptionToken": TOKENS[1]},
     ]
     assert source.report.restarted is True
-    assert len(notes) == 1
-    assert "expired" in notes[0]
-    assert "restarting this harvest from 2023-03-07" in notes[0]
+    assert len(notes) == 2
+    assert notes[0].startswith("resuming an interrupted harvest after record 1,000 of 2,265")
+    assert "has expired on the server (badResumptionToken)" in notes[1]
+    assert "restarting this harvest from 2023-03-07" in notes[1]
     assert (summary.added, summary.unchanged) == (1265, 1000)
     assert set(store_ids(store)) == expected_ids
 
@@ -313,7 +322,10 @@ def test_kill_9_mid_harvest_then_rerun_loses_and_duplicates_nothing(
     count, distinct, ids = paper_rows(db)
     assert count == distinct == 2265
     assert ids == expected_ids
-    assert "resumed an interrupted harvest at resumption token '6511260|1001'" in second.stderr
+    assert (
+        "resuming an interrupted harvest after record 1,000 of 2,265 (resumption token '6511260|1001')"
+        in (" ".join(second.stderr.split()))
+    )
     assert "Traceback" not in second.stderr
     assert "next harvest starts at: 2023-03-07" in second.stdout
 

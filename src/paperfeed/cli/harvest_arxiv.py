@@ -124,8 +124,6 @@ def register(harvest_app: typer.Typer) -> None:
             )
             raise _error(c, message, 3) from None
         report = source.report
-        if report.resumed_from:
-            _say(c, f"resumed an interrupted harvest at resumption token {report.resumed_from!r}")
         for r in summary.rejects[:20]:
             c.err.print(f"  rejected {r}", highlight=False, markup=False, soft_wrap=True)
         if summary.rejected > 20:

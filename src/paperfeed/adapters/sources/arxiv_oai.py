@@ -161,6 +161,12 @@ class ArxivOaiSource:
         """One batch per page, its checkpoint naming the next page; then the high-water mark."""
         state = self._load(resume_from)
         self.report.resumed_from = state.token
+        if state.token:
+            of = f" of {state.total:,}" if state.total is not None else ""
+            self.notify(
+                f"resuming an interrupted harvest after record {state.position:,}{of} "
+                f"(resumption token {state.token!r})"
+            )
         request = self._first_request(state)
         while True:
             try:
@@ -261,6 +267,8 @@ def plan_harvest(
     """Build the harvest the options ask for; without ``from_date`` continue from the high-water mark."""
     previous = saved_highwater(store, endpoint, metadata_prefix, set_spec)
     start = from_date if (from_date or restart) else _day(previous)
+    if start and until and not from_date and start > until[:10]:
+        start = None  # "--until X" alone asks for everything up to X, even below the mark
     return ArxivOaiSource(
         http=http,
         endpoint=endpoint,

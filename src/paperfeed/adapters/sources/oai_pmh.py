@@ -121,8 +121,8 @@ class OaiPage:
 
 
 def _text(el: Any) -> str | None:
-    text = el.text
-    return text if text is None else str(text)
+    text: str | None = el.text
+    return text
 
 
 def _local(tag: str) -> str:
