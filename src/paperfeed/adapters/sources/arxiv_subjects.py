@@ -9,7 +9,8 @@ arXiv taxonomy, current and legacy names. What cannot be mapped, by design:
 * A subject name arXiv introduces after this table was written. Such a paper keeps the categories that
   did map; when the *first* (primary) subject is the unknown one, the archive is taken from the
   subject's own prefix ("Computer Science - New Thing" -> ``cs``) or else from the record's
-  ``setSpec`` (``physics:cond-mat`` -> ``cond-mat``), so the paper still lands in the right archive.
+  ``setSpec`` (``physics:cond-mat`` -> ``cond-mat``; the first set, and sets are listed
+  alphabetically, so with several sets this is a best guess at the archive).
 
 Aliases stay distinct, as arXiv lists them: "Mathematical Physics" is ``math-ph`` and
 "Mathematics - Mathematical Physics" is ``math.MP``; "Statistics - Statistics Theory" is ``stat.TH``
