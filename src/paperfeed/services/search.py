@@ -1,0 +1,212 @@
+"""Hybrid search: BM25 keyword results and embedding nearest neighbours, fused by weighted RRF.
+
+* Plain queries: the keyword engine and the vector index each return their best candidates (both
+  honour the filters inside the engine, so selective filters never starve), dense candidates below a
+  cosine floor are dropped (the relevance cut-off: nonsense queries return little, not 100 random
+  papers), and the two lists are fused with reciprocal rank fusion.
+* Queries with hard constraints (an "exact phrase", ``author:``, ``-excluded``): only the keyword engine
+  can enforce them, so its matches form the candidate pool and the dense list re-ranks that pool by
+  cosine similarity before fusing.
+* When the vector index or the embedder is unavailable, search degrades to keyword-only and says so in
+  ``SearchPage.notes`` rather than failing.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from paperfeed.domain.fusion import reciprocal_rank_fusion
+from paperfeed.domain.ports import PaperStore
+from paperfeed.domain.query import parse_query, with_filters
+from paperfeed.domain.results import SearchHit, SearchPage
+from paperfeed.domain.search import (
+    Embedder,
+    KeywordIndex,
+    ParsedQuery,
+    ScoredId,
+    SearchFilters,
+    VectorIndex,
+    VectorIndexError,
+    Vectors,
+)
+
+__all__ = ["HybridSearch", "HybridSettings", "embedding_text"]
+
+log = logging.getLogger(__name__)
+
+
+def embedding_text(title: str, abstract: str) -> str:
+    """The text a paper is embedded from (one definition, used for indexing and on-the-fly vectors)."""
+    return f"{title}. {abstract}" if abstract else title
+
+
+@dataclass(frozen=True, slots=True)
+class HybridSettings:
+    rrf_k: float = 60.0
+    keyword_weight: float = 1.0
+    dense_weight: float = 1.0
+    candidates: int = 100  # per list, before fusion
+    min_dense_score: float = 0.25  # cosine floor for dense candidates (the relevance cut-off)
+    duplicate_cosine: float = 0.9999  # "similar papers" treats anything this close as the same paper
+    reload_every: float = 5.0  # seconds between checks for a vector index saved by another process
+
+
+@dataclass
+class HybridSearch:
+    """:class:`~paperfeed.domain.results.PaperSearch` over a keyword index, a vector index and an embedder.
+
+    ``vectors`` and ``embedder`` are factories: loading a model or a large index is slow, so it happens
+    on first use, and a failure there only disables dense search.
+    """
+
+    store: PaperStore
+    keyword: KeywordIndex
+    vectors: Callable[[], VectorIndex | None]
+    embedder: Callable[[], Embedder | None]
+    settings: HybridSettings = field(default_factory=HybridSettings)
+    _query_cache: OrderedDict[str, Vectors] = field(default_factory=OrderedDict, init=False)
+    _last_reload: float = field(default=0.0, init=False)
+
+    # -- public API -----------------------------------------------------------------------------------
+
+    def search(
+        self, query: str, filters: SearchFilters | None = None, limit: int = 20, offset: int = 0
+    ) -> SearchPage:
+        parsed = with_filters(parse_query(query), filters)
+        limit, offset = max(0, limit), max(0, offset)
+        if parsed.empty:
+            return SearchPage(query, (), 0, offset, limit)
+        notes: list[str] = []
+        pool = max(self.settings.candidates, offset + limit)
+        keyword = self.keyword.search(parsed, pool)
+        dense = self._dense(parsed, pool, keyword, notes)
+        lists = [keyword] if dense is None else [keyword, dense]
+        weights = [self.settings.keyword_weight] + ([] if dense is None else [self.settings.dense_weight])
+        fused = reciprocal_rank_fusion(lists, weights, k=self.settings.rrf_k)
+        window = fused[offset : offset + limit]
+        papers = self.store.get_papers([f.paper_id for f in window])
+        hits = []
+        for f in window:
+            paper = papers.get(f.paper_id)
+            if paper is None:  # deleted since it was indexed
+                continue
+            hits.append(
+                SearchHit(
+                    paper=paper,
+                    score=f.score,
+                    title_spans=tuple(self.keyword.highlight(parsed, paper.title)),
+                    abstract_spans=tuple(self.keyword.highlight(parsed, paper.abstract)),
+                    keyword_rank=f.ranks[0],
+                    dense_rank=f.ranks[1] if len(f.ranks) > 1 else None,
+                )
+            )
+        return SearchPage(query, tuple(hits), len(fused), offset, limit, tuple(notes))
+
+    def similar(
+        self, paper_id: str, limit: int = 10, filters: SearchFilters | None = None
+    ) -> list[SearchHit]:
+        paper = self.store.get_paper(paper_id)
+        if paper is None:
+            return []
+        index = self._vector_index([])
+        if index is None:
+            return []
+        vector = index.vector(paper.id)
+        if vector is None:
+            vector = self._embed(embedding_text(paper.title, paper.abstract), [])
+            if vector is None:
+                return []
+        found = index.search(vector, limit + 10, filters, exclude=[paper.id])
+        candidates = [s for s in found if s.score < self.settings.duplicate_cosine]
+        papers = self.store.get_papers([s.paper_id for s in candidates])
+        hits: list[SearchHit] = []
+        for rank, scored in enumerate(candidates, start=1):
+            other = papers.get(scored.paper_id)
+            if other is None or other.content_hash == paper.content_hash:
+                continue
+            hits.append(SearchHit(paper=other, score=scored.score, dense_rank=rank))
+            if len(hits) == limit:
+                break
+        return hits
+
+    # -- internals ------------------------------------------------------------------------------------
+
+    def _dense(
+        self, parsed: ParsedQuery, pool: int, keyword: list[ScoredId], notes: list[str]
+    ) -> list[ScoredId] | None:
+        text = parsed.text
+        if not text:
+            return None
+        index = self._vector_index(notes)
+        if index is None:
+            return None
+        vector = self._embed(text, notes)
+        if vector is None:
+            return None
+        floor = self.settings.min_dense_score
+        if parsed.phrases or parsed.authors or parsed.excluded:
+            return self._rerank(index, vector, keyword, floor)
+        try:
+            found = index.search(vector, pool, parsed.filters)
+        except VectorIndexError as exc:
+            log.warning("vector search failed, using keyword results only: %s", exc)
+            notes.append("semantic search is unavailable right now; showing keyword matches")
+            return None
+        return [s for s in found if s.score >= floor]
+
+    @staticmethod
+    def _rerank(index: VectorIndex, vector: Vectors, pool: list[ScoredId], floor: float) -> list[ScoredId]:
+        scored = []
+        for item in pool:
+            other = index.vector(item.paper_id)
+            if other is not None:
+                score = float(np.dot(vector, other))
+                if score >= floor:
+                    scored.append(ScoredId(item.paper_id, score))
+        scored.sort(key=lambda s: -s.score)
+        return scored
+
+    def _vector_index(self, notes: list[str]) -> VectorIndex | None:
+        try:
+            index = self.vectors()
+        except VectorIndexError as exc:
+            log.warning("vector index unavailable: %s", exc)
+            notes.append("semantic search is unavailable (run `paperfeed index`); showing keyword matches")
+            return None
+        if index is None or len(index) == 0:
+            return None
+        now = time.monotonic()
+        if now - self._last_reload > self.settings.reload_every:
+            self._last_reload = now
+            try:
+                index.reload_if_changed()
+            except VectorIndexError as exc:
+                log.warning("could not reload the vector index, keeping the loaded one: %s", exc)
+        return index
+
+    def _embed(self, text: str, notes: list[str]) -> Vectors | None:
+        cached = self._query_cache.get(text)
+        if cached is not None:
+            self._query_cache.move_to_end(text)
+            return cached
+        try:
+            embedder = self.embedder()
+            if embedder is None:
+                return None
+            vector: Vectors = np.asarray(embedder.embed([text])[0], dtype=np.float32)
+        except Exception as exc:  # a model that cannot load must not take keyword search down with it
+            log.warning("embedding the query failed: %s", exc)
+            notes.append(
+                "semantic search is unavailable (the embedding model failed); showing keyword matches"
+            )
+            return None
+        self._query_cache[text] = vector
+        if len(self._query_cache) > 1024:
+            self._query_cache.popitem(last=False)
+        return vector
