@@ -10,6 +10,7 @@ from paperfeed.adapters.sources.arxiv_api import ArxivApiClient
 from paperfeed.adapters.sources.arxiv_oai import ArxivOaiSource, plan_harvest
 from paperfeed.adapters.sources.http import PoliteClient
 from paperfeed.adapters.store import SqlPaperStore, open_store
+from paperfeed.services.feed import FeedService
 from paperfeed.services.ingest import IngestService
 from paperfeed.settings import Settings
 
@@ -34,6 +35,13 @@ class App:
     @cached_property
     def ingest(self) -> IngestService:
         return IngestService(self.store)
+
+    @cached_property
+    def feeds(self) -> FeedService:
+        """Day/week/month feeds, trending, paper lookup (used by the web pages, API and RSS)."""
+        from paperfeed.adapters.store.feed_queries import SqlFeedQueries
+
+        return FeedService(SqlFeedQueries(self.store.engine))
 
     @cached_property
     def http(self) -> PoliteClient:

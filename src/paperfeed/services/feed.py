@@ -194,7 +194,9 @@ class FeedQueries(Protocol):
         ...
 
     def trend_candidates(self, since: datetime, until: datetime) -> list[TrendCandidate]:
-        """Papers first seen in ``[since, until)`` that have upvotes or GitHub stars."""
+        """Papers listed in ``[since, until)``, ``first_seen`` = the start of their first listing day ever;
+        plus papers never listed, published in ``[since, until)``, that have upvotes or GitHub stars.
+        """
         ...
 
     def latest_activity(self) -> datetime | None:
@@ -487,9 +489,10 @@ class FeedService:
 
         Ages are measured from the *reference time*: now, or the end of the newest listed day if the
         store's data stops earlier (so an archive or a paused instance still has a meaningful trending
-        list). Candidates are papers first seen within ``window_days`` before it that have upvotes or
-        stars. With ``window=(start, end)`` the reference time is the end of ``end`` and candidates are
-        papers first seen in those days (used for sort=trending over a week or month).
+        list). Candidates are the papers listed within ``window_days`` before it (age counted from their
+        first listing ever) and unlisted papers published then that have upvotes or stars. With
+        ``window=(start, end)`` the reference time is the end of day ``end`` and candidates are those
+        of that window (sort=trending over a week or month ranks the same papers as sort=upvotes).
         """
         _check_page(limit, offset)
         if window is not None:

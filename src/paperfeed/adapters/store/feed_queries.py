@@ -1,0 +1,230 @@
+"""Reads behind the feeds (:class:`~paperfeed.services.feed.FeedQueries`) on the store's SQL engine.
+
+Portable SQLAlchemy Core only (SQLite and PostgreSQL). Every query is a range or key seek on an index:
+``listings`` is keyed ``(day, source, paper_id)`` so day ranges are index ranges, ``ix_listings_paper_id``
+finds a paper's days, and ``ix_papers_published_id`` (migration 0004) serves the keyset-paged list of all
+papers newest first.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+from sqlalchemy import Select, and_, func, or_, select
+from sqlalchemy.engine import Connection, Engine, Row
+
+from paperfeed.domain.models import Paper
+from paperfeed.services.feed import ListedPaper, PaperCursor, TrendCandidate
+
+from .schema import listings, papers
+from .sql_store import _PAPER_COLUMNS, _aware, _from_row
+
+__all__ = ["SqlFeedQueries"]
+
+
+def _day_start(day: date) -> datetime:
+    return datetime.combine(day, time.min, UTC)
+
+
+def _as_date(value: Any) -> date:
+    """Aggregates over a DATE column come back as ``date`` from PostgreSQL but may be text on SQLite."""
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    return date.fromisoformat(str(value)[:10])
+
+
+class SqlFeedQueries:
+    """:class:`~paperfeed.services.feed.FeedQueries` over a SQLAlchemy engine."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    # -- days ---------------------------------------------------------------------------------------
+
+    def latest_day(self) -> date | None:
+        return self._scalar_day(select(func.max(listings.c.day)))
+
+    def day_before(self, day: date) -> date | None:
+        return self._scalar_day(select(func.max(listings.c.day)).where(listings.c.day < day))
+
+    def day_after(self, day: date) -> date | None:
+        return self._scalar_day(select(func.min(listings.c.day)).where(listings.c.day > day))
+
+    def _scalar_day(self, query: Select[Any]) -> date | None:
+        with self.engine.connect() as conn:
+            value = conn.execute(query).scalar()
+        return None if value is None else _as_date(value)
+
+    # -- ranked listings ----------------------------------------------------------------------------
+
+    def listed(self, start: date, end: date, limit: int | None, offset: int) -> tuple[list[ListedPaper], int]:
+        in_range = listings.c.day.between(start, end)
+        agg = (
+            select(
+                listings.c.paper_id.label("pid"),
+                func.max(listings.c.upvotes).label("listing_upvotes"),
+                func.min(listings.c.day).label("first_day"),
+                func.min(listings.c.rank).label("best_rank"),
+            )
+            .where(in_range)
+            .group_by(listings.c.paper_id)
+            .subquery()
+        )
+        upvotes = func.coalesce(papers.c.upvotes, agg.c.listing_upvotes, 0)
+        query: Select[Any] = (
+            select(*_PAPER_COLUMNS, upvotes.label("rank_upvotes"), agg.c.first_day, agg.c.best_rank)
+            .join_from(agg, papers, papers.c.id == agg.c.pid)
+            .order_by(
+                upvotes.desc(),
+                agg.c.best_rank.is_(None),
+                agg.c.best_rank,
+                papers.c.id,
+            )
+            .offset(offset)
+        )
+        if limit is not None:
+            query = query.limit(limit)
+        count = select(func.count(func.distinct(listings.c.paper_id))).where(in_range)
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+            total = len(rows) if (offset == 0 and limit is None) else conn.execute(count).scalar_one()
+        return [_listed(r) for r in rows], total
+
+    def recent(self, limit: int, offset: int) -> tuple[list[ListedPaper], int]:
+        agg = (
+            select(
+                listings.c.day.label("first_day"),
+                listings.c.paper_id.label("pid"),
+                func.max(listings.c.upvotes).label("listing_upvotes"),
+                func.min(listings.c.rank).label("best_rank"),
+            )
+            .group_by(listings.c.day, listings.c.paper_id)
+            .subquery()
+        )
+        upvotes = func.coalesce(papers.c.upvotes, agg.c.listing_upvotes, 0)
+        query: Select[Any] = (
+            select(*_PAPER_COLUMNS, upvotes.label("rank_upvotes"), agg.c.first_day, agg.c.best_rank)
+            .join_from(agg, papers, papers.c.id == agg.c.pid)
+            .order_by(agg.c.first_day.desc(), upvotes.desc(), agg.c.best_rank.is_(None), agg.c.best_rank)
+            .order_by(papers.c.id)
+            .limit(limit)
+            .offset(offset)
+        )
+        count = select(func.count()).select_from(
+            select(listings.c.day, listings.c.paper_id).distinct().subquery()
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+            total = conn.execute(count).scalar_one()
+        return [_listed(r) for r in rows], total
+
+    # -- trending -----------------------------------------------------------------------------------
+
+    def trend_candidates(self, since: datetime, until: datetime) -> list[TrendCandidate]:
+        first_day_from = since.date() if since.time() == time.min else since.date() + timedelta(days=1)
+        first_day_to = until.date() if until.time() == time.min else until.date() + timedelta(days=1)
+        # Papers listed in the window; their age counts from their first listing ever.
+        recent_ids = select(listings.c.paper_id).where(
+            listings.c.day >= first_day_from, listings.c.day < first_day_to
+        )
+        firsts = (
+            select(
+                listings.c.paper_id.label("pid"),
+                func.min(listings.c.day).label("first_day"),
+                func.max(listings.c.upvotes).label("listing_upvotes"),
+            )
+            .where(listings.c.paper_id.in_(recent_ids))
+            .group_by(listings.c.paper_id)
+            .subquery()
+        )
+        upvotes = func.coalesce(papers.c.upvotes, firsts.c.listing_upvotes, 0)
+        stars = func.coalesce(papers.c.github_stars, 0)
+        listed: Select[Any] = select(
+            *_PAPER_COLUMNS, upvotes.label("u"), stars.label("s"), firsts.c.first_day
+        ).join_from(firsts, papers, papers.c.id == firsts.c.pid)
+        # Papers never listed: first seen when published.
+        own_upvotes = func.coalesce(papers.c.upvotes, 0)
+        never_listed: Select[Any] = select(*_PAPER_COLUMNS, own_upvotes.label("u"), stars.label("s")).where(
+            papers.c.published >= since,
+            papers.c.published < until,
+            or_(own_upvotes > 0, stars > 0),
+            ~select(listings.c.paper_id).where(listings.c.paper_id == papers.c.id).exists(),
+        )
+        out: list[TrendCandidate] = []
+        with self.engine.connect() as conn:
+            for row in conn.execute(listed):
+                seen = _day_start(_as_date(row.first_day))
+                out.append(TrendCandidate(_from_row(row), int(row.u), int(row.s), seen))
+            for row in conn.execute(never_listed):
+                paper = _from_row(row)
+                if paper.published is not None:
+                    out.append(TrendCandidate(paper, int(row.u), int(row.s), paper.published))
+        return out
+
+    def latest_activity(self) -> datetime | None:
+        day = self.latest_day()
+        if day is not None:
+            return _day_start(day + timedelta(days=1))
+        with self.engine.connect() as conn:
+            value = conn.execute(select(func.max(papers.c.published))).scalar()
+        if value is None:
+            return None
+        return _aware(value if isinstance(value, datetime) else datetime.fromisoformat(str(value)))
+
+    def data_version(self) -> str:
+        with self.engine.connect() as conn:
+            modified = conn.execute(select(func.max(papers.c.modified_at))).scalar()
+            n_listings = conn.execute(select(func.count()).select_from(listings)).scalar_one()
+        return f"{modified}|{n_listings}"
+
+    # -- papers -------------------------------------------------------------------------------------
+
+    def paper(self, paper_id: str) -> Paper | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(*_PAPER_COLUMNS).where(papers.c.id == paper_id)).first()
+        return None if row is None else _from_row(row)
+
+    def listing_days(self, paper_id: str) -> list[date]:
+        query: Select[Any] = (
+            select(listings.c.day).where(listings.c.paper_id == paper_id).distinct().order_by(listings.c.day)
+        )
+        with self.engine.connect() as conn:
+            return [_as_date(d) for d in conn.execute(query).scalars()]
+
+    def papers_after(self, cursor: PaperCursor | None, limit: int) -> list[Paper]:
+        base = select(*_PAPER_COLUMNS)
+        out: list[Paper] = []
+        with self.engine.connect() as conn:
+            if cursor is None or cursor.published is not None:
+                dated = base.where(papers.c.published.is_not(None))
+                if cursor is not None and cursor.published is not None:
+                    when = cursor.published.astimezone(UTC)
+                    dated = dated.where(
+                        or_(
+                            papers.c.published < when,
+                            and_(papers.c.published == when, papers.c.id < cursor.paper_id),
+                        )
+                    )
+                out = self._page(conn, dated.order_by(papers.c.published.desc(), papers.c.id.desc()), limit)
+            if len(out) < limit:
+                undated = base.where(papers.c.published.is_(None))
+                if cursor is not None and cursor.published is None:
+                    undated = undated.where(papers.c.id < cursor.paper_id)
+                out += self._page(conn, undated.order_by(papers.c.id.desc()), limit - len(out))
+        return out
+
+    @staticmethod
+    def _page(conn: Connection, query: Select[Any], limit: int) -> list[Paper]:
+        return [_from_row(r) for r in conn.execute(query.limit(limit))]
+
+
+def _listed(row: Row[Any]) -> ListedPaper:
+    return ListedPaper(
+        paper=_from_row(row),
+        upvotes=int(row.rank_upvotes),
+        first_day=_as_date(row.first_day),
+        listing_rank=row.best_rank,
+    )
