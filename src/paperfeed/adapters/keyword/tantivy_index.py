@@ -1,0 +1,393 @@
+"""Keyword search with tantivy: a derived index in ``<data_dir>/keyword/``, rebuilt from the store at will.
+
+Why: at 1M abstracts FTS5 needs ~200 ms for a common-word OR query, tantivy a few ms (see
+bench/keyword_speed.py). The store stays the source of truth; this index follows it:
+
+* the ingest listener :meth:`TantivyKeywordIndex.on_papers_changed` re-reads the changed papers from the
+  ``papers`` table and replaces their documents, one commit per batch;
+* ``state.json`` records the newest ``papers.modified_at`` indexed; on open, papers modified since then
+  (a crash between the store's commit and ours, or a writer that ran without this listener) are
+  re-indexed, and a missing or incompatible index is rebuilt in full;
+* :meth:`rebuild` re-reads everything (deletions in the store are only picked up by a rebuild).
+
+Queries are built from :class:`~paperfeed.domain.search.ParsedQuery` with tantivy's query objects (never
+its query-string parser), tokenised by the same analyzer as the documents.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import tantivy
+from sqlalchemy import func, select
+from sqlalchemy.engine import Engine
+
+from paperfeed.adapters.store.schema import papers
+from paperfeed.domain.search import ParsedQuery, ScoredId, SearchFilters, Span
+
+from .fts5 import FieldWeights
+
+__all__ = ["TANTIVY_WEIGHTS", "KeywordIndexBusy", "TantivyKeywordIndex", "analyzer"]
+
+INDEX_VERSION = "1"  # bump when the schema or analyzer changes: an older index is then rebuilt
+ANALYZER = "paperfeed_en"
+_EPOCH = date(1970, 1, 1)
+_CHUNK = 900
+_FIELDS = ("title", "abstract", "authors")
+
+
+# Boosts of tantivy's per-field BM25 scores (tuned separately from FTS5's, whose bm25() is BM25F-like).
+TANTIVY_WEIGHTS = FieldWeights(title=2.0, abstract=1.0, authors=0.5)
+
+
+def analyzer() -> tantivy.TextAnalyzer:
+    """Letters/digits runs, long tokens dropped, lower-cased, accents folded, English Snowball stems."""
+    return (
+        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
+        .filter(tantivy.Filter.remove_long(40))
+        .filter(tantivy.Filter.lowercase())
+        .filter(tantivy.Filter.ascii_fold())
+        .filter(tantivy.Filter.stemmer("english"))
+        .build()
+    )
+
+
+def _schema() -> tantivy.Schema:
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("id", stored=True, tokenizer_name="raw")
+    for name in _FIELDS:
+        sb.add_text_field(name, tokenizer_name=ANALYZER)
+    sb.add_text_field("cat", tokenizer_name="raw")
+    sb.add_integer_field("day", indexed=True, fast=True)  # published, days since 1970-01-01
+    sb.add_boolean_field("code", indexed=True)
+    return sb.build()
+
+
+def _day(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, str):  # raw SQLite text, should a driver hand it over untyped
+        value = datetime.fromisoformat(value)
+    if isinstance(value, datetime):
+        value = (value if value.tzinfo is None else value.astimezone(UTC)).date()
+    return int((value - _EPOCH).days)
+
+
+_COLUMNS = (
+    papers.c.id,
+    papers.c.title,
+    papers.c.abstract,
+    papers.c.authors,
+    papers.c.categories,
+    papers.c.published,
+    papers.c.github_repo,
+)
+
+
+class KeywordIndexBusy(RuntimeError):
+    """Another process holds this index's writer lock."""
+
+
+class TantivyKeywordIndex:
+    """:class:`~paperfeed.domain.search.KeywordIndex` on a tantivy index derived from the paper store."""
+
+    name = "tantivy"
+
+    def __init__(
+        self,
+        path: Path,
+        engine: Engine,
+        weights: FieldWeights | None = None,
+        *,
+        heap_size: int = 64_000_000,
+        writer_threads: int = 1,
+        catch_up: bool = True,
+    ) -> None:
+        self.path = path
+        self.engine = engine
+        self.weights = weights or TANTIVY_WEIGHTS
+        self._heap_size = heap_size
+        self._writer_threads = writer_threads
+        self._analyzer = analyzer()
+        self._lock = threading.RLock()
+        self._writer: Any = None
+        path.mkdir(parents=True, exist_ok=True)
+        state = self._read_state()
+        fresh = state.get("version") != INDEX_VERSION
+        if fresh:
+            for leftover in path.iterdir():  # an index of another version: start over
+                if leftover.is_file():
+                    leftover.unlink()
+        self._schema = _schema()
+        self._index = tantivy.Index(self._schema, path=str(path), reuse=not fresh)
+        self._index.register_tokenizer(ANALYZER, self._analyzer)
+        if catch_up:
+            try:
+                if fresh or "watermark" not in state:
+                    self.rebuild()
+                else:
+                    self.catch_up()
+            except KeywordIndexBusy:
+                pass  # the process holding the writer is updating the index; it catches up itself
+            self.close()  # a reader must not keep the writer lock from the process that imports
+
+    # -- state --------------------------------------------------------------------------------------
+
+    @property
+    def _state_file(self) -> Path:
+        return self.path / "state.json"
+
+    def _read_state(self) -> dict[str, str]:
+        try:
+            data = json.loads(self._state_file.read_text())
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _write_state(self, watermark: datetime | None) -> None:
+        state = self._read_state()
+        state["version"] = INDEX_VERSION
+        if watermark is not None:
+            old = state.get("watermark")
+            mark = watermark.isoformat()
+            if old is None or mark > old:
+                state["watermark"] = mark
+        tmp = self._state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state))
+        os.replace(tmp, self._state_file)
+
+    # -- writing ------------------------------------------------------------------------------------
+
+    def _writer_now(self) -> Any:
+        if self._writer is None:
+            try:
+                self._writer = self._index.writer(heap_size=self._heap_size, num_threads=self._writer_threads)
+            except ValueError as exc:
+                if "LockBusy" not in str(exc):
+                    raise
+                raise KeywordIndexBusy(
+                    f"{self.path}: another process is writing this keyword index (only one writer at a time)"
+                ) from exc
+        return self._writer
+
+    def _document(self, row: Any) -> tantivy.Document:
+        doc = tantivy.Document()
+        doc.add_text("id", row.id)
+        doc.add_text("title", row.title)
+        doc.add_text("abstract", row.abstract)
+        for name in row.authors:
+            doc.add_text("authors", name)
+        for cat in row.categories:
+            doc.add_text("cat", cat)
+        day = _day(row.published)
+        if day is not None:
+            doc.add_integer("day", day)
+        doc.add_boolean("code", row.github_repo is not None)
+        return doc
+
+    def _rows(self, ids: Sequence[str]) -> Iterator[Any]:
+        with self.engine.connect() as conn:
+            for start in range(0, len(ids), _CHUNK):
+                chunk = ids[start : start + _CHUNK]
+                yield from conn.execute(select(*_COLUMNS, papers.c.modified_at).where(papers.c.id.in_(chunk)))
+
+    def reindex(self, paper_ids: Iterable[str]) -> int:
+        """Replace the documents of ``paper_ids`` with the store's current papers (absent → removed)."""
+        ids = list(dict.fromkeys(paper_ids))
+        if not ids:
+            return 0
+        with self._lock:
+            writer = self._writer_now()
+            newest: datetime | None = None
+            for pid in ids:
+                writer.delete_documents_by_term("id", pid)
+            for row in self._rows(ids):
+                writer.add_document(self._document(row))
+                if row.modified_at is not None and (newest is None or row.modified_at > newest):
+                    newest = row.modified_at
+            writer.commit()
+            self._index.reload()
+            self._write_state(newest)
+        return len(ids)
+
+    def on_papers_changed(self, paper_ids: Sequence[str]) -> None:
+        """Ingest listener: called after each committed batch with the ids it added or changed."""
+        self.reindex(paper_ids)
+
+    def catch_up(self) -> int:
+        """Re-index papers modified since the last indexed change (``>=``: re-doing one is harmless)."""
+        mark = self._read_state().get("watermark")
+        if mark is None:
+            return 0
+        since = datetime.fromisoformat(mark)
+        count = 0
+        with self.engine.connect() as conn:
+            ids = list(conn.execute(select(papers.c.id).where(papers.c.modified_at >= since)).scalars())
+        for start in range(0, len(ids), 5000):
+            count += self.reindex(ids[start : start + 5000])
+        return count
+
+    def rebuild(self, batch_size: int = 5000) -> int:
+        """Index every paper from scratch (constant memory: keyset pages by id)."""
+        with self._lock:
+            with self.engine.connect() as conn:
+                newest = conn.execute(select(func.max(papers.c.modified_at))).scalar()
+            writer = self._writer_now()
+            writer.delete_all_documents()
+            count = 0
+            last = ""
+            while True:
+                with self.engine.connect() as conn:
+                    rows = conn.execute(
+                        select(*_COLUMNS).where(papers.c.id > last).order_by(papers.c.id).limit(batch_size)
+                    ).all()
+                if not rows:
+                    break
+                for row in rows:
+                    writer.add_document(self._document(row))
+                count += len(rows)
+                last = rows[-1].id
+            writer.commit()
+            self._index.reload()
+            self._write_state(newest)
+            if newest is None:  # empty store: still mark the index as complete
+                self._write_state(datetime(1970, 1, 1, tzinfo=UTC))
+        return count
+
+    def close(self) -> None:
+        """Let background merges finish and release the writer lock (other processes may write then)."""
+        with self._lock:
+            if self._writer is not None:
+                writer, self._writer = self._writer, None
+                writer.wait_merging_threads()
+
+    def __len__(self) -> int:
+        return int(self._index.searcher().num_docs)
+
+    # -- queries ------------------------------------------------------------------------------------
+
+    def _tokens(self, words: str) -> list[str]:
+        return list(self._analyzer.analyze(words))
+
+    def _match(self, field: str, tokens: Sequence[str]) -> tantivy.Query:
+        if len(tokens) == 1:
+            return tantivy.Query.term_query(self._schema, field, tokens[0])
+        return tantivy.Query.phrase_query(self._schema, field, list(tokens))
+
+    def _fields_query(self, tokens: Sequence[str]) -> tantivy.Query:
+        """Match in any field; the score is the weighted sum of the fields' BM25 scores."""
+        w = self.weights
+        boosts = {"title": w.title, "abstract": w.abstract, "authors": w.authors}
+        parts = [
+            (tantivy.Occur.Should, tantivy.Query.boost_query(self._match(f, tokens), boosts[f]))
+            for f in _FIELDS
+            if boosts[f] > 0
+        ]
+        return tantivy.Query.boolean_query(parts)
+
+    def _filter_queries(self, filters: SearchFilters) -> list[tantivy.Query]:
+        out: list[tantivy.Query] = []
+        if filters.date_from is not None or filters.date_to is not None:
+            out.append(
+                tantivy.Query.range_query(
+                    self._schema,
+                    "day",
+                    tantivy.FieldType.Integer,
+                    (filters.date_from - _EPOCH).days if filters.date_from else None,
+                    (filters.date_to - _EPOCH).days if filters.date_to else None,
+                )
+            )
+        if filters.categories:
+            out.append(tantivy.Query.term_set_query(self._schema, "cat", list(filters.categories)))
+        if filters.has_code is not None:
+            out.append(tantivy.Query.term_query(self._schema, "code", filters.has_code))
+        return out
+
+    def build_query(self, query: ParsedQuery) -> tantivy.Query | None:
+        """The tantivy query for ``query``, or None when nothing in it can match."""
+        clauses: list[tuple[tantivy.Occur, tantivy.Query]] = []
+        must = False
+        for phrase in query.phrases:
+            tokens = self._tokens(" ".join(phrase))
+            if tokens:
+                clauses.append((tantivy.Occur.Must, self._fields_query(tokens)))
+                must = True
+        for name in query.authors:
+            tokens = self._tokens(name)
+            if tokens:
+                clauses.append((tantivy.Occur.Must, self._match("authors", tokens)))
+                must = True
+        shoulds = []
+        for term in query.terms:
+            tokens = self._tokens(term)
+            if tokens:
+                shoulds.append((tantivy.Occur.Should, self._fields_query(tokens)))
+        if not must and not shoulds:
+            return None
+        if must:
+            clauses.extend(shoulds)  # next to a Must, a Should only adds to the score
+        else:
+            clauses.append((tantivy.Occur.Must, tantivy.Query.boolean_query(shoulds)))
+        for word in query.excluded:
+            tokens = self._tokens(word)
+            if tokens:
+                for field in _FIELDS:
+                    clauses.append((tantivy.Occur.MustNot, self._match(field, tokens)))
+        for flt in self._filter_queries(query.filters):
+            clauses.append((tantivy.Occur.Must, tantivy.Query.const_score_query(flt, 0.0)))
+        return tantivy.Query.boolean_query(clauses)
+
+    def search(self, query: ParsedQuery, k: int) -> list[ScoredId]:
+        tq = self.build_query(query)
+        if tq is None or k <= 0:
+            return []
+        searcher = self._index.searcher()
+        result = searcher.search(tq, limit=int(k), count=False)
+        hits = [(score, searcher.doc(addr)["id"][0]) for score, addr in result.hits]
+        hits.sort(key=lambda h: (-h[0], h[1]))  # stable order for equal scores
+        return [ScoredId(pid, float(score)) for score, pid in hits]
+
+    def highlight(self, query: ParsedQuery, text: str) -> list[Span]:
+        """Tokens of ``text`` whose analysed form (stem) equals a query term's, and phrase runs."""
+        if not text:
+            return []
+        tokens = self._analyzer.pre_tokenize(text).tokens
+        stems = [t.text for t in tokens]
+        marked = [False] * len(tokens)
+        singles: set[str] = set()
+        sequences: list[list[str]] = []
+        for words in [*query.terms, *(" ".join(p) for p in query.phrases)]:
+            seq = self._tokens(words)
+            if len(seq) == 1:
+                singles.add(seq[0])
+            elif seq:
+                sequences.append(seq)
+        for i, stem in enumerate(stems):
+            if stem in singles:
+                marked[i] = True
+        for seq in sequences:
+            n = len(seq)
+            for i in range(len(stems) - n + 1):
+                if stems[i : i + n] == seq:
+                    for j in range(i, i + n):
+                        marked[j] = True
+        spans: list[Span] = []
+        for i, token in enumerate(tokens):
+            if not marked[i]:
+                continue
+            start, end = token.char_offset_from, token.char_offset_to
+            if spans and i > 0 and marked[i - 1] and _joined(text, spans[-1].end, start):
+                spans[-1] = Span(spans[-1].start, end)  # one span per phrase, as FTS5 gives
+            else:
+                spans.append(Span(start, end))
+        return spans
+
+
+def _joined(text: str, end: int, start: int) -> bool:
+    return start >= end and not text[end:start].strip(" -")

@@ -1,0 +1,193 @@
+"""The indexes follow the store: FTS5 through its trigger-fed queue, tantivy through the ingest listener."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from paperfeed.adapters.keyword.fts5 import Fts5KeywordIndex
+from paperfeed.adapters.keyword.tantivy_index import TantivyKeywordIndex
+from paperfeed.adapters.store import SqlPaperStore, migrate
+from paperfeed.domain.ingest import Batch
+from paperfeed.domain.query import parse_query
+from paperfeed.services.ingest import IngestService
+
+from .corpus import CORPUS, batches
+from .sources import ListSource
+
+BY_ID = {p.id: p for p in CORPUS}
+
+
+def ids(index: Fts5KeywordIndex | TantivyKeywordIndex, q: str) -> list[str]:
+    return [h.paper_id for h in index.search(parse_query(q), 20)]
+
+
+def _revise(pid: str, **changes: object) -> Batch:
+    old = BY_ID[pid]
+    return Batch(papers=[replace(old, version=(old.version or 1) + 1, **changes)])  # type: ignore[arg-type]
+
+
+def _delete(store: SqlPaperStore, pid: str) -> None:
+    with store.engine.begin() as conn:
+        conn.execute(text("DELETE FROM papers WHERE id = :id"), {"id": pid})
+
+
+# -- FTS5 ---------------------------------------------------------------------------------------------
+
+
+def test_fts5_triggers_queue_changes_atomically_and_sync_applies_them(store: SqlPaperStore) -> None:
+    index = Fts5KeywordIndex(store.engine)
+    for batch in batches(CORPUS):
+        store.apply_batch(batch)
+    assert index.pending() == len(CORPUS)
+    assert ids(index, "quokka") == []  # not applied yet: searches read the index, never write
+    assert index.sync() == len(CORPUS)
+    assert index.pending() == 0
+    assert set(ids(index, "quokka")) == {"ex.keep", "ex.drop"}
+    assert len(index) == len(CORPUS)
+
+
+def test_fts5_update_and_delete_stay_in_sync(store: SqlPaperStore) -> None:
+    index = Fts5KeywordIndex(store.engine)
+    service = IngestService(store, listeners=[index.on_papers_changed])
+    service.run(ListSource(list(batches(CORPUS))))
+    service.run(ListSource([_revise("ex.keep", title="Wombat tracking with drones")]))
+    assert ids(index, "quokka") == ["ex.drop"]
+    assert ids(index, "wombat") == ["ex.keep"]
+    _delete(store, "ex.drop")
+    index.sync()
+    assert ids(index, "quokka") == []
+    assert "ex.drop" not in ids(index, "tracking")
+    _assert_fts_integrity(store)
+
+
+def test_fts5_several_changes_to_one_row_before_a_sync(store: SqlPaperStore) -> None:
+    """Only the text the index really holds is removed: the first queued change's, not later ones'."""
+    index = Fts5KeywordIndex(store.engine)
+    store.apply_batch(Batch(papers=[BY_ID["ex.keep"], BY_ID["ex.drop"]]))
+    index.sync()
+    store.apply_batch(_revise("ex.keep", title="Wombat tracking"))
+    store.apply_batch(Batch(papers=[replace(BY_ID["ex.keep"], version=3, title="Platypus tracking")]))
+    new = replace(BY_ID["ex.keep"], id="new.one", title="Echidna tracking")
+    store.apply_batch(Batch(papers=[new]))
+    store.apply_batch(Batch(papers=[replace(new, version=2, title="Numbat tracking")]))
+    _delete(store, "ex.drop")
+    index.sync()
+    assert ids(index, "quokka") == []
+    assert ids(index, "wombat") == []
+    assert ids(index, "platypus") == ["ex.keep"]
+    assert ids(index, "echidna") == []
+    assert ids(index, "numbat") == ["new.one"]
+    _assert_fts_integrity(store)
+
+
+def test_fts5_unchanged_text_queues_nothing(store: SqlPaperStore) -> None:
+    index = Fts5KeywordIndex(store.engine)
+    store.apply_batch(Batch(papers=[BY_ID["ex.keep"]]))
+    index.sync()
+    store.apply_batch(Batch(papers=[replace(BY_ID["ex.keep"], upvotes=5)]))  # enrichment only
+    assert index.pending() == 0
+
+
+def test_fts5_rebuild_and_papers_present_before_the_migration(store: SqlPaperStore) -> None:
+    for batch in batches(CORPUS):
+        store.apply_batch(batch)
+    migrate.downgrade(store.engine, "0002")
+    migrate.upgrade(store.engine)
+    index = Fts5KeywordIndex(store.engine)  # opening applies the queue the migration filled
+    assert set(ids(index, "quokka")) == {"ex.keep", "ex.drop"}
+    index.rebuild()
+    assert set(ids(index, "quokka")) == {"ex.keep", "ex.drop"}
+    assert index.pending() == 0
+    _assert_fts_integrity(store)
+
+
+def _assert_fts_integrity(store: SqlPaperStore) -> None:
+    with store.engine.begin() as conn:  # raises "database disk image is malformed" if out of sync
+        conn.execute(text("INSERT INTO papers_fts(papers_fts, rank) VALUES ('integrity-check', 1)"))
+
+
+# -- tantivy ------------------------------------------------------------------------------------------
+
+
+def test_tantivy_listener_keeps_the_index_in_sync(store: SqlPaperStore, tmp_path: Path) -> None:
+    index = TantivyKeywordIndex(tmp_path / "kw", store.engine)
+    service = IngestService(store, listeners=[index.on_papers_changed])
+    service.run(ListSource(list(batches(CORPUS))))
+    assert len(index) == len(CORPUS)
+    service.run(ListSource([_revise("ex.keep", title="Wombat tracking with drones")]))
+    assert ids(index, "quokka") == ["ex.drop"]
+    assert ids(index, "wombat") == ["ex.keep"]
+    assert len(index) == len(CORPUS)  # replaced, not duplicated
+    index.close()
+
+
+def test_tantivy_catches_up_on_changes_made_without_it(store: SqlPaperStore, tmp_path: Path) -> None:
+    index = TantivyKeywordIndex(tmp_path / "kw", store.engine)
+    IngestService(store, listeners=[index.on_papers_changed]).run(ListSource(list(batches(CORPUS[:5]))))
+    index.close()
+    for batch in batches(CORPUS[5:]):  # e.g. a harvest run by a process without the listener
+        store.apply_batch(batch)
+    store.apply_batch(_revise("w.title", title="Wombat estimation"))
+    reopened = TantivyKeywordIndex(tmp_path / "kw", store.engine)
+    assert len(reopened) == len(CORPUS)
+    assert set(ids(reopened, "quokka")) == {"ex.keep", "ex.drop"}
+    assert ids(reopened, "wombat") == ["w.title"]
+    reopened.close()
+
+
+def test_tantivy_builds_from_an_existing_store_and_rebuild_drops_deleted(
+    store: SqlPaperStore, tmp_path: Path
+) -> None:
+    for batch in batches(CORPUS):
+        store.apply_batch(batch)
+    index = TantivyKeywordIndex(tmp_path / "kw", store.engine)
+    assert len(index) == len(CORPUS)
+    _delete(store, "ex.drop")
+    assert index.rebuild() == len(CORPUS) - 1
+    assert ids(index, "quokka") == ["ex.keep"]
+    index.close()
+
+
+def test_tantivy_index_of_another_version_is_rebuilt(store: SqlPaperStore, tmp_path: Path) -> None:
+    for batch in batches(CORPUS):
+        store.apply_batch(batch)
+    TantivyKeywordIndex(tmp_path / "kw", store.engine).close()
+    state = tmp_path / "kw" / "state.json"
+    state.write_text(state.read_text().replace('"version": "1"', '"version": "0"'))
+    index = TantivyKeywordIndex(tmp_path / "kw", store.engine)
+    assert len(index) == len(CORPUS)
+    assert set(ids(index, "quokka")) == {"ex.keep", "ex.drop"}
+    index.close()
+
+
+@pytest.mark.parametrize("garbage", ["", "{", "[]", '{"version": "1"}'])
+def test_tantivy_unreadable_state_means_rebuild(store: SqlPaperStore, tmp_path: Path, garbage: str) -> None:
+    for batch in batches(CORPUS):
+        store.apply_batch(batch)
+    TantivyKeywordIndex(tmp_path / "kw", store.engine).close()
+    (tmp_path / "kw" / "state.json").write_text(garbage)
+    index = TantivyKeywordIndex(tmp_path / "kw", store.engine)
+    assert len(index) == len(CORPUS)
+    index.close()
+
+
+def test_tantivy_second_writer_gets_a_clear_error_and_readers_still_open(
+    store: SqlPaperStore, tmp_path: Path
+) -> None:
+    from paperfeed.adapters.keyword.tantivy_index import KeywordIndexBusy
+
+    for batch in batches(CORPUS):
+        store.apply_batch(batch)
+    writer = TantivyKeywordIndex(tmp_path / "kw", store.engine)
+    writer.on_papers_changed(["ex.keep"])  # now holds the writer lock, as an import does
+    reader = TantivyKeywordIndex(tmp_path / "kw", store.engine)  # e.g. the web server starting
+    assert set(ids(reader, "quokka")) == {"ex.keep", "ex.drop"}
+    with pytest.raises(KeywordIndexBusy, match="another process"):
+        reader.on_papers_changed(["ex.drop"])
+    writer.close()
+    reader.on_papers_changed(["ex.drop"])  # the lock is free again
+    reader.close()
