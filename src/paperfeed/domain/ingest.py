@@ -7,7 +7,7 @@ from typing import Any
 
 from .models import Listing, Paper
 
-__all__ = ["Batch", "BatchResult", "IngestSummary", "RawRecord", "Reject"]
+__all__ = ["Batch", "BatchResult", "IngestSummary", "RawRecord", "Realized", "Reject"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +38,16 @@ class RawRecord:
 
 
 @dataclass(slots=True)
+class Realized:
+    """What validating raw records produced; plain data, so it can come back from a worker process."""
+
+    papers: list[Paper] = field(default_factory=list)
+    listings: list[Listing] = field(default_factory=list)
+    rejects: list[Reject] = field(default_factory=list)
+    fingerprints: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
 class Batch:
     """Papers and listings written in one transaction, with the source's checkpoint after them.
 
@@ -54,6 +64,12 @@ class Batch:
     fingerprints: dict[str, tuple[str, str]] = field(default_factory=dict)  # key -> (paper id, fingerprint)
     position: int = 0  # progress in the source's unit (bytes read, records seen, days done)
     total: int | None = None  # the source's total in the same unit, when known
+
+    def absorb(self, realized: Realized) -> None:
+        self.papers.extend(realized.papers)
+        self.listings.extend(realized.listings)
+        self.rejects.extend(realized.rejects)
+        self.fingerprints.update(realized.fingerprints)
 
 
 @dataclass(frozen=True, slots=True)

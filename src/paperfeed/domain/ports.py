@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Protocol, runtime_checkable
 
-from .ingest import Batch, BatchResult, RawRecord
+from .ingest import Batch, BatchResult, RawRecord, Realized
 from .models import Listing, Paper
 
 __all__ = ["PaperSource", "PaperStore", "ProgressReporter", "RecordRealizer", "StoreStats"]
@@ -72,8 +72,12 @@ class PaperSource(Protocol):
 class RecordRealizer(Protocol):
     """A source that yields raw records (``Batch.raw``) and validates only those not already applied."""
 
-    def realize(self, batch: Batch, records: Sequence[RawRecord]) -> None:
-        """Validate ``records`` into ``batch``'s papers, listings, rejects and fingerprints."""
+    def realize(self, records: Sequence[RawRecord]) -> Realized:
+        """Validate ``records`` into papers, listings, rejects and fingerprints.
+
+        Must be a pure function of the source's configuration and ``records`` (it may run in a worker
+        process, with the source pickled).
+        """
         ...
 
 

@@ -17,7 +17,7 @@ from typing import IO, cast
 
 import orjson
 
-from paperfeed.domain.ingest import Batch, RawRecord, Reject
+from paperfeed.domain.ingest import Batch, RawRecord, Realized, Reject
 from paperfeed.domain.models import Listing
 from paperfeed.domain.validation import InvalidRecord, build_paper
 
@@ -144,7 +144,8 @@ class JsonlFileSource:
         # The fingerprint covers what shapes the result besides the bytes: parser version, id namespace.
         return f"{PARSER_VERSION}|{self.namespace or ''}".encode()
 
-    def realize(self, batch: Batch, records: Sequence[RawRecord]) -> None:
+    def realize(self, records: Sequence[RawRecord]) -> Realized:
+        out = Realized()
         for raw in records:
             record = raw.payload
             try:
@@ -152,9 +153,10 @@ class JsonlFileSource:
                 days = listing_days(record)
             except InvalidRecord as exc:
                 where = f"{raw.where} (id {raw.key})" if raw.key else raw.where
-                batch.rejects.append(Reject(where, exc.reason, exc.field))
+                out.rejects.append(Reject(where, exc.reason, exc.field))
                 continue
-            batch.papers.append(paper)
-            batch.listings.extend(Listing(day, paper.id, HF_DAILY, paper.upvotes) for day in days)
+            out.papers.append(paper)
+            out.listings.extend(Listing(day, paper.id, HF_DAILY, paper.upvotes) for day in days)
             if raw.key:
-                batch.fingerprints[raw.key] = (paper.id, raw.fingerprint)
+                out.fingerprints[raw.key] = (paper.id, raw.fingerprint)
+        return out
