@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from paperfeed.adapters.sources.arxiv_api import ArxivApiClient
 from paperfeed.adapters.sources.arxiv_oai import ArxivOaiSource, plan_harvest
@@ -13,6 +14,9 @@ from paperfeed.adapters.store import SqlPaperStore, open_store
 from paperfeed.services.feed import FeedService
 from paperfeed.services.ingest import IngestService
 from paperfeed.settings import Settings
+
+if TYPE_CHECKING:
+    from paperfeed.adapters.keyword.factory import SyncedKeywordIndex
 
 __all__ = ["App", "build_app"]
 
@@ -33,8 +37,17 @@ class App:
         return store
 
     @cached_property
+    def keyword_index(self) -> SyncedKeywordIndex:
+        """BM25 search; opening it brings it up to date with the store (a full build the first time)."""
+        from paperfeed.adapters.keyword.factory import open_keyword_index
+
+        index = open_keyword_index(self.settings.keyword_engine, self.store.engine, self.settings.data_dir)
+        self._closers.append(index)
+        return index
+
+    @cached_property
     def ingest(self) -> IngestService:
-        return IngestService(self.store)
+        return IngestService(self.store, listeners=[self.keyword_index.on_papers_changed])
 
     @cached_property
     def feeds(self) -> FeedService:
