@@ -53,6 +53,7 @@ papers = Table(
     Index("ix_papers_published", "published"),
     Index("ix_papers_primary_category", "primary_category"),
     Index("ix_papers_modified_at", "modified_at"),
+    Index("ix_papers_published_id", "published", "id"),  # keyset paging newest first (0004_feed)
 )
 
 listings = Table(
