@@ -1,5 +1,302 @@
-"""JSON API under /api, shaped like Hugging Face's papers API (being written)."""
+"""JSON API under /api, shaped like Hugging Face's papers API (so ``huggingface_hub.HfApi`` works on it).
 
-from fastapi import APIRouter
+=================================  =====================================================================
+``GET /api/daily_papers``          ``date`` | ``week`` | ``month``, ``sort`` (publishedAt, trending), ``p``,
+                                   ``limit`` ≤ 100 → daily items (HfApi.list_daily_papers)
+``GET /api/papers/search``         ``q`` (≤ 250 chars), ``limit`` ≤ 120 → daily items with
+                                   ``highlightedTitle``/``highlightedSummary`` (HfApi.list_papers)
+``GET /api/papers``                ``cursor``, ``limit`` ≤ 100 → all papers newest first; the next page's
+                                   URL is in the ``Link: <…>; rel="next"`` header, as HF paginates
+``GET /api/papers/{id}``           one paper object (HfApi.paper_info); any id spelling, 404 if unknown
+``GET /api/papers/{id}/similar``   ``limit`` ≤ 50 → daily items with ``similarity``
+``GET /papers/{id}.md``            the paper page as Markdown (HfApi.read_paper)
+=================================  =====================================================================
 
-router = APIRouter(prefix="/api", tags=["api"])
+Semantics of ``/api/daily_papers``: with ``date``/``week``/``month`` the papers listed in that period,
+most upvoted first (``sort=trending``: by the trending score as of the period's end); with none of them,
+``sort=publishedAt`` gives the newest days first and ``sort=trending`` the site-wide trending list.
+``submitter`` is accepted for compatibility; paperfeed records no submitters, so it matches nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, cast
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import PlainTextResponse, Response
+from pydantic import BaseModel, ConfigDict
+
+from paperfeed.bootstrap import App
+from paperfeed.domain.ids import normalize_paper_id
+from paperfeed.domain.results import PaperSearch, SearchHit
+from paperfeed.services.feed import FeedItem, FeedService, Period, parse_day, parse_month, parse_week
+
+from .errors import ApiError, JsonResponse
+from .hf_json import daily_item, highlight, paper_object
+from .paper_markdown import paper_markdown
+
+__all__ = ["MAX_QUERY_CHARS", "base_url", "checked_query", "feeds_of", "router", "search_of"]
+
+MAX_QUERY_CHARS = 250  # as Hugging Face
+MAX_DAILY_LIMIT = 100
+MAX_SEARCH_LIMIT = 120
+MAX_PAGE = 10_000
+
+router = APIRouter(tags=["api"])
+
+
+# -- documentation models (responses are built as dicts; these describe them for /docs) -----------------
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class Author(_Open):
+    name: str
+    hidden: bool = False
+
+
+class Organization(_Open):
+    name: str
+    fullname: str
+
+
+class PaperModel(_Open):
+    """HF's paper object."""
+
+    id: str
+    authors: list[Author]
+    publishedAt: str | None = None
+    submittedOnDailyAt: str | None = None
+    title: str
+    summary: str
+    upvotes: int
+    projectPage: str | None = None
+    githubRepo: str | None = None
+    githubStars: int | None = None
+    ai_summary: str | None = None
+    ai_keywords: list[str] | None = None
+    organization: Organization | None = None
+
+
+class DailyItem(_Open):
+    """One daily-papers entry: the paper plus when it reached the daily page."""
+
+    paper: PaperModel
+    publishedAt: str | None = None
+    title: str
+    summary: str
+    numComments: int
+    organization: Organization | None = None
+
+
+class SearchItem(DailyItem):
+    highlightedTitle: str
+    highlightedSummary: str
+
+
+class SimilarItem(DailyItem):
+    similarity: float
+
+
+class ErrorModel(_Open):
+    error: str
+    status: int
+    title: str
+
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorModel, "description": "Invalid parameter (the message says which and why)"},
+    404: {"model": ErrorModel, "description": "Unknown paper"},
+}
+
+
+# -- helpers ------------------------------------------------------------------------------------------
+
+
+def _app(request: Request) -> App:
+    app: App = request.state.app
+    return app
+
+
+def feeds_of(request: Request) -> FeedService:
+    return _app(request).feeds
+
+
+def search_of(request: Request) -> PaperSearch:
+    service = getattr(_app(request), "search", None)
+    if service is None:
+        raise ApiError(503, "search is not available on this instance (no search service is configured)")
+    return cast(PaperSearch, service)
+
+
+def _items(items: tuple[FeedItem, ...] | list[FeedItem]) -> list[dict[str, Any]]:
+    return [daily_item(i.paper, upvotes=i.upvotes, listed_on=i.day) for i in items]
+
+
+def checked_query(q: str) -> str:
+    text = q.strip()
+    if len(text) > MAX_QUERY_CHARS:
+        raise ApiError(400, f"q is {len(text)} characters long; the limit is {MAX_QUERY_CHARS}")
+    return text
+
+
+def _canonical_id(paper_id: str) -> str:
+    return normalize_paper_id(paper_id).base  # InvalidPaperId → 400 via errors.install
+
+
+def base_url(request: Request) -> str:
+    """The site's public URL: ``settings.base_url`` if set, else the one the request came to."""
+    configured = _app(request).settings.base_url
+    return (configured or str(request.base_url)).rstrip("/")
+
+
+# -- endpoints ----------------------------------------------------------------------------------------
+
+
+@router.get(
+    "/api/daily_papers",
+    response_model=list[DailyItem],
+    responses=_ERRORS,
+    summary="Daily papers of a day, week or month (Hugging Face compatible)",
+)
+def daily_papers(
+    request: Request,
+    date: Annotated[str | None, Query(description="Day, YYYY-MM-DD.", max_length=40)] = None,
+    week: Annotated[
+        str | None, Query(description="ISO week, YYYY-Www (e.g. 2025-W12).", max_length=40)
+    ] = None,
+    month: Annotated[str | None, Query(description="Month, YYYY-MM.", max_length=40)] = None,
+    submitter: Annotated[
+        str | None, Query(description="HF username; paperfeed has no submitters.", max_length=200)
+    ] = None,
+    sort: Annotated[Literal["publishedAt", "trending"], Query(description="Order.")] = "publishedAt",
+    p: Annotated[int, Query(ge=0, le=MAX_PAGE, description="Page number, 0-based.")] = 0,
+    limit: Annotated[int, Query(ge=1, le=MAX_DAILY_LIMIT, description="Papers per page.")] = 50,
+) -> Response:
+    given = [name for name, value in (("date", date), ("week", week), ("month", month)) if value]
+    if len(given) > 1:
+        raise ApiError(400, f"give only one of date, week and month (got {', '.join(given)})")
+    if submitter:
+        return JsonResponse([])
+    feeds = feeds_of(request)
+    offset = p * limit
+    order: Literal["upvotes", "trending"] = "trending" if sort == "trending" else "upvotes"
+    items: tuple[FeedItem, ...] | list[FeedItem]
+    if date:
+        day = parse_day(date)
+        if order == "trending":
+            items = feeds.period(Period.of("day", day), limit, offset, "trending").items
+        else:
+            items = feeds.day(day, limit=limit, offset=offset).items
+    elif week:
+        items = feeds.week(parse_week(week), limit=limit, offset=offset, sort=order).items
+    elif month:
+        items = feeds.month(parse_month(month), limit=limit, offset=offset, sort=order).items
+    elif order == "trending":
+        page = feeds.trending(limit, offset)
+        items = [FeedItem(t.rank, t.paper, t.upvotes, t.first_seen.date()) for t in page.items]
+    else:
+        items = feeds.recent(limit=limit, offset=offset)
+    return JsonResponse(_items(items))
+
+
+@router.get(
+    "/api/papers/search",
+    response_model=list[SearchItem],
+    responses=_ERRORS,
+    summary="Search papers (hybrid keyword + semantic; Hugging Face compatible)",
+)
+def search_papers(
+    request: Request,
+    q: Annotated[str, Query(description=f"Query, at most {MAX_QUERY_CHARS} characters.")] = "",
+    limit: Annotated[int, Query(ge=1, le=MAX_SEARCH_LIMIT, description="Results to return.")] = 50,
+) -> Response:
+    text = checked_query(q)
+    if not text:
+        return JsonResponse(_items(feeds_of(request).recent(limit=limit)))
+    page = search_of(request).search(text, limit=limit)
+    headers = {"X-Search-Notes": "; ".join(page.notes)[:500]} if page.notes else None
+    return JsonResponse([_search_item(hit) for hit in page.hits], headers=headers)
+
+
+def _search_item(hit: SearchHit) -> dict[str, Any]:
+    item = daily_item(hit.paper)
+    item["highlightedTitle"] = highlight(hit.paper.title, hit.title_spans)
+    item["highlightedSummary"] = highlight(hit.paper.abstract, hit.abstract_spans)
+    return item
+
+
+@router.get(
+    "/api/papers",
+    response_model=list[PaperModel],
+    responses={400: _ERRORS[400]},
+    summary="All papers, newest first, paged by cursor (next page in the Link header)",
+)
+def list_papers(
+    request: Request,
+    cursor: Annotated[
+        str | None, Query(description="next-page cursor from the Link header", max_length=400)
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_DAILY_LIMIT)] = 50,
+) -> Response:
+    page = feeds_of(request).papers_page(cursor or None, limit)
+    headers = {}
+    if page.next_cursor:
+        query = urlencode({"cursor": page.next_cursor, "limit": limit})
+        headers["Link"] = f'<{base_url(request)}/api/papers?{query}>; rel="next"'
+    return JsonResponse([paper_object(paper) for paper in page.items], headers=headers)
+
+
+@router.get(
+    "/api/papers/{paper_id:path}/similar",
+    response_model=list[SimilarItem],
+    responses=_ERRORS,
+    summary="Papers most similar to one paper (by embedding)",
+)
+def similar_papers(
+    request: Request,
+    paper_id: str,
+    limit: Annotated[int, Query(ge=1, le=50)] = 10,
+) -> Response:
+    detail = feeds_of(request).paper(paper_id)
+    if detail is None:
+        raise ApiError(404, f"paper {_canonical_id(paper_id)} is not in this paperfeed instance")
+    hits = search_of(request).similar(detail.paper.id, limit=limit)
+    out = []
+    for hit in hits:
+        item = daily_item(hit.paper)
+        item["similarity"] = round(hit.score, 6)
+        out.append(item)
+    return JsonResponse(out)
+
+
+@router.get(
+    "/api/papers/{paper_id:path}",
+    response_model=PaperModel,
+    responses=_ERRORS,
+    summary="One paper (Hugging Face compatible); accepts versioned and old-style arXiv ids",
+)
+def paper_info(request: Request, paper_id: str) -> Response:
+    detail = feeds_of(request).paper(paper_id)
+    if detail is None:
+        raise ApiError(404, f"paper {_canonical_id(paper_id)} is not in this paperfeed instance")
+    first = detail.listed_on[0] if detail.listed_on else None
+    return JsonResponse(paper_object(detail.paper, listed_on=first))
+
+
+@router.get(
+    "/papers/{paper_id:path}.md",
+    response_class=PlainTextResponse,
+    responses=_ERRORS,
+    summary="A paper page as Markdown (what HfApi.read_paper reads)",
+    tags=["pages"],
+)
+def paper_md(request: Request, paper_id: str) -> Response:
+    detail = feeds_of(request).paper(paper_id)
+    if detail is None:
+        raise ApiError(404, f"paper {_canonical_id(paper_id)} is not in this paperfeed instance")
+    page = f"{base_url(request)}/papers/{detail.paper.id}"
+    return Response(paper_markdown(detail, page), media_type="text/markdown; charset=utf-8")

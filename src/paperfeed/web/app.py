@@ -8,11 +8,11 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from paperfeed import __version__
-from paperfeed.bootstrap import App
+from paperfeed.bootstrap import App, build_app
 
 from . import api, errors, feeds, pages
 
-__all__ = ["create_app"]
+__all__ = ["app_from_environment", "create_app"]
 
 
 def create_app(build: Callable[[], App]) -> FastAPI:
@@ -40,7 +40,13 @@ def create_app(build: Callable[[], App]) -> FastAPI:
         redoc_url=None,
     )
     errors.install(web)
+    # Order matters: /papers/{id}.md (api) must match before the HTML page's /papers/{id:path}.
     web.include_router(api.router)
     web.include_router(feeds.router)
     web.include_router(pages.router)
     return web
+
+
+def app_from_environment() -> FastAPI:
+    """Factory for ``uvicorn --factory`` (several workers, --reload): settings from ``PAPERFEED_*``."""
+    return create_app(build_app)
