@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from . import fetch, harvest, imports, run, stats
+from . import fetch, harvest, imports, run, serve, stats
 from .context import Context
 
 __all__ = ["app", "main"]
@@ -48,6 +48,7 @@ imports.register(app)
 stats.register(app)
 fetch.register(app)
 run.register(app)
+serve.register(app)
 app.add_typer(harvest.harvest_app, name="harvest")
 
 

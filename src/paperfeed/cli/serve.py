@@ -1,0 +1,102 @@
+"""``paperfeed serve``: run the web app (pages, JSON API, feeds) under uvicorn."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import uvicorn
+from rich.markup import escape
+from sqlalchemy.exc import SQLAlchemyError
+
+from paperfeed.bootstrap import build_app
+from paperfeed.web import create_app
+
+from .context import Context, fail
+
+__all__ = ["register"]
+
+_PACKAGE = Path(__file__).resolve().parent.parent
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("serve")
+    def serve(
+        ctx: typer.Context,
+        host: Annotated[
+            str | None, typer.Option(help="Interface to listen on (default: PAPERFEED_HOST or 127.0.0.1).")
+        ] = None,
+        port: Annotated[
+            int | None,
+            typer.Option(min=1, max=65535, help="Port to listen on (default: PAPERFEED_PORT or 8000)."),
+        ] = None,
+        workers: Annotated[
+            int | None,
+            typer.Option(min=1, max=64, help="Worker processes (default: PAPERFEED_WORKERS or 1)."),
+        ] = None,
+        reload: Annotated[
+            bool, typer.Option("--reload", help="Restart when the code changes (development).")
+        ] = False,
+        base_url: Annotated[
+            str | None, typer.Option(help="Public URL of the site, used for links in feeds.")
+        ] = None,
+        log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    ) -> None:
+        """Serve the web pages, the JSON API (docs at /docs) and the RSS/Atom feeds."""
+        c: Context = ctx.obj
+        settings = c.settings
+        updates: dict[str, object] = {}
+        if host is not None:
+            updates["host"] = host
+        if port is not None:
+            updates["port"] = port
+        if workers is not None:
+            updates["workers"] = workers
+        if base_url is not None:
+            updates["base_url"] = base_url.rstrip("/")
+        settings = settings.model_copy(update=updates)
+        try:  # open and migrate the store once here, not racing in every worker
+            papers = c.app.store.stats().papers
+        except (SQLAlchemyError, OSError) as exc:
+            raise fail(f"cannot open the store at {settings.db_url}: {exc}") from None
+        c.close()
+        c.console.print(
+            f"serving {papers:,} papers on http://{settings.host}:{settings.port}/ "
+            f"(API docs at /docs; Ctrl+C to stop)",
+            highlight=False,
+            markup=False,
+        )
+        if papers == 0:
+            c.console.print(
+                f"[yellow]the store is empty:[/] import papers with `paperfeed import FILE` "
+                f"({escape(settings.db_url)})",
+                highlight=False,
+            )
+        if settings.workers == 1 and not reload:
+            uvicorn.run(
+                create_app(lambda: build_app(settings)),
+                host=settings.host,
+                port=settings.port,
+                log_level=log_level,
+                proxy_headers=True,
+            )
+            return
+        # Several processes (or the reloader) import the app themselves: hand the settings over by env.
+        os.environ["PAPERFEED_DATA_DIR"] = str(settings.data_dir)
+        if settings.database_url:
+            os.environ["PAPERFEED_DATABASE_URL"] = settings.database_url
+        if settings.base_url:
+            os.environ["PAPERFEED_BASE_URL"] = settings.base_url
+        uvicorn.run(
+            "paperfeed.web.app:app_from_environment",
+            factory=True,
+            host=settings.host,
+            port=settings.port,
+            workers=None if reload else settings.workers,
+            reload=reload,
+            reload_dirs=[str(_PACKAGE)] if reload else None,
+            log_level=log_level,
+            proxy_headers=True,
+        )
