@@ -6,6 +6,8 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 DATA   ?=
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
+# torch first, pinned: its CPU build lies on this machine's disk; an unpinned one would pull CUDA (GBs)
+TORCH  ?= torch==2.13.0
 
 .PHONY: run test lint typecheck bench-import clean
 
@@ -13,6 +15,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.installed: $(BIN)/python pyproject.toml
+	$(PIP) install $(TORCH)
 	$(PIP) install -e .
 	@touch $@
 
