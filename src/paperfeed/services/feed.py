@@ -200,7 +200,7 @@ class FeedQueries(Protocol):
         ...
 
     def latest_activity(self) -> datetime | None:
-        """End of the newest listed day (or the newest ``published`` if nothing is listed)."""
+        """The later of the end of the newest listed day and the newest ``published`` time."""
         ...
 
     def data_version(self) -> str:
@@ -487,12 +487,13 @@ class FeedService:
     ) -> TrendingPage:
         """Papers ranked by :func:`trending_score`, best first.
 
-        Ages are measured from the *reference time*: now, or the end of the newest listed day if the
-        store's data stops earlier (so an archive or a paused instance still has a meaningful trending
-        list). Candidates are the papers listed within ``window_days`` before it (age counted from their
-        first listing ever) and unlisted papers published then that have upvotes or stars. With
-        ``window=(start, end)`` the reference time is the end of day ``end`` and candidates are those
-        of that window (sort=trending over a week or month ranks the same papers as sort=upvotes).
+        Ages are measured from the *reference time*: now, or the store's latest activity (end of the
+        newest listed day, or newest publication) if the data stops earlier, so an archive or a paused
+        instance still has a meaningful trending list. Candidates are the papers listed within
+        ``window_days`` before it (age counted from their first listing ever) and unlisted papers
+        published then that have upvotes or stars. With ``window=(start, end)`` the reference time is
+        the end of day ``end`` and candidates are those of that window (sort=trending over a week or
+        month ranks the same papers as sort=upvotes).
         """
         _check_page(limit, offset)
         if window is not None:

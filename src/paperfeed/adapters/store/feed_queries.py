@@ -166,13 +166,13 @@ class SqlFeedQueries:
 
     def latest_activity(self) -> datetime | None:
         day = self.latest_day()
-        if day is not None:
-            return _day_start(day + timedelta(days=1))
         with self.engine.connect() as conn:
             value = conn.execute(select(func.max(papers.c.published))).scalar()
-        if value is None:
-            return None
-        return _aware(value if isinstance(value, datetime) else datetime.fromisoformat(str(value)))
+        stamps = [_day_start(day + timedelta(days=1))] if day is not None else []
+        if value is not None:
+            published = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+            stamps.append(_aware(published) or published)
+        return max(stamps) if stamps else None
 
     def data_version(self) -> str:
         with self.engine.connect() as conn:
