@@ -1,0 +1,68 @@
+"""Builds the configured embedder: one registry of backends, so the fake one is wired like the real ones."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from paperfeed.domain.search import Embedder
+
+from .base import EmbedderUnavailable, resolve_model
+
+__all__ = ["BACKENDS", "EmbedderConfig", "open_embedder"]
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedderConfig:
+    """What :func:`open_embedder` needs (a subset of the settings, so benches can build one directly)."""
+
+    backend: str = "onnx-int8"
+    model: str | None = None  # None: the packaged all-MiniLM-L6-v2; for "fake": the fake model's name
+    cache_dir: Path = Path("models")  # where exported ONNX files are kept
+    threads: int | None = None  # None: the runtime's default (all cores)
+    bf16: bool = False  # torch only: bfloat16 autocast (needs AVX512-BF16/AMX)
+    fake_dimension: int = 64
+
+
+def _torch(config: EmbedderConfig) -> Embedder:
+    from .sentence_transformers import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(resolve_model(config.model), threads=config.threads, bf16=config.bf16)
+
+
+def _onnx(quantized: bool) -> Callable[[EmbedderConfig], Embedder]:
+    def build(config: EmbedderConfig) -> Embedder:
+        from .onnx import OnnxEmbedder
+
+        return OnnxEmbedder(
+            resolve_model(config.model), config.cache_dir, quantized=quantized, threads=config.threads
+        )
+
+    return build
+
+
+def _fake(config: EmbedderConfig) -> Embedder:
+    from .fake import FakeEmbedder
+
+    return FakeEmbedder(config.fake_dimension, name=config.model or "fake")
+
+
+BACKENDS: dict[str, Callable[[EmbedderConfig], Embedder]] = {
+    "torch": _torch,
+    "onnx": _onnx(False),
+    "onnx-int8": _onnx(True),
+    "fake": _fake,
+}
+
+
+def open_embedder(config: EmbedderConfig) -> Embedder:
+    """The embedder for ``config``; models load lazily, on the first ``embed`` or ``dimension``."""
+    build = BACKENDS.get(config.backend)
+    if build is None:
+        raise EmbedderUnavailable(
+            f"unknown embedding backend {config.backend!r} (choose one of {', '.join(BACKENDS)})"
+        )
+    if config.bf16 and config.backend != "torch":
+        raise EmbedderUnavailable("PAPERFEED_TORCH_BF16 applies to the torch backend only")
+    return build(config)

@@ -1,0 +1,347 @@
+"""The fast embedder: the same model exported to ONNX and run by ONNX Runtime, in float32 or int8.
+
+The export runs once per model (``torch.onnx.export`` of the transformer; mean pooling and normalisation
+stay in numpy) and is cached under ``<data_dir>/models/<model>-<fingerprint>/{fp32,int8}/``. Each variant
+folder is built in a temporary folder and renamed into place, so a crash mid-build leaves no half file and
+two processes building at once both end up using one complete copy. int8 is ONNX Runtime's dynamic
+quantisation with per-channel weight scales (per-tensor scales cost far more accuracy on this model).
+
+At run time only onnxruntime and tokenizers are needed; torch and transformers are needed for the export.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import threading
+import uuid
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import orjson
+
+from paperfeed.domain.embedding import MAX_TOKENS
+
+from .base import EmbedderUnavailable, ModelSource, force_offline, normalise_rows
+
+__all__ = ["OnnxEmbedder", "OnnxFiles", "ensure_onnx"]
+
+Vectors = npt.NDArray[np.float32]
+
+EXPORT_FORMAT = 1  # bump when the export changes, so caches built by older code are not reused
+INFERENCE_BATCH = 32
+_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+@dataclass(frozen=True, slots=True)
+class OnnxFiles:
+    """A complete exported variant: the graph, the tokenizer and what the embedder must know."""
+
+    folder: Path
+    model: Path
+    tokenizer: Path
+    max_length: int
+    dimension: int
+
+
+def _snapshot_path(source: ModelSource) -> Path:
+    if source.path is not None:
+        return source.path
+    force_offline()
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(source.spec, local_files_only=True))
+    except Exception as exc:
+        raise EmbedderUnavailable(
+            f"model {source.spec!r} is not a local folder and not in the local Hugging Face cache"
+        ) from exc
+
+
+def _fingerprint(folder: Path) -> str:
+    """Identifies the model files (names, sizes, config) so a changed model gets a fresh export."""
+    digest = hashlib.blake2b(f"export-format={EXPORT_FORMAT};max={MAX_TOKENS}".encode(), digest_size=8)
+    for item in sorted(p for p in folder.rglob("*") if p.is_file() and ".git" not in p.parts):
+        digest.update(f"{item.relative_to(folder)}:{item.stat().st_size};".encode())
+    for name in ("config.json", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json"):
+        if (folder / name).is_file():
+            digest.update((folder / name).read_bytes())
+    return digest.hexdigest()
+
+
+def _read_json(path: Path) -> Any:
+    return orjson.loads(path.read_bytes()) if path.is_file() else None
+
+
+def _check_architecture(folder: Path) -> tuple[int, int]:
+    """(max_length, dimension), refusing models whose pipeline is not transformer + mean pooling."""
+    modules = _read_json(folder / "modules.json") or []
+    kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] for m in modules]
+    unsupported = [k for k in kinds if k not in ("Transformer", "Pooling", "Normalize")]
+    if unsupported:
+        raise EmbedderUnavailable(
+            f"{folder}: the ONNX backend covers transformer + mean pooling (+ normalise) models; "
+            f"this one also has {', '.join(unsupported)}: use the torch backend"
+        )
+    pooling = _read_json(folder / "1_Pooling" / "config.json") or {"pooling_mode_mean_tokens": True}
+    if not pooling.get("pooling_mode_mean_tokens") or any(
+        v for k, v in pooling.items() if k.startswith("pooling_mode_") and k != "pooling_mode_mean_tokens"
+    ):
+        raise EmbedderUnavailable(
+            f"{folder}: the ONNX backend supports mean pooling only; use the torch backend"
+        )
+    config = _read_json(folder / "config.json") or {}
+    st_config = _read_json(folder / "sentence_bert_config.json") or {}
+    max_length = min(
+        MAX_TOKENS,
+        int(st_config.get("max_seq_length") or MAX_TOKENS),
+        int(config.get("max_position_embeddings") or MAX_TOKENS),
+    )
+    dimension = int(config.get("hidden_size") or pooling.get("word_embedding_dimension") or 0)
+    if dimension <= 0:
+        raise EmbedderUnavailable(f"{folder}/config.json: no hidden_size")
+    return max_length, dimension
+
+
+def _fsync_tree(folder: Path) -> None:
+    for item in folder.iterdir():
+        fd = os.open(item, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _publish(tmp: Path, final: Path) -> None:
+    """Rename a finished temporary folder into place; if another process won the race, keep theirs."""
+    _fsync_tree(tmp)
+    if final.exists() and _files(final) is None:  # damaged by hand (our own builds never leave one)
+        stale = final.with_name(f".stale-{final.name}-{uuid.uuid4().hex[:8]}")
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(final, stale)
+        shutil.rmtree(stale, ignore_errors=True)
+    try:
+        os.replace(tmp, final)
+    except OSError:
+        if _files(final) is None:
+            raise
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _export_fp32(model_dir: Path, tmp: Path, max_length: int) -> None:
+    force_offline()
+    try:
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+    except ImportError as exc:
+        raise EmbedderUnavailable(
+            f"exporting the model to ONNX (done once) needs torch and transformers ({exc.name} is missing)"
+        ) from exc
+    from .sentence_transformers import quiet_transformers
+
+    quiet_transformers()
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
+    if not getattr(tokenizer, "is_fast", False):
+        raise EmbedderUnavailable(f"{model_dir}: the ONNX backend needs a fast (Rust) tokenizer")
+    tokenizer.backend_tokenizer.save(str(tmp / "tokenizer.json"))
+    model = AutoModel.from_pretrained(str(model_dir), local_files_only=True, attn_implementation="eager")
+    model.eval()
+    uses_types = "token_type_ids" in tokenizer.model_input_names
+
+    class _Encoder(torch.nn.Module):
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any = None) -> Any:
+            kwargs = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask, **kwargs).last_hidden_state
+
+    names = list(_INPUTS if uses_types else _INPUTS[:2])
+    sample = tokenizer(["paperfeed export sample", "a second, longer sample sentence"], padding=True)
+    args = tuple(torch.tensor(sample[name], dtype=torch.long) for name in names)
+    axes = {name: {0: "batch", 1: "tokens"} for name in [*names, "last_hidden_state"]}
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tracer and deprecation chatter: the graph is verified by tests
+        torch.onnx.export(
+            _Encoder(model),
+            args,
+            str(tmp / "model.onnx"),
+            dynamo=False,
+            input_names=names,
+            output_names=["last_hidden_state"],
+            dynamic_axes=axes,
+            opset_version=17,
+            do_constant_folding=True,
+        )
+
+
+def _quantize(fp32: OnnxFiles, tmp: Path) -> None:
+    try:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+    except ImportError as exc:
+        raise EmbedderUnavailable("int8 quantisation needs onnxruntime (and onnx)") from exc
+    import logging
+
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # quantize_dynamic logs a pre-processing hint at WARNING on the root logger
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            quantize_dynamic(
+                str(fp32.model), str(tmp / "model.onnx"), weight_type=QuantType.QInt8, per_channel=True
+            )
+    finally:
+        root.setLevel(level)
+    shutil.copyfile(fp32.tokenizer, tmp / "tokenizer.json")
+
+
+def _files(folder: Path) -> OnnxFiles | None:
+    meta = _read_json(folder / "meta.json")
+    if not isinstance(meta, dict) or meta.get("format") != EXPORT_FORMAT:
+        return None
+    if not (folder / "model.onnx").is_file() or not (folder / "tokenizer.json").is_file():
+        return None
+    return OnnxFiles(
+        folder,
+        folder / "model.onnx",
+        folder / "tokenizer.json",
+        int(meta["max_length"]),
+        int(meta["dimension"]),
+    )
+
+
+def ensure_onnx(source: ModelSource, cache_dir: Path, *, quantized: bool) -> OnnxFiles:
+    """The exported (and, if asked, quantised) model for ``source``, building it once if needed."""
+    model_dir = _snapshot_path(source)
+    max_length, dimension = _check_architecture(model_dir)
+    base = cache_dir / f"{source.name}-{_fingerprint(model_dir)}"
+    variant = base / ("int8" if quantized else "fp32")
+    found = _files(variant)
+    if found is not None:
+        return found
+    fp32 = ensure_onnx(source, cache_dir, quantized=False) if quantized else None
+    base.mkdir(parents=True, exist_ok=True)
+    tmp = base / f".tmp-{variant.name}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        if fp32 is None:
+            _export_fp32(model_dir, tmp, max_length)
+        else:
+            _quantize(fp32, tmp)
+        meta = {
+            "format": EXPORT_FORMAT,
+            "model": source.name,
+            "source": str(model_dir),
+            "max_length": max_length,
+            "dimension": dimension,
+            "pooling": "mean",
+            "quantized": quantized,
+        }
+        (tmp / "meta.json").write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2))
+        _publish(tmp, variant)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    built = _files(variant)
+    if built is None:
+        raise EmbedderUnavailable(f"{variant}: the ONNX export did not produce a usable model")
+    return built
+
+
+class OnnxEmbedder:
+    """:class:`~paperfeed.domain.search.Embedder` on ONNX Runtime (CPU).
+
+    float32 ONNX gives the torch model's vectors to ~1e-6 (cosine > 0.9999), so it shares the torch
+    backend's ``model_id``; int8 vectors differ measurably and get their own (``+onnx-int8``), so the two
+    never share an index.
+    """
+
+    def __init__(
+        self, model: ModelSource, cache_dir: Path, *, quantized: bool = False, threads: int | None = None
+    ) -> None:
+        self._source = model
+        self._cache_dir = cache_dir
+        self._quantized = quantized
+        self._threads = threads
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._files: OnnxFiles | None = None
+        self._input_names: list[str] = []
+
+    @property
+    def model_id(self) -> str:
+        return self._source.name + ("+onnx-int8" if self._quantized else "")
+
+    @property
+    def dimension(self) -> int:
+        self._load()
+        assert self._files is not None
+        return self._files.dimension
+
+    @property
+    def files(self) -> OnnxFiles:
+        self._load()
+        assert self._files is not None
+        return self._files
+
+    def _load(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                return
+            try:
+                import onnxruntime as ort
+                from tokenizers import Tokenizer
+            except ImportError as exc:
+                raise EmbedderUnavailable(
+                    f"the onnx embedding backends need onnxruntime and tokenizers ({exc.name} is missing)"
+                ) from exc
+            files = ensure_onnx(self._source, self._cache_dir, quantized=self._quantized)
+            tokenizer = Tokenizer.from_file(str(files.tokenizer))
+            tokenizer.enable_truncation(max_length=files.max_length)
+            tokenizer.no_padding()
+            options = ort.SessionOptions()
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            options.intra_op_num_threads = self._threads or 0
+            options.inter_op_num_threads = 1
+            options.log_severity_level = 3
+            try:
+                session = ort.InferenceSession(str(files.model), options, providers=["CPUExecutionProvider"])
+            except Exception as exc:  # a corrupt cache file: say where it is so it can be deleted
+                raise EmbedderUnavailable(f"{files.model}: ONNX Runtime cannot load it ({exc})") from exc
+            self._input_names = [i.name for i in session.get_inputs()]
+            self._tokenizer, self._files, self._session = tokenizer, files, session
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self._load()
+        assert self._files is not None
+        out = np.zeros((len(texts), self._files.dimension), dtype=np.float32)
+        if not texts:
+            return out
+        encodings = self._tokenizer.encode_batch(list(texts))
+        lengths = np.array([len(e.ids) for e in encodings])
+        order = np.argsort(-lengths, kind="stable")  # similar lengths together: little padding
+        for start in range(0, len(order), INFERENCE_BATCH):
+            rows = order[start : start + INFERENCE_BATCH]
+            width = int(lengths[rows].max())
+            feed = {name: np.zeros((len(rows), width), dtype=np.int64) for name in _INPUTS}
+            for i, row in enumerate(rows):
+                enc = encodings[row]
+                n = len(enc.ids)
+                feed["input_ids"][i, :n] = enc.ids
+                feed["attention_mask"][i, :n] = enc.attention_mask
+                feed["token_type_ids"][i, :n] = enc.type_ids
+            hidden = self._session.run(None, {k: feed[k] for k in self._input_names})[0]
+            mask = feed["attention_mask"][..., None].astype(np.float32)
+            pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
+            out[rows] = pooled
+        return normalise_rows(out)

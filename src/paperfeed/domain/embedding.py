@@ -1,0 +1,109 @@
+"""What gets embedded and where embeddings live: the one text recipe, and the embedding-store port.
+
+Every vector of a paper, whether made by the background indexer, a benchmark cache or a test, comes from
+:func:`embedding_text`, so vectors made in different places are comparable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from .search import VectorRecord
+
+__all__ = [
+    "MAX_TOKENS",
+    "EmbeddingStore",
+    "PendingPaper",
+    "embedding_text",
+]
+
+MAX_TOKENS = 256  # longer texts are truncated by the embedders: the abstract's opening carries its gist
+
+Vectors = npt.NDArray[np.float32]
+
+
+def embedding_text(title: str, abstract: str) -> str:
+    """``title + ". " + abstract``: the title sets the topic, the abstract the detail.
+
+    A title that already ends in sentence punctuation is not given a second full stop; a paper without
+    an abstract is embedded by its title alone.
+    """
+    title = title.strip()
+    abstract = abstract.strip()
+    if not abstract:
+        return title
+    if not title:
+        return abstract
+    separator = " " if title[-1] in ".?!" else ". "
+    return f"{title}{separator}{abstract}"
+
+
+@dataclass(frozen=True, slots=True)
+class PendingPaper:
+    """A paper whose vector for the current model is missing or stale (its text changed)."""
+
+    paper_id: str
+    title: str
+    abstract: str
+    content_hash: str
+    has_vector: bool  # True: it has a vector of another model or of older text, which will be replaced
+
+    @property
+    def text(self) -> str:
+        return embedding_text(self.title, self.abstract)
+
+
+class EmbeddingStore(Protocol):
+    """Paper vectors, one per paper, tagged with the model and the content hash they were made from."""
+
+    def model_counts(self) -> dict[str, int]:
+        """How many stored vectors each model has (more than one key means a model change in progress)."""
+        ...
+
+    def count_papers(self) -> int: ...
+
+    def count_backlog(self, model_id: str) -> int:
+        """Papers with no vector of ``model_id`` for their current text."""
+        ...
+
+    def backlog(self, model_id: str, *, after: str = "", limit: int = 256) -> list[PendingPaper]:
+        """The next ``limit`` such papers with id greater than ``after``, in id order."""
+        ...
+
+    def save_vectors(self, model_id: str, papers: Sequence[PendingPaper], vectors: Vectors) -> None:
+        """Store one vector per paper (replacing any older one) in a single transaction."""
+        ...
+
+    def newest(self, model_id: str) -> datetime | None:
+        """When the newest vector of ``model_id`` was stored (the high-water mark for index syncs)."""
+        ...
+
+    def records(
+        self, model_id: str, *, since: datetime | None = None, until: datetime | None = None, page: int = 4096
+    ) -> Iterator[list[VectorRecord]]:
+        """Vectors of ``model_id`` stored in ``[since, until]`` with the facets a vector index filters on."""
+        ...
+
+    def vectors(self, model_id: str, paper_ids: Sequence[str]) -> dict[str, Vectors]:
+        """The stored vectors of ``model_id`` for those of ``paper_ids`` that have one."""
+        ...
+
+    def delete(self, paper_ids: Sequence[str]) -> int: ...
+
+    def delete_all(self) -> int:
+        """Forget every vector of every model (``paperfeed index --rebuild``)."""
+        ...
+
+    def delete_other_models(self, model_id: str) -> int: ...
+
+    def get_mark(self, name: str) -> datetime | None:
+        """A stored timestamp (how far a vector index has been synced)."""
+        ...
+
+    def set_mark(self, name: str, value: datetime | None) -> None: ...
