@@ -1,0 +1,95 @@
+"""BibTeX for a paper, in the ``@misc{…, eprint=…}`` form arXiv itself suggests.
+
+Field values come from untrusted metadata, so they are made safe *for BibTeX*: unbalanced braces (which
+would swallow the rest of a .bib file) are dropped and LaTeX specials outside ``$…$`` math are escaped.
+HTML escaping is the template's job.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from paperfeed.domain.models import Paper
+
+from .markup import segments
+
+__all__ = ["bibtex", "bibtex_key"]
+
+_SPECIALS = re.compile(r"(?<!\\)([&%#_])")
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "the",
+        "on",
+        "of",
+        "for",
+        "in",
+        "to",
+        "and",
+        "with",
+        "from",
+        "towards",
+        "toward",
+        "via",
+        "is",
+        "are",
+    ]
+)
+
+
+def _ascii_word(text: str) -> str:
+    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return re.sub(r"[^a-z0-9]", "", folded.lower())
+
+
+def bibtex_key(paper: Paper) -> str:
+    """``surnameYEARfirstword``, e.g. ``vaswani2017attention``; ASCII only so every tool accepts it."""
+    surname = _ascii_word(paper.authors[0].split()[-1]) if paper.authors and paper.authors[0].split() else ""
+    year = str(paper.published.year) if paper.published else ""
+    word = next(
+        (w for w in (_ascii_word(t) for t in paper.title.split()) if w and w not in _STOP),
+        "",
+    )
+    key = f"{surname}{year}{word}"
+    return key or _ascii_word(paper.id) or "paper"
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for ch in text:
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _value(text: str) -> str:
+    """A field value safe between BibTeX braces: balanced, specials escaped outside math, one line."""
+    text = " ".join(text.split())
+    if not _balanced(text):
+        text = text.replace("{", "").replace("}", "")
+    return "".join(
+        seg.text if seg.tex is not None else _SPECIALS.sub(r"\\\1", seg.text) for seg in segments(text)
+    )
+
+
+def bibtex(paper: Paper) -> str:
+    """The paper as one BibTeX entry (fields in the usual order, unknown ones left out)."""
+    fields: list[tuple[str, str]] = [("title", "{" + _value(paper.title) + "}")]
+    if paper.authors:
+        fields.append(("author", " and ".join(_value(a) for a in paper.authors)))
+    if paper.published:
+        fields.append(("year", str(paper.published.year)))
+    if ":" not in paper.id:  # arXiv papers (prefixed ids such as scifact:1 are not on arXiv)
+        fields += [("eprint", paper.id), ("archivePrefix", "arXiv")]
+        if paper.primary_category:
+            fields.append(("primaryClass", _value(paper.primary_category)))
+        fields.append(("url", f"https://arxiv.org/abs/{paper.id}"))
+    if paper.doi:
+        fields.append(("doi", _value(paper.doi)))
+    if paper.journal_ref:
+        fields.append(("note", _value(paper.journal_ref)))
+    body = ",\n".join(f"  {name:<13} = {{{value}}}" for name, value in fields)
+    return f"@misc{{{bibtex_key(paper)},\n{body}\n}}"
