@@ -1,0 +1,136 @@
+"""A real SQLite store, filled once per session, behind the real app: through TestClient and a live server.
+
+The store holds ../shared/data/hf_daily.jsonl.gz plus ``data/hostile.jsonl`` (synthetic papers with
+markup, entities, stray ``$``, RTL text and ``javascript:`` links), both imported by the real import
+code. ``hf_records`` reads the raw file independently of that code: it is the oracle for rankings.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import uvicorn
+from fastapi.testclient import TestClient
+
+from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
+from paperfeed.bootstrap import build_app
+from paperfeed.settings import Settings
+from paperfeed.web import create_app
+
+HERE = Path(__file__).resolve().parent
+HOSTILE = HERE / "data" / "hostile.jsonl"
+ARTIFACTS = HERE.parent.parent / "test-artifacts" / "web_pages"
+HOSTILE_DAY = "2024-05-20"  # the day data/hostile.jsonl lists its papers on (before any real listing)
+
+
+@pytest.fixture(scope="session")
+def hf_path(shared_dir: Path) -> Path:
+    return shared_dir / "data" / "hf_daily.jsonl.gz"
+
+
+@pytest.fixture(scope="session")
+def hf_records(hf_path: Path) -> dict[str, dict[str, Any]]:
+    with gzip.open(hf_path, "rb") as fh:
+        return {rec["id"]: rec for rec in map(orjson.loads, fh)}
+
+
+@pytest.fixture(scope="session")
+def hostile_records() -> dict[str, dict[str, Any]]:
+    return {rec["id"]: rec for rec in map(orjson.loads, HOSTILE.read_bytes().splitlines())}
+
+
+@pytest.fixture(scope="session")
+def page_settings(tmp_path_factory: pytest.TempPathFactory, hf_path: Path) -> Settings:
+    """A data folder with the Hugging Face daily papers and the hostile papers, imported by the real code."""
+    settings = Settings(data_dir=tmp_path_factory.mktemp("web-pages-data"), database_url=None)
+    app = build_app(settings)
+    try:
+        for path in (hf_path, HOSTILE):
+            summary = app.ingest.run(JsonlFileSource(path))
+            assert summary.rejected == 0, summary.rejects[:3]
+    finally:
+        app.close()
+    return settings
+
+
+@pytest.fixture(scope="session")
+def client(page_settings: Settings) -> Iterator[TestClient]:
+    app = create_app(lambda: build_app(page_settings))
+    with TestClient(app, raise_server_exceptions=True, follow_redirects=False) as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def live_url(page_settings: Settings) -> Iterator[str]:
+    """The app under a real uvicorn on a loopback socket we bound ourselves (no port race)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(create_app(lambda: build_app(page_settings)), log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            pytest.fail("uvicorn did not start within 30 s")
+        time.sleep(0.02)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+    sock.close()
+
+
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def chromium_path() -> str:
+    """Debian's chromium; missing is a skip on a developer's machine and a failure in CI."""
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        reason = "chromium is not installed: run scripts/ensure-browser (apt-get install chromium)"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return path
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("the playwright package is missing: pip install -e '.[test]'")
+        pytest.skip("the playwright package is not installed (pip install -e '.[test]')")
+    executable = chromium_path()
+    with sync_playwright() as pw:
+        launched = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
