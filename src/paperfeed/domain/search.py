@@ -23,6 +23,9 @@ __all__ = [
     "SearchFilters",
     "Span",
     "VectorIndex",
+    "VectorIndexError",
+    "VectorIndexMismatch",
+    "VectorIndexUnavailable",
     "VectorRecord",
 ]
 
@@ -109,6 +112,18 @@ class IndexManifest:
     extra: dict[str, str] = field(default_factory=dict)
 
 
+class VectorIndexError(Exception):
+    """Base of vector-index failures the search service handles (e.g. by falling back to keyword search)."""
+
+
+class VectorIndexUnavailable(VectorIndexError):
+    """The index files are missing, truncated or corrupt: dense search cannot run until a rebuild."""
+
+
+class VectorIndexMismatch(VectorIndexError):
+    """The stored index was built for another model or dimension: it must be rebuilt, never mixed."""
+
+
 class Embedder(Protocol):
     """Turns texts into L2-normalised float32 vectors. ``model_id`` names the vector space."""
 
@@ -142,6 +157,14 @@ class VectorIndex(Protocol):
         ...
 
     def vector(self, paper_id: str) -> Vectors | None: ...
+
+    def save(self) -> None:
+        """Persist all changes atomically: readers see the old index or the new one, never a mix."""
+        ...
+
+    def reload_if_changed(self) -> bool:
+        """Pick up an index saved by another process (cheap when nothing changed); True if reloaded."""
+        ...
 
 
 class KeywordIndex(Protocol):
