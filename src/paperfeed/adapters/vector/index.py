@@ -1,0 +1,349 @@
+"""The vector index: rows and facets (:mod:`.base`), exact search (:mod:`.exact`), optionally an HNSW graph
+(:mod:`.hnsw`), persisted in an atomically swapped folder.
+
+One class serves three policies so that a corpus can grow from "exact" into "hnsw" without a second code
+path: ``exact`` never builds a graph and keeps float32 vectors; ``hnsw`` always has one and keeps float16
+vectors for exact re-scoring; ``auto`` behaves as ``exact`` below :data:`AUTO_HNSW_MIN_ROWS` live papers and
+switches to ``hnsw`` when a save finds the corpus has grown past it.
+
+Filtered search never starves: the filter is resolved to the exact set of allowed rows first. When that set
+is small (:data:`EXACT_FILTER_ROWS`) it is searched exactly; otherwise the graph is searched with the filter
+applied inside the traversal, and if it still returns fewer than ``k`` rows the exact path answers instead.
+
+Concurrency: one writer process at a time (the embedding job); any number of reader processes, which call
+:meth:`StoredVectorIndex.reload_if_changed` to pick up a newly saved generation. Within a process a lock
+serialises mutation, search and reload.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from paperfeed.adapters.vector.base import (
+    IndexFolder,
+    RowStore,
+    Stamp,
+    StoredManifest,
+    check_compatible,
+    utc_now,
+)
+from paperfeed.adapters.vector.exact import top_k
+from paperfeed.adapters.vector.hnsw import EF_SEARCH, GRAPH_FILE, HnswGraph
+from paperfeed.domain.search import (
+    IndexManifest,
+    ScoredId,
+    SearchFilters,
+    VectorIndexUnavailable,
+    VectorRecord,
+    Vectors,
+)
+
+__all__ = [
+    "AUTO_HNSW_MIN_ROWS",
+    "EXACT_FILTER_ROWS",
+    "ExactVectorIndex",
+    "HnswVectorIndex",
+    "Policy",
+    "StoredVectorIndex",
+]
+
+Policy = Literal["exact", "hnsw", "auto"]
+
+AUTO_HNSW_MIN_ROWS = 100_000
+"""``auto`` switches to HNSW from here: below it an exact float32 scan is a few milliseconds at most."""
+
+EXACT_FILTER_ROWS = 20_000
+"""A filter allowing at most this many rows is answered exactly (gathering them costs a few milliseconds)."""
+
+RESCORE_CANDIDATES = 50
+"""Graph hits re-scored exactly per query: int8 ranking errors below this depth are repaired."""
+
+COMPACT_DEAD_FRACTION = 0.2
+"""Saving an HNSW index rebuilds it without dead rows once they exceed this share of its rows."""
+
+
+class StoredVectorIndex:
+    """A :class:`~paperfeed.domain.search.VectorIndex` kept in a folder; see the module docstring."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        model_id: str,
+        dimension: int,
+        policy: Policy,
+        exact_filter_rows: int = EXACT_FILTER_ROWS,
+        auto_hnsw_min_rows: int = AUTO_HNSW_MIN_ROWS,
+    ) -> None:
+        if dimension <= 0:
+            raise ValueError(f"dimension must be positive, got {dimension}")
+        if policy not in ("exact", "hnsw", "auto"):
+            raise ValueError(f"unknown vector index policy {policy!r}")
+        self._exact_filter_rows = exact_filter_rows
+        self._auto_hnsw_min_rows = auto_hnsw_min_rows
+        self._folder = IndexFolder(path)
+        self._model_id = model_id
+        self._dimension = dimension
+        self._policy: Policy = policy
+        self._lock = threading.RLock()
+        self._stored: StoredManifest | None = None
+        self._stamp: Stamp | None = None
+        self._dirty = False
+        self._store, self._graph = self._load()
+
+    # -- VectorIndex -------------------------------------------------------------------------------------
+
+    @property
+    def path(self) -> Path:
+        return self._folder.path
+
+    @property
+    def kind(self) -> str:
+        return "exact" if self._graph is None else "hnsw"
+
+    @property
+    def manifest(self) -> IndexManifest:
+        with self._lock:
+            if self._stored is not None and not self._dirty:
+                return self._stored.manifest
+            return IndexManifest(
+                kind=self.kind,
+                model_id=self._model_id,
+                dimension=self._dimension,
+                count=len(self._store.row_of),
+                built_at=self._stored.manifest.built_at if self._stored else "",
+                extra=self._extra(),
+            )
+
+    def __len__(self) -> int:
+        return self._store.live_count
+
+    def upsert(self, records: Iterable[VectorRecord]) -> None:
+        with self._lock:
+            new_rows, _ = self._store.append(records)
+            if len(new_rows):
+                if self._graph is not None:  # dead rows stay in the graph, masked out until compaction
+                    self._graph.add(new_rows, self._store.vectors[new_rows])
+                self._dirty = True
+
+    def remove(self, paper_ids: Iterable[str]) -> None:
+        with self._lock:
+            if len(self._store.kill(paper_ids)):
+                self._dirty = True
+
+    def vector(self, paper_id: str) -> Vectors | None:
+        with self._lock:
+            row = self._store.row_of.get(paper_id)
+            if row is None:
+                return None
+            return np.array(self._store.vectors[row], dtype=np.float32)
+
+    def search(
+        self, vector: Vectors, k: int, filters: SearchFilters | None = None, exclude: Iterable[str] = ()
+    ) -> list[ScoredId]:
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if query.shape != (self._dimension,):
+            raise ValueError(f"query vector has {query.size} dimensions, the index has {self._dimension}")
+        norm = float(np.linalg.norm(query))
+        if k <= 0 or not np.isfinite(norm) or norm == 0.0:
+            return []
+        query = query / norm
+        with self._lock:
+            store = self._store
+            allowed = store.allowed_rows(filters)
+            excluded = {store.row_of[pid] for pid in exclude if pid in store.row_of}
+            fetch = max(RESCORE_CANDIDATES, 2 * k) + len(excluded)
+            if self._graph is None or (
+                # Small allowed sets are scanned exactly: cheaper than the graph, and always right.
+                allowed is not None and len(allowed) <= max(self._exact_filter_rows, fetch)
+            ):
+                rows, scores = self._exact(query, k, allowed, excluded)
+            else:
+                rows, scores = self._approximate(self._graph, query, k, fetch, allowed, excluded)
+            pairs = zip(rows.tolist(), scores.tolist(), strict=True)
+            return [ScoredId(store.ids[r], float(s)) for r, s in pairs]
+
+    def save(self) -> None:
+        """Write a new generation and swap it in (no-op when nothing changed since the last save/load)."""
+        with self._lock:
+            want_graph = self._want_graph(len(self._store.row_of))
+            if not self._dirty and self._stored is not None and want_graph == (self._graph is not None):
+                return
+            store = self._store
+            if want_graph:
+                store.astype(np.float16)
+                if (
+                    self._graph is None
+                    or self._graph.stale_quantiser
+                    or store.dead_count > COMPACT_DEAD_FRACTION * max(1, store.n)
+                ):
+                    store.compact()
+                    self._graph = HnswGraph.build(self._dimension, store.vectors)
+            else:
+                store.astype(np.float32)
+                self._graph = None
+                if store.dead_count:
+                    store.compact()
+            graph = self._graph
+            manifest = IndexManifest(
+                kind=self.kind,
+                model_id=self._model_id,
+                dimension=self._dimension,
+                count=store.live_count,
+                built_at=utc_now(),
+                extra=self._extra(),
+            )
+
+            def write(folder: Path) -> None:
+                store.write(folder)
+                if graph is not None:
+                    graph.save(folder / GRAPH_FILE)
+
+            self._stored = self._folder.commit(write, manifest, store.n)
+            self._stamp = self._folder.stamp()
+            self._dirty = False
+
+    def reload_if_changed(self) -> bool:
+        """Load the generation another process saved, if any; one ``stat`` when nothing changed.
+
+        Unsaved local changes are never thrown away: a writer with pending changes does not reload.
+        """
+        stamp = self._folder.stamp()
+        if stamp == self._stamp:
+            return False
+        with self._lock:
+            if self._dirty:
+                return False
+            current = self._stored.generation if self._stored else None
+            found = self._folder.read()
+            if found is not None and found[0].generation == current:
+                self._stamp = found[1]
+                return False
+            self._store, self._graph = self._load()
+            return True
+
+    # -- internals ---------------------------------------------------------------------------------------
+
+    def _want_graph(self, live: int) -> bool:
+        if self._policy == "auto":
+            if self._graph is not None:
+                return live >= self._auto_hnsw_min_rows // 2  # hysteresis: no flapping around the threshold
+            return live >= self._auto_hnsw_min_rows
+        return self._policy == "hnsw"
+
+    def _extra(self) -> dict[str, str]:
+        extra = {"numpy": np.__version__, "policy": self._policy}
+        if self._graph is not None:
+            extra["library"] = HnswGraph.library_version()
+            extra["graph"] = self._graph.describe()
+            extra["trained_on"] = str(self._graph.trained_on)
+        return extra
+
+    def _exact(
+        self, query: Vectors, k: int, allowed: npt.NDArray[np.int64] | None, excluded: set[int]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        store = self._store
+        if allowed is not None:
+            if excluded:
+                allowed = allowed[~np.isin(allowed, list(excluded))]
+            return top_k(store.vectors, query, k, allowed)
+        valid: npt.NDArray[np.bool_] | None = None
+        if store.dead_count or excluded:
+            valid = store.alive.copy()
+            valid[list(excluded)] = False
+        return top_k(store.vectors, query, k, valid=valid)
+
+    def _approximate(
+        self,
+        graph: HnswGraph,
+        query: Vectors,
+        k: int,
+        fetch: int,
+        allowed: npt.NDArray[np.int64] | None,
+        excluded: set[int],
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        store = self._store
+        mask: npt.NDArray[np.bool_] | None = None
+        ef = EF_SEARCH
+        if allowed is not None:
+            mask = np.zeros(store.n, dtype=np.bool_)
+            mask[allowed] = True
+            # A filter hides part of the graph: widen the search as the allowed share shrinks.
+            ef = int(EF_SEARCH * min(4.0, max(1.0, (0.25 * store.n / max(1, len(allowed))) ** 0.5)))
+        elif store.dead_count:
+            mask = store.alive
+        available = store.live_count if allowed is None else len(allowed)
+        candidates = graph.search(query, fetch, mask, ef=ef)
+        if excluded:
+            candidates = candidates[~np.isin(candidates, list(excluded))]
+        rows, scores = top_k(store.vectors, query, k, candidates)  # exact re-scoring of the candidates
+        if len(rows) < min(k, available - len(excluded)):
+            return self._exact(query, k, allowed, excluded)  # the graph came up short: never starve
+        return rows, scores
+
+    def _load(self) -> tuple[RowStore, HnswGraph | None]:
+        """Read the current generation (retrying once if a writer swapped it while we were reading)."""
+        for attempt in range(2):
+            found = self._folder.read()
+            if found is None:
+                self._stored, self._stamp = None, None
+                want = self._policy == "hnsw"
+                store = RowStore(self._dimension, np.float16 if want else np.float32)
+                return store, (HnswGraph.empty(self._dimension) if want else None)
+            stored, stamp = found
+            check_compatible(stored.manifest, self._folder.manifest_path, **self._space())
+            try:
+                store, graph = self._read_generation(stored)
+            except VectorIndexUnavailable:
+                if attempt == 0 and self._folder.stamp() != stamp:
+                    continue
+                raise
+            self._stored, self._stamp = stored, stamp
+            return store, graph
+        raise AssertionError("unreachable")
+
+    def _space(self) -> dict[str, Any]:
+        return {"model_id": self._model_id, "dimension": self._dimension}
+
+    def _read_generation(self, stored: StoredManifest) -> tuple[RowStore, HnswGraph | None]:
+        folder = self._folder.generation_dir(stored)
+        has_graph = stored.manifest.kind == "hnsw" and (folder / GRAPH_FILE).exists()
+        if self._policy == "auto":
+            want = has_graph or stored.manifest.count >= self._auto_hnsw_min_rows
+        else:
+            want = self._policy == "hnsw"
+        dtype = np.float16 if want else np.float32
+        store = RowStore.read(folder, dimension=self._dimension, rows=stored.rows, dtype=dtype)
+        if store.live_count != stored.manifest.count:
+            raise VectorIndexUnavailable(
+                f"{folder}: {store.live_count} live rows but the manifest says {stored.manifest.count}"
+            )
+        if not want:
+            return store, None
+        if has_graph:
+            trained_on = int(stored.manifest.extra.get("trained_on", stored.rows) or stored.rows)
+            graph = HnswGraph.load(folder / GRAPH_FILE, self._dimension, stored.rows, trained_on)
+        else:
+            graph = HnswGraph.build(self._dimension, store.vectors)
+            self._dirty = True  # the stored kind differs from the policy: the next save writes the graph
+        return store, graph
+
+
+class ExactVectorIndex(StoredVectorIndex):
+    """Exact search only: for small corpora, tests, and as the reference for recall measurements."""
+
+    def __init__(self, path: Path, *, model_id: str, dimension: int) -> None:
+        super().__init__(path, model_id=model_id, dimension=dimension, policy="exact")
+
+
+class HnswVectorIndex(StoredVectorIndex):
+    """HNSW candidates re-scored exactly: for large corpora."""
+
+    def __init__(self, path: Path, *, model_id: str, dimension: int) -> None:
+        super().__init__(path, model_id=model_id, dimension=dimension, policy="hnsw")
