@@ -48,10 +48,8 @@ def bibtex_key(paper: Paper) -> str:
     """``surnameYEARfirstword``, e.g. ``vaswani2017attention``; ASCII only so every tool accepts it."""
     surname = _ascii_word(paper.authors[0].split()[-1]) if paper.authors and paper.authors[0].split() else ""
     year = str(paper.published.year) if paper.published else ""
-    word = next(
-        (w for w in (_ascii_word(t) for t in paper.title.split()) if w and w not in _STOP),
-        "",
-    )
+    prose = " ".join(seg.text for seg in segments(paper.title) if seg.tex is None)  # no TeX in keys
+    word = next((w for w in (_ascii_word(t) for t in prose.split()) if w and w not in _STOP), "")
     key = f"{surname}{year}{word}"
     return key or _ascii_word(paper.id) or "paper"
 
