@@ -208,3 +208,11 @@ def test_openapi_documents_every_endpoint(client: TestClient) -> None:
         "/atom/trending",
     } <= paths
     assert client.get("/docs").status_code == 200
+
+
+def test_every_response_says_how_long_the_server_took(client: TestClient) -> None:
+    for url in ("/api/daily_papers?limit=1", "/api/papers/2503.99999", "/rss/trending"):
+        timing = client.get(url).headers["server-timing"]
+        match = re.fullmatch(r"app;dur=(\d+\.\d\d)", timing)
+        assert match, timing
+        assert 0 < float(match[1]) < 10_000

@@ -11,6 +11,7 @@ from paperfeed import __version__
 from paperfeed.bootstrap import App, build_app
 
 from . import api, errors, feeds, pages
+from .timing import ServerTimingMiddleware
 
 __all__ = ["app_from_environment", "create_app"]
 
@@ -40,6 +41,7 @@ def create_app(build: Callable[[], App]) -> FastAPI:
         redoc_url=None,
     )
     errors.install(web)
+    web.add_middleware(ServerTimingMiddleware)
     # Order matters: /papers/{id}.md (api) must match before the HTML page's /papers/{id:path}.
     web.include_router(api.router)
     web.include_router(feeds.router)
