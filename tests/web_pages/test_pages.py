@@ -311,3 +311,20 @@ def test_static_files_are_served_with_versioned_urls(client: TestClient) -> None
     js = client.get(doc.cssselect("script")[0].get("src"))
     assert js.status_code == 200
     assert "javascript" in js.headers["content-type"]
+
+
+def test_feed_pages_link_their_rss_and_atom_feeds(client: TestClient) -> None:
+    for path, expected in (
+        ("/", "/rss/daily"),
+        ("/papers/date/2025-03-18", "/rss/daily?date=2025-03-18"),
+        ("/trending", "/rss/trending"),
+    ):
+        _, doc = _get(client, path)
+        rss = doc.cssselect('link[rel="alternate"][type="application/rss+xml"]')[0].get("href")
+        atom = doc.cssselect('link[rel="alternate"][type="application/atom+xml"]')[0].get("href")
+        assert rss == expected
+        assert atom == expected.replace("/rss/", "/atom/")
+        for url in (rss, atom):
+            response = client.get(url)
+            assert response.status_code == 200, url
+            assert "xml" in response.headers["content-type"]

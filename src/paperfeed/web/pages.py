@@ -288,10 +288,12 @@ def _period_view(feed: PeriodFeed, page: int) -> FeedView:
     return view
 
 
-def _feed_response(request: Request, view: FeedView, title: str, path: str) -> HTMLResponse:
+def _feed_response(
+    request: Request, view: FeedView, title: str, path: str, rss: tuple[tuple[str, str], ...] = ()
+) -> HTMLResponse:
     top = ", ".join(v.title_text for v in view.items[:3])
     description = f"{view.subheading}." + (f" Top: {top}" if top else "")
-    page = PageMeta(title, _clip(description), _absolute(request, path))
+    page = PageMeta(title, _clip(description), _absolute(request, path), feeds=rss)
     return _render(request, "feed.html", page, nav="daily", feed=view)
 
 
@@ -335,7 +337,9 @@ def _day_response(request: Request, day: date | None, page: int, path: str) -> H
     view = _day_view(feed, page)
     latest = feeds.latest_day()
     view.last_iso = latest.isoformat() if latest else None
-    return _feed_response(request, view, f"Daily Papers, {_short(feed.day)}", path)
+    rss = f"/rss/daily?date={day.isoformat()}" if day else "/rss/daily"
+    label = f"Papers of {_short(day)}" if day else "Daily papers"
+    return _feed_response(request, view, f"Daily Papers, {_short(feed.day)}", path, ((label, rss),))
 
 
 @router.get("/papers/week/{week}", response_class=HTMLResponse)
@@ -446,6 +450,7 @@ def trending_page(request: Request) -> HTMLResponse:
         "Trending papers",
         _clip("Papers ranked by upvotes and GitHub stars, decayed by age." + (f" Top: {top}" if top else "")),
         _absolute(request, "/trending"),
+        feeds=(("Trending papers", "/rss/trending"),),
     )
     return _render(request, "trending.html", page, nav="trending", trending=view)
 

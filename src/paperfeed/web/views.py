@@ -43,6 +43,7 @@ class PageMeta:
     canonical: str
     og_type: str = "website"
     noindex: bool = False
+    feeds: tuple[tuple[str, str], ...] = ()  # (title, RSS URL) of this page's feed, for <link rel=alternate>
 
 
 @dataclass(frozen=True, slots=True)
