@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
@@ -68,6 +68,7 @@ _STATIC = _HERE / "static"
 DAY_PAGE_SIZE = 100
 PERIOD_PAGE_SIZE = 50
 TRENDING_SIZE = 50
+SIMILAR_SIZE = 6
 CATEGORY_CHOICES = sorted(set(SUBJECT_CODES.values()))
 
 CSP = (
@@ -533,7 +534,7 @@ def _form_categories(text: str, problems: list[str]) -> tuple[str, ...]:
 
 
 def search_view(
-    search: PaperSearch, q: str, date_from: str, date_to: str, cat: str, code: str, page: int
+    search: PaperSearch | None, q: str, date_from: str, date_to: str, cat: str, code: str, page: int
 ) -> SearchView:
     """Run the search the form describes; bad filter values become messages, not errors."""
     q = q.strip()[:1000]
@@ -570,6 +571,9 @@ def search_view(
                 "Type some words to search for: the filters narrow a search, they are not one."
             )
         return view
+    if search is None:
+        view.problems.append("Search is not available on this instance: no search service is configured.")
+        return view
     offset = (page - 1) * SEARCH_PAGE_SIZE
     result = search.search(q, filters, limit=SEARCH_PAGE_SIZE, offset=offset)
     view.notes = list(result.notes)
@@ -602,6 +606,34 @@ def search_view(
     return view
 
 
+def _search_of(request: Request) -> PaperSearch | None:
+    """The instance's search service, or None when it has none (the page then says so)."""
+    service: PaperSearch | None = getattr(_app(request), "search", None)
+    return service
+
+
+@router.get("/search", response_class=HTMLResponse)
+def search_page(
+    request: Request,
+    q: str = "",
+    date_from: str = Query("", alias="from"),
+    date_to: str = Query("", alias="to"),
+    cat: str = "",
+    code: str = "",
+    page: str = "1",
+) -> HTMLResponse:
+    view = search_view(_search_of(request), q, date_from, date_to, cat, code, _page_number(page))
+    if view.q:
+        title = f"“{_clip(view.q, 60)}” · Search"
+        description = f"Papers matching {view.q}" + (f": {view.range_label}" if view.range_label else "")
+    else:
+        title, description = "Search papers", "Search papers by topic, title, author, category and date."
+    path = _search_url(view.q, view.date_from, view.date_to, view.cat, view.has_code, view.page_number)
+    rss = ((f"Search: {_clip(view.q, 60)}", "/rss/search?" + urlencode({"q": view.q})),) if view.q else ()
+    meta = PageMeta(title, _clip(description), _absolute(request, path), noindex=bool(view.q), feeds=rss)
+    return _render(request, "search.html", meta, nav="search", search=view)
+
+
 # -- paper pages ----------------------------------------------------------------------------------------
 
 
@@ -622,9 +654,14 @@ def _paper_links(
     return links
 
 
-def _similar(app: App, paper_id: str) -> tuple[list[PaperView], str | None]:
-    """Similar papers by embedding; the reason when there are none to show."""
-    return [], "Similar papers appear here once the search index is built (paperfeed index)."
+def _similar(search: PaperSearch | None, paper_id: str) -> tuple[list[PaperView], str | None]:
+    """Papers nearest by embedding, or why there are none to show."""
+    if search is None:
+        return [], "Similar papers need the search service, which this instance does not have."
+    hits = search.similar(paper_id, limit=SIMILAR_SIZE)
+    if not hits:
+        return [], "No similar papers yet: they appear once papers are embedded (paperfeed index)."
+    return [paper_view(hit.paper, with_abstract=False) for hit in hits], None
 
 
 @router.get("/papers/{paper_id:path}", response_class=HTMLResponse, response_model=None)
@@ -657,7 +694,7 @@ def paper_page(request: Request, paper_id: str) -> Response:
     view = paper_view(paper)
     github = safe_url(paper.github_repo)
     project = safe_url(paper.project_page)
-    similar, similar_note = _similar(app, paper.id)
+    similar, similar_note = _similar(_search_of(request), paper.id)
     abstract_text = plain_text(paper.abstract) if paper.abstract else ""
     description = _clip(abstract_text or f"{view.title_text} by {', '.join(paper.authors[:3])}")
     meta = PageMeta(view.title_text, description, _absolute(request, paper_url(paper.id)), og_type="article")
