@@ -97,13 +97,17 @@ class HnswGraph:
             self._trained_on = len(vectors)
         # Threads pay off on big batches only; on small ones (or a busy machine) OpenMP spinning costs more.
         faiss.omp_set_num_threads(os.cpu_count() or 1 if len(vectors) >= 20_000 else 1)
-        for start in range(0, len(vectors), step):
-            self._index.add(np.ascontiguousarray(vectors[start : start + step], dtype=np.float32))
+        try:
+            for start in range(0, len(vectors), step):
+                self._index.add(np.ascontiguousarray(vectors[start : start + step], dtype=np.float32))
+        finally:
+            faiss.omp_set_num_threads(1)  # one query per call: a thread team only adds wake-up latency
 
     def search(self, query: npt.NDArray[np.float32], count: int, mask: Mask | None, *, ef: int) -> Rows:
         """Up to ``count`` rows near ``query`` among rows where ``mask`` is true (all rows if ``None``)."""
         if len(self) == 0:
             return np.zeros(0, dtype=np.int64)
+        faiss.omp_set_num_threads(1)
         params = faiss.SearchParametersHNSW()
         params.efSearch = max(ef, count)
         bits = None
