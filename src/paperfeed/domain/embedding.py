@@ -29,19 +29,9 @@ Vectors = npt.NDArray[np.float32]
 
 
 def embedding_text(title: str, abstract: str) -> str:
-    """``title + ". " + abstract``: the title sets the topic, the abstract the detail.
-
-    A title that already ends in sentence punctuation is not given a second full stop; a paper without
-    an abstract is embedded by its title alone.
-    """
-    title = title.strip()
-    abstract = abstract.strip()
-    if not abstract:
-        return title
-    if not title:
-        return abstract
-    separator = " " if title[-1] in ".?!" else ". "
-    return f"{title}{separator}{abstract}"
+    """``title + ". " + abstract``: the title sets the topic, the abstract the detail; a paper without an
+    abstract is embedded by its title alone. Texts are already whitespace-normalised by validation."""
+    return f"{title}. {abstract}" if abstract else title
 
 
 @dataclass(frozen=True, slots=True)
