@@ -1,0 +1,217 @@
+"""Background embedding: embed every paper whose vector is missing or stale, then refresh the vector index.
+
+The backlog is never stored: it is "papers with no vector of the configured model for their current
+text", recomputed from the embeddings table. Each batch's vectors commit in one transaction, so a killed
+job loses at most the batch in flight and a re-run starts where it stopped. Changing the model makes every
+paper stale at once; each vector of the old model is replaced by one of the new, and readers only ever
+ask for one model's vectors, so the two spaces never mix.
+
+The vector index is derived data. Its sync point is a high-water mark (the newest vector it holds, kept in
+the database *after* the index is saved), so an index that missed updates because the process died
+between committing vectors and saving the index catches up on the next run, and one that drifted (its
+size disagrees with the table) is rebuilt from the stored vectors without re-embedding anything.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import numpy as np
+
+from paperfeed.domain.embedding import EmbeddingStore
+from paperfeed.domain.ports import ProgressReporter
+from paperfeed.domain.search import Embedder, VectorIndex, VectorIndexError
+
+__all__ = ["IndexOpener", "IndexPlan", "IndexSync", "IndexingService", "IndexingSummary"]
+
+DEFAULT_BATCH = 128
+SYNC_EVERY_SECONDS = 600.0  # a long job refreshes the index this often, so search sees papers early
+
+
+class IndexOpener(Protocol):
+    """Opens the vector index for a model: the stored one (``fresh=False``) or a new, empty one that
+    replaces it when saved (``fresh=True``). Raises a ``VectorIndexError`` when the stored one is unusable
+    (another model, corrupt files); the service then asks for a fresh one."""
+
+    def __call__(self, *, model_id: str, dimension: int, fresh: bool) -> VectorIndex: ...
+
+
+@dataclass(frozen=True, slots=True)
+class IndexPlan:
+    """What a run is about to do, so the CLI can say so before the long part starts."""
+
+    model_id: str
+    papers: int
+    backlog: int  # papers to embed
+    previous_models: dict[str, int]  # other models that still have vectors (a model change)
+    rebuild: bool
+
+    @property
+    def model_changed(self) -> bool:
+        return bool(self.previous_models)
+
+    def message(self) -> str:
+        if self.rebuild:
+            return f"rebuilding: re-embedding all {self.backlog:,} papers with {self.model_id}"
+        if self.model_changed:
+            old = ", ".join(sorted(self.previous_models))
+            return f"model changed from {old} to {self.model_id}: re-embedding {self.backlog:,} papers"
+        if self.backlog:
+            done = self.papers - self.backlog
+            return f"embedding {self.backlog:,} papers with {self.model_id} ({done:,} already up to date)"
+        return f"all {self.papers:,} papers are embedded with {self.model_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class IndexSync:
+    mode: Literal["incremental", "full"]
+    size: int
+    upserted: int
+
+
+@dataclass
+class IndexingSummary:
+    model_id: str
+    embedded: int = 0
+    added: int = 0  # papers that had no vector at all
+    replaced: int = 0  # papers whose vector was of older text or of another model
+    remaining: int = 0  # backlog left when --limit stopped the run early
+    seconds: float = 0.0
+    index: IndexSync | None = None  # None: no vector index is configured
+
+    @property
+    def rate(self) -> float:
+        return self.embedded / self.seconds if self.seconds > 0 else 0.0
+
+
+class IndexingService:
+    """Embeds the backlog in committed batches and keeps the vector index in step."""
+
+    def __init__(
+        self,
+        store: EmbeddingStore,
+        embedder: Embedder,
+        open_index: IndexOpener | None = None,
+        *,
+        batch_size: int = DEFAULT_BATCH,
+        sync_every: float = SYNC_EVERY_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        self.store = store
+        self.embedder = embedder
+        self.open_index = open_index
+        self.batch_size = batch_size
+        self.sync_every = sync_every
+        self._clock = clock
+
+    def plan(self, *, rebuild: bool = False) -> IndexPlan:
+        model_id = self.embedder.model_id
+        papers = self.store.count_papers()
+        others = {m: n for m, n in self.store.model_counts().items() if m != model_id}
+        backlog = papers if rebuild else self.store.count_backlog(model_id)
+        return IndexPlan(model_id, papers, backlog, others, rebuild)
+
+    def run(
+        self,
+        progress: ProgressReporter | None = None,
+        *,
+        rebuild: bool = False,
+        limit: int | None = None,
+        batch_size: int | None = None,
+    ) -> IndexingSummary:
+        """Embed up to ``limit`` papers of the backlog (all by default), then sync the vector index.
+
+        ``rebuild`` forgets every stored vector first (all models) and rebuilds the index from scratch.
+        """
+        started = self._clock()
+        model_id = self.embedder.model_id
+        size = batch_size or self.batch_size
+        summary = IndexingSummary(model_id)
+        if rebuild:
+            self.store.delete_all()
+        backlog = self.store.count_backlog(model_id)
+        target = backlog if limit is None else min(backlog, max(0, limit))
+        if progress is not None:
+            progress.update(0, target, 0, 0, 0)
+        after = ""
+        last_sync = self._clock()
+        while summary.embedded < target:
+            batch = self.store.backlog(model_id, after=after, limit=min(size, target - summary.embedded))
+            if not batch:
+                break  # papers were embedded by someone else meanwhile
+            vectors = self.embedder.embed([p.text for p in batch])
+            if vectors.shape[0] != len(batch) or not np.isfinite(vectors).all():
+                raise RuntimeError(
+                    f"embedder {model_id} returned {vectors.shape} for {len(batch)} texts "
+                    f"(or non-finite values) around paper {batch[0].paper_id}"
+                )
+            self.store.save_vectors(model_id, batch, vectors)
+            after = batch[-1].paper_id
+            replaced = sum(1 for p in batch if p.has_vector)
+            summary.embedded += len(batch)
+            summary.replaced += replaced
+            summary.added += len(batch) - replaced
+            if progress is not None:
+                progress.update(summary.embedded, target, summary.added, summary.replaced, 0)
+            if self.open_index is not None and self._clock() - last_sync >= self.sync_every:
+                self.sync_index()
+                last_sync = self._clock()
+        summary.remaining = max(0, backlog - summary.embedded)
+        if self.open_index is not None:
+            summary.index = self.sync_index()  # after a rebuild the mark is gone: a full sync
+        summary.seconds = self._clock() - started
+        return summary
+
+    # -- the vector index ---------------------------------------------------------------------------------
+
+    def _mark(self, model_id: str) -> str:
+        return f"vector-index:{model_id}"
+
+    def _open(self, model_id: str, dimension: int, fresh: bool) -> tuple[VectorIndex, bool]:
+        assert self.open_index is not None
+        if not fresh:
+            try:
+                index = self.open_index(model_id=model_id, dimension=dimension, fresh=False)
+            except VectorIndexError:
+                index = None
+            if index is not None and index.manifest.model_id == model_id:
+                return index, False
+        return self.open_index(model_id=model_id, dimension=dimension, fresh=True), True
+
+    def _dimension(self, model_id: str) -> int:
+        """From a stored vector when there is one: asking the embedder would load its model."""
+        first = next(iter(self.store.records(model_id, page=1)), None)
+        return len(first[0].vector) if first else self.embedder.dimension
+
+    def sync_index(self, *, full: bool = False) -> IndexSync:
+        """Bring the vector index up to date with the stored vectors of the current model, then save it."""
+        if self.open_index is None:
+            raise RuntimeError("no vector index is configured")
+        model_id = self.embedder.model_id
+        mark_name = self._mark(model_id)
+        newest = self.store.newest(model_id)
+        expected = self.store.model_counts().get(model_id, 0)
+        mark = None if full else self.store.get_mark(mark_name)
+        dimension = self._dimension(model_id)
+        index, fresh = self._open(model_id, dimension, fresh=full or mark is None)
+        upserted = 0
+        if not fresh and newest is not None and (mark is None or newest > mark):
+            for page in self.store.records(model_id, since=mark, until=newest):
+                index.upsert(page)
+                upserted += len(page)
+        if not fresh and len(index) != expected:  # drifted: rebuild from stored vectors (no re-embedding)
+            index, fresh = self._open(model_id, dimension, fresh=True)
+            upserted = 0
+        if fresh and newest is not None:
+            for page in self.store.records(model_id, until=newest):
+                index.upsert(page)
+                upserted += len(page)
+        if fresh or upserted:
+            index.save()
+            self.store.set_mark(mark_name, newest)
+        return IndexSync("full" if fresh else "incremental", len(index), upserted)
