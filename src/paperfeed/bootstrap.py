@@ -17,6 +17,9 @@ from paperfeed.settings import Settings
 
 if TYPE_CHECKING:
     from paperfeed.adapters.keyword.factory import SyncedKeywordIndex
+    from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
+    from paperfeed.domain.search import Embedder
+    from paperfeed.services.indexing import IndexingService
 
 __all__ = ["App", "build_app"]
 
@@ -55,6 +58,34 @@ class App:
         from paperfeed.adapters.store.feed_queries import SqlFeedQueries
 
         return FeedService(SqlFeedQueries(self.store.engine))
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        """The configured embedder; its model loads on first use (ONNX files are built once, cached)."""
+        from paperfeed.adapters.embed import EmbedderConfig, open_embedder
+
+        s = self.settings
+        config = EmbedderConfig(
+            backend=s.embedding_backend,
+            model=s.embedding_model,
+            cache_dir=s.data_dir / "models",
+            threads=s.embedding_threads,
+            bf16=s.torch_bf16,
+        )
+        return open_embedder(config)
+
+    @cached_property
+    def embeddings(self) -> SqlEmbeddingStore:
+        from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
+
+        return SqlEmbeddingStore(self.store.engine)
+
+    @cached_property
+    def indexing(self) -> IndexingService:
+        """Background embedding of new and changed papers (``paperfeed index``)."""
+        from paperfeed.services.indexing import IndexingService
+
+        return IndexingService(self.embeddings, self.embedder, batch_size=self.settings.embedding_batch_size)
 
     @cached_property
     def http(self) -> PoliteClient:

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from . import fetch, harvest, imports, run, serve, stats
+from . import fetch, harvest, imports, index, run, serve, stats
 from .context import Context
 
 __all__ = ["app", "main"]
@@ -46,6 +46,7 @@ def _root(
 
 imports.register(app)
 stats.register(app)
+index.register(app)
 fetch.register(app)
 run.register(app)
 serve.register(app)
