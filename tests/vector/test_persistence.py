@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from paperfeed.domain.search import (
     VectorIndexUnavailable,
 )
 from tests.vector.conftest import Opener
-from tests.vector.corpus import DIM, MODEL, Corpus
+from tests.vector.corpus import DIM, MODEL, Corpus, make_corpus
 
 
 def generation(path: Path) -> Path:
@@ -238,3 +239,39 @@ def test_an_index_saved_as_one_kind_opens_as_another(filled: StoredVectorIndex, 
         assert other.kind == kind
         assert len(other) == 3000
         assert other.search(corpus.vectors[9], 1)[0].paper_id == corpus.ids[9]
+
+
+def test_empty_index_saves_and_reopens(open_index: Opener, corpus: Corpus) -> None:
+    index = open_index()
+    index.save()
+    again = open_index(index.path)
+    assert len(again) == 0
+    assert again.search(corpus.vectors[0], 5) == []
+    again.upsert(corpus.records[:3])
+    again.save()
+    assert [h.paper_id for h in open_index(index.path).search(corpus.vectors[2], 1)] == [corpus.ids[2]]
+
+
+def test_growth_from_tiny_stays_correct_before_and_after_save(open_index: Opener, corpus: Corpus) -> None:
+    index = open_index()
+    index.upsert(corpus.records[:5])  # an int8 quantiser trained on 5 vectors would rank 2000 badly
+    index.save()
+    index.upsert(corpus.records[5:2000])
+    for i in (3, 700, 1999):
+        assert hit_ids(index, corpus.vectors[i], 1) == [corpus.ids[i]]  # before the save: newer rows scanned
+    index.save()
+    again = open_index(index.path)
+    if again.kind == "hnsw":
+        assert again.manifest.extra["trained_on"] == "2000"  # the save rebuilt and retrained the graph
+    for i in (3, 700, 1999):
+        assert hit_ids(again, corpus.vectors[i], 1) == [corpus.ids[i]]
+
+
+def test_small_additions_join_the_graph_without_a_rebuild(filled: StoredVectorIndex, corpus: Corpus) -> None:
+    newcomers = make_corpus(100, seed=9).records
+    filled.upsert([dataclasses.replace(r, paper_id="new-" + r.paper_id) for r in newcomers])
+    assert hit_ids(filled, newcomers[50].vector, 1) == ["new-" + newcomers[50].paper_id]
+    filled.save()
+    if filled.kind == "hnsw":
+        assert filled.manifest.extra["trained_on"] == "3000"
+    assert len(filled) == 3100

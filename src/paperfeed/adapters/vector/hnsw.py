@@ -80,10 +80,14 @@ class HnswGraph:
     def trained_on(self) -> int:
         return self._trained_on
 
-    @property
-    def stale_quantiser(self) -> bool:
-        """True when the int8 ranges were learnt on under half of today's rows (worth a rebuild)."""
-        return len(self) >= 1_000 and self._trained_on * 2 < len(self)
+    def can_absorb(self, extra: int) -> bool:
+        """Whether ``extra`` more rows can be added without the int8 ranges going stale.
+
+        The quantiser's ranges are learnt once, from the rows present then; past twice that many rows the
+        graph is rebuilt (and retrained) instead, which keeps total build work linear in the final size and
+        turns a bulk load into a single build.
+        """
+        return bool(self._index.is_trained) and self._trained_on * 2 >= len(self) + extra
 
     def add(self, rows: Rows, vectors: npt.NDArray[Any]) -> None:
         if len(rows) == 0:

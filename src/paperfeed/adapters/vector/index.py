@@ -7,8 +7,13 @@ vectors for exact re-scoring; ``auto`` behaves as ``exact`` below :data:`AUTO_HN
 switches to ``hnsw`` when a save finds the corpus has grown past it.
 
 Filtered search never starves: the filter is resolved to the exact set of allowed rows first. When that set
-is small (:data:`EXACT_FILTER_ROWS`) it is searched exactly; otherwise the graph is searched with the filter
-applied inside the traversal, and if it still returns fewer than ``k`` rows the exact path answers instead.
+(or the whole corpus) is small (:data:`EXACT_FILTER_ROWS`) it is scanned exactly; otherwise the graph is
+searched with the filter applied inside the traversal, its candidates are re-scored exactly, and if it still
+returns fewer than ``k`` rows the exact path answers instead.
+
+Updates: a replaced or removed paper's row is marked dead (masked out of every search) and dropped when a
+save compacts. New rows join the graph incrementally while its int8 quantiser still fits them; otherwise (a
+bulk load) the graph lags, the newer rows are scanned exactly, and the next save builds the graph once.
 
 Concurrency: one writer process at a time (the embedding job); any number of reader processes, which call
 :meth:`StoredVectorIndex.reload_if_changed` to pick up a newly saved generation. Within a process a lock
@@ -128,8 +133,10 @@ class StoredVectorIndex:
         with self._lock:
             new_rows, _ = self._store.append(records)
             if len(new_rows):
-                if self._graph is not None:  # dead rows stay in the graph, masked out until compaction
-                    self._graph.add(new_rows, self._store.vectors[new_rows])
+                graph = self._graph  # dead rows stay in the graph, masked out until compaction
+                if graph is not None and len(graph) == new_rows[0] and graph.can_absorb(len(new_rows)):
+                    graph.add(new_rows, self._store.vectors[new_rows])
+                # Otherwise the graph lags behind: searches scan the newer rows exactly until save() rebuilds.
                 self._dirty = True
 
     def remove(self, paper_ids: Iterable[str]) -> None:
@@ -159,10 +166,9 @@ class StoredVectorIndex:
             allowed = store.allowed_rows(filters)
             excluded = {store.row_of[pid] for pid in exclude if pid in store.row_of}
             fetch = max(RESCORE_CANDIDATES, 2 * k) + len(excluded)
-            if self._graph is None or (
-                # Small allowed sets are scanned exactly: cheaper than the graph, and always right.
-                allowed is not None and len(allowed) <= max(self._exact_filter_rows, fetch)
-            ):
+            # Small candidate sets are scanned exactly: cheaper than the graph, and always right.
+            scan = store.live_count if allowed is None else len(allowed)
+            if self._graph is None or scan <= max(self._exact_filter_rows, fetch):
                 rows, scores = self._exact(query, k, allowed, excluded)
             else:
                 rows, scores = self._approximate(self._graph, query, k, fetch, allowed, excluded)
@@ -178,13 +184,17 @@ class StoredVectorIndex:
             store = self._store
             if want_graph:
                 store.astype(np.float16)
+                lag = store.n - (len(self._graph) if self._graph is not None else 0)
                 if (
                     self._graph is None
-                    or self._graph.stale_quantiser
+                    or not self._graph.can_absorb(lag)
                     or store.dead_count > COMPACT_DEAD_FRACTION * max(1, store.n)
                 ):
                     store.compact()
                     self._graph = HnswGraph.build(self._dimension, store.vectors)
+                elif lag:
+                    tail = np.arange(store.n - lag, store.n, dtype=np.int64)
+                    self._graph.add(tail, store.vectors[tail])
             else:
                 store.astype(np.float32)
                 self._graph = None
@@ -280,6 +290,10 @@ class StoredVectorIndex:
             mask = store.alive
         available = store.live_count if allowed is None else len(allowed)
         candidates = graph.search(query, fetch, mask, ef=ef)
+        if len(graph) < store.n:  # rows added since the graph was built are scored exactly
+            tail = np.arange(len(graph), store.n, dtype=np.int64)
+            tail = tail[store.alive[tail]] if allowed is None else allowed[allowed >= len(graph)]
+            candidates = np.concatenate([candidates, tail])
         if excluded:
             candidates = candidates[~np.isin(candidates, list(excluded))]
         rows, scores = top_k(store.vectors, query, k, candidates)  # exact re-scoring of the candidates
