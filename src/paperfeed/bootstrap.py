@@ -16,9 +16,11 @@ from paperfeed.services.ingest import IngestService
 from paperfeed.settings import Settings
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from paperfeed.adapters.keyword.factory import SyncedKeywordIndex
     from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
-    from paperfeed.domain.search import Embedder
+    from paperfeed.domain.search import Embedder, VectorIndex
     from paperfeed.services.indexing import IndexingService
 
 __all__ = ["App", "build_app"]
@@ -85,7 +87,31 @@ class App:
         """Background embedding of new and changed papers (``paperfeed index``)."""
         from paperfeed.services.indexing import IndexingService
 
-        return IndexingService(self.embeddings, self.embedder, batch_size=self.settings.embedding_batch_size)
+        return IndexingService(
+            self.embeddings,
+            self.embedder,
+            self._open_vector_index,
+            batch_size=self.settings.embedding_batch_size,
+        )
+
+    @property
+    def vector_index_path(self) -> Path:
+        return self.settings.data_dir / "vectors"
+
+    def _open_vector_index(self, *, model_id: str, dimension: int, fresh: bool) -> VectorIndex:
+        """The index ``paperfeed index`` maintains (exact while small, HNSW once large).
+
+        ``fresh`` is asked for when the stored index is another model's, damaged, or out of step: no reader
+        can use it as it is, so a new one starts in its place and is complete when saved.
+        """
+        import shutil
+
+        from paperfeed.adapters.vector import open_vector_index
+
+        path = self.vector_index_path
+        if fresh and path.exists():
+            shutil.rmtree(path)
+        return open_vector_index(path, kind="auto", model_id=model_id, dimension=dimension)
 
     @cached_property
     def http(self) -> PoliteClient:

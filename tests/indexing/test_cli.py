@@ -12,8 +12,11 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from paperfeed.adapters.embed.fake import FakeEmbedder
 from paperfeed.adapters.store import open_store
+from paperfeed.adapters.vector import open_vector_index
 from paperfeed.cli import app
+from paperfeed.domain.search import SearchFilters, VectorIndexMismatch
 
 from .conftest import add_papers, paper
 
@@ -57,6 +60,27 @@ def test_index_then_model_change(tmp_path: Path) -> None:
         assert conn.execute("SELECT model_id, count(*) FROM embeddings GROUP BY 1").fetchall() == [
             ("specter-hash64", 12)
         ]
+
+
+def test_the_real_vector_index_follows_the_embeddings(tmp_path: Path) -> None:
+    data = _data_dir(tmp_path, 10)
+    code, out, _ = _index(data)
+    assert code == 0
+    assert "vector index: 10 vectors (full update, 10 written)" in out
+    index = open_vector_index(data / "vectors", kind="auto", model_id="fake-hash64", dimension=64)
+    query = FakeEmbedder(64).embed(["dark matter halo simulations"])[0]
+    assert {h.paper_id for h in index.search(query, 2)} == {"2501.00002", "2501.00007"}
+    assert {h.paper_id for h in index.search(query, 3, SearchFilters(categories=("cs.LG",)))} <= {
+        f"2501.{i:05d}" for i in range(1, 10, 2)
+    }
+    code, out, _ = _index(data)
+    assert "vector index: 10 vectors (incremental update, 0 written)" in out
+    code, out, _ = _index(data, PAPERFEED_EMBEDDING_MODEL="other")
+    assert "vector index: 10 vectors (full update, 10 written)" in out
+    with pytest.raises(VectorIndexMismatch):
+        open_vector_index(data / "vectors", kind="auto", model_id="fake-hash64", dimension=64)
+    again = open_vector_index(data / "vectors", kind="auto", model_id="other-hash64", dimension=64)
+    assert len(again) == 10
 
 
 def test_rebuild(tmp_path: Path) -> None:
