@@ -38,9 +38,13 @@ class Fts5Unavailable(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class FieldWeights:
-    """BM25 weight per field; title matters most, authors least (tuned in bench/keyword_quality.py)."""
+    """BM25 weight per field; title matters most, authors least.
 
-    title: float = 4.0
+    FTS5 defaults chosen on SciFact train (bench/keyword_quality.py): title 3 → train nDCG@10 0.699,
+    test 0.689 (Porter stemming: +0.03 over plain unicode61).
+    """
+
+    title: float = 3.0
     abstract: float = 1.0
     authors: float = 0.5
 
