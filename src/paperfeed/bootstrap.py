@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
     from paperfeed.domain.search import Embedder, VectorIndex
     from paperfeed.services.indexing import IndexingService
+    from paperfeed.services.search import HybridSearch
 
 __all__ = ["App", "build_app"]
 
@@ -32,6 +33,7 @@ class App:
 
     settings: Settings
     _closers: list[object] = field(default_factory=list, init=False)
+    _vectors_for_search: VectorIndex | None = field(default=None, init=False)
 
     @cached_property
     def store(self) -> SqlPaperStore:
@@ -93,6 +95,36 @@ class App:
             self._open_vector_index,
             batch_size=self.settings.embedding_batch_size,
         )
+
+    @cached_property
+    def search(self) -> HybridSearch:
+        """Hybrid keyword + semantic search; semantic parts load on the first query that needs them."""
+        from paperfeed.services.search import HybridSearch, HybridSettings
+
+        s = self.settings
+        tuning = HybridSettings(
+            rrf_k=s.search_rrf_k,
+            keyword_weight=s.search_keyword_weight,
+            dense_weight=s.search_dense_weight,
+            min_dense_score=s.search_min_dense_score,
+        )
+        return HybridSearch(
+            self.store, self.keyword_index, self._search_vectors, lambda: self.embedder, tuning
+        )
+
+    def _search_vectors(self) -> VectorIndex | None:
+        """The stored vector index for reading, opened once (it reloads itself when a new one is saved)."""
+        if self._vectors_for_search is None:
+            from paperfeed.adapters.vector.base import MANIFEST_NAME, StoredManifest
+
+            manifest_path = self.vector_index_path / MANIFEST_NAME
+            if not manifest_path.exists():
+                return None  # nothing embedded yet: keyword search only
+            stored = StoredManifest.from_json(manifest_path.read_bytes(), manifest_path)
+            self._vectors_for_search = self._open_vector_index(
+                model_id=self.embedder.model_id, dimension=stored.manifest.dimension, fresh=False
+            )
+        return self._vectors_for_search
 
     @property
     def vector_index_path(self) -> Path:

@@ -86,6 +86,19 @@ class Settings(BaseSettings):
     )
 
     # Keyword search
+    search_rrf_k: float = Field(default=60.0, ge=0, description="Reciprocal rank fusion constant k.")
+    search_keyword_weight: float = Field(
+        default=1.0, ge=0, description="Weight of the keyword list in fusion."
+    )
+    search_dense_weight: float = Field(
+        default=1.0, ge=0, description="Weight of the semantic list in fusion."
+    )
+    search_min_dense_score: float = Field(
+        default=0.25,
+        ge=-1,
+        le=1,
+        description="Cosine similarity below which a semantic match is not shown (the relevance cut-off).",
+    )
     keyword_engine: Literal["auto", "fts5", "tantivy"] = Field(
         default="auto",
         description="BM25 engine: tantivy (derived index in <data_dir>/keyword, fast at 1M papers), fts5 "

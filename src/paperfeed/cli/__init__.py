@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from . import fetch, harvest, imports, index, run, serve, stats
+from . import fetch, harvest, imports, index, run, search, serve, stats
 from .context import Context
 
 __all__ = ["app", "main"]
@@ -49,6 +49,7 @@ stats.register(app)
 index.register(app)
 fetch.register(app)
 run.register(app)
+search.register(app)
 serve.register(app)
 app.add_typer(harvest.harvest_app, name="harvest")
 
