@@ -177,12 +177,8 @@ class FeedQueries(Protocol):
         """The newest day with any listing."""
         ...
 
-    def day_before(self, day: date) -> date | None:
-        """The newest listed day strictly before ``day``."""
-        ...
-
-    def day_after(self, day: date) -> date | None:
-        """The oldest listed day strictly after ``day``."""
+    def neighbours(self, start: date, end: date) -> tuple[date | None, date | None]:
+        """The newest listed day before ``start`` and the oldest listed day after ``end``."""
         ...
 
     def listed(self, start: date, end: date, limit: int | None, offset: int) -> tuple[list[ListedPaper], int]:
@@ -418,8 +414,7 @@ class FeedService:
         if day is None:
             day = self.queries.latest_day() or self.clock().date()
         rows, total = self.queries.listed(day, day, limit, offset)
-        prev_day = self.queries.day_before(day)
-        next_day = self.queries.day_after(day)
+        prev_day, next_day = self.queries.neighbours(day, day)
         return DayFeed(
             day=day,
             items=_items(rows, offset),
@@ -467,8 +462,7 @@ class FeedService:
         else:
             rows, total = self.queries.listed(period.start, period.end, limit, offset)
             items = _items(rows, offset)
-        before = self.queries.day_before(period.start)
-        after = self.queries.day_after(period.end)
+        before, after = self.queries.neighbours(period.start, period.end)
         return PeriodFeed(
             period=period,
             items=items,
