@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from paperfeed.domain.embedding import embedding_text
 from paperfeed.domain.fusion import reciprocal_rank_fusion
 from paperfeed.domain.ports import PaperStore
 from paperfeed.domain.query import parse_query, with_filters
@@ -36,14 +37,9 @@ from paperfeed.domain.search import (
     Vectors,
 )
 
-__all__ = ["HybridSearch", "HybridSettings", "embedding_text"]
+__all__ = ["HybridSearch", "HybridSettings"]
 
 log = logging.getLogger(__name__)
-
-
-def embedding_text(title: str, abstract: str) -> str:
-    """The text a paper is embedded from (one definition, used for indexing and on-the-fly vectors)."""
-    return f"{title}. {abstract}" if abstract else title
 
 
 @dataclass(frozen=True, slots=True)
