@@ -26,6 +26,7 @@ def keyword(
     store = open_store(f"sqlite+pysqlite:///{root / 'paperfeed.db'}")
     index = open_keyword_index(request.param, store.engine, root)
     IngestService(store, listeners=[index.on_papers_changed]).run(ListSource(list(batches(CORPUS + CROWD))))
+    index.flush()
     try:
         yield index
     finally:

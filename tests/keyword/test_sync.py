@@ -117,8 +117,10 @@ def test_tantivy_listener_keeps_the_index_in_sync(store: SqlPaperStore, tmp_path
     index = TantivyKeywordIndex(tmp_path / "kw", store.engine)
     service = IngestService(store, listeners=[index.on_papers_changed])
     service.run(ListSource(list(batches(CORPUS))))
+    index.flush()
     assert len(index) == len(CORPUS)
     service.run(ListSource([_revise("ex.keep", title="Wombat tracking with drones")]))
+    index.flush()
     assert ids(index, "quokka") == ["ex.drop"]
     assert ids(index, "wombat") == ["ex.keep"]
     assert len(index) == len(CORPUS)  # replaced, not duplicated
@@ -128,7 +130,7 @@ def test_tantivy_listener_keeps_the_index_in_sync(store: SqlPaperStore, tmp_path
 def test_tantivy_catches_up_on_changes_made_without_it(store: SqlPaperStore, tmp_path: Path) -> None:
     index = TantivyKeywordIndex(tmp_path / "kw", store.engine)
     IngestService(store, listeners=[index.on_papers_changed]).run(ListSource(list(batches(CORPUS[:5]))))
-    index.close()
+    index.close()  # flushes
     for batch in batches(CORPUS[5:]):  # e.g. a harvest run by a process without the listener
         store.apply_batch(batch)
     store.apply_batch(_revise("w.title", title="Wombat estimation"))
@@ -184,10 +186,30 @@ def test_tantivy_second_writer_gets_a_clear_error_and_readers_still_open(
         store.apply_batch(batch)
     writer = TantivyKeywordIndex(tmp_path / "kw", store.engine)
     writer.on_papers_changed(["ex.keep"])  # now holds the writer lock, as an import does
+    writer.flush()
     reader = TantivyKeywordIndex(tmp_path / "kw", store.engine)  # e.g. the web server starting
     assert set(ids(reader, "quokka")) == {"ex.keep", "ex.drop"}
-    with pytest.raises(KeywordIndexBusy, match="another process"):
-        reader.on_papers_changed(["ex.drop"])
+    reader.on_papers_changed(["ex.drop"])
+    with pytest.raises(RuntimeError, match="another process") as caught:
+        reader.flush()  # the background failure reaches the importing thread
+    assert isinstance(caught.value.__cause__, KeywordIndexBusy)
     writer.close()
     reader.on_papers_changed(["ex.drop"])  # the lock is free again
     reader.close()
+
+
+def test_tantivy_synchronous_mode_and_coalesced_batches(store: SqlPaperStore, tmp_path: Path) -> None:
+    for batch in batches(CORPUS):
+        store.apply_batch(batch)
+    sync = TantivyKeywordIndex(tmp_path / "kw", store.engine, background=False)
+    store.apply_batch(_revise("ex.keep", title="Wombat tracking"))
+    sync.on_papers_changed(["ex.keep"])  # committed before it returns
+    assert ids(sync, "wombat") == ["ex.keep"]
+    sync.close()
+    index = TantivyKeywordIndex(tmp_path / "kw", store.engine)
+    for paper in CORPUS:  # many small batches queue up faster than one commit: all land
+        index.on_papers_changed([paper.id])
+    index.flush()
+    assert len(index) == len(CORPUS)
+    assert ids(index, "wombat") == ["ex.keep"]
+    index.close()

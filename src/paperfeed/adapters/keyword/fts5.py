@@ -217,6 +217,9 @@ class Fts5KeywordIndex:
         """Ingest listener: the triggers already queued exactly what changed; apply it now."""
         self.sync()
 
+    def flush(self) -> None:
+        """Nothing is pending between the listener call and the index: the listener syncs in place."""
+
     def rebuild(self) -> None:
         """Re-read every paper into the index (after a VACUUM, or to recover from anything odd)."""
         with self.engine.begin() as conn:

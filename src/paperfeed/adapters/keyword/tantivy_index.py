@@ -3,8 +3,12 @@
 Why: at 1M abstracts FTS5 needs ~200 ms for a common-word OR query, tantivy a few ms (see
 bench/keyword_speed.py). The store stays the source of truth; this index follows it:
 
-* the ingest listener :meth:`TantivyKeywordIndex.on_papers_changed` re-reads the changed papers from the
-  ``papers`` table and replaces their documents, one commit per batch;
+* the ingest listener :meth:`TantivyKeywordIndex.on_papers_changed` hands the changed ids to a background
+  thread that re-reads those papers from the ``papers`` table and replaces their documents, one commit
+  per batch (batches that queued up while it worked are committed together). The import does not wait
+  for it (tantivy's stemming analyzer costs more CPU per paper than the whole import does); the queue is
+  bounded, a search in the same process first waits for it (read-your-writes), and :meth:`close`
+  flushes;
 * ``state.json`` records the newest ``papers.modified_at`` indexed; on open, papers modified since then
   (a crash between the store's commit and ours, or a writer that ran without this listener) are
   re-indexed, and a missing or incompatible index is rebuilt in full;
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, date, datetime
@@ -114,6 +119,7 @@ class TantivyKeywordIndex:
         writer_threads: int = 1,
         catch_up: bool = True,
         stemming: bool = True,
+        background: bool = True,
     ) -> None:
         self.path = path
         self.engine = engine
@@ -124,6 +130,10 @@ class TantivyKeywordIndex:
         self._analyzer_name = "stem" if stemming else "plain"
         self._lock = threading.RLock()
         self._writer: Any = None
+        self._background = background
+        self._pending: queue.Queue[list[str] | None] = queue.Queue(maxsize=4)
+        self._worker: threading.Thread | None = None
+        self._failure: BaseException | None = None
         path.mkdir(parents=True, exist_ok=True)
         state = self._read_state()
         fresh = state.get("version") != INDEX_VERSION or state.get("analyzer") != self._analyzer_name
@@ -227,7 +237,54 @@ class TantivyKeywordIndex:
 
     def on_papers_changed(self, paper_ids: Sequence[str]) -> None:
         """Ingest listener: called after each committed batch with the ids it added or changed."""
-        self.reindex(paper_ids)
+        self._raise_failure()
+        if not self._background:
+            self.reindex(paper_ids)
+            return
+        if self._worker is None:
+            self._worker = threading.Thread(target=self._work, name="tantivy-indexer", daemon=True)
+            self._worker.start()
+        self._pending.put(list(paper_ids))  # blocks while 4 batches wait: bounded memory, back-pressure
+
+    def _work(self) -> None:
+        while True:
+            item = self._pending.get()
+            if item is None:
+                self._pending.task_done()
+                return
+            ids, taken = list(item), 1
+            stop = False
+            while True:  # fell behind: take whatever else is queued into the same commit
+                try:
+                    more = self._pending.get_nowait()
+                except queue.Empty:
+                    break
+                taken += 1
+                if more is None:
+                    stop = True
+                    break
+                ids.extend(more)
+            try:
+                if self._failure is None:
+                    self.reindex(ids)
+            except BaseException as exc:  # surfaced to the importing thread by flush/next listener call
+                self._failure = exc
+            finally:
+                for _ in range(taken):
+                    self._pending.task_done()
+            if stop:
+                return
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise RuntimeError(f"{self.path}: keyword indexing failed: {failure}") from failure
+
+    def flush(self) -> None:
+        """Wait until every change handed to the listener is committed and searchable."""
+        if self._worker is not None:
+            self._pending.join()
+        self._raise_failure()
 
     def catch_up(self) -> int:
         """Re-index papers modified since the last indexed change (``>=``: re-doing one is harmless)."""
@@ -270,13 +327,24 @@ class TantivyKeywordIndex:
         return count
 
     def close(self) -> None:
-        """Let background merges finish and release the writer lock (other processes may write then)."""
+        """Finish queued work, let merges finish, release the writer lock (other processes may write)."""
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            self._pending.put(None)
+            worker.join()
         with self._lock:
             if self._writer is not None:
                 writer, self._writer = self._writer, None
                 writer.wait_merging_threads()
+        self._raise_failure()
+
+    def _settle(self) -> None:
+        """Read-your-writes in this process: wait for changes already handed to the listener."""
+        if self._worker is not None:
+            self._pending.join()
 
     def __len__(self) -> int:
+        self._settle()
         return int(self._index.searcher().num_docs)
 
     # -- queries ------------------------------------------------------------------------------------
@@ -356,6 +424,7 @@ class TantivyKeywordIndex:
         tq = self.build_query(query)
         if tq is None or k <= 0:
             return []
+        self._settle()
         searcher = self._index.searcher()
         result = searcher.search(tq, limit=int(k), count=False)
         hits = [(score, searcher.doc(addr)["id"][0]) for score, addr in result.hits]
