@@ -321,3 +321,14 @@ def test_empty_store_gives_empty_feeds(store: SqlPaperStore) -> None:
 def test_out_of_range_pages_are_refused(store: SqlPaperStore, limit: int, offset: int) -> None:
     with pytest.raises(ValueError, match=r"limit|offset"):
         FeedService(SqlFeedQueries(store.engine)).day(date(2025, 3, 10), limit=limit, offset=offset)
+
+
+def test_recent_lists_newest_days_first_at_any_depth(
+    web_app: App, by_day: dict[date, list[dict[str, Any]]]
+) -> None:
+    expected = [pid for day in sorted(by_day, reverse=True) for pid in _expected_order(by_day[day])]
+    for offset in (0, 13, 500, len(expected) - 20):
+        items = web_app.feeds.recent(limit=50, offset=offset)
+        assert [i.paper.id for i in items] == expected[offset : offset + 50]
+        assert [i.rank for i in items] == list(range(offset + 1, offset + 1 + len(items)))
+    assert web_app.feeds.recent(limit=10, offset=len(expected)) == []

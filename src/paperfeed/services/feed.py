@@ -392,7 +392,9 @@ class FeedService:
         self.clock = clock
         self.cache_seconds = cache_seconds
         self._lock = threading.Lock()
-        self._trend_cache: dict[tuple[str, str], tuple[float, str, list[TrendingItem], datetime]] = {}
+        self._trend_cache: dict[
+            tuple[str, str], tuple[float, str, list[TrendingItem], datetime, datetime]
+        ] = {}
 
     @property
     def trending_formula(self) -> str:
@@ -492,37 +494,45 @@ class FeedService:
         _check_page(limit, offset)
         if window is not None:
             start, end = window
-            until = datetime.combine(end + timedelta(days=1), datetime.min.time(), UTC)
-            since = datetime.combine(start, datetime.min.time(), UTC)
             key = (start.isoformat(), end.isoformat())
+
+            def bounds() -> tuple[datetime, datetime]:
+                since = datetime.combine(start, datetime.min.time(), UTC)
+                return since, datetime.combine(end + timedelta(days=1), datetime.min.time(), UTC)
+
         else:
-            now = self.clock()
-            latest = self.queries.latest_activity()
-            until = min(now, latest) if latest else now
-            since = until - timedelta(days=self.params.window_days)
             key = ("", "")
-        ranked, reference = self._ranked(key, since, until)
+
+            def bounds() -> tuple[datetime, datetime]:
+                now = self.clock()
+                latest = self.queries.latest_activity()
+                until = min(now, latest) if latest else now
+                return until - timedelta(days=self.params.window_days), until
+
+        ranked, since, until = self._ranked(key, bounds)
         return TrendingPage(
             items=tuple(ranked[offset : offset + limit]),
             total=len(ranked),
             offset=offset,
             limit=limit,
-            reference_time=reference,
+            reference_time=until,
             window_days=(until - since).days,
             formula=self.trending_formula,
         )
 
     def _ranked(
-        self, key: tuple[str, str], since: datetime, until: datetime
-    ) -> tuple[list[TrendingItem], datetime]:
+        self, key: tuple[str, str], bounds: Callable[[], tuple[datetime, datetime]]
+    ) -> tuple[list[TrendingItem], datetime, datetime]:
+        """The ranked list for ``key``: cached until the store changes or ``cache_seconds`` pass."""
         version = self.queries.data_version()
         stamp = time.monotonic()
         with self._lock:
             hit = self._trend_cache.get(key)
         if hit is not None:
-            made, made_version, items, reference = hit
+            made, made_version, items, since, until = hit
             if stamp - made < self.cache_seconds and made_version == version:
-                return items, reference
+                return items, since, until
+        since, until = bounds()
         scored: list[tuple[float, TrendCandidate, float]] = []
         for cand in self.queries.trend_candidates(since, until):
             age = (until - cand.first_seen).total_seconds() / 3600.0
@@ -535,8 +545,8 @@ class FeedService:
         with self._lock:
             if len(self._trend_cache) > 64:  # windows are user-chosen: keep the cache bounded
                 self._trend_cache.clear()
-            self._trend_cache[key] = (stamp, version, ranked, until)
-        return ranked, until
+            self._trend_cache[key] = (stamp, version, ranked, since, until)
+        return ranked, since, until
 
     # papers ----------------------------------------------------------------------------------------
 

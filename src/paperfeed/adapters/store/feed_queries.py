@@ -84,12 +84,15 @@ class SqlFeedQueries:
                 func.max(listings.c.upvotes).label("listing_upvotes"),
                 func.min(listings.c.rank).label("best_rank"),
             )
+            .where(listings.c.day >= start)
             .group_by(listings.c.day, listings.c.paper_id)
             .subquery()
         )
         self._recent = _ranked(per_day, by_day=True)
-        self._recent_count = select(func.count()).select_from(
-            select(listings.c.day, listings.c.paper_id).distinct().subquery()
+        self._day_sizes = (
+            select(listings.c.day, func.count(func.distinct(listings.c.paper_id)))
+            .group_by(listings.c.day)
+            .order_by(listings.c.day.desc())
         )
         self._latest = select(func.max(listings.c.day))
         self._neighbours = select(
@@ -133,9 +136,21 @@ class SqlFeedQueries:
         return [_listed(r) for r in rows], total
 
     def recent(self, limit: int, offset: int) -> tuple[list[ListedPaper], int]:
+        # Rank only the newest days that can hold the page: find them from per-day sizes (an index
+        # scan), instead of grouping and sorting every listing ever made.
+        need, held, total = offset + limit, 0, 0
+        start: date | None = None
         with self.engine.connect() as conn:
-            rows = conn.execute(self._recent, {"lim": limit, "off": offset}).all()
-            total = conn.execute(self._recent_count).scalar_one()
+            for day, size in conn.execute(self._day_sizes):
+                total += size
+                held += size
+                if start is None and held >= need:
+                    start = _as_date(day)
+                last = day
+            if total == 0:
+                return [], 0
+            first = start or _as_date(last)
+            rows = conn.execute(self._recent, {"start": first, "lim": limit, "off": offset}).all()
         return [_listed(r) for r in rows], total
 
     # -- trending -----------------------------------------------------------------------------------
