@@ -213,3 +213,27 @@ def test_tantivy_synchronous_mode_and_coalesced_batches(store: SqlPaperStore, tm
     assert len(index) == len(CORPUS)
     assert ids(index, "wombat") == ["ex.keep"]
     index.close()
+
+
+def test_damaged_tantivy_files_are_rebuilt(store: SqlPaperStore, tmp_path: Path) -> None:
+    for batch in batches(CORPUS):
+        store.apply_batch(batch)
+    TantivyKeywordIndex(tmp_path / "kw", store.engine).close()
+    (tmp_path / "kw" / "meta.json").write_text("{ not json")
+    index = TantivyKeywordIndex(tmp_path / "kw", store.engine)
+    assert len(index) == len(CORPUS)
+    index.close()
+
+
+def test_auto_falls_back_to_fts5_when_tantivy_cannot_be_opened(store: SqlPaperStore, tmp_path: Path) -> None:
+    from paperfeed.adapters.keyword.factory import open_keyword_index
+
+    for batch in batches(CORPUS):
+        store.apply_batch(batch)
+    (tmp_path / "keyword").write_text("a file where the index folder should be")
+    index = open_keyword_index("auto", store.engine, tmp_path)
+    assert index.name == "fts5"
+    assert set(ids(index, "quokka")) == {"ex.keep", "ex.drop"}  # type: ignore[arg-type]
+    index.close()
+    with pytest.raises(FileExistsError):
+        open_keyword_index("tantivy", store.engine, tmp_path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal, Protocol
@@ -14,6 +15,8 @@ from paperfeed.domain.search import ParsedQuery, ScoredId, Span
 from .fts5 import FieldWeights, Fts5KeywordIndex, fts5_available
 
 __all__ = ["KeywordEngine", "SyncedKeywordIndex", "open_keyword_index", "resolve_engine"]
+
+log = logging.getLogger(__name__)
 
 KeywordEngine = Literal["auto", "fts5", "tantivy"]
 
@@ -57,8 +60,16 @@ def open_keyword_index(
 ) -> SyncedKeywordIndex:
     """Open (building or catching up if needed) the keyword index for the store behind ``engine``."""
     chosen = resolve_engine(requested, engine)
-    if chosen == "tantivy":
-        from .tantivy_index import TantivyKeywordIndex
+    if chosen == "fts5":
+        return Fts5KeywordIndex(engine, weights)
+    from .tantivy_index import TantivyKeywordIndex
 
+    try:
         return TantivyKeywordIndex(data_dir / "keyword", engine, weights)
-    return Fts5KeywordIndex(engine, weights)
+    except Exception as exc:
+        # "auto" promises search, not an engine: FTS5 follows the store through triggers, so it can
+        # stand in for a tantivy index that cannot be opened or built (disk full, bad permissions, ...).
+        if requested != "auto" or not fts5_available(engine):
+            raise
+        log.warning("tantivy keyword index unusable (%s); searching with SQLite FTS5 instead", exc)
+        return Fts5KeywordIndex(engine, weights)

@@ -138,11 +138,14 @@ class TantivyKeywordIndex:
         state = self._read_state()
         fresh = state.get("version") != INDEX_VERSION or state.get("analyzer") != self._analyzer_name
         if fresh:
-            for leftover in path.iterdir():  # an index of another version: start over
-                if leftover.is_file():
-                    leftover.unlink()
+            self._wipe()  # an index of another version: start over
         self._schema = _schema()
-        self._index = tantivy.Index(self._schema, path=str(path), reuse=not fresh)
+        try:
+            self._index = tantivy.Index(self._schema, path=str(path), reuse=not fresh)
+        except ValueError:  # damaged files (e.g. a disk filled up mid-commit): derived data, rebuild it
+            self._wipe()
+            fresh = True
+            self._index = tantivy.Index(self._schema, path=str(path), reuse=False)
         self._index.register_tokenizer(ANALYZER, self._analyzer)
         if catch_up:
             try:
@@ -153,6 +156,11 @@ class TantivyKeywordIndex:
             except KeywordIndexBusy:
                 pass  # the process holding the writer is updating the index; it catches up itself
             self.close()  # a reader must not keep the writer lock from the process that imports
+
+    def _wipe(self) -> None:
+        for leftover in self.path.iterdir():
+            if leftover.is_file():
+                leftover.unlink()
 
     # -- state --------------------------------------------------------------------------------------
 
