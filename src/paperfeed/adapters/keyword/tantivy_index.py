@@ -21,6 +21,7 @@ its query-string parser), tokenised by the same analyzer as the documents.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import queue
 import threading
@@ -39,6 +40,8 @@ from paperfeed.domain.search import ParsedQuery, ScoredId, SearchFilters, Span
 from .fts5 import FieldWeights
 
 __all__ = ["TANTIVY_WEIGHTS", "KeywordIndexBusy", "TantivyKeywordIndex", "analyzer"]
+
+log = logging.getLogger(__name__)
 
 INDEX_VERSION = "2"  # bump when the schema or analyzer changes: an older index is then rebuilt
 ANALYZER = "paperfeed_en"
@@ -175,16 +178,25 @@ class TantivyKeywordIndex:
             return {}
         return data if isinstance(data, dict) else {}
 
-    def _write_state(self, watermark: datetime | None) -> None:
+    def _write_state(
+        self, watermark: datetime | None, *, dirty_since: datetime | None = None, clean: bool = False
+    ) -> None:
+        """``watermark`` only moves forward; ``dirty_since`` (changes another process's lock kept us from
+        indexing) only moves back, until a catch-up covering it clears it (``clean``)."""
         state = self._read_state()
         state["version"] = INDEX_VERSION
         state["analyzer"] = self._analyzer_name
         if watermark is not None:
-            old = state.get("watermark")
             mark = watermark.isoformat()
-            if old is None or mark > old:
+            if state.get("watermark") is None or mark > state["watermark"]:
                 state["watermark"] = mark
-        tmp = self._state_file.with_suffix(".tmp")
+        if dirty_since is not None:
+            mark = dirty_since.isoformat()
+            if state.get("dirty_since") is None or mark < state["dirty_since"]:
+                state["dirty_since"] = mark
+        if clean:
+            state.pop("dirty_since", None)
+        tmp = self._state_file.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(state))
         os.replace(tmp, self._state_file)
 
@@ -225,22 +237,31 @@ class TantivyKeywordIndex:
                 yield from conn.execute(select(*_COLUMNS, papers.c.modified_at).where(papers.c.id.in_(chunk)))
 
     def reindex(self, paper_ids: Iterable[str]) -> int:
-        """Replace the documents of ``paper_ids`` with the store's current papers (absent → removed)."""
+        """Replace the documents of ``paper_ids`` with the store's current papers (absent → removed).
+
+        If another process holds the writer, the papers are marked for the next catch-up instead (see
+        ``dirty_since``) and 0 is returned: the store has them, the index will follow.
+        """
         ids = list(dict.fromkeys(paper_ids))
         if not ids:
             return 0
         with self._lock:
-            writer = self._writer_now()
-            newest: datetime | None = None
+            rows = list(self._rows(ids))
+            stamps = [r.modified_at for r in rows if r.modified_at is not None]
+            try:
+                writer = self._writer_now()
+            except KeywordIndexBusy as exc:
+                if stamps:
+                    self._write_state(None, dirty_since=min(stamps))
+                log.warning("%s; %d changed paper(s) left for the next catch-up", exc, len(ids))
+                return 0
             for pid in ids:
                 writer.delete_documents_by_term("id", pid)
-            for row in self._rows(ids):
+            for row in rows:
                 writer.add_document(self._document(row))
-                if row.modified_at is not None and (newest is None or row.modified_at > newest):
-                    newest = row.modified_at
             writer.commit()
             self._index.reload()
-            self._write_state(newest)
+            self._write_state(max(stamps) if stamps else None)
         return len(ids)
 
     def on_papers_changed(self, paper_ids: Sequence[str]) -> None:
@@ -296,15 +317,18 @@ class TantivyKeywordIndex:
 
     def catch_up(self) -> int:
         """Re-index papers modified since the last indexed change (``>=``: re-doing one is harmless)."""
-        mark = self._read_state().get("watermark")
-        if mark is None:
+        state = self._read_state()
+        marks = [state[key] for key in ("watermark", "dirty_since") if key in state]
+        if not marks:
             return 0
-        since = datetime.fromisoformat(mark)
-        count = 0
+        since = datetime.fromisoformat(min(marks))
         with self.engine.connect() as conn:
             ids = list(conn.execute(select(papers.c.id).where(papers.c.modified_at >= since)).scalars())
+        count = 0
         for start in range(0, len(ids), 5000):
             count += self.reindex(ids[start : start + 5000])
+        if count == len(ids):
+            self._write_state(None, clean=True)
         return count
 
     def rebuild(self, batch_size: int = 5000) -> int:
@@ -329,9 +353,8 @@ class TantivyKeywordIndex:
                 last = rows[-1].id
             writer.commit()
             self._index.reload()
-            self._write_state(newest)
-            if newest is None:  # empty store: still mark the index as complete
-                self._write_state(datetime(1970, 1, 1, tzinfo=UTC))
+            # empty store: still mark the index as complete
+            self._write_state(newest or datetime(1970, 1, 1, tzinfo=UTC), clean=True)
         return count
 
     def close(self) -> None:
