@@ -89,6 +89,7 @@ class SqlFeedQueries:
             .subquery()
         )
         self._recent = _ranked(per_day, by_day=True)
+        self._sizes: tuple[str, list[tuple[date, int]]] | None = None
         self._day_sizes = (
             select(listings.c.day, func.count(func.distinct(listings.c.paper_id)))
             .group_by(listings.c.day)
@@ -138,20 +139,31 @@ class SqlFeedQueries:
     def recent(self, limit: int, offset: int) -> tuple[list[ListedPaper], int]:
         # Rank only the newest days that can hold the page: find them from per-day sizes (an index
         # scan), instead of grouping and sorting every listing ever made.
-        need, held, total = offset + limit, 0, 0
-        start: date | None = None
+        sizes = self._sizes_by_day()
+        total = sum(size for _, size in sizes)
+        if total == 0:
+            return [], 0
+        need, held = offset + limit, 0
+        first = sizes[-1][0]
+        for day, size in sizes:
+            held += size
+            if held >= need:
+                first = day
+                break
         with self.engine.connect() as conn:
-            for day, size in conn.execute(self._day_sizes):
-                total += size
-                held += size
-                if start is None and held >= need:
-                    start = _as_date(day)
-                last = day
-            if total == 0:
-                return [], 0
-            first = start or _as_date(last)
             rows = conn.execute(self._recent, {"start": first, "lim": limit, "off": offset}).all()
         return [_listed(r) for r in rows], total
+
+    def _sizes_by_day(self) -> list[tuple[date, int]]:
+        """Papers per listed day, newest first; recomputed only when the data changes."""
+        version = self.data_version()
+        cached = self._sizes
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        with self.engine.connect() as conn:
+            sizes = [(_as_date(day), int(n)) for day, n in conn.execute(self._day_sizes)]
+        self._sizes = (version, sizes)  # one assignment: safe to race between threads
+        return sizes
 
     # -- trending -----------------------------------------------------------------------------------
 
