@@ -288,7 +288,10 @@ class StoredVectorIndex:
             ef = int(EF_SEARCH * min(4.0, max(1.0, (0.25 * store.n / max(1, len(allowed))) ** 0.5)))
         elif store.dead_count:
             mask = store.alive
-        available = store.live_count if allowed is None else len(allowed)
+        if allowed is None:
+            available = store.live_count - len(excluded)
+        else:
+            available = len(allowed) - (int(np.isin(allowed, list(excluded)).sum()) if excluded else 0)
         candidates = graph.search(query, fetch, mask, ef=ef)
         if len(graph) < store.n:  # rows added since the graph was built are scored exactly
             tail = np.arange(len(graph), store.n, dtype=np.int64)
@@ -297,7 +300,7 @@ class StoredVectorIndex:
         if excluded:
             candidates = candidates[~np.isin(candidates, list(excluded))]
         rows, scores = top_k(store.vectors, query, k, candidates)  # exact re-scoring of the candidates
-        if len(rows) < min(k, available - len(excluded)):
+        if len(rows) < min(k, available):
             return self._exact(query, k, allowed, excluded)  # the graph came up short: never starve
         return rows, scores
 
