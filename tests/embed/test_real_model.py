@@ -72,14 +72,19 @@ def test_onnx_batch_order_and_padding_do_not_change_vectors(
     assert np.allclose(together[:3], alone, atol=1e-5)
 
 
-def test_export_is_built_once_and_atomically(onnx_int8: OnnxEmbedder, model_cache: Path) -> None:
-    files = onnx_int8.files
+def test_export_is_built_once_and_atomically(onnx_fp32: OnnxEmbedder, tmp_path: Path) -> None:
+    # a private cache holding only the fp32 export: quantising is the build under test
+    fp32 = onnx_fp32.files.folder
+    shutil.copytree(fp32, tmp_path / fp32.parent.name / "fp32")
+    files = ensure_onnx(resolve_model(None), tmp_path, quantized=True)
     stamp = os.stat(files.model)
-    again = ensure_onnx(resolve_model(None), model_cache, quantized=True)
+    again = ensure_onnx(resolve_model(None), tmp_path, quantized=True)
     assert again.model == files.model
     assert os.stat(again.model).st_mtime_ns == stamp.st_mtime_ns  # reused, not rebuilt
-    assert list(model_cache.rglob(".tmp-*")) == []
+    assert list(tmp_path.rglob(".tmp-*")) == []
     assert sorted(p.name for p in files.folder.parent.iterdir()) == ["fp32", "int8"]
+    assert files.dimension == 384
+    assert files.max_length == 256
 
 
 def test_a_damaged_export_folder_is_replaced_not_trusted(onnx_fp32: OnnxEmbedder, tmp_path: Path) -> None:
