@@ -1,0 +1,212 @@
+"""Embed-or-load a benchmark corpus through paperfeed's Embedder, cached outside the repository.
+
+Embedding the 185k benchmark papers takes about an hour on two cores, so every bench that needs real
+vectors goes through this cache instead of re-embedding. Vectors are keyed by ``model_id`` (one folder
+per vector space) and by each text's content hash (so an edited record is re-embedded and a duplicate is
+embedded once). Each corpus is a folder of shards, ``part-NNNNN.npz`` (``ids``, ``hashes``, ``vectors``),
+each written atomically: an interrupted run keeps every finished shard and the next run resumes.
+
+    from bench.vector_cache import VectorCache, load_corpus
+    docs = load_corpus("scifact")
+    vectors = VectorCache.default().vectors("scifact", docs)  # (len(docs), 384), row i for docs[i]
+
+    .venv/bin/python -m bench.vector_cache [--backend onnx-int8] [--threads 1] [CORPUS ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import orjson
+
+from paperfeed.adapters.embed import EmbedderConfig, open_embedder
+from paperfeed.domain.embedding import embedding_text
+from paperfeed.domain.models import content_hash
+from paperfeed.domain.search import Embedder
+from paperfeed.settings import Settings
+
+__all__ = ["CORPORA", "Doc", "VectorCache", "default_embedder", "load_corpus", "read_jsonl"]
+
+F32 = npt.NDArray[np.float32]
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("PAPERFEED_SHARED", ROOT.parent / "shared"))
+CACHE_ROOT = Path(os.environ.get("PAPERFEED_BENCH_CACHE", "/work/bench-cache"))
+
+CORPORA: dict[str, Path] = {  # in the order the background job fills them: small, needed first
+    "scifact": SHARED / "data" / "scifact_corpus.jsonl.gz",
+    "seeds": SHARED / "seeds" / "seed_papers.jsonl",
+    "hf_daily": SHARED / "data" / "hf_daily.jsonl.gz",
+    "arxiv_cats": SHARED / "data" / "arxiv_cats.jsonl.gz",
+    "arxiv_oai": SHARED / "data" / "arxiv_oai_2007_2017_sample100k.jsonl.gz",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Doc:
+    id: str
+    title: str
+    abstract: str
+
+    @property
+    def text(self) -> str:
+        return embedding_text(self.title, self.abstract)
+
+    @property
+    def hash(self) -> str:
+        return content_hash(self.title, self.abstract)
+
+
+def _clean(value: object) -> str:
+    return " ".join(value.split()) if isinstance(value, str) else ""  # as the importer normalises text
+
+
+def read_jsonl(path: Path, limit: int | None = None) -> list[Doc]:
+    """Records of a (gzipped) JSONL file as docs; those without a title are skipped."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    docs: list[Doc] = []
+    with opener(path, "rb") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            rec = orjson.loads(line)
+            title = _clean(rec.get("title"))
+            if not title:
+                continue
+            docs.append(Doc(str(rec.get("id") or len(docs)), title, _clean(rec.get("abstract"))))
+            if limit is not None and len(docs) >= limit:
+                break
+    return docs
+
+
+def load_corpus(name: str, limit: int | None = None) -> list[Doc]:
+    if name not in CORPORA:
+        raise SystemExit(f"unknown corpus {name!r} (choose from {', '.join(CORPORA)})")
+    return read_jsonl(CORPORA[name], limit)
+
+
+def default_embedder(backend: str | None = None, threads: int | None = None) -> Embedder:
+    """The embedder paperfeed uses by default (or ``backend``), with ONNX exports cached beside the cache."""
+    config = EmbedderConfig(
+        backend=backend or Settings.model_fields["embedding_backend"].default,
+        cache_dir=CACHE_ROOT / "models",
+        threads=threads,
+    )
+    return open_embedder(config)
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.+_-]", "_", name)
+
+
+class VectorCache:
+    """Per-model, per-corpus shards of vectors keyed by content hash; see the module docstring."""
+
+    def __init__(self, embedder: Embedder, root: Path = CACHE_ROOT) -> None:
+        self.embedder = embedder
+        self.root = root
+
+    @classmethod
+    def default(cls, backend: str | None = None, threads: int | None = None) -> VectorCache:
+        return cls(default_embedder(backend, threads))
+
+    def folder(self, corpus: str) -> Path:
+        return self.root / _safe(self.embedder.model_id) / _safe(corpus)
+
+    def _shards(self, corpus: str) -> Iterator[tuple[list[str], F32]]:
+        folder = self.folder(corpus)
+        for path in sorted(folder.glob("part-*.npz")):
+            with np.load(path, allow_pickle=False) as data:
+                yield [str(h) for h in data["hashes"]], data["vectors"].astype(np.float32)
+
+    def cached(self, corpus: str) -> dict[str, F32]:
+        """Every vector stored for ``corpus``, by content hash."""
+        found: dict[str, F32] = {}
+        for hashes, vectors in self._shards(corpus):
+            for h, v in zip(hashes, vectors, strict=True):
+                found[h] = v
+        return found
+
+    def _write_shard(self, corpus: str, docs: Sequence[Doc], vectors: F32) -> Path:
+        folder = self.folder(corpus)
+        folder.mkdir(parents=True, exist_ok=True)
+        number = len(list(folder.glob("part-*.npz")))
+        path = folder / f"part-{number:05d}.npz"
+        while path.exists():
+            number += 1
+            path = folder / f"part-{number:05d}.npz"
+        tmp = folder / f".tmp-{uuid.uuid4().hex[:8]}.npz"
+        np.savez(
+            tmp,
+            ids=np.array([d.id for d in docs]),
+            hashes=np.array([d.hash for d in docs]),
+            vectors=vectors.astype(np.float32),
+        )
+        os.replace(tmp, path)
+        return path
+
+    def vectors(
+        self,
+        corpus: str,
+        docs: Sequence[Doc],
+        *,
+        chunk: int = 1024,
+        report: Callable[[str], None] | None = None,
+    ) -> F32:
+        """Vectors for ``docs`` (row ``i`` for ``docs[i]``), embedding only what the cache lacks."""
+        found = self.cached(corpus)
+        todo: dict[str, Doc] = {}
+        for doc in docs:
+            if doc.hash not in found:
+                todo.setdefault(doc.hash, doc)
+        missing = list(todo.values())
+        if report and missing:
+            report(
+                f"{corpus}: {len(found):,} cached, embedding {len(missing):,} with {self.embedder.model_id}"
+            )
+        started = time.perf_counter()
+        for start in range(0, len(missing), chunk):
+            part = missing[start : start + chunk]
+            vectors = self.embedder.embed([d.text for d in part])
+            self._write_shard(corpus, part, vectors)
+            for doc, vector in zip(part, vectors, strict=True):
+                found[doc.hash] = vector
+            if report:
+                done = start + len(part)
+                rate = done / max(time.perf_counter() - started, 1e-9)
+                report(f"{corpus}: {done:,}/{len(missing):,} embedded ({rate:,.1f}/s)")
+        if not docs:
+            return np.zeros((0, self.embedder.dimension), dtype=np.float32)
+        return np.stack([found[d.hash] for d in docs]).astype(np.float32)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Fill the benchmark vector cache (resumable).")
+    parser.add_argument("corpora", nargs="*", default=list(CORPORA), help=f"any of {', '.join(CORPORA)}")
+    parser.add_argument("--backend", default=None, help="embedding backend (default: paperfeed's default)")
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
+    parser.add_argument("--chunk", type=int, default=1024, help="papers per shard")
+    args = parser.parse_args(argv)
+    cache = VectorCache.default(args.backend, args.threads)
+
+    def report(message: str) -> None:
+        print(f"{time.strftime('%H:%M:%S')} {message}", flush=True)
+
+    for name in args.corpora:
+        docs = load_corpus(name)
+        vectors = cache.vectors(name, docs, chunk=args.chunk, report=report)
+        report(f"{name}: {len(docs):,} docs, {vectors.shape} ready in {cache.folder(name)}")
+
+
+if __name__ == "__main__":
+    main()
