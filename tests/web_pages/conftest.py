@@ -7,6 +7,7 @@ code. ``hf_records`` reads the raw file independently of that code: it is the or
 
 from __future__ import annotations
 
+import fcntl
 import gzip
 import os
 import shutil
@@ -49,17 +50,36 @@ def hostile_records() -> dict[str, dict[str, Any]]:
     return {rec["id"]: rec for rec in map(orjson.loads, HOSTILE.read_bytes().splitlines())}
 
 
+def _shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This run's temp folder, shared by its xdist workers (each worker has a subfolder of it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session")
 def page_settings(tmp_path_factory: pytest.TempPathFactory, hf_path: Path) -> Settings:
-    """A data folder with the Hugging Face daily papers and the hostile papers, imported by the real code."""
-    settings = Settings(data_dir=tmp_path_factory.mktemp("web-pages-data"), database_url=None)
-    app = build_app(settings)
-    try:
-        for path in (hf_path, HOSTILE):
-            summary = app.ingest.run(JsonlFileSource(path))
-            assert summary.rejected == 0, summary.rejects[:3]
-    finally:
-        app.close()
+    """A data folder with the Hugging Face daily papers and the hostile papers, imported by the real code,
+    keyword-indexed on the way and embedded (hashing embedder: fast, no model files) into the vector index.
+
+    Building it takes a while, so the first xdist worker builds it under a lock and the others reuse it
+    (they only read it).
+    """
+    root = _shared_root(tmp_path_factory)
+    data_dir = root / "web-pages-data"
+    settings = Settings(data_dir=data_dir, database_url=None, embedding_backend="fake")
+    with (root / "web-pages-data.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (data_dir / "complete").exists():
+            shutil.rmtree(data_dir, ignore_errors=True)
+            app = build_app(settings)
+            try:
+                for path in (hf_path, HOSTILE):
+                    summary = app.ingest.run(JsonlFileSource(path))
+                    assert summary.rejected == 0, summary.rejects[:3]
+                app.indexing.run()
+            finally:
+                app.close()
+            (data_dir / "complete").touch()
     return settings
 
 

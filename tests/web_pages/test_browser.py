@@ -29,7 +29,7 @@ class Watched:
     dialogs: list[str] = field(default_factory=list)
     allowed: list[str] = field(default_factory=list)  # console errors a test expects (e.g. a 404 load)
 
-    def shot(self, name: str, *, full_page: bool = True) -> None:
+    def shot(self, name: str, *, full_page: bool = False) -> None:
         self.page.screenshot(path=str(self.artifacts / f"{name}.png"), full_page=full_page)
 
 
@@ -124,7 +124,7 @@ def test_abstracts_open_and_the_date_picker_jumps(tab: Watched, live_url: str) -
     assert not first.locator("p").is_visible()
     first.locator("summary").click()
     assert first.locator("p").is_visible()
-    tab.shot("abstract-open", full_page=False)
+    tab.shot("abstract-open")
     page.fill("#jump-date", "2025-03-14")
     page.get_by_role("button", name="Go").click()
     page.wait_for_url(re.compile("/papers/date/2025-03-14$"))
@@ -148,7 +148,7 @@ def test_paper_page_copies_bibtex(browser: Any, artifacts: Path, live_url: str) 
         copied = page.evaluate("navigator.clipboard.readText()")
         assert copied.startswith("@misc{jayasumana2023rethinking,")
         assert copied == page.locator("pre#bibtex").inner_text()
-        watched.shot("paper")
+        watched.shot("paper", full_page=True)
 
 
 def test_everything_works_without_javascript(browser: Any, artifacts: Path, live_url: str) -> None:
@@ -178,7 +178,7 @@ def test_keyboard_skip_link_and_focus(tab: Watched, live_url: str) -> None:
     assert box["y"] >= 0  # moved into view when focused
     outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
     assert outline != "none"
-    tab.shot("skip-link-focused", full_page=False)
+    tab.shot("skip-link-focused")
     page.keyboard.press("Enter")
     assert page.evaluate("document.activeElement.id") == "main"
     page.keyboard.press("/")
@@ -201,7 +201,7 @@ def test_hostile_papers_stay_text(tab: Watched, live_url: str, hostile_records: 
     assert "<img src=x onerror=alert('abstract-xss')>" in body
     assert "Costs $5 and $10, an unbalanced $ sign" in body
     assert page.evaluate("document.querySelectorAll('main img, main iframe, main script').length") == 0
-    tab.shot("hostile-day")
+    tab.shot("hostile-day", full_page=True)
     page.goto(f"{live_url}/papers/2405.00002")
     assert page.locator("h1").evaluate("el => getComputedStyle(el).direction") == "rtl"
     assert "<script>alert('math-xss')</script>" in page.locator(".abstract-full").inner_text()
@@ -211,7 +211,7 @@ def test_hostile_papers_stay_text(tab: Watched, live_url: str, hostile_records: 
     assert page.locator("h1 math msup").count() == 1
     width = page.locator("h1 math").first.evaluate("el => el.getBoundingClientRect().width")
     assert width > 10
-    tab.shot("math-paper", full_page=False)
+    tab.shot("math-paper")
 
 
 def test_phone_layout_in_dark_mode(phone: Watched, live_url: str) -> None:
@@ -221,10 +221,10 @@ def test_phone_layout_in_dark_mode(phone: Watched, live_url: str) -> None:
     assert scroll_width <= 390  # nothing forces sideways scrolling
     background = page.evaluate("getComputedStyle(document.body).backgroundColor")
     assert background == "rgb(14, 16, 20)"  # the dark theme
-    phone.shot("phone-week-dark", full_page=False)
+    phone.shot("phone-week-dark")
     page.goto(live_url + "/papers/2401.09603")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
-    phone.shot("phone-paper-dark")
+    phone.shot("phone-paper-dark", full_page=True)
 
 
 def test_unknown_paper_page(tab: Watched, live_url: str) -> None:
@@ -234,4 +234,51 @@ def test_unknown_paper_page(tab: Watched, live_url: str) -> None:
     assert response is not None
     assert response.status == 404
     assert page.locator("h1").inner_text() == "Paper not found"
-    tab.shot("not-found", full_page=False)
+    tab.shot("not-found")
+
+
+def test_search_from_home_open_a_result_and_a_similar_paper(tab: Watched, live_url: str) -> None:
+    page = tab.page
+    page.goto(live_url + "/")
+    page.get_by_role("searchbox", name="Search papers").fill("diffusion transformer")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r"/search\?q=diffusion\+transformer$"))
+    assert page.locator("ol.hits > li").count() == 20
+    assert page.locator("ol.hits mark").count() > 20
+    tab.shot("search-results")
+    first = page.locator("ol.hits .card-title a").first
+    title = first.inner_text()
+    first.click()
+    page.wait_for_url(re.compile(r"/papers/\d{4}\.\d{5}$"))
+    assert page.locator("h1").inner_text() == title
+    similar = page.locator("ol.similar a")
+    assert similar.count() >= 3
+    tab.shot("paper-with-similar", full_page=True)
+    target = similar.first.inner_text()
+    similar.first.click()
+    page.wait_for_load_state()
+    assert page.locator("h1").inner_text() == target
+
+
+def test_search_filters_narrow_the_results(tab: Watched, live_url: str) -> None:
+    page = tab.page
+    page.goto(live_url + "/search?q=video+generation")
+    before = page.locator("ol.hits .card-title a").evaluate_all("links => links.map(a => a.href)")
+    metas = page.locator("ol.hits .meta").all_inner_texts()
+    assert any("cs.CV" not in meta or "Code" not in meta for meta in metas)  # so the filters matter
+    page.fill("#f-from", "2025-01-01")
+    page.fill("#f-to", "2025-06-30")
+    page.fill("#f-cat", "cs.CV")
+    page.check("#f-code")
+    page.get_by_role("button", name="Search", exact=True).click()
+    page.wait_for_url(re.compile(r"code=1"))
+    assert page.locator("ol.hits > li").count() > 0
+    for meta in page.locator("ol.hits .meta").all():
+        assert "cs.CV" in meta.inner_text()
+        assert meta.locator("a.gh").count() == 1
+    for stamp in page.locator("ol.hits time").all():
+        assert "2025-01-01" <= (stamp.get_attribute("datetime") or "") <= "2025-06-30"
+    tab.shot("search-filtered")
+    page.get_by_role("link", name="Clear filters").click()
+    page.wait_for_url(re.compile(r"/search\?q=video\+generation$"))
+    assert page.locator("ol.hits .card-title a").evaluate_all("links => links.map(a => a.href)") == before

@@ -57,6 +57,7 @@ from .views import (
     page_links,
     paper_url,
     paper_view,
+    plural,
     safe_url,
 )
 
@@ -216,7 +217,7 @@ def _pager(view: FeedView, total: int, size: int, page: int, base: str) -> None:
 
 def _day_view(feed: DayFeed, page: int) -> FeedView:
     day = feed.day
-    papers = f"{feed.total} paper{'s' if feed.total != 1 else ''}"
+    papers = plural(feed.total, "paper")
     view = FeedView(
         period="day",
         period_noun="day",
@@ -267,7 +268,7 @@ def _period_range(period: Period) -> str:
 def _period_view(feed: PeriodFeed, page: int) -> FeedView:
     period = feed.period
     kind = period.kind
-    papers = f"{feed.total} paper{'s' if feed.total != 1 else ''}"
+    papers = plural(feed.total, "paper")
     kicker = "Weekly Papers" if kind == "week" else "Monthly Papers"
     view = FeedView(
         period=kind,
@@ -405,7 +406,8 @@ def _trending_view(page: TrendingPage, feeds: FeedService) -> TrendingView:
             t.paper,
             upvotes=t.upvotes,
             score_label=(
-                f"Score {t.score:.3g} · {t.upvotes} upvotes · {t.stars} GitHub stars · {_age(t.age_hours)}"
+                f"Score {t.score:.3g} · {plural(t.upvotes, 'upvote')} · {plural(t.stars, 'GitHub star')} · "
+                f"{_age(t.age_hours)}"
             ),
         )
         for t in page.items
@@ -431,7 +433,7 @@ def _trending_view(page: TrendingPage, feeds: FeedService) -> TrendingView:
         window=page.window_days,
         reference=f"{day_label(reference)} {reference:%H:%M} UTC",
     )
-    total = f"{page.total} paper{'s' if page.total != 1 else ''} with upvotes or stars"
+    total = f"{plural(page.total, 'paper')} with upvotes or stars"
     return TrendingView(
         items=items,
         formula=page.formula,
@@ -534,7 +536,7 @@ def _form_categories(text: str, problems: list[str]) -> tuple[str, ...]:
 
 
 def search_view(
-    search: PaperSearch | None, q: str, date_from: str, date_to: str, cat: str, code: str, page: int
+    search: PaperSearch, q: str, date_from: str, date_to: str, cat: str, code: str, page: int
 ) -> SearchView:
     """Run the search the form describes; bad filter values become messages, not errors."""
     q = q.strip()[:1000]
@@ -571,9 +573,6 @@ def search_view(
                 "Type some words to search for: the filters narrow a search, they are not one."
             )
         return view
-    if search is None:
-        view.problems.append("Search is not available on this instance: no search service is configured.")
-        return view
     offset = (page - 1) * SEARCH_PAGE_SIZE
     result = search.search(q, filters, limit=SEARCH_PAGE_SIZE, offset=offset)
     view.notes = list(result.notes)
@@ -606,10 +605,8 @@ def search_view(
     return view
 
 
-def _search_of(request: Request) -> PaperSearch | None:
-    """The instance's search service, or None when it has none (the page then says so)."""
-    service: PaperSearch | None = getattr(_app(request), "search", None)
-    return service
+def _search_of(request: Request) -> PaperSearch:
+    return _app(request).search
 
 
 @router.get("/search", response_class=HTMLResponse)
@@ -654,10 +651,8 @@ def _paper_links(
     return links
 
 
-def _similar(search: PaperSearch | None, paper_id: str) -> tuple[list[PaperView], str | None]:
+def _similar(search: PaperSearch, paper_id: str) -> tuple[list[PaperView], str | None]:
     """Papers nearest by embedding, or why there are none to show."""
-    if search is None:
-        return [], "Similar papers need the search service, which this instance does not have."
     hits = search.similar(paper_id, limit=SIMILAR_SIZE)
     if not hits:
         return [], "No similar papers yet: they appear once papers are embedded (paperfeed index)."

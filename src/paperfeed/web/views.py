@@ -30,6 +30,7 @@ __all__ = [
     "page_links",
     "paper_url",
     "paper_view",
+    "plural",
     "safe_url",
 ]
 
@@ -117,6 +118,11 @@ def count_label(value: int | None) -> str:
     if value < 1_000_000:
         return f"{value // 1000}k"
     return f"{value / 1_000_000:.1f}".rstrip("0").rstrip(".") + "M"
+
+
+def plural(count: int, word: str) -> str:
+    """``1 upvote``, ``2 upvotes``."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
 
 
 def day_label(day: date | datetime) -> str:
