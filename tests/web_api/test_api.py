@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from datetime import date
 from pathlib import Path
@@ -216,3 +217,34 @@ def test_every_response_says_how_long_the_server_took(client: TestClient) -> Non
         match = re.fullmatch(r"app;dur=(\d+\.\d\d)", timing)
         assert match, timing
         assert 0 < float(match[1]) < 10_000
+
+
+def test_search_items_carry_highlights_from_the_hits(client: TestClient, web_app: App) -> None:
+    query = "multi-turn image editing"
+    body = client.get("/api/papers/search", params={"q": query, "limit": 5}).json()
+    hits = web_app.search.search(query, limit=5).hits
+    assert _ids(body) == [h.paper.id for h in hits]
+    assert body
+    for item, hit in zip(body, hits, strict=True):
+        assert item["highlightedTitle"] == highlight(hit.paper.title, hit.title_spans)
+        assert item["highlightedSummary"] == highlight(hit.paper.abstract, hit.abstract_spans)
+        assert re.sub(r"</?mark>", "", item["highlightedTitle"]) == html.escape(item["title"], quote=False)
+    assert "<mark>" in body[0]["highlightedTitle"] + body[0]["highlightedSummary"]
+
+
+def test_search_without_a_query_lists_the_newest_papers(client: TestClient, web_app: App) -> None:
+    body = client.get("/api/papers/search", params={"limit": 5}).json()
+    assert _ids(body) == [i.paper.id for i in web_app.feeds.recent(limit=5)]
+
+
+def test_similar_papers_follow_the_search_service(client: TestClient, web_app: App) -> None:
+    # This store has no vector index, so the service finds none: the API must say so, not invent any.
+    missing = client.get("/api/papers/2503.99999/similar")
+    assert missing.status_code == 404
+    response = client.get("/api/papers/2503.10613v2/similar", params={"limit": 5})
+    assert response.status_code == 200
+    body = response.json()
+    hits = web_app.search.similar("2503.10613", limit=5)
+    assert _ids(body) == [h.paper.id for h in hits]
+    assert all(isinstance(item["similarity"], float) for item in body)
+    assert "2503.10613" not in _ids(body)

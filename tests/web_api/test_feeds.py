@@ -76,10 +76,8 @@ def test_feed_links_use_the_configured_base_url(web_settings: object) -> None:
 
 @pytest.mark.parametrize("kind", ["rss", "atom"])
 def test_search_feed(client: TestClient, web_app: App, kind: str) -> None:
-    if getattr(web_app, "search", None) is None:
-        pytest.skip("waits for App.search (the hybrid search service)")
     parsed = _parse(client, f"/{kind}/search?q=diffusion+transformer", f"application/{kind}+xml")
-    hits = web_app.search.search("diffusion transformer", limit=30).hits  # type: ignore[attr-defined]
+    hits = web_app.search.search("diffusion transformer", limit=30).hits
     assert [e.link for e in parsed.entries] == [f"http://testserver/papers/{h.paper.id}" for h in hits]
     assert "diffusion transformer" in parsed.feed.title
 

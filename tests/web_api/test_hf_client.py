@@ -76,9 +76,7 @@ def test_read_paper(hf: HfApi, hf_records: dict[str, Any]) -> None:
 
 
 def test_list_papers_search(hf: HfApi, web_app: App) -> None:
-    if getattr(web_app, "search", None) is None:
-        pytest.skip("waits for App.search (the hybrid search service)")
     found = list(hf.list_papers(query="multi-turn image editing", limit=10))
-    expected = web_app.search.search("multi-turn image editing", limit=10).hits  # type: ignore[attr-defined]
+    expected = web_app.search.search("multi-turn image editing", limit=10).hits
     assert [p.id for p in found] == [h.paper.id for h in expected]
     assert found

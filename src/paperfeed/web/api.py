@@ -20,7 +20,7 @@ most upvoted first (``sort=trending``: by the trending score as of the period's 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, cast
+from typing import Annotated, Any, Literal
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
@@ -126,10 +126,8 @@ def feeds_of(request: Request) -> FeedService:
 
 
 def search_of(request: Request) -> PaperSearch:
-    service = getattr(_app(request), "search", None)
-    if service is None:
-        raise ApiError(503, "search is not available on this instance (no search service is configured)")
-    return cast(PaperSearch, service)
+    search: PaperSearch = _app(request).search
+    return search
 
 
 def _items(items: tuple[FeedItem, ...] | list[FeedItem]) -> list[dict[str, Any]]:
