@@ -417,14 +417,15 @@ def _trending_view(page: TrendingPage, feeds: FeedService) -> TrendingView:
     two_vs_one_day = ((48 + 2) / (24 + 2)) ** params.gravity
     explanation = Markup(
         "<p>Upvotes and GitHub stars count for a paper and age counts against it, as on Hacker News. "
-        "<em>age_hours</em> is the time since the paper first appeared on the daily list (or was "
-        "published). The stars term is damped by a logarithm so a famous repository cannot outrank "
-        "reader interest: with α = {alpha:g}, 1,000 stars weigh as much as {stars:.0f} upvotes. "
-        "The gravity g = {gravity:g} means a two-day-old paper needs {ratio:.1f}× the upvotes of a "
-        "one-day-old one to score the same.</p>"
+        "<em>age_hours</em> is the time since the paper first appeared on the daily list (for a paper "
+        "never listed, since its arXiv publication); the +1 lets a fresh paper without votes rank among "
+        "its peers and the +2 keeps brand-new papers from dividing by almost zero. The stars term is "
+        "damped by a logarithm so a famous repository cannot outrank reader interest: with α = {alpha:g}, "
+        "1,000 stars weigh as much as {stars:.0f} upvotes. The gravity g = {gravity:g} means a "
+        "two-day-old paper needs {ratio:.1f}× the upvotes of a one-day-old one to score the same.</p>"
         "<p>Only papers first seen in the {window} days before the reference time ({reference}) can "
-        "trend. The reference time is now, or the end of the newest listed day when the data stops "
-        "earlier.</p>"
+        "trend. The reference time is now, or the store's latest activity (the end of the newest listed "
+        "day or the newest publication) when the data stops earlier.</p>"
     ).format(
         alpha=params.alpha,
         stars=params.alpha * math.log1p(1000),
