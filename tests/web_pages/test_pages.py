@@ -308,6 +308,10 @@ def test_static_files_are_served_with_versioned_urls(client: TestClient) -> None
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/css")
     assert "prefers-color-scheme: dark" in response.text
+    assert response.headers["cache-control"] == "public, max-age=31536000, immutable"
+    assert client.get("/static/style.css").headers["cache-control"] == "no-cache"
+    assert client.get("/static/style.css?v=old").headers["cache-control"] == "no-cache"
+    assert client.get("/static/../pages.py").status_code == 404
     js = client.get(doc.cssselect("script")[0].get("src"))
     assert js.status_code == 200
     assert "javascript" in js.headers["content-type"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import parse_qs, quote, urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -22,6 +22,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
+from starlette.types import Scope
 
 from paperfeed import __version__
 from paperfeed.adapters.sources.arxiv_subjects import SUBJECT_CODES
@@ -82,9 +83,6 @@ _HEADERS = {
     "Referrer-Policy": "same-origin",
 }
 
-router = APIRouter(include_in_schema=False)
-router.mount("/static", StaticFiles(directory=_STATIC), name="static")
-
 
 def _static_versions() -> dict[str, str]:
     """Content hashes of the static files, so their URLs change when they do (long cache, no staleness)."""
@@ -96,6 +94,22 @@ def _static_versions() -> dict[str, str]:
 
 
 _VERSIONS = _static_versions()
+
+
+class _VersionedStaticFiles(StaticFiles):
+    """Static files cached for a year when asked for by their current ``?v=`` hash, revalidated otherwise."""
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        response = await super().get_response(path, scope)
+        version = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("v", [""])[0]
+        fresh = response.status_code == 200 and version and version == _VERSIONS.get(path)
+        response.headers["Cache-Control"] = "public, max-age=31536000, immutable" if fresh else "no-cache"
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        return response
+
+
+router = APIRouter(include_in_schema=False)
+router.mount("/static", _VersionedStaticFiles(directory=_STATIC), name="static")
 
 
 def static_url(name: str) -> str:
