@@ -3,8 +3,9 @@
 Embedding the 185k benchmark papers takes about an hour on two cores, so every bench that needs real
 vectors goes through this cache instead of re-embedding. Vectors are keyed by ``model_id`` (one folder
 per vector space) and by each text's content hash (so an edited record is re-embedded and a duplicate is
-embedded once). Each corpus is a folder of shards, ``part-NNNNN.npz`` (``ids``, ``hashes``, ``vectors``),
-each written atomically: an interrupted run keeps every finished shard and the next run resumes.
+embedded once). Each corpus is a folder of shards, ``part-*.npz`` (``ids``, ``hashes``, ``vectors``), each
+written atomically under a unique name: an interrupted run keeps every finished shard, the next run
+resumes, and two processes filling one corpus at once share the work.
 
     from bench.vector_cache import VectorCache, load_corpus
     docs = load_corpus("scifact")
@@ -18,10 +19,11 @@ from __future__ import annotations
 import argparse
 import gzip
 import os
+import random
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -123,29 +125,28 @@ class VectorCache:
     def folder(self, corpus: str) -> Path:
         return self.root / _safe(self.embedder.model_id) / _safe(corpus)
 
-    def _shards(self, corpus: str) -> Iterator[tuple[list[str], F32]]:
-        folder = self.folder(corpus)
-        for path in sorted(folder.glob("part-*.npz")):
+    def _refresh(self, corpus: str, found: dict[str, F32], seen: set[str]) -> None:
+        """Add the vectors of shards not read yet (another process may be filling the same corpus)."""
+        for path in sorted(self.folder(corpus).glob("part-*.npz")):
+            if path.name in seen:
+                continue
             with np.load(path, allow_pickle=False) as data:
-                yield [str(h) for h in data["hashes"]], data["vectors"].astype(np.float32)
+                hashes, vectors = data["hashes"], data["vectors"].astype(np.float32)
+            for h, v in zip(hashes, vectors, strict=True):
+                found[str(h)] = v
+            seen.add(path.name)
 
     def cached(self, corpus: str) -> dict[str, F32]:
         """Every vector stored for ``corpus``, by content hash."""
         found: dict[str, F32] = {}
-        for hashes, vectors in self._shards(corpus):
-            for h, v in zip(hashes, vectors, strict=True):
-                found[h] = v
+        self._refresh(corpus, found, set())
         return found
 
     def _write_shard(self, corpus: str, docs: Sequence[Doc], vectors: F32) -> Path:
         folder = self.folder(corpus)
         folder.mkdir(parents=True, exist_ok=True)
-        number = len(list(folder.glob("part-*.npz")))
-        path = folder / f"part-{number:05d}.npz"
-        while path.exists():
-            number += 1
-            path = folder / f"part-{number:05d}.npz"
-        tmp = folder / f".tmp-{uuid.uuid4().hex[:8]}.npz"
+        token = f"{time.time_ns()}-{uuid.uuid4().hex[:6]}"  # unique: concurrent writers never collide
+        tmp, path = folder / f".tmp-{token}.npz", folder / f"part-{token}.npz"
         np.savez(
             tmp,
             ids=np.array([d.id for d in docs]),
@@ -163,28 +164,39 @@ class VectorCache:
         chunk: int = 1024,
         report: Callable[[str], None] | None = None,
     ) -> F32:
-        """Vectors for ``docs`` (row ``i`` for ``docs[i]``), embedding only what the cache lacks."""
-        found = self.cached(corpus)
+        """Vectors for ``docs`` (row ``i`` for ``docs[i]``), embedding only what the cache lacks.
+
+        Chunks are taken in random order and the cache is re-read before each one, so two processes
+        filling the same corpus at once mostly share the work instead of both doing all of it.
+        """
+        found: dict[str, F32] = {}
+        seen: set[str] = set()
+        self._refresh(corpus, found, seen)
         todo: dict[str, Doc] = {}
         for doc in docs:
             if doc.hash not in found:
                 todo.setdefault(doc.hash, doc)
         missing = list(todo.values())
         if report and missing:
-            report(
-                f"{corpus}: {len(found):,} cached, embedding {len(missing):,} with {self.embedder.model_id}"
-            )
-        started = time.perf_counter()
-        for start in range(0, len(missing), chunk):
-            part = missing[start : start + chunk]
+            model = self.embedder.model_id
+            report(f"{corpus}: {len(found):,} cached, embedding {len(missing):,} with {model}")
+        chunks = [missing[i : i + chunk] for i in range(0, len(missing), chunk)]
+        random.shuffle(chunks)
+        started, done = time.perf_counter(), 0
+        for part in chunks:
+            self._refresh(corpus, found, seen)
+            part = [d for d in part if d.hash not in found]
+            if not part:
+                continue
             vectors = self.embedder.embed([d.text for d in part])
-            self._write_shard(corpus, part, vectors)
+            seen.add(self._write_shard(corpus, part, vectors).name)
             for doc, vector in zip(part, vectors, strict=True):
                 found[doc.hash] = vector
+            done += len(part)
             if report:
-                done = start + len(part)
                 rate = done / max(time.perf_counter() - started, 1e-9)
-                report(f"{corpus}: {done:,}/{len(missing):,} embedded ({rate:,.1f}/s)")
+                left = sum(1 for d in missing if d.hash not in found)
+                report(f"{corpus}: {done:,} embedded here ({rate:,.1f}/s), {left:,} left")
         if not docs:
             return np.zeros((0, self.embedder.dimension), dtype=np.float32)
         return np.stack([found[d.hash] for d in docs]).astype(np.float32)
