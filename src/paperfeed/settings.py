@@ -82,7 +82,8 @@ class Settings(BaseSettings):
     )
     torch_bf16: bool = Field(
         default=False,
-        description="torch backend: bfloat16 autocast (about 2.5x faster, needs AVX512-BF16 or AMX).",
+        description="torch backend: bfloat16 autocast (needs AVX512-BF16 or AMX; faster only where PyTorch "
+        "has fast bf16 kernels: bench/embed_speed.py tells, on a 2-core AVX512-BF16 CPU it was slower).",
     )
 
     # Keyword search
