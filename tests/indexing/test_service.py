@@ -218,3 +218,19 @@ def test_without_an_index_the_vectors_are_still_stored(store: SqlPaperStore, emb
     summary = IndexingService(emb, FakeEmbedder(64), None).run()
     assert summary.index is None
     assert emb.model_counts() == {"fake-hash64": 3}
+
+
+def test_a_long_run_refreshes_the_index_as_it_goes(
+    store: SqlPaperStore, emb: SqlEmbeddingStore, opener: NpzIndexOpener
+) -> None:
+    add_papers(store, [paper(i) for i in range(10)])
+    ticks = iter(range(0, 10_000, 400))  # each clock reading 400 s later than the one before
+    service = IndexingService(
+        emb, RecordingEmbedder(), opener, batch_size=4, sync_every=600, clock=lambda: float(next(ticks))
+    )
+    summary = service.run()
+    assert summary.embedded == 10
+    sizes = [len(index) for index in opener.opened]
+    assert sizes[0] < 10  # a sync in the middle already made the first papers searchable
+    assert sizes[-1] == 10
+    assert len(opener.load()) == 10
