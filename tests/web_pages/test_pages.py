@@ -8,9 +8,11 @@ from typing import Any
 
 import lxml.html
 import pytest
+from fastapi import Request
 from fastapi.testclient import TestClient
 
 from paperfeed.services.feed import TRENDING_FORMULA
+from paperfeed.web.pages import error_page
 from tests.web_pages.conftest import HOSTILE_DAY
 
 Records = dict[str, dict[str, Any]]
@@ -332,3 +334,28 @@ def test_feed_pages_link_their_rss_and_atom_feeds(client: TestClient) -> None:
             response = client.get(url)
             assert response.status_code == 200, url
             assert "xml" in response.headers["content-type"]
+
+
+def test_error_page_for_error_handlers() -> None:
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": "/api/x",
+        "raw_path": b"/api/x",
+        "query_string": b"",
+        "headers": [(b"host", b"example.org")],
+        "server": ("example.org", 80),
+        "scheme": "http",
+        "root_path": "",
+    }
+    response = error_page(
+        Request(scope), 503, "Search is warming up", "Try again <soon>.", headers={"Retry-After": "5"}
+    )
+    assert response.status_code == 503
+    assert response.headers["retry-after"] == "5"
+    assert "script-src 'self'" in response.headers["content-security-policy"]
+    doc = lxml.html.fromstring(bytes(response.body))
+    assert doc.cssselect(".status-code")[0].text_content() == "503"
+    assert doc.findtext(".//h1") == "Search is warming up"
+    assert doc.cssselect(".lede")[0].text_content() == "Try again <soon>."
+    assert doc.cssselect('link[rel="canonical"]')[0].get("href") == "http://example.org/api/x"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -62,7 +63,7 @@ from .views import (
     safe_url,
 )
 
-__all__ = ["router"]
+__all__ = ["error_page", "router"]
 
 SITE_NAME = "paperfeed"
 _HERE = Path(__file__).resolve().parent
@@ -167,9 +168,25 @@ def _absolute(request: Request, path: str) -> str:
 def _not_found(
     request: Request, heading: str, message: str, *, query: str = "", arxiv_url: str | None = None
 ) -> HTMLResponse:
-    missing = MissingView(heading, message, query, arxiv_url)
+    return error_page(request, 404, heading, message, query=query, arxiv_url=arxiv_url)
+
+
+def error_page(
+    request: Request,
+    status: int,
+    heading: str,
+    message: str,
+    *,
+    query: str = "",
+    arxiv_url: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> HTMLResponse:
+    """A styled error page with a search box, in the site's layout (for error handlers to give browsers)."""
+    missing = MissingView(heading, message, query, arxiv_url, status)
     page = PageMeta(heading, message, _absolute(request, request.url.path), noindex=True)
-    return _render(request, "not_found.html", page, nav="", status_code=404, missing=missing)
+    response = _render(request, "not_found.html", page, nav="", status_code=status, missing=missing)
+    response.headers.update(headers or {})
+    return response
 
 
 # -- feeds --------------------------------------------------------------------------------------------
@@ -412,6 +429,7 @@ class MissingView:
     message: str
     query: str = ""
     arxiv_url: str | None = None
+    status: int = 404
 
 
 def _trending_view(page: TrendingPage, feeds: FeedService) -> TrendingView:
