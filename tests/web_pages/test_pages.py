@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from datetime import date, timedelta
+from pathlib import Path
 from typing import Any
 
 import lxml.html
@@ -11,7 +12,10 @@ import pytest
 from fastapi import Request
 from fastapi.testclient import TestClient
 
+from paperfeed.bootstrap import build_app
 from paperfeed.services.feed import TRENDING_FORMULA
+from paperfeed.settings import Settings
+from paperfeed.web import create_app
 from paperfeed.web.pages import error_page
 from tests.web_pages.conftest import HOSTILE_DAY
 
@@ -359,3 +363,15 @@ def test_error_page_for_error_handlers() -> None:
     assert doc.findtext(".//h1") == "Search is warming up"
     assert doc.cssselect(".lede")[0].text_content() == "Try again <soon>."
     assert doc.cssselect('link[rel="canonical"]')[0].get("href") == "http://example.org/api/x"
+
+
+def test_an_empty_instance_says_how_to_get_papers(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, database_url=None, embedding_backend="fake")
+    with TestClient(create_app(lambda: build_app(settings))) as fresh:
+        for path in ("/", "/papers/week/2025-W12", "/trending"):
+            response = fresh.get(path)
+            assert response.status_code == 200, path
+        doc = lxml.html.fromstring(fresh.get("/").text)
+        assert doc.cssselect(".empty h2")[0].text_content() == "No papers yet"
+        assert "paperfeed import" in doc.cssselect(".empty")[0].text_content()
+        assert fresh.get("/papers/2401.09603").status_code == 404

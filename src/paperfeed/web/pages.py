@@ -214,6 +214,7 @@ class FeedView:
     page_number: int = 1
     prev_page_url: str | None = None
     next_page_url: str | None = None
+    store_empty: bool = False  # no papers listed on any day: say how to get some
 
 
 def _switch(anchor: date) -> list[tuple[str, str, str]]:
@@ -370,6 +371,7 @@ def _day_response(request: Request, day: date | None, page: int, path: str) -> H
     view = _day_view(feed, page)
     latest = feeds.latest_day()
     view.last_iso = latest.isoformat() if latest else None
+    view.store_empty = latest is None
     rss = f"/rss/daily?date={day.isoformat()}" if day else "/rss/daily"
     label = f"Papers of {_short(day)}" if day else "Daily papers"
     return _feed_response(request, view, f"Daily Papers, {_short(feed.day)}", path, ((label, rss),))
