@@ -8,6 +8,7 @@ result is measured against.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,8 @@ __all__ = ["top_k"]
 Rows = npt.NDArray[np.int64]
 Scores = npt.NDArray[np.float32]
 
-_CHUNK = 65_536  # rows converted to float32 at a time when the matrix is stored as float16
+_CHUNK = 2_048  # rows gathered/converted per step: small enough to stay in cache, big enough for BLAS
+_buffers = threading.local()  # per-thread scratch, reused so scoring never page-faults fresh memory
 
 
 def top_k(
@@ -37,10 +39,10 @@ def top_k(
     if k <= 0:
         return np.zeros(0, np.int64), np.zeros(0, np.float32)
     if rows is not None:
-        scores = _scores(matrix[rows], query)
+        scores = _scores(matrix, query, rows)
         candidates = rows
     else:
-        scores = _scores(matrix, query)
+        scores = _scores(matrix, query, None)
         candidates = np.arange(len(matrix), dtype=np.int64)
         if valid is not None:
             scores, candidates = scores[valid], candidates[valid]
@@ -51,10 +53,37 @@ def top_k(
     return candidates[order], scores[order]
 
 
-def _scores(matrix: npt.NDArray[Any], query: npt.NDArray[np.float32]) -> Scores:
-    if matrix.dtype == np.float32:
+def _scores(matrix: npt.NDArray[Any], query: npt.NDArray[np.float32], rows: Rows | None) -> Scores:
+    """Inner products of ``query`` with ``matrix`` rows (all, or ``rows``), in float32.
+
+    A float32 matrix scanned whole is one BLAS call. Otherwise rows are gathered (and float16 widened) chunk
+    by chunk into reused buffers: a naive ``matrix[rows].astype(float32)`` allocates two fresh arrays per
+    query, and page-faulting them in costs more than the arithmetic.
+    """
+    if rows is None and matrix.dtype == np.float32:
         return np.asarray(matrix @ query, dtype=np.float32)
-    out = np.empty(len(matrix), dtype=np.float32)
-    for start in range(0, len(matrix), _CHUNK):
-        out[start : start + _CHUNK] = matrix[start : start + _CHUNK].astype(np.float32) @ query
+    count = len(matrix) if rows is None else len(rows)
+    out = np.empty(count, dtype=np.float32)
+    gathered, widened = _scratch(matrix.dtype, matrix.shape[1])
+    for start in range(0, count, _CHUNK):
+        stop = min(count, start + _CHUNK)
+        size = stop - start
+        block = widened[:size]
+        if rows is None:
+            np.copyto(block, matrix[start:stop])
+        elif matrix.dtype == np.float32:
+            np.take(matrix, rows[start:stop], axis=0, out=block)
+        else:
+            np.take(matrix, rows[start:stop], axis=0, out=gathered[:size])
+            np.copyto(block, gathered[:size])
+        np.dot(block, query, out=out[start:stop])
     return out
+
+
+def _scratch(dtype: np.dtype[Any], dimension: int) -> tuple[npt.NDArray[Any], npt.NDArray[np.float32]]:
+    key = (dtype, dimension)
+    if getattr(_buffers, "key", None) != key:
+        _buffers.key = key
+        _buffers.gathered = np.empty((_CHUNK, dimension), dtype=dtype)
+        _buffers.widened = np.empty((_CHUNK, dimension), dtype=np.float32)
+    return _buffers.gathered, _buffers.widened
