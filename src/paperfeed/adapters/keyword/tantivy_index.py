@@ -134,7 +134,7 @@ class TantivyKeywordIndex:
         self._lock = threading.RLock()
         self._writer: Any = None
         self._background = background
-        self._pending: queue.Queue[list[str] | None] = queue.Queue(maxsize=4)
+        self._pending: queue.Queue[list[str] | None] = queue.Queue(maxsize=16)
         self._worker: threading.Thread | None = None
         self._failure: BaseException | None = None
         path.mkdir(parents=True, exist_ok=True)
@@ -273,7 +273,7 @@ class TantivyKeywordIndex:
         if self._worker is None:
             self._worker = threading.Thread(target=self._work, name="tantivy-indexer", daemon=True)
             self._worker.start()
-        self._pending.put(list(paper_ids))  # blocks while 4 batches wait: bounded memory, back-pressure
+        self._pending.put(list(paper_ids))  # blocks while 16 batches wait: bounded memory, back-pressure
 
     def _work(self) -> None:
         while True:
