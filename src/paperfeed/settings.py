@@ -95,7 +95,7 @@ class Settings(BaseSettings):
         default=1.0, ge=0, description="Weight of the semantic list in fusion."
     )
     search_min_dense_score: float = Field(
-        default=0.25,
+        default=0.3,
         ge=-1,
         le=1,
         description="Cosine similarity below which a semantic match is not shown (the relevance cut-off).",

@@ -8,6 +8,10 @@ import a file instead.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
@@ -19,6 +23,7 @@ from rich.markup import escape
 from paperfeed.adapters.sources.hf_daily import HfDailySource
 from paperfeed.adapters.sources.http import PoliteClient, SourceUnavailable
 from paperfeed.bootstrap import build_app
+from paperfeed.settings import Settings
 from paperfeed.web import create_app
 
 from .context import Context
@@ -50,6 +55,45 @@ def _refresh_from_hf(c: Context, timeout: float) -> None:
         probe.close()
 
 
+class BackgroundIndexer:
+    """Runs ``paperfeed index`` in rounds in a low-priority child process while the server runs.
+
+    Each round embeds a slice of the backlog and saves the vector index, so semantic search improves
+    while the server is up; the job is resumable, so stopping it at any moment loses nothing.
+    """
+
+    def __init__(self, settings: Settings, round_size: int = 2000) -> None:
+        self._args = [sys.executable, "-m", "paperfeed", "--data-dir", str(settings.data_dir)]
+        if settings.database_url:
+            self._args += ["--database-url", settings.database_url]
+        self._args += ["index", "--limit", str(round_size)]
+        self._stop = threading.Event()
+        self._child: subprocess.Popen[bytes] | None = None
+        self._thread = threading.Thread(target=self._loop, name="paperfeed-indexer", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._child = subprocess.Popen(
+                self._args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, preexec_fn=lambda: os.nice(10)
+            )
+            out, _ = self._child.communicate()
+            if self._child.returncode != 0 or b"still to embed" not in out:
+                return  # done, or failing (``paperfeed index`` itself says why when run by hand)
+
+    def stop(self) -> None:
+        self._stop.set()
+        child = self._child
+        if child is not None and child.poll() is None:
+            child.terminate()
+            try:
+                child.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                child.kill()
+
+
 def register(app: typer.Typer) -> None:
     @app.command("run")
     def run(
@@ -66,6 +110,9 @@ def register(app: typer.Typer) -> None:
         serve: Annotated[
             bool, typer.Option("--serve/--no-serve", help="Serve the web app afterwards.")
         ] = True,
+        index: Annotated[
+            bool, typer.Option("--index/--no-index", help="Embed papers in the background while serving.")
+        ] = True,
     ) -> None:
         """Bring paperfeed up: import FILES, refresh from the sources when reachable, then serve."""
         c: Context = ctx.obj
@@ -81,5 +128,13 @@ def register(app: typer.Typer) -> None:
             return
         settings = c.settings
         c.close()  # the server opens its own connections in its lifespan
+        indexer = BackgroundIndexer(settings) if index and stats.papers else None
+        if indexer is not None:
+            indexer.start()
+            c.console.print("embedding papers in the background for semantic search (paperfeed index)")
         c.console.print(f"serving on http://{host}:{port}/  (Ctrl+C to stop)", highlight=False)
-        uvicorn.run(create_app(lambda: build_app(settings)), host=host, port=port, log_level="warning")
+        try:
+            uvicorn.run(create_app(lambda: build_app(settings)), host=host, port=port, log_level="warning")
+        finally:
+            if indexer is not None:
+                indexer.stop()
