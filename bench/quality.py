@@ -190,7 +190,7 @@ def main() -> None:
         train = lists_for(train_q, keyword, index, cache.embedder)
         test = lists_for(test_q, keyword, index, cache.embedder)
         chosen, train_best = tune(train, train_rel)
-        plain = HybridSettings(min_dense_score=-1.0)
+        plain = HybridSettings(rrf_k=60, keyword_weight=1.0, dense_weight=1.0, min_dense_score=-1.0)
         print(
             f"\nchosen on train: rrf_k={chosen.rrf_k:g} keyword_weight={chosen.keyword_weight:g} "
             f"dense_weight={chosen.dense_weight:g} min_dense_score={chosen.min_dense_score:g} "
