@@ -238,3 +238,31 @@ def test_auto_falls_back_to_fts5_when_tantivy_cannot_be_opened(store: SqlPaperSt
     index.close()
     with pytest.raises(FileExistsError):
         open_keyword_index("tantivy", store.engine, tmp_path)
+
+
+def test_fts5_suspended_while_tantivy_serves_then_rebuilt_on_open(
+    store: SqlPaperStore, tmp_path: Path
+) -> None:
+    from paperfeed.adapters.keyword.factory import open_keyword_index
+    from paperfeed.adapters.keyword.fts5 import suspend_fts5
+
+    fts = Fts5KeywordIndex(store.engine)
+    store.apply_batch(Batch(papers=CORPUS[:5]))
+    fts.sync()
+    tv = open_keyword_index("tantivy", store.engine, tmp_path)  # tantivy serves: FTS5 goes idle
+    assert suspend_fts5(store.engine) is False  # already suspended by the factory
+    assert len(fts) == 0  # emptied: no stale index, no disk spent on it
+    for batch in batches(CORPUS[5:]):
+        store.apply_batch(batch)
+    store.apply_batch(_revise("w.title", title="Wombat estimation"))
+    assert fts.pending() == 0  # the triggers cost nothing meanwhile
+    tv.close()
+    reopened = Fts5KeywordIndex(store.engine)  # e.g. the fallback: rebuilt from papers, live again
+    assert len(reopened) == len(CORPUS)
+    assert set(ids(reopened, "quokka")) == {"ex.keep", "ex.drop"}
+    assert ids(reopened, "wombat") == ["w.title"]
+    store.apply_batch(_revise("ex.keep", title="Numbat tracking"))
+    assert reopened.pending() == 1
+    reopened.sync()
+    assert ids(reopened, "numbat") == ["ex.keep"]
+    _assert_fts_integrity(store)

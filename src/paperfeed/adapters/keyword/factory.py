@@ -12,7 +12,7 @@ from sqlalchemy.engine import Engine
 
 from paperfeed.domain.search import ParsedQuery, ScoredId, Span
 
-from .fts5 import FieldWeights, Fts5KeywordIndex, fts5_available
+from .fts5 import FieldWeights, Fts5KeywordIndex, fts5_available, suspend_fts5
 
 __all__ = ["KeywordEngine", "SyncedKeywordIndex", "open_keyword_index", "resolve_engine"]
 
@@ -65,7 +65,7 @@ def open_keyword_index(
     from .tantivy_index import TantivyKeywordIndex
 
     try:
-        return TantivyKeywordIndex(data_dir / "keyword", engine, weights)
+        index = TantivyKeywordIndex(data_dir / "keyword", engine, weights)
     except Exception as exc:
         # "auto" promises search, not an engine: FTS5 follows the store through triggers, so it can
         # stand in for a tantivy index that cannot be opened or built (disk full, bad permissions, ...).
@@ -73,3 +73,6 @@ def open_keyword_index(
             raise
         log.warning("tantivy keyword index unusable (%s); searching with SQLite FTS5 instead", exc)
         return Fts5KeywordIndex(engine, weights)
+    # FTS5 would only cost imports CPU and disk now; it is rebuilt if it is ever opened again.
+    suspend_fts5(engine)
+    return index

@@ -4,7 +4,8 @@ The index is the external-content table ``papers_fts`` from migration 0003. Trig
 change to ``papers`` in ``papers_fts_queue`` atomically with it; :meth:`Fts5KeywordIndex.sync` applies
 the queue in bulk (the ingest listener calls it after each committed batch, and it runs when the index
 is opened), so no change is ever lost, and an import pays ~10 µs per paper for the queue plus one
-bulk FTS5 insert per batch instead of a slow per-row trigger insert.
+bulk FTS5 insert per batch instead of a slow per-row trigger insert. While another engine serves,
+:func:`suspend_fts5` idles the triggers and empties the index; opening it again rebuilds it.
 
 Queries are built only from :class:`~paperfeed.domain.search.ParsedQuery` parts, each quoted as an FTS5
 string (``"..."`` with ``"`` doubled), so user text can never be FTS5 syntax.
@@ -26,7 +27,14 @@ from sqlalchemy.engine import Connection, Engine
 
 from paperfeed.domain.search import ParsedQuery, ScoredId, SearchFilters, Span
 
-__all__ = ["FieldWeights", "Fts5KeywordIndex", "Fts5Unavailable", "fts5_available", "match_expression"]
+__all__ = [
+    "FieldWeights",
+    "Fts5KeywordIndex",
+    "Fts5Unavailable",
+    "fts5_available",
+    "match_expression",
+    "suspend_fts5",
+]
 
 TOKENIZE = "porter unicode61 remove_diacritics 2"  # must equal migration 0003's
 _OPEN, _CLOSE = "\ue000", "\ue001"  # private-use marks for highlight(); never left in user text
@@ -97,6 +105,22 @@ def fts5_available(engine: Engine) -> bool:
             sql("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'papers_fts'")
         ).first()
     return found is not None
+
+
+def suspend_fts5(engine: Engine) -> bool:
+    """Stop maintaining FTS5 (another engine serves): triggers go idle, the index is emptied.
+
+    Opening :class:`Fts5KeywordIndex` later rebuilds it. Returns whether anything changed.
+    """
+    if not fts5_available(engine):
+        return False
+    with engine.begin() as conn:
+        if not conn.execute(sql("SELECT live FROM papers_fts_state")).scalar():
+            return False
+        conn.execute(sql("UPDATE papers_fts_state SET live = 0"))
+        conn.execute(sql("DELETE FROM papers_fts_queue"))
+        conn.execute(sql("INSERT INTO papers_fts(papers_fts) VALUES ('delete-all')"))
+    return True
 
 
 def _filter_sql(filters: SearchFilters, params: dict[str, Any]) -> list[str]:
@@ -182,8 +206,10 @@ class Fts5KeywordIndex:
             return int(conn.execute(sql("SELECT count(*) FROM papers_fts_queue")).scalar_one())
 
     def sync(self) -> int:
-        """Apply queued changes in bulk; returns how many queue entries were applied."""
+        """Apply queued changes in bulk (or rebuild a suspended index); returns how many were applied."""
         with self.engine.begin() as conn:
+            if not conn.execute(sql("SELECT live FROM papers_fts_state")).scalar():
+                return self._rebuild(conn)
             return self._drain(conn)
 
     def _drain(self, conn: Connection) -> int:
@@ -223,8 +249,15 @@ class Fts5KeywordIndex:
     def rebuild(self) -> None:
         """Re-read every paper into the index (after a VACUUM, or to recover from anything odd)."""
         with self.engine.begin() as conn:
-            conn.execute(sql("DELETE FROM papers_fts_queue"))
-            conn.execute(sql("INSERT INTO papers_fts(papers_fts) VALUES ('rebuild')"))
+            self._rebuild(conn)
+
+    @staticmethod
+    def _rebuild(conn: Connection) -> int:
+        # One transaction: a writer that commits before it is in the rebuild, one after it is queued.
+        conn.execute(sql("UPDATE papers_fts_state SET live = 1"))
+        conn.execute(sql("DELETE FROM papers_fts_queue"))
+        conn.execute(sql("INSERT INTO papers_fts(papers_fts) VALUES ('rebuild')"))
+        return int(conn.execute(sql("SELECT count(*) FROM papers_fts_docsize")).scalar_one())
 
     def optimize(self) -> None:
         """Merge the index into one segment (faster queries after a large import)."""

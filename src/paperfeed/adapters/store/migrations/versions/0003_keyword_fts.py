@@ -8,6 +8,10 @@ text that FTS5 needs to remove the row) to ``papers_fts_queue``, in the same tra
 and :class:`~paperfeed.adapters.keyword.fts5.Fts5KeywordIndex` applies the queue in one statement per
 batch. No change can be lost: the queue commits or rolls back with the papers.
 
+While tantivy is the engine, ``papers_fts_state.live`` is 0: the triggers do nothing and the FTS5 index is
+empty, so imports pay nothing for it and no queue grows; opening the FTS5 index (as the engine, or as the
+fallback) rebuilds it from ``papers`` and sets ``live`` back to 1. The revision starts with live=0.
+
 PostgreSQL: nothing yet (a later revision adds a tsvector column); the keyword index there is tantivy.
 
 Revision ID: 0003
@@ -40,23 +44,33 @@ _STATEMENTS = [
         old_abstract TEXT,
         old_authors TEXT
     )""",
-    """CREATE TRIGGER papers_fts_ai AFTER INSERT ON papers BEGIN
+    # live=0: FTS5 is not the engine (tantivy serves) and its index is empty; the triggers then cost
+    # nothing, and opening the FTS5 index rebuilds it and sets live=1 again.
+    """CREATE TABLE papers_fts_state (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        live INTEGER NOT NULL
+    )""",
+    "INSERT INTO papers_fts_state(id, live) VALUES (1, 0)",
+    """CREATE TRIGGER papers_fts_ai AFTER INSERT ON papers
+    WHEN (SELECT live FROM papers_fts_state) = 1
+    BEGIN
         INSERT INTO papers_fts_queue(rid, indexed) VALUES (new.rowid, 0);
     END""",
-    """CREATE TRIGGER papers_fts_ad AFTER DELETE ON papers BEGIN
+    """CREATE TRIGGER papers_fts_ad AFTER DELETE ON papers
+    WHEN (SELECT live FROM papers_fts_state) = 1
+    BEGIN
         INSERT INTO papers_fts_queue(rid, indexed, old_title, old_abstract, old_authors)
         VALUES (old.rowid, 1, old.title, old.abstract, old.authors);
     END""",
     """CREATE TRIGGER papers_fts_au AFTER UPDATE ON papers
-    WHEN old.title IS NOT new.title OR old.abstract IS NOT new.abstract OR old.authors IS NOT new.authors
-         OR old.rowid IS NOT new.rowid
+    WHEN (SELECT live FROM papers_fts_state) = 1 AND (
+        old.title IS NOT new.title OR old.abstract IS NOT new.abstract OR old.authors IS NOT new.authors
+        OR old.rowid IS NOT new.rowid)
     BEGIN
         INSERT INTO papers_fts_queue(rid, indexed, old_title, old_abstract, old_authors)
         VALUES (old.rowid, 1, old.title, old.abstract, old.authors);
         INSERT INTO papers_fts_queue(rid, indexed) SELECT new.rowid, 0 WHERE new.rowid IS NOT old.rowid;
     END""",
-    # Papers that exist before this revision: queue them all; the first drain indexes them in bulk.
-    "INSERT INTO papers_fts_queue(rid, indexed) SELECT rowid, 0 FROM papers",
 ]
 
 
@@ -82,4 +96,5 @@ def downgrade() -> None:
     for name in ("papers_fts_au", "papers_fts_ad", "papers_fts_ai"):
         op.execute(f"DROP TRIGGER IF EXISTS {name}")
     op.execute("DROP TABLE IF EXISTS papers_fts_queue")
+    op.execute("DROP TABLE IF EXISTS papers_fts_state")
     op.execute("DROP TABLE IF EXISTS papers_fts")
