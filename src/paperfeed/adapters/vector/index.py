@@ -66,7 +66,7 @@ AUTO_HNSW_MIN_ROWS = 100_000
 EXACT_FILTER_ROWS = 20_000
 """A filter allowing at most this many rows is answered exactly (gathering them costs a few milliseconds)."""
 
-RESCORE_CANDIDATES = 50
+RESCORE_CANDIDATES = 100
 """Graph hits re-scored exactly per query: int8 ranking errors below this depth are repaired."""
 
 COMPACT_DEAD_FRACTION = 0.2
