@@ -150,3 +150,11 @@ def test_any_string_parses(raw: str) -> None:
     assert len(q.terms) + sum(len(p) for p in q.phrases) <= MAX_TERMS
     if q.filters.date_from and q.filters.date_to:
         assert isinstance(q.filters.date_from, date)
+
+
+def test_negated_filters_are_ignored_not_searched() -> None:
+    q = parse_query('quokka -author:Smith -cat:cs.CL -year:2020 -au:"Ada Lovelace"')
+    assert q.terms == ("quokka",)
+    assert q.excluded == ()
+    assert q.authors == ()
+    assert q.filters == SearchFilters()

@@ -5,7 +5,7 @@ Grammar (case-insensitive keys, everything unrecognised is literal text):
 * ``word``                      a term (OR-ed with the other terms, ranked by BM25)
 * ``"exact phrase"``            must occur, words adjacent (engines stem, so ``"language models"`` also
                                 matches "language model")
-* ``-word`` / ``-"a phrase"``   must not occur
+* ``-word`` / ``-"a phrase"``   must not occur (``-author:X`` and other negated filters are ignored)
 * ``author:Name`` / ``author:"Full Name"``   an author name containing these words (each ``author:`` must
                                 match; aliases ``au:``)
 * ``cat:cs.CL`` (alias ``category:``; ``cat:cs.CL,cs.LG`` allowed)   any of the named arXiv categories;
@@ -42,8 +42,8 @@ MAX_CATEGORIES = 16
 MAX_WORD_CHARS = 64  # longer "words" (hashes, base64, a pasted 10 kB token) cannot be meant as words
 _MIN_YEAR, _MAX_YEAR = 1000, 9998  # date(9999, 12, 31) + 1 day would overflow
 
-# A chunk is a quoted span (with an optional ``-`` or ``key:`` in front) or a run of non-space characters.
-_CHUNK = re.compile(r'(?:-|[A-Za-z]+:)?"[^"]*"|\S+')
+# A chunk is a quoted span (with an optional ``-`` and/or ``key:`` in front) or a run of non-spaces.
+_CHUNK = re.compile(r'-?(?:[A-Za-z]+:)?"[^"]*"|\S+')
 _KEY = re.compile(r"^([A-Za-z]+):(.*)$", re.DOTALL)
 _YEAR = re.compile(r"^(\d{4})$")
 _YEAR_RANGE = re.compile(r"^(\d{4})\s*[-–..]+\s*(\d{4})$")
@@ -52,6 +52,7 @@ _CATEGORY = re.compile(r"^([A-Za-z][A-Za-z\-]*)(?:\.([A-Za-z][A-Za-z\-]*))?$")
 _OPERATORS = frozenset({"AND", "OR", "NOT"})
 _AUTHOR_KEYS = frozenset({"author", "au", "authors"})
 _CATEGORY_KEYS = frozenset({"cat", "category", "categories"})
+_FILTER_KEYS = _AUTHOR_KEYS | _CATEGORY_KEYS | {"year", "before", "after"}
 
 
 def _clean(raw: str) -> str:
@@ -207,6 +208,8 @@ def parse_query(raw: str) -> ParsedQuery:
         negated = chunk.startswith("-")
         body = chunk[1:] if negated else chunk
         key_match = _KEY.match(body)
+        if key_match and negated and key_match[1].lower() in _FILTER_KEYS:
+            continue  # "-author:X", "-cat:Y": exclusion by field is not supported; never a text search
         if key_match and not negated:
             key, value = key_match[1].lower(), key_match[2]
             quoted = len(value) >= 2 and value.startswith('"') and value.endswith('"')
