@@ -10,12 +10,14 @@ query at k=10 unfiltered and under three filters, and recall@10 against exact fl
 
 Synthetic vectors come from :mod:`bench.vector_data` (embedding-like structure). ``--real`` uses whatever
 vectors the bench cache already holds (it never embeds); real runs get synthetic facets, since filters
-exercise the mechanism, not the data. Indexes are built under ``--workdir`` and deleted afterwards.
+exercise the mechanism, not the data. Indexes are built under ``--workdir`` and deleted afterwards, unless
+``--keep`` (then a later ``--keep`` run re-probes them without rebuilding).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -31,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.vector_data import F32, exact_topk, queries_like, recall_at, synthetic
-from paperfeed.adapters.vector import open_vector_index
+from paperfeed.adapters.vector import StoredVectorIndex, open_vector_index
 from paperfeed.domain.search import SearchFilters, VectorRecord
 
 K = 10
@@ -106,8 +108,16 @@ def probe(args: argparse.Namespace) -> None:
     queries = np.load(work / "queries.npy")
     truth = dict(np.load(work / "truth.npz"))
     t0 = time.perf_counter()
-    index = open_vector_index(
-        work / "index", kind=args.probe_kind, model_id=MODEL, dimension=queries.shape[1]
+    path = work / f"index-{args.probe_kind}"
+    if not (path / "manifest.json").exists():
+        raise SystemExit(f"{path}: no saved index to probe")
+    dimension = queries.shape[1]
+    index = (
+        StoredVectorIndex(
+            path, model_id=MODEL, dimension=dimension, policy=args.probe_kind, ef_search=args.ef
+        )
+        if args.ef
+        else open_vector_index(path, kind=args.probe_kind, model_id=MODEL, dimension=dimension)
     )
     load_s = time.perf_counter() - t0
     rss, _ = rss_mb()
@@ -128,12 +138,24 @@ def probe(args: argparse.Namespace) -> None:
     print(json.dumps(out))
 
 
-def run(base: F32, label: str, kinds: list[str], queries_n: int, workdir: Path, blas_threads: int) -> None:
+def run(
+    base: F32,
+    label: str,
+    kinds: list[str],
+    queries_n: int,
+    workdir: Path,
+    *,
+    blas_threads: int,
+    keep: bool,
+    ef: int,
+) -> None:
     n = len(base)
     facets = Facets(n)
     queries = queries_like(base, queries_n)
-    with tempfile.TemporaryDirectory(dir=workdir, prefix="vector-speed-") as tmp:
+    kept = workdir / f"vector-speed-{label.split()[0]}-{n}"
+    with contextlib.nullcontext(str(kept)) if keep else tempfile.TemporaryDirectory(dir=workdir) as tmp:
         work = Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
         np.save(work / "queries.npy", queries)
         truth = {"none": exact_topk(base, queries, K)}
         shares = {}
@@ -143,7 +165,8 @@ def run(base: F32, label: str, kinds: list[str], queries_n: int, workdir: Path, 
             truth[name] = exact_topk(base, queries, K, mask)
         np.savez(work / "truth.npz", **truth)  # type: ignore[arg-type]
         print(
-            f"\n{label}: n={n:,} dim={base.shape[1]} queries={queries_n} k={K} blas_threads={blas_threads}; "
+            f"\n{label}: n={n:,} dim={base.shape[1]} queries={queries_n} k={K} ef={ef or 'default'} "
+            f"blas_threads={blas_threads}; "
             "filters allow " + ", ".join(f"{name} {share:.2%}" for name, share in shares.items()),
             flush=True,
         )
@@ -154,17 +177,22 @@ def run(base: F32, label: str, kinds: list[str], queries_n: int, workdir: Path, 
         )
         print(f"{'':<6} {'':>8} {'':>8} {'':>7} {'':>7} | " + " | ".join(["p50 ms  p99 ms  recall@10"] * 4))
         for kind in kinds:
-            path = work / "index"
-            t0 = time.perf_counter()
-            index = open_vector_index(path, kind=kind, model_id=MODEL, dimension=base.shape[1])
-            for batch in batches(base, facets):
-                index.upsert(batch)
-            index.save()
-            build_s = time.perf_counter() - t0
-            del index
+            path = work / f"index-{kind}"
+            build = "reused"
+            if not (path / "manifest.json").exists():
+                t0 = time.perf_counter()
+                index = open_vector_index(path, kind=kind, model_id=MODEL, dimension=base.shape[1])
+                for batch in batches(base, facets):
+                    index.upsert(batch)
+                index.save()
+                build = f"{time.perf_counter() - t0:.1f}"
+                del index
             size_mb = folder_size(path) / 2**20
             child = subprocess.run(
-                [sys.executable, "-m", "bench.vector_speed", "--probe", str(work), "--probe-kind", kind],
+                [
+                    *(sys.executable, "-m", "bench.vector_speed", "--probe", str(work)),
+                    *("--probe-kind", kind, "--ef", str(ef)),
+                ],
                 capture_output=True,
                 text=True,
                 check=False,
@@ -179,11 +207,12 @@ def run(base: F32, label: str, kinds: list[str], queries_n: int, workdir: Path, 
                 for name in ["none", *FILTERS]
             ]
             print(
-                f"{kind:<6} {build_s:>8.1f} {size_mb:>8.0f} {r['load_s']:>7.2f} {r['rss_mb']:>7.0f} | "
+                f"{kind:<6} {build:>8} {size_mb:>8.0f} {r['load_s']:>7.2f} {r['rss_mb']:>7.0f} | "
                 + " | ".join(cells),
                 flush=True,
             )
-            shutil.rmtree(path)
+            if not keep:
+                shutil.rmtree(path)
 
 
 def real_vectors() -> F32 | None:
@@ -210,22 +239,29 @@ def main() -> None:
         default=1,
         help="OpenBLAS threads in the serving process (1: one query per request thread; see the report)",
     )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep built indexes under --workdir and reuse them on the next run",
+    )
+    parser.add_argument("--ef", type=int, default=0, help="HNSW efSearch to probe with (0: the adapter's)")
     parser.add_argument("--probe", help=argparse.SUPPRESS)
     parser.add_argument("--probe-kind", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.probe:
         probe(args)
         return
+    options = {"blas_threads": args.blas_threads, "keep": args.keep, "ef": args.ef}
     if args.real:
         base = real_vectors()
         if base is None:
             print("no real vectors cached yet (fill them with: .venv/bin/python -m bench.vector_cache)")
             return
         base /= np.linalg.norm(base, axis=1, keepdims=True)
-        run(base, "real cached vectors", args.kinds, args.queries, args.workdir, args.blas_threads)
+        run(base, "real cached vectors", args.kinds, args.queries, args.workdir, **options)
         return
     for n in args.sizes:
-        run(synthetic(n), "synthetic", args.kinds, args.queries, args.workdir, args.blas_threads)
+        run(synthetic(n), "synthetic", args.kinds, args.queries, args.workdir, **options)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ __all__ = [
     "NO_DAY",
     "IndexFolder",
     "RowStore",
+    "Selection",
     "StoredManifest",
     "check_compatible",
 ]
@@ -204,31 +205,25 @@ class RowStore:
 
     # -- filters -----------------------------------------------------------------------------------------
 
-    def allowed_rows(self, filters: SearchFilters | None, exclude: Iterable[str] = ()) -> Rows | None:
-        """Sorted live rows passing ``filters`` minus ``exclude``; ``None`` means every live row."""
-        excluded = [self.row_of[pid] for pid in exclude if pid in self.row_of]
-        active = filters is not None and filters.active
-        if not active and not excluded:
+    def allowed(self, filters: SearchFilters | None) -> Selection | None:
+        """The live rows passing ``filters``; ``None`` when there is no filter (every live row)."""
+        if filters is None or not filters.active:
             return None
-        rows: Rows
-        if filters is not None and filters.categories:
+        dated = bool(filters.date_from or filters.date_to)
+        if filters.categories:  # start from the categories' posting lists: usually a small fraction
             rows = self._category_rows(filters.categories)
             rows = rows[self._alive[rows]]
-        else:
-            rows = np.flatnonzero(self.alive).astype(np.int64)
-        if filters is not None and (filters.date_from or filters.date_to):
-            days = self._days[rows]
-            keep = days != NO_DAY
-            if filters.date_from:
-                keep &= days >= filters.date_from.toordinal()
-            if filters.date_to:
-                keep &= days <= filters.date_to.toordinal()
-            rows = rows[keep]
-        if filters is not None and filters.has_code is not None:
-            rows = rows[self._has_code[rows] == filters.has_code]
-        if excluded:
-            rows = np.setdiff1d(rows, np.asarray(excluded, dtype=np.int64), assume_unique=True)
-        return rows
+            if dated:
+                rows = rows[_in_range(self._days[rows], filters.date_from, filters.date_to)]
+            if filters.has_code is not None:
+                rows = rows[self._has_code[rows] == filters.has_code]
+            return Selection(self.n, rows=rows)
+        mask = self.alive.copy()  # otherwise whole-corpus vector operations, no index arrays
+        if dated:
+            mask &= _in_range(self.days, filters.date_from, filters.date_to)
+        if filters.has_code is not None:
+            mask &= self.has_code if filters.has_code else ~self.has_code
+        return Selection(self.n, mask=mask)
 
     def _category_rows(self, categories: Sequence[str]) -> Rows:
         self._refresh_postings()
@@ -319,6 +314,43 @@ class RowStore:
 
 
 _FACETS = ("days", "has_code", "alive", "cat_offsets", "cat_codes")
+
+
+def _in_range(days: npt.NDArray[np.int32], start: date | None, stop: date | None) -> Mask:
+    keep: Mask = np.not_equal(days, NO_DAY)
+    if start:
+        keep &= days >= start.toordinal()
+    if stop:
+        keep &= days <= stop.toordinal()
+    return keep
+
+
+class Selection:
+    """The rows a filter allows, as a sorted row list or a mask over all rows, whichever was cheaper to
+    compute; the other form is derived on demand (the exact path wants rows, faiss wants a bitmap)."""
+
+    def __init__(self, n: int, *, rows: Rows | None = None, mask: Mask | None = None) -> None:
+        self._n = n
+        self._rows = rows
+        self._mask = mask
+        if rows is not None:
+            self.count = len(rows)
+        elif mask is not None:
+            self.count = int(np.count_nonzero(mask))
+        else:
+            raise ValueError("a selection needs rows or a mask")
+
+    def rows(self) -> Rows:
+        if self._rows is None:
+            assert self._mask is not None
+            self._rows = np.flatnonzero(self._mask).astype(np.int64)
+        return self._rows
+
+    def mask(self) -> Mask:
+        if self._mask is None:
+            self._mask = np.zeros(self._n, dtype=np.bool_)
+            self._mask[self.rows()] = True
+        return self._mask
 
 
 def _codes_out_of(codes: npt.NDArray[Any], categories: object) -> bool:

@@ -33,6 +33,7 @@ import numpy.typing as npt
 from paperfeed.adapters.vector.base import (
     IndexFolder,
     RowStore,
+    Selection,
     Stamp,
     StoredManifest,
     check_compatible,
@@ -86,6 +87,7 @@ class StoredVectorIndex:
         policy: Policy,
         exact_filter_rows: int = EXACT_FILTER_ROWS,
         auto_hnsw_min_rows: int = AUTO_HNSW_MIN_ROWS,
+        ef_search: int = EF_SEARCH,
     ) -> None:
         if dimension <= 0:
             raise ValueError(f"dimension must be positive, got {dimension}")
@@ -93,6 +95,7 @@ class StoredVectorIndex:
             raise ValueError(f"unknown vector index policy {policy!r}")
         self._exact_filter_rows = exact_filter_rows
         self._auto_hnsw_min_rows = auto_hnsw_min_rows
+        self._ef_search = ef_search
         self._folder = IndexFolder(path)
         self._model_id = model_id
         self._dimension = dimension
@@ -164,10 +167,10 @@ class StoredVectorIndex:
         query = query / norm
         with self._lock:
             store = self._store
-            allowed = store.allowed_rows(filters)
+            allowed = store.allowed(filters)
             excluded = {store.row_of[pid] for pid in exclude if pid in store.row_of}
             fetch = max(RESCORE_CANDIDATES, 2 * k) + len(excluded)
-            scan = store.live_count if allowed is None else len(allowed)
+            scan = store.live_count if allowed is None else allowed.count
             if self._graph is None or scan <= fetch:
                 rows, scores = self._exact(query, k, allowed, excluded)
             else:
@@ -259,13 +262,14 @@ class StoredVectorIndex:
         return extra
 
     def _exact(
-        self, query: Vectors, k: int, allowed: npt.NDArray[np.int64] | None, excluded: set[int]
+        self, query: Vectors, k: int, allowed: Selection | None, excluded: set[int]
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         store = self._store
         if allowed is not None:
+            rows = allowed.rows()
             if excluded:
-                allowed = allowed[~np.isin(allowed, list(excluded))]
-            return top_k(store.vectors, query, k, allowed)
+                rows = rows[~np.isin(rows, list(excluded))]
+            return top_k(store.vectors, query, k, rows)
         valid: npt.NDArray[np.bool_] | None = None
         if store.dead_count or excluded:
             valid = store.alive.copy()
@@ -278,29 +282,26 @@ class StoredVectorIndex:
         query: Vectors,
         k: int,
         fetch: int,
-        allowed: npt.NDArray[np.int64] | None,
+        allowed: Selection | None,
         excluded: set[int],
         *,
         brute: bool,
     ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         store = self._store
         mask: npt.NDArray[np.bool_] | None = None
-        ef = EF_SEARCH
+        ef = self._ef_search
         if allowed is not None:
-            mask = np.zeros(store.n, dtype=np.bool_)
-            mask[allowed] = True
+            mask = allowed.mask()
             # A filter hides part of the graph: widen the search as the allowed share shrinks.
-            ef = int(EF_SEARCH * min(4.0, max(1.0, (0.25 * store.n / max(1, len(allowed))) ** 0.5)))
+            ef = int(ef * min(3.0, max(1.0, (0.25 * store.n / max(1, allowed.count)) ** 0.5)))
         elif store.dead_count:
             mask = store.alive
-        if allowed is None:
-            available = store.live_count - len(excluded)
-        else:
-            available = len(allowed) - (int(np.isin(allowed, list(excluded)).sum()) if excluded else 0)
+        live = mask if mask is not None else store.alive
+        available = (store.live_count if allowed is None else allowed.count) - int(live[list(excluded)].sum())
         candidates = graph.scan(query, fetch, mask) if brute else graph.search(query, fetch, mask, ef=ef)
         if len(graph) < store.n:  # rows added since the graph was built are scored exactly
             tail = np.arange(len(graph), store.n, dtype=np.int64)
-            tail = tail[store.alive[tail]] if allowed is None else allowed[allowed >= len(graph)]
+            tail = tail[live[tail]]
             candidates = np.concatenate([candidates, tail])
         if excluded:
             candidates = candidates[~np.isin(candidates, list(excluded))]
