@@ -32,7 +32,7 @@ import numpy as np
 import orjson
 from sqlalchemy import func, select, text
 
-from paperfeed.adapters.keyword.fts5 import Fts5KeywordIndex
+from paperfeed.adapters.keyword.fts5 import Fts5KeywordIndex, suspend_fts5
 from paperfeed.adapters.keyword.tantivy_index import TantivyKeywordIndex
 from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
 from paperfeed.adapters.store import SqlPaperStore, open_store
@@ -85,8 +85,9 @@ def import_run(
     shutil.rmtree(root, ignore_errors=True)
     app = build_app(Settings(data_dir=root, keyword_engine=engine or "fts5"))  # type: ignore[arg-type]
     service = app.ingest
-    if engine is None:
+    if engine is None:  # no listener, and FTS5's triggers idle (as while tantivy serves)
         service.listeners.clear()
+        suspend_fts5(app.store.engine)
     summary = IngestSummary()
     before, main, started = os.times(), time.thread_time(), time.perf_counter()
     for path in files:

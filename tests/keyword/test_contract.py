@@ -260,3 +260,7 @@ def test_engine_never_raises_on_any_string(keyword: SyncedKeywordIndex, raw: str
     assert len(hits) <= 10
     spans = keyword.highlight(pq, "Quokka tracking with drones, large language models by Ada Lovelace")
     assert all(0 <= s.start < s.end for s in spans)
+
+
+def test_accents_fold_in_author_names_both_ways(keyword: SyncedKeywordIndex) -> None:
+    assert ids(keyword, "author:lovelace") == ids(keyword, "author:Lóvelace")

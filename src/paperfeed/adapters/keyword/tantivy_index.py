@@ -25,6 +25,7 @@ import logging
 import os
 import queue
 import threading
+import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -39,12 +40,11 @@ from paperfeed.domain.search import ParsedQuery, ScoredId, SearchFilters, Span
 
 from .fts5 import FieldWeights
 
-__all__ = ["TANTIVY_WEIGHTS", "KeywordIndexBusy", "TantivyKeywordIndex", "analyzer"]
+__all__ = ["TANTIVY_WEIGHTS", "KeywordIndexBusy", "TantivyKeywordIndex", "analyzer", "fold"]
 
 log = logging.getLogger(__name__)
 
-INDEX_VERSION = "2"  # bump when the schema or analyzer changes: an older index is then rebuilt
-ANALYZER = "paperfeed_en"
+INDEX_VERSION = "3"  # bump when the schema or analyzer changes: an older index is then rebuilt
 _EPOCH = date(1970, 1, 1)
 _CHUNK = 900
 _FIELDS = ("text", "title", "authors")  # text = title + abstract (see _document)
@@ -59,23 +59,47 @@ TANTIVY_WEIGHTS = FieldWeights(title=0.2, abstract=1.0, authors=0.2)
 
 
 def analyzer(stemming: bool = True) -> tantivy.TextAnalyzer:
-    """Letters/digits runs, long tokens dropped, lower-cased, accents folded, English Snowball stems."""
+    """Query-side twin of tantivy's built-in ``en_stem`` (``default`` without stemming) analyzer: runs of
+    letters/digits, tokens over 40 bytes dropped, lower-cased, English Snowball stems.
+
+    Documents are analysed by the built-in one, which costs ~25% less CPU than the same chain registered
+    from Python; accents are folded beforehand by :func:`fold`.
+    """
     builder = (
         tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
         .filter(tantivy.Filter.remove_long(40))
         .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.ascii_fold())
     )
     if stemming:
         builder = builder.filter(tantivy.Filter.stemmer("english"))
     return builder.build()
 
 
-def _schema() -> tantivy.Schema:
+def _fold_table() -> dict[int, str]:
+    table: dict[int, str] = {}
+    for cp in range(0x80, 0x250):  # Latin-1 Supplement, Latin Extended-A and -B
+        base = "".join(c for c in unicodedata.normalize("NFKD", chr(cp)) if not unicodedata.combining(c))
+        if len(base) == 1 and base.isascii() and base != chr(cp):
+            table[cp] = base
+    # letters with a stroke have no Unicode decomposition
+    table.update({ord(a): b for a, b in zip("ŁłØøĐđĦħıŦŧ", "LlOoDdHhiTt", strict=True)})
+    return table
+
+
+_FOLD = _fold_table()
+
+
+def fold(text: str) -> str:
+    """Accented Latin letters to their base letter ("Naïve résumé" → "Naive resume"), one character for
+    one, so offsets into the folded text are offsets into the original (highlighting relies on it)."""
+    return text if text.isascii() else text.translate(_FOLD)
+
+
+def _schema(tokenizer: str) -> tantivy.Schema:
     sb = tantivy.SchemaBuilder()
     sb.add_text_field("id", stored=True, tokenizer_name="raw")
     for name in _FIELDS:
-        sb.add_text_field(name, tokenizer_name=ANALYZER)  # positions: phrase queries
+        sb.add_text_field(name, tokenizer_name=tokenizer)  # positions: phrase queries
     sb.add_text_field("cat", tokenizer_name="raw")
     sb.add_integer_field("day", indexed=True, fast=True)  # published, days since 1970-01-01
     sb.add_boolean_field("code", indexed=True)
@@ -142,14 +166,13 @@ class TantivyKeywordIndex:
         fresh = state.get("version") != INDEX_VERSION or state.get("analyzer") != self._analyzer_name
         if fresh:
             self._wipe()  # an index of another version: start over
-        self._schema = _schema()
+        self._schema = _schema("en_stem" if stemming else "default")
         try:
             self._index = tantivy.Index(self._schema, path=str(path), reuse=not fresh)
         except ValueError:  # damaged files (e.g. a disk filled up mid-commit): derived data, rebuild it
             self._wipe()
             fresh = True
             self._index = tantivy.Index(self._schema, path=str(path), reuse=False)
-        self._index.register_tokenizer(ANALYZER, self._analyzer)
         if catch_up:
             try:
                 if fresh or "watermark" not in state:
@@ -217,11 +240,12 @@ class TantivyKeywordIndex:
     def _document(self, row: Any) -> tantivy.Document:
         doc = tantivy.Document()
         doc.add_text("id", row.id)
-        doc.add_text("text", row.title)
-        doc.add_text("text", row.abstract)
-        doc.add_text("title", row.title)
+        title = fold(row.title)
+        doc.add_text("text", title)
+        doc.add_text("text", fold(row.abstract))
+        doc.add_text("title", title)
         for name in row.authors:
-            doc.add_text("authors", name)
+            doc.add_text("authors", fold(name))
         for cat in row.categories:
             doc.add_text("cat", cat)
         day = _day(row.published)
@@ -381,7 +405,7 @@ class TantivyKeywordIndex:
     # -- queries ------------------------------------------------------------------------------------
 
     def _tokens(self, words: str) -> list[str]:
-        return list(self._analyzer.analyze(words))
+        return list(self._analyzer.analyze(fold(words)))
 
     def _match(self, field: str, tokens: Sequence[str]) -> tantivy.Query:
         if len(tokens) == 1:
@@ -466,7 +490,7 @@ class TantivyKeywordIndex:
         """Tokens of ``text`` whose analysed form (stem) equals a query term's, and phrase runs."""
         if not text:
             return []
-        tokens = self._analyzer.pre_tokenize(text).tokens
+        tokens = self._analyzer.pre_tokenize(fold(text)).tokens
         stems = [t.text for t in tokens]
         marked = [False] * len(tokens)
         singles: set[str] = set()
