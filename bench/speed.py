@@ -160,10 +160,16 @@ def measure(root: Path, queries_n: int) -> dict[str, Any]:
         app.search._query_cache.clear()
         out["hybrid (service)" + label] = timed(hybrid)
         out["query embedding alone"] = timed(lambda q: embedder.embed([q]))
-    # ANN recall@10 against exact search over the very same stored vectors
-    qv = embedder.embed(queries[:100])
+    # ANN recall@10 against exact search over the very same stored vectors. The queries are perturbed
+    # copies of stored vectors (bench.vector_data.queries_like), so they come from the index's own
+    # distribution: most stored vectors are synthetic until the bench cache holds real ones for all.
+    from bench.vector_data import queries_like
     from paperfeed.adapters.vector import open_vector_index
 
+    with app.store.engine.connect() as conn:
+        ids = [r[0] for r in conn.execute(text("SELECT id FROM papers ORDER BY random() LIMIT 2000"))]
+    stored = [v for pid in ids if (v := index.vector(pid)) is not None]
+    qv = queries_like(np.stack(stored).astype(np.float32), 100)
     flat = open_vector_index(
         root / "vectors", kind="exact", model_id=embedder.model_id, dimension=qv.shape[1]
     )

@@ -108,9 +108,11 @@ class App:
             dense_weight=s.search_dense_weight,
             min_dense_score=s.search_min_dense_score,
         )
-        return HybridSearch(
+        search = HybridSearch(
             self.store, self.keyword_index, self._search_vectors, lambda: self.embedder, tuning
         )
+        self._closers.append(search)
+        return search
 
     def _search_vectors(self) -> VectorIndex | None:
         """The stored vector index for reading, opened once (it reloads itself when a new one is saved)."""

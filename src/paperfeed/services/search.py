@@ -14,9 +14,11 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -67,6 +69,9 @@ class HybridSearch:
     embedder: Callable[[], Embedder | None]
     settings: HybridSettings = field(default_factory=HybridSettings)
     _query_cache: OrderedDict[str, Vectors] = field(default_factory=OrderedDict, init=False)
+    _pending: dict[str, Future[tuple[Vectors | None, str | None]]] = field(default_factory=dict, init=False)
+    _pool: ThreadPoolExecutor | None = field(default=None, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
     _last_reload: float = field(default=0.0, init=False)
 
     # -- public API -----------------------------------------------------------------------------------
@@ -80,6 +85,10 @@ class HybridSearch:
             return SearchPage(query, (), 0, offset, limit)
         notes: list[str] = []
         pool = max(self.settings.candidates, offset + limit)
+        # Embed the query on a second thread while the keyword engine searches: both release the GIL
+        # (ONNX Runtime / torch and tantivy run native code), so the two costs overlap instead of adding.
+        if parsed.text:
+            self._start_embedding(parsed.text)
         keyword = self.keyword.search(parsed, pool)
         dense = self._dense(parsed, pool, keyword, notes)
         lists = [keyword] if dense is None else [keyword, dense]
@@ -186,23 +195,55 @@ class HybridSearch:
                 log.warning("could not reload the vector index, keeping the loaded one: %s", exc)
         return index
 
-    def _embed(self, text: str, notes: list[str]) -> Vectors | None:
-        cached = self._query_cache.get(text)
-        if cached is not None:
-            self._query_cache.move_to_end(text)
-            return cached
+    def _executor(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="query-embed")
+            return self._pool
+
+    def _start_embedding(self, text: str) -> None:
+        """Begin embedding ``text`` in the background; :meth:`_embed` picks the result up."""
+        with self._lock:
+            if text in self._query_cache or text in self._pending:
+                return
+        future = self._executor().submit(self._compute, text)
+        with self._lock:
+            self._pending.setdefault(text, future)
+
+    def _compute(self, text: str) -> tuple[Vectors | None, str | None]:
         try:
             embedder = self.embedder()
             if embedder is None:
-                return None
-            vector: Vectors = np.asarray(embedder.embed([text])[0], dtype=np.float32)
+                return None, None
+            return np.asarray(embedder.embed([text])[0], dtype=np.float32), None
         except Exception as exc:  # a model that cannot load must not take keyword search down with it
             log.warning("embedding the query failed: %s", exc)
-            notes.append(
-                "semantic search is unavailable (the embedding model failed); showing keyword matches"
+            return (
+                None,
+                "semantic search is unavailable (the embedding model failed); showing keyword matches",
             )
+
+    def _embed(self, text: str, notes: list[str]) -> Vectors | None:
+        with self._lock:
+            cached = self._query_cache.get(text)
+            if cached is not None:
+                self._query_cache.move_to_end(text)
+                return cached
+            future = self._pending.pop(text, None)
+        vector, error = future.result() if future is not None else self._compute(text)
+        if error:
+            notes.append(error)
+        if vector is None:
             return None
-        self._query_cache[text] = vector
-        if len(self._query_cache) > 1024:
-            self._query_cache.popitem(last=False)
+        with self._lock:
+            self._query_cache[text] = vector
+            if len(self._query_cache) > 1024:
+                self._query_cache.popitem(last=False)
         return vector
+
+    def close(self) -> None:
+        """Stop the query-embedding threads (the composition root calls this on shutdown)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
