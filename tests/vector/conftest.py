@@ -12,12 +12,12 @@ import pytest
 from paperfeed.adapters.vector import StoredVectorIndex
 from tests.vector.corpus import DIM, MODEL, Corpus, make_corpus
 
-# "hnsw-graph" forces every filtered query through the graph (never the small-filter exact path), so the
+# "hnsw-graph" forces every filtered query through the graph walk (never the small-filter brute force), so the
 # graph's own filtering and its fall-back are held to the same contract.
 VARIANTS: dict[str, dict[str, Any]] = {
     "exact": {"policy": "exact"},
     "hnsw": {"policy": "hnsw"},
-    "hnsw-graph": {"policy": "hnsw", "exact_filter_rows": 0},
+    "hnsw-graph": {"policy": "hnsw", "brute_force_share": 0.0},
 }
 
 Opener = Callable[..., StoredVectorIndex]

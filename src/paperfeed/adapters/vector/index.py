@@ -7,9 +7,9 @@ vectors for exact re-scoring; ``auto`` behaves as ``exact`` below :data:`AUTO_HN
 switches to ``hnsw`` when a save finds the corpus has grown past it.
 
 Filtered search never starves: the filter is resolved to the exact set of allowed rows first. With a graph,
-a small set (:data:`EXACT_FILTER_ROWS`, or the whole corpus when that small) is brute-forced on the graph's
-int8 codes; a larger one is searched in the graph with the filter applied inside the traversal. Either way
-the candidates are re-scored exactly, and if fewer than ``k`` come back the exact path answers instead.
+a set below :data:`BRUTE_FORCE_SHARE` of the rows is brute-forced on the graph's int8 codes; a larger one is
+searched in the graph with the filter applied inside the traversal. Either way the candidates are re-scored
+exactly, and if fewer than ``k`` come back the exact path answers instead.
 
 Updates: a replaced or removed paper's row is marked dead (masked out of every search) and dropped when a
 save compacts. New rows join the graph incrementally while its int8 quantiser still fits them; otherwise (a
@@ -52,7 +52,7 @@ from paperfeed.domain.search import (
 
 __all__ = [
     "AUTO_HNSW_MIN_ROWS",
-    "EXACT_FILTER_ROWS",
+    "BRUTE_FORCE_SHARE",
     "ExactVectorIndex",
     "HnswVectorIndex",
     "Policy",
@@ -64,9 +64,11 @@ Policy = Literal["exact", "hnsw", "auto"]
 AUTO_HNSW_MIN_ROWS = 100_000
 """``auto`` switches to HNSW from here: below it an exact float32 scan is a few milliseconds at most."""
 
-EXACT_FILTER_ROWS = 20_000
-"""Up to this many allowed rows, HNSW's filtered search brute-forces their int8 codes (then re-scores)
-instead of walking the graph: a few milliseconds, and no recall loss however selective the filter."""
+BRUTE_FORCE_SHARE = 0.03
+"""A filter allowing at most this share of the rows is answered by brute force over the int8 codes (faiss
+skips the others by bitmap; ~0.7 us per allowed row here) instead of a graph walk. Measured at 200k: a graph
+walk under a 1 % filter found recall@10 0.84 in 13 ms where brute force found 1.00 in 5 ms; from 5 % up the
+walk wins (1.00 in 1.4-1.9 ms against 12-16 ms)."""
 
 RESCORE_CANDIDATES = 100
 """Graph hits re-scored exactly per query: int8 ranking errors below this depth are repaired."""
@@ -85,7 +87,7 @@ class StoredVectorIndex:
         model_id: str,
         dimension: int,
         policy: Policy,
-        exact_filter_rows: int = EXACT_FILTER_ROWS,
+        brute_force_share: float = BRUTE_FORCE_SHARE,
         auto_hnsw_min_rows: int = AUTO_HNSW_MIN_ROWS,
         ef_search: int = EF_SEARCH,
     ) -> None:
@@ -93,7 +95,7 @@ class StoredVectorIndex:
             raise ValueError(f"dimension must be positive, got {dimension}")
         if policy not in ("exact", "hnsw", "auto"):
             raise ValueError(f"unknown vector index policy {policy!r}")
-        self._exact_filter_rows = exact_filter_rows
+        self._brute_force_share = brute_force_share
         self._auto_hnsw_min_rows = auto_hnsw_min_rows
         self._ef_search = ef_search
         self._folder = IndexFolder(path)
@@ -176,7 +178,7 @@ class StoredVectorIndex:
             else:
                 # Few allowed rows: brute-force their int8 codes (a graph walk would mostly meet rows the
                 # filter rejects). Many: walk the graph with the filter applied inside the traversal.
-                brute = scan <= self._exact_filter_rows
+                brute = scan <= self._brute_force_share * store.n
                 rows, scores = self._approximate(self._graph, query, k, fetch, allowed, excluded, brute=brute)
             pairs = zip(rows.tolist(), scores.tolist(), strict=True)
             return [ScoredId(store.ids[r], float(s)) for r, s in pairs]
