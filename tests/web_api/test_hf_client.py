@@ -14,6 +14,16 @@ from paperfeed.bootstrap import App
 pytestmark = pytest.mark.shared
 
 
+@pytest.fixture(autouse=True)
+def _online_hub(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The embedders switch huggingface_hub to offline mode process-wide (they must never download);
+    a test in the same worker may have done so. Our loopback server is the hub here, so allow it."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+
+
 @pytest.fixture(scope="module")
 def hf(live_url: str) -> HfApi:
     return HfApi(endpoint=live_url, token=False)
