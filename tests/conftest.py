@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import gzip
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import orjson
 import pytest
 
 from paperfeed.adapters.store import SqlPaperStore, open_store
@@ -23,6 +26,19 @@ def shared_dir() -> Path:
             pytest.fail(f"{SHARED} is missing in CI")
         pytest.skip("../shared is not present (a user's clone)")
     return SHARED
+
+
+@pytest.fixture(scope="session")
+def hf_path(shared_dir: Path) -> Path:
+    """The real Hugging Face daily papers file (~10.6k papers)."""
+    return shared_dir / "data" / "hf_daily.jsonl.gz"
+
+
+@pytest.fixture(scope="session")
+def hf_records(hf_path: Path) -> dict[str, dict[str, Any]]:
+    """The raw records of that file, read independently of our import code: the tests' oracle."""
+    with gzip.open(hf_path, "rb") as fh:
+        return {rec["id"]: rec for rec in map(orjson.loads, fh)}
 
 
 @pytest.fixture

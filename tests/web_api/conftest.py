@@ -8,30 +8,17 @@ served by uvicorn on a loopback port for clients that need real HTTP (``huggingf
 
 from __future__ import annotations
 
-import gzip
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import orjson
 import pytest
-import uvicorn
 from fastapi.testclient import TestClient
 
 from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
 from paperfeed.bootstrap import App, build_app
 from paperfeed.settings import Settings
 from paperfeed.web import create_app
-
-HF_FILE = "data/hf_daily.jsonl.gz"
-
-
-@pytest.fixture(scope="session")
-def hf_path(shared_dir: Path) -> Path:
-    return shared_dir / HF_FILE
+from tests.support.live_server import live_server
 
 
 @pytest.fixture(scope="session")
@@ -49,12 +36,6 @@ def web_settings(tmp_path_factory: pytest.TempPathFactory, hf_path: Path) -> Set
 
 
 @pytest.fixture(scope="session")
-def hf_records(hf_path: Path) -> dict[str, dict[str, Any]]:
-    with gzip.open(hf_path, "rb") as fh:
-        return {rec["id"]: rec for rec in map(orjson.loads, fh)}
-
-
-@pytest.fixture(scope="session")
 def web_app(web_settings: Settings) -> Iterator[App]:
     """An App on the session store for direct service calls (tests compare the API against it)."""
     app = build_app(web_settings)
@@ -68,28 +49,8 @@ def client(web_settings: Settings) -> Iterator[TestClient]:
         yield c
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture(scope="session")
 def live_url(web_settings: Settings) -> Iterator[str]:
     """The app served by a real uvicorn on a loopback port, in a background thread."""
-    port = _free_port()
-    config = uvicorn.Config(
-        create_app(lambda: build_app(web_settings)), host="127.0.0.1", port=port, log_level="warning"
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="paperfeed-test-server", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            pytest.fail("uvicorn did not start")
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with live_server(web_settings, start_timeout=20) as url:
+        yield url

@@ -8,41 +8,26 @@ code. ``hf_records`` reads the raw file independently of that code: it is the or
 from __future__ import annotations
 
 import fcntl
-import gzip
 import os
 import shutil
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-import uvicorn
 from fastapi.testclient import TestClient
 
 from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
 from paperfeed.bootstrap import build_app
 from paperfeed.settings import Settings
 from paperfeed.web import create_app
+from tests.support.live_server import live_server
 
 HERE = Path(__file__).resolve().parent
 HOSTILE = HERE / "data" / "hostile.jsonl"
 ARTIFACTS = HERE.parent.parent / "test-artifacts" / "web_pages"
 HOSTILE_DAY = "2024-05-20"  # the day data/hostile.jsonl lists its papers on (before any real listing)
-
-
-@pytest.fixture(scope="session")
-def hf_path(shared_dir: Path) -> Path:
-    return shared_dir / "data" / "hf_daily.jsonl.gz"
-
-
-@pytest.fixture(scope="session")
-def hf_records(hf_path: Path) -> dict[str, dict[str, Any]]:
-    with gzip.open(hf_path, "rb") as fh:
-        return {rec["id"]: rec for rec in map(orjson.loads, fh)}
 
 
 @pytest.fixture(scope="session")
@@ -93,23 +78,8 @@ def client(page_settings: Settings) -> Iterator[TestClient]:
 @pytest.fixture(scope="session")
 def live_url(page_settings: Settings) -> Iterator[str]:
     """The app under a real uvicorn on a loopback socket we bound ourselves (no port race)."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(create_app(lambda: build_app(page_settings)), log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            pytest.fail("uvicorn did not start within 30 s")
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
-    sock.close()
+    with live_server(page_settings) as url:
+        yield url
 
 
 CHROMIUM_ARGS = [

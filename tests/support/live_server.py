@@ -1,0 +1,42 @@
+"""The real app under a real uvicorn, in a background thread, for clients that need HTTP on a socket."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+import uvicorn
+
+from paperfeed.bootstrap import build_app
+from paperfeed.settings import Settings
+from paperfeed.web import create_app
+
+
+@contextmanager
+def live_server(settings: Settings, *, start_timeout: float = 30.0) -> Iterator[str]:
+    """Serve the app for ``settings`` on a loopback socket bound here (no free-port race); yield its URL."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(create_app(lambda: build_app(settings)), log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(
+        target=server.run, kwargs={"sockets": [sock]}, name="paperfeed-test-server", daemon=True
+    )
+    thread.start()
+    deadline = time.monotonic() + start_timeout
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            pytest.fail(f"uvicorn did not start within {start_timeout:g} s")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
