@@ -160,6 +160,11 @@ def measure(root: Path, queries_n: int) -> dict[str, Any]:
         app.search._query_cache.clear()
         out["hybrid (service)" + label] = timed(hybrid)
         out["query embedding alone"] = timed(lambda q: embedder.embed([q]))
+    # the serving process's memory, before the exact index opened below for the recall check
+    status = dict(
+        line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line
+    )
+    out["rss_mb"] = int(status["VmRSS"].split()[0]) / 1024
     # ANN recall@10 against exact search over the very same stored vectors. The queries are perturbed
     # copies of stored vectors (bench.vector_data.queries_like), so they come from the index's own
     # distribution: most stored vectors are synthetic until the bench cache holds real ones for all.
@@ -178,10 +183,6 @@ def measure(root: Path, queries_n: int) -> dict[str, Any]:
         found = [[h.paper_id for h in index.search(v, 10, filters)] for v in qv]
         hits = sum(len(set(a) & set(b)) for a, b in zip(found, truth, strict=True))
         out["ann_recall@10" + label] = hits / max(sum(len(t) for t in truth), 1)
-    status = dict(
-        line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines() if ":" in line
-    )
-    out["rss_mb"] = int(status["VmRSS"].split()[0]) / 1024
     out["index_kind"] = index.manifest.kind
     return out
 
