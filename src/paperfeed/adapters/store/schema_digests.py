@@ -1,0 +1,7 @@
+"""Tables for the digests work (filled in by that work; they share ``schema.metadata``)."""
+
+from __future__ import annotations
+
+from .schema import metadata
+
+__all__ = ["metadata"]
