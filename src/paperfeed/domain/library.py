@@ -1,0 +1,230 @@
+"""A reader's library: saved papers in tags, notes, "not interested", read marks, followed authors, alerts.
+
+Pure data and validation. The store keeps it (``adapters/store/library.py``), the library service
+changes it (``services/library.py``), and the recommendations service reads it as :class:`ReaderSignals`.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from datetime import datetime
+
+from .search import SearchFilters
+
+__all__ = [
+    "DEFAULT_TAG",
+    "MAX_AUTHOR_CHARS",
+    "MAX_NOTE_CHARS",
+    "MAX_QUERY_CHARS",
+    "MAX_SEARCH_NAME_CHARS",
+    "MAX_TAG_CHARS",
+    "FollowedAuthor",
+    "InvalidLibraryInput",
+    "LibraryItem",
+    "Note",
+    "ReaderSignals",
+    "SavedPaper",
+    "SavedSearch",
+    "Tag",
+    "author_key",
+    "check_author",
+    "check_note",
+    "check_query",
+    "check_search_name",
+    "check_tag_name",
+    "tag_key",
+]
+
+DEFAULT_TAG = "Saved"  # the tag a paper goes to when none is named
+MAX_TAG_CHARS = 60
+MAX_NOTE_CHARS = 20_000
+MAX_AUTHOR_CHARS = 200
+MAX_SEARCH_NAME_CHARS = 100
+MAX_QUERY_CHARS = 250  # as the search API
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+_SPACES = re.compile(r"\s+")
+
+
+class InvalidLibraryInput(ValueError):
+    """A tag name, note, author or saved search that cannot be stored; the message says which and why."""
+
+    def __init__(self, field: str, reason: str) -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+
+
+def _one_line(text: str) -> str:
+    """NFC, control and bidi-override characters removed, runs of whitespace as one space, trimmed."""
+    cleaned = _CONTROL.sub(" ", unicodedata.normalize("NFC", text))
+    return _SPACES.sub(" ", cleaned).strip()
+
+
+def check_tag_name(name: str) -> str:
+    """A tag name as stored: one line, 1..60 characters."""
+    text = _one_line(name)
+    if not text:
+        raise InvalidLibraryInput("tag", "a tag needs a name")
+    if len(text) > MAX_TAG_CHARS:
+        raise InvalidLibraryInput("tag", f"a tag name has at most {MAX_TAG_CHARS} characters")
+    return text
+
+
+def tag_key(name: str) -> str:
+    """Two names with the same key are the same tag ("Reading list" == "reading  LIST")."""
+    return check_tag_name(name).casefold()
+
+
+def check_author(name: str) -> str:
+    """An author name as it appears on papers (one line, 1..200 characters)."""
+    text = _one_line(name)
+    if not text:
+        raise InvalidLibraryInput("author", "an author needs a name")
+    if len(text) > MAX_AUTHOR_CHARS:
+        raise InvalidLibraryInput("author", f"an author name has at most {MAX_AUTHOR_CHARS} characters")
+    return text
+
+
+def author_key(name: str) -> str:
+    """Accent- and case-insensitive key: "José García" and "Jose  garcia" follow the same person."""
+    decomposed = unicodedata.normalize("NFKD", check_author(name))
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+
+
+def check_note(body: str) -> str:
+    """A note's Markdown source: line breaks kept, other control characters dropped, at most 20k chars."""
+    text = unicodedata.normalize("NFC", body).replace("\r\n", "\n").replace("\r", "\n")
+    text = "".join(c for c in text if c in "\n\t" or not _CONTROL.match(c)).strip()
+    if len(text) > MAX_NOTE_CHARS:
+        raise InvalidLibraryInput("note", f"a note has at most {MAX_NOTE_CHARS:,} characters")
+    return text
+
+
+def check_search_name(name: str) -> str:
+    text = _one_line(name)
+    if not text:
+        raise InvalidLibraryInput("name", "a saved search needs a name")
+    if len(text) > MAX_SEARCH_NAME_CHARS:
+        limit = MAX_SEARCH_NAME_CHARS
+        raise InvalidLibraryInput("name", f"a saved search name has at most {limit} characters")
+    return text
+
+
+def check_query(query: str) -> str:
+    text = _one_line(query)
+    if not text:
+        raise InvalidLibraryInput("query", "a saved search needs a query")
+    if len(text) > MAX_QUERY_CHARS:
+        raise InvalidLibraryInput("query", f"a query has at most {MAX_QUERY_CHARS} characters")
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class Tag:
+    """A named collection of one reader's papers; private unless ``public``."""
+
+    id: int
+    user_id: int
+    name: str
+    public: bool
+    created_at: datetime
+    count: int = 0  # papers in it (filled in by listings)
+
+
+@dataclass(frozen=True, slots=True)
+class SavedPaper:
+    """A paper in the library: the tags it is in and when it was first saved."""
+
+    paper_id: str
+    tags: tuple[str, ...]  # tag names, in the order the tags were created
+    saved_at: datetime  # earliest save over its tags
+
+
+@dataclass(frozen=True, slots=True)
+class FollowedAuthor:
+    name: str  # as the reader typed it (or as it appears on the paper they followed it from)
+    followed_at: datetime
+
+    @property
+    def key(self) -> str:
+        return author_key(self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class SavedSearch:
+    """A search that acts as an alert: new matches are those published after ``last_seen_at``."""
+
+    id: int
+    user_id: int
+    name: str
+    query: str
+    filters: SearchFilters
+    created_at: datetime
+    last_seen_at: datetime | None = None
+
+    @property
+    def seen_since(self) -> datetime:
+        """Matches published after this are "new" (the last visit, or the alert's creation)."""
+        return self.last_seen_at or self.created_at
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    paper_id: str
+    body: str  # Markdown source, rendered and sanitised by the web layer
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class LibraryItem:
+    """One row of "My library": a saved paper with the reader's marks on it."""
+
+    paper_id: str
+    tags: tuple[str, ...]
+    saved_at: datetime
+    read: bool
+    has_note: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderSignals:
+    """Everything the library says about one reader's interests, for recommendations (read-only).
+
+    Frozen snapshot taken in one read: saved papers with their tags, dismissed ("not interested") and
+    read paper ids, followed author names and saved searches.
+    """
+
+    user_id: int
+    saved: tuple[SavedPaper, ...] = ()  # newest save first
+    dismissed: frozenset[str] = frozenset()
+    read: frozenset[str] = frozenset()
+    followed_authors: tuple[str, ...] = ()  # names as followed, oldest first
+    saved_searches: tuple[SavedSearch, ...] = ()
+    taken_at: datetime | None = None
+
+    @property
+    def saved_ids(self) -> frozenset[str]:
+        return frozenset(s.paper_id for s in self.saved)
+
+    @property
+    def excluded_ids(self) -> frozenset[str]:
+        """Papers never to recommend: already saved or dismissed."""
+        return self.saved_ids | self.dismissed
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """Tag names that hold at least one saved paper, first seen first."""
+        return tuple(dict.fromkeys(name for s in self.saved for name in s.tags))
+
+    def in_tag(self, name: str) -> tuple[str, ...]:
+        """Ids of the papers saved under tag ``name`` (matched case-insensitively)."""
+        key = name.casefold()
+        return tuple(s.paper_id for s in self.saved if any(t.casefold() == key for t in s.tags))
+
+    @property
+    def followed_author_keys(self) -> frozenset[str]:
+        """Keys to match paper authors against (see :func:`author_key`)."""
+        return frozenset(author_key(name) for name in self.followed_authors)
