@@ -14,6 +14,9 @@ import pytest
 from paperfeed.adapters.store import SqlPaperStore, open_store
 from tests.support.http_server import ReplayServer, replay_server
 
+# The recording SMTP server fixture (``smtp_server``) for every test that sends mail.
+pytest_plugins = ["tests.support.smtp_server"]
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("PAPERFEED_SHARED", ROOT.parent / "shared"))
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from paperfeed.adapters.keyword.factory import SyncedKeywordIndex
     from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
+    from paperfeed.domain.mail import SessionMailer
     from paperfeed.domain.search import Embedder, VectorIndex
     from paperfeed.services.indexing import IndexingService
     from paperfeed.services.search import HybridSearch
@@ -146,6 +147,26 @@ class App:
         if fresh and path.exists():
             shutil.rmtree(path)
         return open_vector_index(path, kind="auto", model_id=model_id, dimension=dimension)
+
+    @cached_property
+    def mailer(self) -> SessionMailer:
+        """SMTP when ``PAPERFEED_SMTP_HOST`` is set; otherwise ``.eml`` files in ``<data_dir>/outbox``."""
+        from paperfeed.adapters.mail import OutboxMailer, SmtpConfig, SmtpMailer
+
+        s = self.settings
+        if not s.smtp_host:
+            return OutboxMailer(s.data_dir / "outbox", s.mail_from)
+        config = SmtpConfig(
+            host=s.smtp_host,
+            sender=s.mail_from,
+            port=s.smtp_port,
+            security=s.smtp_security,
+            username=s.smtp_username,
+            password=s.smtp_password.get_secret_value() if s.smtp_password else None,
+            timeout=s.smtp_timeout,
+            ca_file=s.smtp_ca_file,
+        )
+        return SmtpMailer(config)
 
     @cached_property
     def http(self) -> PoliteClient:

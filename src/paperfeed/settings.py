@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["Settings", "default_data_dir"]
@@ -104,6 +104,34 @@ class Settings(BaseSettings):
         default="auto",
         description="BM25 engine: tantivy (derived index in <data_dir>/keyword, fast at 1M papers), fts5 "
         "(SQLite's own table, always in sync, slow on common words at 1M); auto: tantivy if installed.",
+    )
+
+    # Mail (adapters/mail): digests, confirmation and sign-in links
+    smtp_host: str | None = Field(
+        default=None,
+        description="SMTP server for outgoing mail; unset: every message is written as an .eml file to "
+        "<data_dir>/outbox (and logged) instead of being sent.",
+    )
+    smtp_port: int | None = Field(
+        default=None, ge=1, le=65535, description="SMTP port; default 25, 587 (starttls) or 465 (ssl)."
+    )
+    smtp_security: Literal["none", "starttls", "ssl"] = Field(
+        default="starttls",
+        description="none (plain, e.g. a local relay), starttls (upgrade after connecting) or ssl "
+        "(implicit TLS).",
+    )
+    smtp_username: str | None = Field(default=None, description="SMTP AUTH user name (unset: no AUTH).")
+    smtp_password: SecretStr | None = Field(default=None, description="SMTP AUTH password.")
+    smtp_timeout: float = Field(
+        default=30.0, gt=0, le=600, description="Seconds to wait for the SMTP server at each step."
+    )
+    smtp_ca_file: Path | None = Field(
+        default=None,
+        description="PEM file of certificates to trust for the SMTP server's TLS (default: the system's).",
+    )
+    mail_from: str = Field(
+        default="paperfeed <paperfeed@localhost>",
+        description="From address of every mail, e.g. 'paperfeed <papers@example.org>'.",
     )
 
     @property

@@ -1,21 +1,40 @@
-"""The outgoing-mail port: what services hand to a mailer, and the two ways a send can fail.
+"""The outgoing-mail port: what services hand to a mailer, and the ways a send can fail.
 
 Accounts (verification, sign-in links, password resets) and digests both send mail through this one
 port; the SMTP adapter in ``paperfeed.adapters.mail`` implements it.
+
+A :class:`SessionMailer` (every mailer paperfeed ships is one) also opens a :class:`MailSession`: one
+reused connection for many messages, with a hook called just before a message is finally handed over
+(the SMTP end-of-data dot). The digest sender uses that hook to record "the server may have it now" in its
+ledger, which is what lets a crashed run be resumed without sending anything twice (docs/digests.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-__all__ = ["MailError", "MailPermanentError", "MailTemporaryError", "Mailer", "OutgoingMail"]
+__all__ = [
+    "MailError",
+    "MailPermanentError",
+    "MailServerError",
+    "MailSession",
+    "MailTemporaryError",
+    "Mailer",
+    "OutgoingMail",
+    "SessionMailer",
+]
 
 
 @dataclass(frozen=True, slots=True)
 class OutgoingMail:
-    """One message to one recipient: plain text always, HTML optionally (sent as multipart/alternative)."""
+    """One message to one recipient: plain text always, HTML optionally (sent as multipart/alternative).
+
+    ``headers`` are added as they are (``List-Unsubscribe``, ``Message-ID``…); ``From``, ``To``,
+    ``Subject`` and ``Date`` come from the mailer and the fields above.
+    """
 
     to: str
     subject: str
@@ -32,6 +51,11 @@ class MailTemporaryError(MailError):
     """Worth retrying later: a 4xx reply, a timeout, a dropped connection."""
 
 
+class MailServerError(MailTemporaryError):
+    """The server refuses *us*, not this recipient (authentication, TLS, our sender address, an
+    unreachable host): no recipient is at fault, and retrying helps once the configuration is fixed."""
+
+
 class MailPermanentError(MailError):
     """Retrying will not help: a 5xx reply for this recipient (the address bounces)."""
 
@@ -46,4 +70,24 @@ class Mailer(Protocol):
 
     def send_many(self, mails: Sequence[OutgoingMail]) -> list[MailError | None]:
         """Send each message; the result holds, per message, ``None`` when sent or the error it met."""
+        ...
+
+
+class MailSession(Protocol):
+    """An open connection to the mail server, reused for every message sent through it."""
+
+    def send(self, mail: OutgoingMail, *, on_handover: Callable[[], None] | None = None) -> None:
+        """Send one message. ``on_handover`` runs after everything up to the final step succeeded and just
+        before the message is irrevocably handed over (SMTP: before the end-of-data dot is written): when
+        it has not run, the server certainly does not have the message. Raises like :meth:`Mailer.send`.
+        """
+        ...
+
+
+@runtime_checkable
+class SessionMailer(Mailer, Protocol):
+    """A mailer that can also open a reusable :class:`MailSession`."""
+
+    def session(self) -> AbstractContextManager[MailSession]:
+        """Open a session (lazily connected; closed, with QUIT, when the block ends)."""
         ...
