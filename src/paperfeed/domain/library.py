@@ -24,6 +24,7 @@ __all__ = [
     "InvalidLibraryInput",
     "LibraryItem",
     "Note",
+    "Owner",
     "ReaderSignals",
     "SavedPaper",
     "SavedSearch",
@@ -132,6 +133,15 @@ class Tag:
     public: bool
     created_at: datetime
     count: int = 0  # papers in it (filled in by listings)
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """The reader a tag belongs to, as others see them (a hidden reader's public tags are not shown)."""
+
+    id: int
+    display_name: str
+    hidden: bool
 
 
 @dataclass(frozen=True, slots=True)
