@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from paperfeed.domain.mail import SessionMailer
     from paperfeed.domain.search import Embedder, VectorIndex
     from paperfeed.services.indexing import IndexingService
+    from paperfeed.services.library import LibraryService
+    from paperfeed.services.library_import import LibraryImporter
     from paperfeed.services.search import HybridSearch
 
 __all__ = ["App", "build_app"]
@@ -63,6 +65,21 @@ class App:
         from paperfeed.adapters.store.feed_queries import SqlFeedQueries
 
         return FeedService(SqlFeedQueries(self.store.engine))
+
+    @cached_property
+    def library(self) -> LibraryService:
+        """Readers' tags, saves, notes, marks, followed authors and saved searches."""
+        from paperfeed.adapters.store.library import SqlLibraryStore
+        from paperfeed.services.library import LibraryService
+
+        return LibraryService(SqlLibraryStore(self.store.engine), self.store, lambda: self.search)
+
+    @cached_property
+    def library_import(self) -> LibraryImporter:
+        """BibTeX / CSL-JSON / id-list import into a library; missing papers come from the arXiv API."""
+        from paperfeed.services.library_import import LibraryImporter
+
+        return LibraryImporter(self.library, self.ingest, lambda: self.arxiv_api)
 
     @cached_property
     def embedder(self) -> Embedder:
