@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
     from paperfeed.domain.mail import SessionMailer
     from paperfeed.domain.search import Embedder, VectorIndex
+    from paperfeed.services.accounts import AccountService
     from paperfeed.services.indexing import IndexingService
     from paperfeed.services.library import LibraryService
     from paperfeed.services.library_import import LibraryImporter
@@ -80,6 +81,25 @@ class App:
         from paperfeed.services.library_import import LibraryImporter
 
         return LibraryImporter(self.library, self.ingest, lambda: self.arxiv_api)
+
+    @cached_property
+    def secret_key(self) -> bytes:
+        """Keys CSRF tokens and rate-limit digests (``secret_key.py`` says where it comes from)."""
+        from paperfeed.secret_key import resolve_secret
+
+        return resolve_secret(self.settings)
+
+    @cached_property
+    def accounts(self) -> AccountService:
+        """Sign-up, sign-in, sessions, API tokens and moderation (mail goes through ``self.mailer``)."""
+        from paperfeed.adapters.store.accounts import SqlAccountStore
+        from paperfeed.services.accounts import AccountService
+
+        service = AccountService(
+            SqlAccountStore(self.store.engine), mailer=lambda: self.mailer, secret=lambda: self.secret_key
+        )
+        self._closers.append(service)
+        return service
 
     @cached_property
     def embedder(self) -> Embedder:

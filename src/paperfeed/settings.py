@@ -38,6 +38,16 @@ class Settings(BaseSettings):
         description="Public URL of the site (for links in feeds); default: taken from each request.",
     )
     workers: int = Field(default=1, ge=1, le=64, description="Web server worker processes.")
+    secret_key: SecretStr | None = Field(
+        default=None,
+        description="Keys CSRF tokens and rate-limit digests; `paperfeed serve` refuses to start without a "
+        "long random one unless debug is on (`paperfeed run` generates one in <data_dir>/secret_key).",
+    )
+    debug: bool = Field(
+        default=False,
+        description="Development mode: serve without PAPERFEED_SECRET_KEY (a random one is generated and "
+        "kept in the data folder). Never on a public server.",
+    )
     # Sources
     arxiv_oai_url: str = Field(default="https://oaipmh.arxiv.org/oai", description="arXiv OAI-PMH endpoint.")
     arxiv_api_url: str = Field(

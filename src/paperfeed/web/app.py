@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from paperfeed import __version__
 from paperfeed.bootstrap import App, build_app
 
-from . import api, errors, feeds, pages
+from . import api, auth, errors, feeds, pages, security
 from .timing import ServerTimingMiddleware
 
 __all__ = ["app_from_environment", "create_app"]
@@ -41,14 +41,31 @@ def create_app(build: Callable[[], App]) -> FastAPI:
         redoc_url=None,
     )
     errors.install(web)
+    security.install(web, pages.templates.env)
     web.add_middleware(ServerTimingMiddleware)
     # Order matters: /papers/{id}.md (api) must match before the HTML page's /papers/{id:path}.
+    web.include_router(auth.api_router)
     web.include_router(api.router)
+    web.include_router(auth.router)
     web.include_router(feeds.router)
     web.include_router(pages.router)
     return web
 
 
 def app_from_environment() -> FastAPI:
-    """Factory for ``uvicorn --factory`` (several workers, --reload): settings from ``PAPERFEED_*``."""
-    return create_app(build_app)
+    """Factory for ``uvicorn --factory`` (several workers, --reload): settings from ``PAPERFEED_*``.
+
+    Refuses to start (one line on stderr, exit code 2) without a usable secret key outside debug mode.
+    """
+    import sys
+
+    from paperfeed.secret_key import InsecureSecret, check_secret
+    from paperfeed.settings import Settings
+
+    settings = Settings()
+    try:
+        check_secret(settings)
+    except InsecureSecret as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        raise SystemExit(2) from None
+    return create_app(lambda: build_app(settings))

@@ -1,0 +1,492 @@
+"""Accounts: sign-up, sign-in (password or mailed link), verification, resets, sessions, API tokens, admin.
+
+What the design protects against, and how:
+
+- Stolen database: passwords are argon2id hashes; session ids, API tokens and one-time link tokens are
+  random 256-bit strings stored only as SHA-256 digests (a digest of a random secret needs no salt).
+- Account enumeration: sign-in, link and reset requests answer the same whether or not the address has an
+  account, take about as long (a dummy argon2 check; mail goes out on a background thread), and sign-up
+  mails the owner of a taken address instead of saying it is taken.
+- Guessing: sign-ins are limited per client address and per account, mail requests per address and per
+  account, in a sliding-window log kept in the database so every worker shares it.
+- One-time links expire, work once (a conditional UPDATE) and only for their purpose; using a reset link
+  signs out every session.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import secrets
+import threading
+import time
+import unicodedata
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from urllib.parse import quote
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+
+from paperfeed.domain.accounts import (
+    ROLES,
+    AccountError,
+    AccountStore,
+    ApiToken,
+    EmailNotVerified,
+    HiddenPaper,
+    InvalidCredentials,
+    InvalidLink,
+    LinkPurpose,
+    NotFound,
+    RateLimited,
+    User,
+    UserSummary,
+    WeakPassword,
+    normalize_email,
+)
+from paperfeed.domain.mail import Mailer, MailError, OutgoingMail
+
+__all__ = [
+    "AccountService",
+    "Limit",
+    "RateLimits",
+    "SignedIn",
+    "hash_secret",
+]
+
+log = logging.getLogger("paperfeed.accounts")
+
+MIN_PASSWORD = 8
+MAX_PASSWORD = 1024  # argon2 copes with more, but nobody types more and it bounds the work per attempt
+MAX_TOKENS = 50
+SESSION_TOUCH = timedelta(minutes=5)  # write last_seen_at at most this often per session
+TOKEN_PREFIX = "pf_"
+LINK_LIFETIMES: dict[LinkPurpose, timedelta] = {
+    "verify": timedelta(hours=48),
+    "signin": timedelta(minutes=15),
+    "reset": timedelta(hours=1),
+}
+_PURGE_EVERY = 600.0  # seconds between sweeps of expired rows, per process
+
+
+def hash_secret(value: str) -> str:
+    """The at-rest form of a session id, API token or link token: SHA-256 hex."""
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Limit:
+    count: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class RateLimits:
+    """Attempts allowed per sliding window. Sign-in per account counts failures only."""
+
+    signin_ip: Limit = Limit(30, 15 * 60)
+    signin_account: Limit = Limit(10, 15 * 60)
+    signup_ip: Limit = Limit(10, 60 * 60)
+    mail_ip: Limit = Limit(10, 60 * 60)
+    mail_account: Limit = Limit(5, 60 * 60)
+
+
+@dataclass(frozen=True)
+class SignedIn:
+    """A new session: ``session`` is the cookie value (shown to nobody else, stored hashed)."""
+
+    user: User
+    session: str
+
+
+@dataclass
+class AccountService:
+    """Every account operation; web routes and the CLI only translate to and from it."""
+
+    store: AccountStore
+    mailer: Callable[[], Mailer]
+    secret: Callable[[], bytes]
+    site_name: str = "paperfeed"
+    limits: RateLimits = field(default_factory=RateLimits)
+    session_lifetime: timedelta = timedelta(days=30)
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    _hasher: PasswordHasher = field(default_factory=PasswordHasher, init=False)
+    _dummy_hash: str | None = field(default=None, init=False)
+    _outbox: ThreadPoolExecutor | None = field(default=None, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _last_purge: float = field(default=0.0, init=False)
+
+    # -- sign-up and verification ------------------------------------------------------------------------
+
+    def sign_up(
+        self, email: str, password: str | None, display_name: str | None, *, client: str, base_url: str
+    ) -> None:
+        """Create an unverified account and mail a confirmation link (same reply if the address is taken)."""
+        address = normalize_email(email)
+        name = clean_display_name(display_name)
+        if password:
+            check_password(password, address)
+        self._limit("signup:ip", client, self.limits.signup_ip)
+        now = self.clock()
+        hashed = self._hasher.hash(password) if password else None
+        user = self.store.create_user(address, hashed, name, now)
+        if user is None:
+            self._send(
+                OutgoingMail(
+                    to=address,
+                    subject=f"You already have a {self.site_name} account",
+                    text=(
+                        f"Someone, hopefully you, tried to sign up to {self.site_name} with this address, "
+                        f"but it already has an account.\n\nSign in: {base_url}/signin\n"
+                        f"Forgot your password? {base_url}/forgot\n\n"
+                        "If it was not you, you can ignore this message."
+                    ),
+                )
+            )
+            return
+        self._mail_link(user, "verify", base_url)
+
+    def resend_verification(self, email: str, *, client: str, base_url: str) -> None:
+        address = normalize_email(email)
+        self._limit_mail(address, client)
+        stored = self.store.user_by_email(address)
+        if stored is not None and not stored.hidden and not stored.user.email_verified:
+            self._mail_link(stored.user, "verify", base_url)
+
+    def verify_email(self, token: str) -> User:
+        user_id = self.store.consume_link(hash_secret(token), "verify", self.clock())
+        if user_id is None:
+            raise InvalidLink()
+        self.store.mark_verified(user_id, self.clock())
+        return self._visible(user_id)
+
+    def link_is_usable(self, token: str, purpose: LinkPurpose) -> bool:
+        """For the confirmation page a link opens (the link is used by the button, never by a GET)."""
+        return bool(token) and self.store.peek_link(hash_secret(token), purpose, self.clock()) is not None
+
+    # -- sign-in ----------------------------------------------------------------------------------------
+
+    def sign_in(self, email: str, password: str, *, client: str, base_url: str) -> SignedIn:
+        """Check a password; the same error for an unknown address and a wrong password."""
+        self._limit("signin:ip", client, self.limits.signin_ip)
+        try:
+            address = normalize_email(email)
+        except AccountError:
+            raise InvalidCredentials() from None
+        failure = self._hit("signin:account", address, self.limits.signin_account)
+        stored = self.store.user_by_email(address)
+        if stored is None or stored.password_hash is None or len(password) > MAX_PASSWORD:
+            self._verify(self._dummy(), password)  # take as long as a real check
+            raise InvalidCredentials()
+        if not self._verify(stored.password_hash, password):
+            raise InvalidCredentials()
+        self.store.unhit(failure)
+        user = stored.user
+        if stored.hidden:
+            raise AccountError("This account has been suspended by an administrator.")
+        if self._hasher.check_needs_rehash(stored.password_hash):
+            self.store.set_password_hash(user.id, self._hasher.hash(password))
+        if not user.email_verified:
+            try:
+                self._limit_mail(address, client)
+            except RateLimited:
+                pass  # links were sent recently; say the same thing
+            else:
+                self._mail_link(user, "verify", base_url)
+            raise EmailNotVerified(
+                f"Confirm your email address first: we have sent a link to {user.email}. "
+                "Open it, then sign in again."
+            )
+        return self._new_session(user)
+
+    def request_sign_in_link(self, email: str, *, client: str, base_url: str) -> None:
+        """Mail a one-time sign-in link if the address has an account (the reply never says)."""
+        address = normalize_email(email)
+        self._limit_mail(address, client)
+        stored = self.store.user_by_email(address)
+        if stored is not None and not stored.hidden:
+            self._mail_link(stored.user, "signin", base_url)
+
+    def sign_in_with_link(self, token: str) -> SignedIn:
+        user_id = self.store.consume_link(hash_secret(token), "signin", self.clock())
+        if user_id is None:
+            raise InvalidLink()
+        self.store.mark_verified(user_id, self.clock())  # the link proves the address
+        return self._new_session(self._visible(user_id))
+
+    def create_session(self, user: User) -> SignedIn:
+        """A session for a user already authenticated some other way (tests, future sign-in methods)."""
+        return self._new_session(user)
+
+    def user_for_session(self, session: str) -> User | None:
+        if not session:
+            return None
+        id_hash = hash_secret(session)
+        now = self.clock()
+        found = self.store.session_user(id_hash, now)
+        if found is None:
+            return None
+        user, last_seen = found
+        if now - last_seen > SESSION_TOUCH:
+            self.store.touch_session(id_hash, now)
+        self._maybe_purge()
+        return user
+
+    def sign_out(self, session: str) -> None:
+        if session:
+            self.store.delete_session(hash_secret(session))
+
+    def sign_out_everywhere(self, user: User, *, revoke_tokens: bool = False) -> tuple[int, int]:
+        """End every session of ``user`` (and their API tokens if asked); the counts ended."""
+        ended = self.store.delete_sessions(user.id)
+        revoked = self.store.delete_tokens(user.id) if revoke_tokens else 0
+        return ended, revoked
+
+    # -- passwords --------------------------------------------------------------------------------------
+
+    def request_password_reset(self, email: str, *, client: str, base_url: str) -> None:
+        address = normalize_email(email)
+        self._limit_mail(address, client)
+        stored = self.store.user_by_email(address)
+        if stored is not None and not stored.hidden:
+            self._mail_link(stored.user, "reset", base_url)
+
+    def reset_password(self, token: str, new_password: str) -> SignedIn:
+        """Set a new password with a mailed link: every other session ends, then a new one starts."""
+        token_hash = hash_secret(token)
+        now = self.clock()
+        user_id = self.store.peek_link(token_hash, "reset", now)
+        if user_id is None:
+            raise InvalidLink()
+        stored = self.store.user_by_id(user_id)
+        if stored is None or stored.hidden:
+            raise InvalidLink()
+        check_password(new_password, stored.user.email)  # before using the link: a typo can be retried
+        if self.store.consume_link(token_hash, "reset", now) != user_id:
+            raise InvalidLink()
+        self.store.expire_links(user_id, "reset", now)
+        self.store.set_password_hash(user_id, self._hasher.hash(new_password))
+        self.store.mark_verified(user_id, now)
+        self.store.delete_sessions(user_id)
+        return self._new_session(self._visible(user_id))
+
+    def change_password(self, user: User, current: str, new: str, *, keep_session: str) -> int:
+        """Change (or first set) a password; other sessions end. Returns how many ended."""
+        stored = self.store.user_by_id(user.id)
+        if stored is None:
+            raise NotFound("No such account.")
+        if stored.password_hash is not None and not self._verify(stored.password_hash, current):
+            raise AccountError("The current password is not right.")
+        check_password(new, user.email)
+        self.store.set_password_hash(user.id, self._hasher.hash(new))
+        return self.store.delete_sessions(user.id, keep=hash_secret(keep_session) if keep_session else None)
+
+    def has_password(self, user: User) -> bool:
+        stored = self.store.user_by_id(user.id)
+        return stored is not None and stored.password_hash is not None
+
+    def set_display_name(self, user: User, display_name: str | None) -> None:
+        self.store.set_display_name(user.id, clean_display_name(display_name))
+
+    # -- API tokens -------------------------------------------------------------------------------------
+
+    def create_api_token(self, user: User, name: str) -> tuple[ApiToken, str]:
+        """A new personal token; the secret is returned here once and never again."""
+        label = " ".join(name.split())[:100]
+        if not label:
+            raise AccountError("Give the token a name, such as the script or machine that will use it.")
+        if len(self.store.list_tokens(user.id)) >= MAX_TOKENS:
+            raise AccountError(f"You have {MAX_TOKENS} tokens already: revoke one you no longer use.")
+        secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        token = self.store.add_token(user.id, label, hash_secret(secret), secret[:10], self.clock())
+        return token, secret
+
+    def list_api_tokens(self, user: User) -> list[ApiToken]:
+        return self.store.list_tokens(user.id)
+
+    def revoke_api_token(self, user: User, token_id: int) -> None:
+        """Revoke one of ``user``'s tokens; another person's token is "not found", not "forbidden"."""
+        if not self.store.delete_token(user.id, token_id):
+            raise NotFound(f"You have no API token with id {token_id}.")
+
+    def user_for_api_token(self, token: str) -> User | None:
+        if not token.startswith(TOKEN_PREFIX) or len(token) > 200:
+            return None
+        now = self.clock()
+        found = self.store.token_user(hash_secret(token), now)
+        if found is None:
+            return None
+        user, token_id, last_used = found
+        if last_used is None or now - last_used > SESSION_TOUCH:
+            self.store.touch_token(token_id, now)
+        return user
+
+    # -- administration ---------------------------------------------------------------------------------
+
+    def user_by_email(self, email: str) -> User:
+        stored = self.store.user_by_email(normalize_email(email))
+        if stored is None:
+            raise NotFound(f"No account has the address {email.strip()}.")
+        return stored.user
+
+    def user_by_id(self, user_id: int) -> User | None:
+        stored = self.store.user_by_id(user_id)
+        return None if stored is None or stored.hidden else stored.user
+
+    def list_users(self) -> list[UserSummary]:
+        return self.store.list_users()
+
+    def set_role(self, email: str, role: str) -> User:
+        if role not in ROLES:
+            raise AccountError(f"Unknown role {role!r}: use one of {', '.join(ROLES)}.")
+        user = self.user_by_email(email)
+        self.store.set_role(user.id, role)
+        return User(user.id, user.email, user.display_name, role, user.email_verified)
+
+    def hide_user(self, user_id: int, *, by: User | None = None) -> User:
+        """Hide a person: they are signed out everywhere, their tokens stop working, they cannot sign in."""
+        stored = self.store.user_by_id(user_id)
+        if stored is None:
+            raise NotFound(f"No user with id {user_id}.")
+        if stored.user.is_admin:
+            raise AccountError("Administrators cannot be hidden: demote them first.")
+        if by is not None and by.id == user_id:
+            raise AccountError("You cannot hide yourself.")
+        self.store.set_hidden(user_id, self.clock())
+        self.store.delete_sessions(user_id)
+        return stored.user
+
+    def unhide_user(self, user_id: int) -> User:
+        stored = self.store.user_by_id(user_id)
+        if stored is None:
+            raise NotFound(f"No user with id {user_id}.")
+        self.store.set_hidden(user_id, None)
+        return stored.user
+
+    def hide_paper(self, paper_id: str, *, by: User | None = None, reason: str = "") -> bool:
+        """Hide a paper from feeds, search, the API and its page; False if it was hidden already."""
+        if not self.store.paper_exists(paper_id):
+            raise NotFound(f"No paper with id {paper_id} is in this instance.")
+        return self.store.hide_paper(
+            paper_id, by.id if by else None, " ".join(reason.split())[:500], self.clock()
+        )
+
+    def unhide_paper(self, paper_id: str) -> bool:
+        return self.store.unhide_paper(paper_id)
+
+    def hidden_papers(self) -> list[HiddenPaper]:
+        return self.store.hidden_papers()
+
+    # -- internals --------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Wait for mail still being handed to the server."""
+        with self._lock:
+            outbox, self._outbox = self._outbox, None
+        if outbox is not None:
+            outbox.shutdown(wait=True)
+
+    def _visible(self, user_id: int) -> User:
+        stored = self.store.user_by_id(user_id)
+        if stored is None or stored.hidden:
+            raise InvalidLink()
+        return stored.user
+
+    def _new_session(self, user: User) -> SignedIn:
+        session = secrets.token_urlsafe(32)
+        now = self.clock()
+        self.store.add_session(hash_secret(session), user.id, now, now + self.session_lifetime)
+        return SignedIn(user, session)
+
+    def _dummy(self) -> str:
+        if self._dummy_hash is None:
+            self._dummy_hash = self._hasher.hash(secrets.token_urlsafe(16))
+        return self._dummy_hash
+
+    def _verify(self, password_hash: str, password: str) -> bool:
+        try:
+            return self._hasher.verify(password_hash, password)
+        except (VerificationError, InvalidHashError):
+            return False
+
+    def _key(self, value: str) -> str:
+        """A keyed digest, so the rate-limit log holds no addresses or emails in clear."""
+        return hmac.new(self.secret(), value.encode(), hashlib.sha256).hexdigest()[:40]
+
+    def _hit(self, kind: str, value: str, limit: Limit) -> int:
+        hit = self.store.hit(f"{kind}:{self._key(value)}", self.clock(), limit.seconds, limit.count)
+        if hit.id is None:
+            raise RateLimited(int(-(-hit.retry_after // 1)))
+        return hit.id
+
+    def _limit(self, kind: str, value: str, limit: Limit) -> None:
+        self._hit(kind, value, limit)
+
+    def _limit_mail(self, address: str, client: str) -> None:
+        self._limit("mail:ip", client, self.limits.mail_ip)
+        self._limit("mail:account", address, self.limits.mail_account)
+
+    def _maybe_purge(self) -> None:
+        now = time.monotonic()
+        if now - self._last_purge < _PURGE_EVERY:
+            return
+        self._last_purge = now
+        self.store.purge(self.clock())
+
+    def _mail_link(self, user: User, purpose: LinkPurpose, base_url: str) -> None:
+        token = secrets.token_urlsafe(32)
+        now = self.clock()
+        lifetime = LINK_LIFETIMES[purpose]
+        self.store.add_link(hash_secret(token), user.id, purpose, now, now + lifetime)
+        path = {"verify": "/verify", "signin": "/signin/link", "reset": "/reset"}[purpose]
+        url = f"{base_url}{path}?token={quote(token)}"
+        hours = lifetime.total_seconds() / 3600
+        valid = f"{hours:g} hours" if hours >= 2 else f"{lifetime.total_seconds() / 60:g} minutes"
+        site = self.site_name
+        subject, intro = {
+            "verify": (f"Confirm your email for {site}", f"Welcome to {site}! Confirm your email address"),
+            "signin": (f"Your {site} sign-in link", f"Sign in to {site}"),
+            "reset": (f"Reset your {site} password", f"Choose a new password for {site}"),
+        }[purpose]
+        text = (
+            f"{intro} by opening this link:\n\n{url}\n\n"
+            f"It works once and for {valid}. If you did not ask for it, ignore this message."
+        )
+        self._send(OutgoingMail(to=user.email, subject=subject, text=text))
+
+    def _send(self, mail: OutgoingMail) -> None:
+        """Hand mail to a background thread, so a reply takes as long whether or not mail went out."""
+        with self._lock:
+            if self._outbox is None:
+                self._outbox = ThreadPoolExecutor(max_workers=1, thread_name_prefix="paperfeed-mail")
+            self._outbox.submit(self._deliver, mail)
+
+    def _deliver(self, mail: OutgoingMail) -> None:
+        try:
+            self.mailer().send(mail)
+        except MailError as exc:
+            log.error("could not send %r to %s: %s", mail.subject, mail.to, exc)
+        except Exception:
+            log.exception("could not send %r to %s", mail.subject, mail.to)
+
+
+def check_password(password: str, email: str) -> None:
+    if len(password) < MIN_PASSWORD:
+        raise WeakPassword(f"Use a password of at least {MIN_PASSWORD} characters.")
+    if len(password) > MAX_PASSWORD:
+        raise WeakPassword(f"Use a password of at most {MAX_PASSWORD} characters.")
+    if password.strip().lower() in (email.lower(), email.split("@", 1)[0].lower()):
+        raise WeakPassword("Do not use your email address as your password.")
+
+
+def clean_display_name(name: str | None) -> str | None:
+    """Collapse whitespace, drop control and format characters (bidi overrides), at most 100 characters."""
+    if name is None:
+        return None
+    kept = "".join(c for c in name if unicodedata.category(c) not in ("Cc", "Cf", "Cs", "Co"))
+    cleaned = " ".join(kept.split())[:100]
+    return cleaned or None

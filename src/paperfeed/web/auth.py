@@ -1,0 +1,585 @@
+"""Account pages and endpoints: sign up, sign in (password or mailed link), verify, reset, settings, admin.
+
+Every state change is a POST checked by :func:`~.security.verify_csrf`; a link opened from a mail only
+shows a page whose button does the change (mail scanners that fetch links use nothing up). Replies to
+sign-in, link and reset requests never say whether an address has an account.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Depends, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from pydantic import BaseModel, Field
+
+from paperfeed.domain.accounts import (
+    AccountError,
+    ApiToken,
+    EmailNotVerified,
+    InvalidLink,
+    NotFound,
+    RateLimited,
+    User,
+)
+
+from .errors import ApiError, JsonResponse
+from .pages import CSP, templates
+from .security import (
+    SESSION_COOKIE,
+    accounts_of,
+    clear_session_cookie,
+    client_address,
+    current_user,
+    link_base_url,
+    require_admin,
+    require_user,
+    safe_next,
+    set_session_cookie,
+    verify_csrf,
+)
+from .views import PageMeta
+
+__all__ = ["api_router", "router"]
+
+router = APIRouter(include_in_schema=False)
+api_router = APIRouter(prefix="/api", tags=["accounts"])
+
+CsrfChecked = Depends(verify_csrf)
+_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",  # forms carry CSRF tokens, some pages a one-time token
+}
+# Messages after a redirect are chosen by key, so no text from the URL is ever shown.
+_DONE = {
+    "signed-in": "You are signed in.",
+    "signed-out": "You are signed out.",
+    "password": "Your password is changed; other sessions were signed out.",
+    "reset": "Your password is set and you are signed in. Every other session was signed out.",
+    "profile": "Your display name is saved.",
+    "revoked": "The token is revoked: it stops working at once.",
+    "everywhere": "Every session was signed out.",
+    "verified": "Your email address is confirmed. Sign in to continue.",
+    "hidden": "Done.",
+}
+
+
+def _page(
+    request: Request,
+    name: str,
+    title: str,
+    *,
+    status: int = 200,
+    headers: Mapping[str, str] | None = None,
+    **context: Any,
+) -> HTMLResponse:
+    meta = PageMeta(title, title, str(request.base_url).rstrip("/") + request.url.path, noindex=True)
+    done = _DONE.get(request.query_params.get("done", ""))
+    values = {"page": meta, "nav": "account", "done": done, "error": None, **context}
+    response = templates.TemplateResponse(
+        request, f"auth/{name}.html", values, status_code=status, headers=_HEADERS
+    )
+    response.headers.update(headers or {})
+    return response
+
+
+def _signed_in_redirect(request: Request, session: str, to: str) -> RedirectResponse:
+    response = RedirectResponse(to, status_code=303)
+    set_session_cookie(response, request, session)
+    return response
+
+
+def _rate_limited(request: Request, name: str, title: str, exc: RateLimited, **context: Any) -> HTMLResponse:
+    headers = {"Retry-After": str(exc.retry_after)}
+    return _page(request, name, title, status=429, headers=headers, error=str(exc), **context)
+
+
+# -- sign up and verification ---------------------------------------------------------------------------
+
+
+@router.get("/signup", response_class=HTMLResponse)
+def signup_form(request: Request) -> HTMLResponse:
+    return _page(request, "signup", "Sign up", email="", display_name="")
+
+
+@router.post("/signup", response_class=HTMLResponse, dependencies=[CsrfChecked])
+def signup(
+    request: Request,
+    email: Annotated[str, Form(max_length=400)] = "",
+    password: Annotated[str, Form(max_length=2000)] = "",
+    display_name: Annotated[str, Form(max_length=400)] = "",
+) -> HTMLResponse:
+    form: dict[str, Any] = {"email": email, "display_name": display_name}
+    try:
+        accounts_of(request).sign_up(
+            email,
+            password or None,
+            display_name or None,
+            client=client_address(request),
+            base_url=link_base_url(request),
+        )
+    except RateLimited as exc:
+        return _rate_limited(request, "signup", "Sign up", exc, **form)
+    except AccountError as exc:
+        return _page(request, "signup", "Sign up", status=400, error=str(exc), **form)
+    return _page(request, "check_email", "Check your inbox", email=email.strip(), purpose="verify")
+
+
+@router.get("/verify", response_class=HTMLResponse)
+def verify_page(request: Request, token: str = "") -> HTMLResponse:
+    usable = accounts_of(request).link_is_usable(token, "verify")
+    return _page(
+        request,
+        "confirm",
+        "Confirm your email",
+        status=200 if usable else 400,
+        token=token,
+        usable=usable,
+        action="/verify",
+        button="Confirm my email address",
+        purpose="verify",
+    )
+
+
+@router.post("/verify", response_model=None, dependencies=[CsrfChecked])
+def verify(request: Request, token: Annotated[str, Form(max_length=200)] = "") -> Response:
+    try:
+        user = accounts_of(request).verify_email(token)
+    except InvalidLink as exc:
+        return _page(
+            request,
+            "confirm",
+            "Confirm your email",
+            status=400,
+            token="",
+            usable=False,
+            error=str(exc),
+            action="/verify",
+            button="",
+            purpose="verify",
+        )
+    signed_in = current_user(request)
+    if signed_in is not None and signed_in.id == user.id:
+        return RedirectResponse("/account?done=verified", status_code=303)
+    return RedirectResponse("/signin?done=verified", status_code=303)
+
+
+@router.post("/verify/resend", response_class=HTMLResponse, dependencies=[CsrfChecked])
+def resend_verification(request: Request, email: Annotated[str, Form(max_length=400)] = "") -> HTMLResponse:
+    try:
+        accounts_of(request).resend_verification(
+            email, client=client_address(request), base_url=link_base_url(request)
+        )
+    except RateLimited as exc:
+        return _rate_limited(request, "signin", "Sign in", exc, email=email, next="/")
+    except AccountError as exc:
+        return _page(request, "signin", "Sign in", status=400, error=str(exc), email=email, next="/")
+    return _page(request, "check_email", "Check your inbox", email=email.strip(), purpose="verify")
+
+
+# -- sign in and out ------------------------------------------------------------------------------------
+
+
+@router.get("/signin", response_class=HTMLResponse)
+def signin_form(request: Request, next: str = "/") -> HTMLResponse:
+    return _page(request, "signin", "Sign in", email="", next=safe_next(next))
+
+
+@router.post("/signin", response_model=None, dependencies=[CsrfChecked])
+def signin(
+    request: Request,
+    email: Annotated[str, Form(max_length=400)] = "",
+    password: Annotated[str, Form(max_length=2000)] = "",
+    next: Annotated[str, Form(max_length=2000)] = "/",
+) -> Response:
+    back = safe_next(next)
+    form: dict[str, Any] = {"email": email, "next": back}
+    try:
+        signed = accounts_of(request).sign_in(
+            email, password, client=client_address(request), base_url=link_base_url(request)
+        )
+    except RateLimited as exc:
+        return _rate_limited(request, "signin", "Sign in", exc, **form)
+    except EmailNotVerified as exc:
+        return _page(request, "signin", "Sign in", status=403, error=str(exc), unverified=True, **form)
+    except AccountError as exc:
+        return _page(request, "signin", "Sign in", status=400, error=str(exc), **form)
+    # A fresh random session id at every sign-in: a session id planted before cannot be ridden.
+    old = request.cookies.get(SESSION_COOKIE)
+    if old:
+        accounts_of(request).sign_out(old)
+    return _signed_in_redirect(request, signed.session, back)
+
+
+@router.post("/signin/email", response_class=HTMLResponse, dependencies=[CsrfChecked])
+def request_signin_link(
+    request: Request,
+    email: Annotated[str, Form(max_length=400)] = "",
+    next: Annotated[str, Form(max_length=2000)] = "/",
+) -> HTMLResponse:
+    form: dict[str, Any] = {"email": email, "next": safe_next(next)}
+    try:
+        accounts_of(request).request_sign_in_link(
+            email, client=client_address(request), base_url=link_base_url(request)
+        )
+    except RateLimited as exc:
+        return _rate_limited(request, "signin", "Sign in", exc, **form)
+    except AccountError as exc:
+        return _page(request, "signin", "Sign in", status=400, error=str(exc), **form)
+    return _page(request, "check_email", "Check your inbox", email=email.strip(), purpose="signin")
+
+
+@router.get("/signin/link", response_class=HTMLResponse)
+def signin_link_page(request: Request, token: str = "") -> HTMLResponse:
+    usable = accounts_of(request).link_is_usable(token, "signin")
+    return _page(
+        request,
+        "confirm",
+        "Sign in",
+        status=200 if usable else 400,
+        token=token,
+        usable=usable,
+        action="/signin/link",
+        button="Sign in",
+        purpose="signin",
+    )
+
+
+@router.post("/signin/link", response_model=None, dependencies=[CsrfChecked])
+def signin_with_link(request: Request, token: Annotated[str, Form(max_length=200)] = "") -> Response:
+    try:
+        signed = accounts_of(request).sign_in_with_link(token)
+    except InvalidLink as exc:
+        return _page(
+            request,
+            "confirm",
+            "Sign in",
+            status=400,
+            token="",
+            usable=False,
+            error=str(exc),
+            action="/signin/link",
+            button="",
+            purpose="signin",
+        )
+    old = request.cookies.get(SESSION_COOKIE)
+    if old:
+        accounts_of(request).sign_out(old)
+    return _signed_in_redirect(request, signed.session, "/?done=signed-in")
+
+
+@router.post("/signout", dependencies=[CsrfChecked])
+def signout(request: Request) -> RedirectResponse:
+    accounts_of(request).sign_out(request.cookies.get(SESSION_COOKIE, ""))
+    response = RedirectResponse("/?done=signed-out", status_code=303)
+    clear_session_cookie(response, request)
+    return response
+
+
+# -- passwords ------------------------------------------------------------------------------------------
+
+
+@router.get("/forgot", response_class=HTMLResponse)
+def forgot_form(request: Request) -> HTMLResponse:
+    return _page(request, "forgot", "Forgot your password?", email="")
+
+
+@router.post("/forgot", response_class=HTMLResponse, dependencies=[CsrfChecked])
+def forgot(request: Request, email: Annotated[str, Form(max_length=400)] = "") -> HTMLResponse:
+    try:
+        accounts_of(request).request_password_reset(
+            email, client=client_address(request), base_url=link_base_url(request)
+        )
+    except RateLimited as exc:
+        return _rate_limited(request, "forgot", "Forgot your password?", exc, email=email)
+    except AccountError as exc:
+        return _page(request, "forgot", "Forgot your password?", status=400, error=str(exc), email=email)
+    return _page(request, "check_email", "Check your inbox", email=email.strip(), purpose="reset")
+
+
+@router.get("/reset", response_class=HTMLResponse)
+def reset_form(request: Request, token: str = "") -> HTMLResponse:
+    usable = accounts_of(request).link_is_usable(token, "reset")
+    return _page(
+        request, "reset", "Choose a new password", status=200 if usable else 400, token=token, usable=usable
+    )
+
+
+@router.post("/reset", response_model=None, dependencies=[CsrfChecked])
+def reset(
+    request: Request,
+    token: Annotated[str, Form(max_length=200)] = "",
+    password: Annotated[str, Form(max_length=2000)] = "",
+) -> Response:
+    try:
+        signed = accounts_of(request).reset_password(token, password)
+    except InvalidLink as exc:
+        return _page(
+            request, "reset", "Choose a new password", status=400, token="", usable=False, error=str(exc)
+        )
+    except AccountError as exc:
+        return _page(
+            request, "reset", "Choose a new password", status=400, token=token, usable=True, error=str(exc)
+        )
+    return _signed_in_redirect(request, signed.session, "/account?done=reset")
+
+
+# -- account settings -----------------------------------------------------------------------------------
+
+
+def _account_page(
+    request: Request, user: User, *, status: int = 200, error: str | None = None, new_token: str | None = None
+) -> HTMLResponse:
+    accounts = accounts_of(request)
+    return _page(
+        request,
+        "account",
+        "Your account",
+        status=status,
+        user=user,
+        tokens=accounts.list_api_tokens(user),
+        has_password=accounts.has_password(user),
+        error=error,
+        new_token=new_token,
+    )
+
+
+Signed = Annotated[User, Depends(require_user)]
+
+
+@router.get("/account", response_class=HTMLResponse)
+def account(request: Request, user: Signed) -> HTMLResponse:
+    return _account_page(request, user)
+
+
+@router.post("/account/profile", response_model=None, dependencies=[CsrfChecked])
+def account_profile(
+    request: Request, user: Signed, display_name: Annotated[str, Form(max_length=400)] = ""
+) -> Response:
+    accounts_of(request).set_display_name(user, display_name or None)
+    return RedirectResponse("/account?done=profile", status_code=303)
+
+
+@router.post("/account/password", response_model=None, dependencies=[CsrfChecked])
+def account_password(
+    request: Request,
+    user: Signed,
+    current: Annotated[str, Form(max_length=2000)] = "",
+    password: Annotated[str, Form(max_length=2000)] = "",
+) -> Response:
+    try:
+        accounts_of(request).change_password(
+            user, current, password, keep_session=request.cookies.get(SESSION_COOKIE, "")
+        )
+    except AccountError as exc:
+        return _account_page(request, user, status=400, error=str(exc))
+    return RedirectResponse("/account?done=password", status_code=303)
+
+
+@router.post("/account/tokens", response_class=HTMLResponse, dependencies=[CsrfChecked])
+def account_new_token(
+    request: Request, user: Signed, name: Annotated[str, Form(max_length=400)] = ""
+) -> HTMLResponse:
+    try:
+        _, secret = accounts_of(request).create_api_token(user, name)
+    except AccountError as exc:
+        return _account_page(request, user, status=400, error=str(exc))
+    return _account_page(request, user, status=201, new_token=secret)  # shown this once, never again
+
+
+@router.post("/account/tokens/{token_id}/revoke", response_model=None, dependencies=[CsrfChecked])
+def account_revoke_token(request: Request, user: Signed, token_id: int) -> Response:
+    try:
+        accounts_of(request).revoke_api_token(user, token_id)
+    except NotFound as exc:
+        return _account_page(request, user, status=404, error=str(exc))
+    return RedirectResponse("/account?done=revoked", status_code=303)
+
+
+@router.post("/account/signout-everywhere", dependencies=[CsrfChecked])
+def account_signout_everywhere(
+    request: Request, user: Signed, revoke_tokens: Annotated[str, Form(max_length=10)] = ""
+) -> RedirectResponse:
+    accounts_of(request).sign_out_everywhere(user, revoke_tokens=revoke_tokens in ("1", "on", "true"))
+    response = RedirectResponse("/signin?done=everywhere", status_code=303)
+    clear_session_cookie(response, request)
+    return response
+
+
+# -- administration -------------------------------------------------------------------------------------
+
+Admin = Annotated[User, Depends(require_admin)]
+
+
+@router.get("/admin", response_class=HTMLResponse)
+def admin_page(request: Request, admin: Admin) -> HTMLResponse:
+    accounts = accounts_of(request)
+    return _page(
+        request,
+        "admin",
+        "Administration",
+        users=accounts.list_users(),
+        hidden=accounts.hidden_papers(),
+        me=admin,
+    )
+
+
+def _admin_error(request: Request, admin: Admin, status: int, message: str) -> HTMLResponse:
+    accounts = accounts_of(request)
+    return _page(
+        request,
+        "admin",
+        "Administration",
+        status=status,
+        error=message,
+        users=accounts.list_users(),
+        hidden=accounts.hidden_papers(),
+        me=admin,
+    )
+
+
+@router.post("/admin/papers/hide", response_model=None, dependencies=[CsrfChecked])
+def admin_hide_paper(
+    request: Request,
+    admin: Admin,
+    paper_id: Annotated[str, Form(max_length=100)] = "",
+    reason: Annotated[str, Form(max_length=600)] = "",
+) -> Response:
+    try:
+        accounts_of(request).hide_paper(_paper_id(paper_id), by=admin, reason=reason)
+    except AccountError as exc:
+        return _admin_error(request, admin, 404 if isinstance(exc, NotFound) else 400, str(exc))
+    return RedirectResponse("/admin?done=hidden", status_code=303)
+
+
+@router.post("/admin/papers/unhide", response_model=None, dependencies=[CsrfChecked])
+def admin_unhide_paper(
+    request: Request, admin: Admin, paper_id: Annotated[str, Form(max_length=100)] = ""
+) -> Response:
+    try:
+        found = accounts_of(request).unhide_paper(_paper_id(paper_id))
+    except AccountError as exc:
+        return _admin_error(request, admin, 400, str(exc))
+    if not found:
+        return _admin_error(request, admin, 404, f"Paper {paper_id.strip()[:80]} is not hidden.")
+    return RedirectResponse("/admin?done=hidden", status_code=303)
+
+
+@router.post("/admin/users/{user_id}/hide", response_model=None, dependencies=[CsrfChecked])
+def admin_hide_user(request: Request, admin: Admin, user_id: int) -> Response:
+    try:
+        accounts_of(request).hide_user(user_id, by=admin)
+    except AccountError as exc:
+        return _admin_error(request, admin, 404 if isinstance(exc, NotFound) else 400, str(exc))
+    return RedirectResponse("/admin?done=hidden", status_code=303)
+
+
+@router.post("/admin/users/{user_id}/unhide", response_model=None, dependencies=[CsrfChecked])
+def admin_unhide_user(request: Request, admin: Admin, user_id: int) -> Response:
+    try:
+        accounts_of(request).unhide_user(user_id)
+    except NotFound as exc:
+        return _admin_error(request, admin, 404, str(exc))
+    return RedirectResponse("/admin?done=hidden", status_code=303)
+
+
+def _paper_id(text: str) -> str:
+    from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
+
+    try:
+        return normalize_paper_id(text.strip()).base
+    except InvalidPaperId:
+        raise AccountError(f"“{text.strip()[:80]}” is not a paper id such as 2503.10613.") from None
+
+
+# -- JSON API -------------------------------------------------------------------------------------------
+
+
+class TokenRequest(BaseModel):
+    name: str = Field(min_length=1, max_length=100, description="What the token is for.")
+
+
+class HideRequest(BaseModel):
+    paper_id: str = Field(min_length=1, max_length=100)
+    reason: str = Field(default="", max_length=500)
+
+
+def _token_json(token: ApiToken) -> dict[str, Any]:
+    return {
+        "id": token.id,
+        "name": token.name,
+        "prefix": token.prefix,
+        "createdAt": token.created_at.isoformat(),
+        "lastUsedAt": token.last_used_at.isoformat() if token.last_used_at else None,
+    }
+
+
+@api_router.get("/me")
+def api_me(user: Signed) -> JsonResponse:
+    """Who the token (or session) belongs to."""
+    return JsonResponse(
+        {
+            "id": user.id,
+            "email": user.email,
+            "displayName": user.display_name,
+            "role": user.role,
+            "emailVerified": user.email_verified,
+        }
+    )
+
+
+@api_router.get("/tokens")
+def api_tokens(request: Request, user: Signed) -> JsonResponse:
+    """Your personal API tokens (their secrets are never shown again)."""
+    return JsonResponse([_token_json(t) for t in accounts_of(request).list_api_tokens(user)])
+
+
+@api_router.post("/tokens", status_code=201, dependencies=[CsrfChecked])
+def api_create_token(request: Request, user: Signed, body: Annotated[TokenRequest, Body()]) -> JsonResponse:
+    """Create a token: the ``token`` field of the reply is the only time its secret is shown."""
+    try:
+        token, secret = accounts_of(request).create_api_token(user, body.name)
+    except AccountError as exc:
+        raise ApiError(400, str(exc)) from None
+    return JsonResponse(
+        {**_token_json(token), "token": secret}, status_code=201, headers={"Cache-Control": "no-store"}
+    )
+
+
+@api_router.delete("/tokens/{token_id}", status_code=204, dependencies=[CsrfChecked])
+def api_revoke_token(request: Request, user: Signed, token_id: int) -> Response:
+    """Revoke a token; requests with it fail with 401 from now on."""
+    try:
+        accounts_of(request).revoke_api_token(user, token_id)
+    except NotFound as exc:
+        raise ApiError(404, str(exc)) from None
+    return Response(status_code=204)
+
+
+@api_router.post("/admin/hidden-papers", status_code=201, dependencies=[CsrfChecked])
+def api_hide_paper(request: Request, admin: Admin, body: Annotated[HideRequest, Body()]) -> JsonResponse:
+    """Hide a paper from feeds, search, the API and its page (administrators only)."""
+    try:
+        changed = accounts_of(request).hide_paper(_paper_id(body.paper_id), by=admin, reason=body.reason)
+    except NotFound as exc:
+        raise ApiError(404, str(exc)) from None
+    except AccountError as exc:
+        raise ApiError(400, str(exc)) from None
+    return JsonResponse(
+        {"paperId": _paper_id(body.paper_id), "hidden": True, "changed": changed}, status_code=201
+    )
+
+
+@api_router.delete("/admin/hidden-papers/{paper_id:path}", status_code=204, dependencies=[CsrfChecked])
+def api_unhide_paper(request: Request, admin: Admin, paper_id: str) -> Response:
+    """Show a hidden paper again (administrators only)."""
+    try:
+        found = accounts_of(request).unhide_paper(_paper_id(paper_id))
+    except AccountError as exc:
+        raise ApiError(400, str(exc)) from None
+    if not found:
+        raise ApiError(404, f"paper {paper_id[:80]} is not hidden")
+    return Response(status_code=204)

@@ -1,0 +1,399 @@
+"""Who is asking, and whether a state-changing request really comes from our own pages.
+
+Dependencies every area uses:
+
+- :func:`current_user` — the user of the ``Authorization: Bearer`` token, else of the session cookie,
+  else ``None`` (a presented but invalid or revoked token is a 401, never a silent anonymous request).
+- :func:`require_user` — pages redirect to ``/signin?next=…``; the API (and non-HTML clients) get a 401.
+- :func:`require_admin` — 403 for signed-in non-admins.
+- :func:`verify_csrf` — put on every POST/PUT/PATCH/DELETE route (``dependencies=[Depends(verify_csrf)]``).
+
+CSRF: a signed double-submit token. Every browser gets a random ``pf_csrf`` cookie; the token in forms
+(hidden field ``csrf_token``) or in the ``X-CSRF-Token`` header is an HMAC, under the instance secret,
+of that cookie and of the session cookie, so it changes at sign-in and a cookie planted by a sibling
+site is useless without the secret. On top, requests a browser marks cross-site (``Sec-Fetch-Site`` or
+a foreign ``Origin``) are refused outright. Requests authenticated only by a Bearer token, with no
+session cookie, are exempt: a browser never attaches that header to a cross-site request on its own.
+
+Templates get ``current_user()``, ``csrf_token()`` and ``csrf_input()`` (a hidden field) as globals.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextvars
+import hashlib
+import hmac
+import secrets
+from collections.abc import Mapping
+from typing import Annotated, Any
+from urllib.parse import quote, urlsplit
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.responses import RedirectResponse, Response
+from jinja2 import Environment, pass_context
+from markupsafe import Markup
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from paperfeed.bootstrap import App
+from paperfeed.domain.accounts import RateLimited, User
+from paperfeed.services.accounts import AccountService
+
+from .errors import error_response
+
+__all__ = [
+    "CSRF_COOKIE",
+    "CSRF_FIELD",
+    "CSRF_HEADER",
+    "SESSION_COOKIE",
+    "AuthProblem",
+    "CsrfRejected",
+    "Forbidden",
+    "SecurityMiddleware",
+    "SignInRequired",
+    "accounts_of",
+    "clear_session_cookie",
+    "client_address",
+    "csrf_token",
+    "current_user",
+    "install",
+    "link_base_url",
+    "require_admin",
+    "require_user",
+    "safe_next",
+    "set_session_cookie",
+    "verify_csrf",
+]
+
+SESSION_COOKIE = "pf_session"
+CSRF_COOKIE = "pf_csrf"
+CSRF_FIELD = "csrf_token"
+CSRF_HEADER = "X-CSRF-Token"
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
+_NEW_CSRF = "pf_new_csrf_cookie"  # request-state key: a CSRF cookie to set on the response
+_USER = "pf_user"  # request-state key: the resolved user (or None), once per request
+_CSRF_COOKIE_AGE = 365 * 24 * 3600
+_MACHINE_PREFIXES = ("/api/", "/rss/", "/atom/")
+_request_var: contextvars.ContextVar[Request | None] = contextvars.ContextVar("pf_request", default=None)
+
+
+class AuthProblem(Exception):
+    """An authentication or authorization refusal; handlers turn it into a page or JSON."""
+
+    status = 403
+    heading = "Not allowed"
+
+    def __init__(self, message: str, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.headers = dict(headers or {})
+
+
+class SignInRequired(AuthProblem):
+    status = 401
+    heading = "Sign in required"
+
+
+class Forbidden(AuthProblem):
+    status = 403
+    heading = "Not allowed"
+
+
+class CsrfRejected(AuthProblem):
+    status = 403
+    heading = "Request refused"
+
+
+# -- who is asking --------------------------------------------------------------------------------------
+
+
+def _app(request: Request) -> App:
+    app: App = request.state.app
+    return app
+
+
+def accounts_of(request: Request) -> AccountService:
+    return _app(request).accounts
+
+
+def _bearer(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    return value.strip()
+
+
+def current_user(request: Request) -> User | None:
+    """The signed-in user (Bearer token first, then the session cookie), resolved once per request."""
+    state = request.scope.setdefault("state", {})
+    if _USER in state:
+        user: User | None = state[_USER]
+        return user
+    token = _bearer(request)
+    if token is not None:
+        user = accounts_of(request).user_for_api_token(token)
+        if user is None:
+            raise SignInRequired(
+                "The API token is invalid or has been revoked.",
+                {"WWW-Authenticate": 'Bearer error="invalid_token"'},
+            )
+    else:
+        session = request.cookies.get(SESSION_COOKIE, "")
+        user = accounts_of(request).user_for_session(session) if session else None
+    state[_USER] = user
+    return user
+
+
+def _wants_page(request: Request) -> bool:
+    if request.url.path.startswith(_MACHINE_PREFIXES) or _bearer(request) is not None:
+        return False
+    return "text/html" in request.headers.get("accept", "")
+
+
+def require_user(request: Request) -> User:
+    """The signed-in user, or a redirect to the sign-in page (browsers) / a 401 (API clients)."""
+    user = current_user(request)
+    if user is None:
+        raise SignInRequired("Sign in to do this.", {"WWW-Authenticate": "Bearer"})
+    return user
+
+
+def require_admin(user: Annotated[User, Depends(require_user)]) -> User:
+    if not user.is_admin:
+        raise Forbidden("Only administrators can do this.")
+    return user
+
+
+def client_address(request: Request) -> str:
+    """The client's IP (uvicorn's proxy_headers turns a trusted proxy's X-Forwarded-For into it)."""
+    return request.client.host if request.client else "unknown"
+
+
+def link_base_url(request: Request) -> str:
+    """Where mailed links point: ``PAPERFEED_BASE_URL`` when set (set it in production: a forged Host
+    header must not steer password-reset links elsewhere), else the URL this request came to."""
+    configured = _app(request).settings.base_url
+    return (configured or str(request.base_url)).rstrip("/")
+
+
+def safe_next(value: str | None, default: str = "/") -> str:
+    """A local path to return to after signing in; anything else (other sites, ``//host``) is ignored."""
+    if not value or not value.startswith("/") or value.startswith(("//", "/\\")) or len(value) > 2000:
+        return default
+    if any(c in value for c in "\r\n\t\\") or urlsplit(value).netloc:
+        return default
+    return value
+
+
+# -- cookies --------------------------------------------------------------------------------------------
+
+
+def _secure(request: Request) -> bool:
+    base = _app(request).settings.base_url or ""
+    return base.startswith("https://") or request.url.scheme == "https"
+
+
+def set_session_cookie(response: Response, request: Request, session: str) -> None:
+    seconds = int(accounts_of(request).session_lifetime.total_seconds())
+    response.set_cookie(
+        SESSION_COOKIE,
+        session,
+        max_age=seconds,
+        path="/",
+        secure=_secure(request),
+        httponly=True,
+        samesite="lax",
+    )
+
+
+def clear_session_cookie(response: Response, request: Request) -> None:
+    response.delete_cookie(SESSION_COOKIE, path="/", secure=_secure(request), httponly=True, samesite="lax")
+
+
+# -- CSRF -----------------------------------------------------------------------------------------------
+
+
+def _csrf_for(secret: bytes, browser: str, session: str) -> str:
+    session_digest = hashlib.sha256(session.encode()).hexdigest() if session else "-"
+    mac = hmac.new(secret, f"csrf|{browser}|{session_digest}".encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
+
+
+def csrf_token(request: Request) -> str:
+    """The token this request's pages must send back (as ``csrf_token`` or ``X-CSRF-Token``)."""
+    state = request.scope.setdefault("state", {})
+    browser = request.cookies.get(CSRF_COOKIE, "") or state.get(_NEW_CSRF, "")
+    if not browser:
+        browser = secrets.token_urlsafe(24)
+        state[_NEW_CSRF] = browser  # SecurityMiddleware sets the cookie on the response
+    return _csrf_for(_app(request).secret_key, browser, request.cookies.get(SESSION_COOKIE, ""))
+
+
+def _origin_of(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower()
+
+
+def _cross_site(request: Request) -> str | None:
+    """Why the browser says this request came from another site, if it does."""
+    if request.headers.get("sec-fetch-site", "").lower() == "cross-site":
+        return "the browser marked it as coming from another site"
+    origin = request.headers.get("origin")
+    if origin is None:
+        return None
+    if origin == "null":
+        return "it came from a page without an origin"
+    allowed = {_origin_of(str(request.base_url))}
+    configured = _app(request).settings.base_url
+    if configured:
+        allowed.add(_origin_of(configured))
+    host = request.headers.get("host", "").lower()
+    if origin.lower() in allowed or (host and urlsplit(origin).netloc.lower() == host):
+        return None
+    return f"it came from {origin[:100]}"
+
+
+async def verify_csrf(request: Request) -> None:
+    """Refuse a state-changing request that did not come from one of our pages (see the module doc)."""
+    if request.method in _SAFE_METHODS:
+        return
+    if _bearer(request) is not None and SESSION_COOKIE not in request.cookies:
+        return  # token-only API clients: no ambient credential for another site to ride on
+    reason = _cross_site(request)
+    if reason is not None:
+        raise CsrfRejected(f"Cross-site request refused: {reason}.")
+    sent = request.headers.get(CSRF_HEADER, "")
+    if not sent:
+        content_type = request.headers.get("content-type", "")
+        if content_type.startswith(("application/x-www-form-urlencoded", "multipart/form-data")):
+            form = await request.form()
+            value = form.get(CSRF_FIELD)
+            sent = value if isinstance(value, str) else ""
+    if not sent:
+        raise CsrfRejected(
+            "The security token of this form is missing. Reload the page and try again "
+            f"(API clients: send the {CSRF_HEADER} header or use a Bearer token)."
+        )
+    if CSRF_COOKIE not in request.cookies:
+        csrf_token(request)  # so the error reply sets the cookie and a reload works
+        raise CsrfRejected(
+            "Your browser did not send this site's security cookie. Reload the page and try again."
+        )
+    if not hmac.compare_digest(sent.encode(), csrf_token(request).encode()):
+        raise CsrfRejected(
+            "The security token of this form is out of date (did you sign in or out in another tab?). "
+            "Reload the page and try again."
+        )
+
+
+class SecurityMiddleware:
+    """Sets a new browser's CSRF cookie on the response and makes the request visible to templates."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        state: dict[str, Any] = scope.setdefault("state", {})
+        reset = _request_var.set(Request(scope))
+
+        async def send_with_cookie(message: Message) -> None:
+            if message["type"] == "http.response.start" and state.get(_NEW_CSRF):
+                headers = MutableHeaders(scope=message)
+                app: App | None = state.get("app")
+                base = (app.settings.base_url or "") if app is not None else ""
+                secure = "; Secure" if base.startswith("https://") or scope.get("scheme") == "https" else ""
+                headers.append(
+                    "set-cookie",
+                    f"{CSRF_COOKIE}={state[_NEW_CSRF]}; Max-Age={_CSRF_COOKIE_AGE}; Path=/; HttpOnly; "
+                    f"SameSite=Lax{secure}",
+                )
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_cookie)
+        finally:
+            _request_var.reset(reset)
+
+
+# -- templates ------------------------------------------------------------------------------------------
+
+
+def _template_request(ctx: Any) -> Request:
+    request = ctx.get("request") if hasattr(ctx, "get") else None
+    if request is None:
+        request = _request_var.get()
+    if request is None:
+        raise RuntimeError("csrf_token()/current_user() need the request: render with TemplateResponse")
+    assert isinstance(request, Request)
+    return request
+
+
+@pass_context
+def _template_csrf_token(ctx: Any) -> str:
+    return csrf_token(_template_request(ctx))
+
+
+@pass_context
+def _template_csrf_input(ctx: Any) -> Markup:
+    token = csrf_token(_template_request(ctx))
+    return Markup('<input type="hidden" name="{}" value="{}">').format(CSRF_FIELD, token)
+
+
+@pass_context
+def _template_user(ctx: Any) -> User | None:
+    try:
+        return current_user(_template_request(ctx))
+    except AuthProblem:
+        return None  # a bad Bearer token on a page: the error reply itself must still render
+
+
+def install_template_globals(env: Environment) -> None:
+    env.globals.update(
+        csrf_token=_template_csrf_token,
+        csrf_input=_template_csrf_input,
+        current_user=_template_user,
+        csrf_field_name=CSRF_FIELD,
+    )
+
+
+# -- error replies --------------------------------------------------------------------------------------
+
+
+async def _auth_problem(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, AuthProblem)
+    if isinstance(exc, SignInRequired) and _wants_page(request):
+        back = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        if request.method not in _SAFE_METHODS:  # return to the page the form was on
+            referer = request.headers.get("referer", "")
+            parts = urlsplit(referer)
+            same = parts.netloc == request.headers.get("host", "")
+            back = (parts.path + (f"?{parts.query}" if parts.query else "")) if same else "/"
+        return RedirectResponse(f"/signin?next={quote(safe_next(back), safe='/')}", status_code=303)
+    if _wants_page(request):
+        from .pages import error_page
+
+        return error_page(request, exc.status, exc.heading, exc.message, headers=exc.headers)
+    return error_response(request, exc.status, exc.message, headers=exc.headers)
+
+
+async def _rate_limited(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RateLimited)
+    headers = {"Retry-After": str(exc.retry_after)}
+    if _wants_page(request):
+        from .pages import error_page
+
+        return error_page(request, 429, "Too many attempts", str(exc), headers=headers)
+    return error_response(request, 429, str(exc), headers=headers, retry_after=exc.retry_after)
+
+
+def install(app: FastAPI, env: Environment) -> None:
+    """Register the middleware, the error replies and the template globals."""
+    app.add_middleware(SecurityMiddleware)
+    app.add_exception_handler(AuthProblem, _auth_problem)
+    app.add_exception_handler(RateLimited, _rate_limited)
+    install_template_globals(env)
