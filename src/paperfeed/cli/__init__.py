@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from . import fetch, harvest, imports, index, run, search, serve, stats
+from . import fetch, harvest, imports, index, library, run, search, serve, stats
 from .context import Context
 
 __all__ = ["app", "main"]
@@ -52,6 +52,7 @@ run.register(app)
 search.register(app)
 serve.register(app)
 app.add_typer(harvest.harvest_app, name="harvest")
+app.add_typer(library.library_app, name="library")
 
 
 def main() -> None:
