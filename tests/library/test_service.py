@@ -16,7 +16,7 @@ from paperfeed.bootstrap import App
 from paperfeed.domain.ids import InvalidPaperId
 from paperfeed.domain.library import MAX_NOTE_CHARS, InvalidLibraryInput
 from paperfeed.domain.search import SearchFilters
-from paperfeed.services.library import LibraryNotFound, LibraryService
+from paperfeed.services.library import LibraryNotFound
 
 from .conftest import add_user
 
@@ -249,13 +249,13 @@ def test_hidden_papers_stay_saved_but_out_of_sight(app: App, ada: int) -> None:
     lib.save(ada, "2402.00002", ["Public"])
     public = lib.tags(ada)[0]
     lib.update_tag(ada, public.id, public=True)
-    hiding = LibraryService(
-        lib.records, lib.papers, lib.search, hidden_papers=lambda ids: {"2401.00001"} & set(ids)
-    )
-    page = hiding.library(ada)
+    assert app.accounts.hide_paper("2401.00001", reason="spam")  # the admins' moderation list
+    page = lib.library(ada)
     assert ([e.paper.id for e in page.entries], page.hidden) == (["2402.00002"], 1)
-    assert [p.id for p, _ in hiding.collection(public.id).papers] == ["2402.00002"]
-    assert "2401.00001" in hiding.signals(ada).saved_ids  # still the reader's signal
+    assert [p.id for p, _ in lib.collection(public.id).papers] == ["2402.00002"]
+    assert "2401.00001" in lib.signals(ada).saved_ids  # still the reader's signal
+    assert app.accounts.unhide_paper("2401.00001")
+    assert len(lib.library(ada).entries) == 2
 
 
 def test_concurrent_saves_of_one_paper_make_one_row(app: App, ada: int) -> None:

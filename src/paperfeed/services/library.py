@@ -62,6 +62,8 @@ class LibraryRecords(Protocol):
     def user_id_for_email(self, email: str) -> int | None: ...
     def owner(self, user_id: int) -> Owner | None: ...
     def existing_papers(self, paper_ids: Sequence[str]) -> set[str]: ...
+    def hidden_among(self, paper_ids: Sequence[str]) -> set[str]: ...
+    def reader_marks(self, user_id: int) -> tuple[dict[str, tuple[str, ...]], set[str], set[str]]: ...
     def create_tag(self, user_id: int, name: str, *, public: bool = False) -> Tag: ...
     def tags(self, user_id: int) -> list[Tag]: ...
     def tag(self, tag_id: int) -> Tag | None: ...
@@ -180,7 +182,7 @@ class LibraryService:
     records: LibraryRecords
     papers: PaperStore
     search: Callable[[], PaperSearch]
-    hidden_papers: Callable[[Sequence[str]], set[str]] = field(default=lambda _ids: set())
+    hidden_papers: Callable[[Sequence[str]], set[str]] | None = None  # default: the admins' hidden list
     now: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
 
     # -- helpers -----------------------------------------------------------------------------------------
@@ -206,7 +208,7 @@ class LibraryService:
     def _visible(self, paper_ids: Sequence[str]) -> dict[str, Paper]:
         """The papers among ``paper_ids`` that exist and are not hidden by an admin."""
         found = self.papers.get_papers(list(paper_ids))
-        hidden = self.hidden_papers(list(found))
+        hidden = (self.hidden_papers or self.records.hidden_among)(list(found))
         return {pid: p for pid, p in found.items() if pid not in hidden}
 
     # -- tags and saves ----------------------------------------------------------------------------------
@@ -275,6 +277,14 @@ class LibraryService:
         tags = self.records.paper_tags(user_id, [canonical]).get(canonical, ())
         read, dismissed = self.records.marks(user_id, [canonical]).get(canonical, (False, False))
         return PaperState(canonical, tags, read, dismissed, self.records.note(user_id, canonical))
+
+    def all_states(self, user_id: int) -> dict[str, PaperState]:
+        """Every paper the reader saved or marked, with tags and marks (no notes): one page's buttons."""
+        tags, read, dismissed = self.records.reader_marks(user_id)
+        return {
+            pid: PaperState(pid, tags.get(pid, ()), pid in read, pid in dismissed)
+            for pid in set(tags) | read | dismissed
+        }
 
     def states(self, user_id: int, paper_ids: Sequence[str]) -> dict[str, PaperState]:
         """Tags and marks of many papers at once (feed pages); notes are not loaded."""
