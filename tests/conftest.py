@@ -1,4 +1,9 @@
-"""Shared fixtures: the ../shared data folder, fresh stores on real SQLite files, a loopback server."""
+"""Shared fixtures: the ../shared data folder, fresh stores on both backends, a loopback server.
+
+``store`` (and ``db_url`` for tests that open stores themselves) run every test that uses them twice: on
+a real SQLite file and on a fresh database of a real throwaway PostgreSQL server with pgvector
+(``tests/support/postgres.py``), marked ``postgres`` so ``-m "not postgres"`` skips the latter.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ import orjson
 import pytest
 
 from paperfeed.adapters.store import SqlPaperStore, open_store
+from tests.support import postgres
 from tests.support.http_server import ReplayServer, replay_server
 
 # The recording SMTP server fixture (``smtp_server``) for every test that sends mail.
@@ -49,10 +55,53 @@ def fixtures_dir(shared_dir: Path) -> Path:
     return shared_dir / "fixtures"
 
 
+# The two store backends every ``store``/``db_url`` test runs on.
+BACKENDS = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+
+
+def session_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This run's temp folder, shared by its xdist workers (each worker has a subfolder of it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[postgres.PgServer]:
+    """One throwaway PostgreSQL (with pgvector) for the whole run, shared by the xdist workers."""
+    root = session_root(tmp_path_factory) / "postgres"
+    try:
+        server = postgres.acquire_server(root)
+    except postgres.PostgresUnavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"PostgreSQL for the tests: {exc}")
+        pytest.skip(f"PostgreSQL for the tests: {exc}")
+    try:
+        yield server
+    finally:
+        postgres.release_server(root)
+
+
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqlPaperStore]:
-    """A freshly migrated store on a real SQLite file."""
-    s = open_store(f"sqlite+pysqlite:///{tmp_path / 'paperfeed.db'}")
+def pg_url(pg_server: postgres.PgServer) -> Iterator[str]:
+    """A fresh, migrated PostgreSQL database for one test (dropped afterwards)."""
+    with postgres.database(pg_server) as url:
+        yield url
+
+
+@pytest.fixture(params=BACKENDS)
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The URL of an empty store: a SQLite file, then a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        yield f"sqlite+pysqlite:///{tmp_path / 'paperfeed.db'}"
+        return
+    with postgres.database(request.getfixturevalue("pg_server")) as url:
+        yield url
+
+
+@pytest.fixture
+def store(db_url: str) -> Iterator[SqlPaperStore]:
+    """A freshly migrated store: on a real SQLite file, and again on a real PostgreSQL database."""
+    s = open_store(db_url)
     try:
         yield s
     finally:
@@ -63,3 +112,29 @@ def store(tmp_path: Path) -> Iterator[SqlPaperStore]:
 def server() -> Iterator[ReplayServer]:
     with replay_server() as srv:
         yield srv
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Leave out the PostgreSQL variant of tests about SQLite itself: marked ``sqlite_only``, or named
+    for FTS5 (SQLite's own keyword table)."""
+    dropped = [
+        item
+        for item in items
+        if getattr(item, "callspec", None) is not None
+        and item.callspec.params.get("db_url") == "postgresql"  # type: ignore[attr-defined]
+        and (item.get_closest_marker("sqlite_only") is not None or "fts5" in item.name)
+    ]
+    if dropped:
+        gone = set(dropped)
+        items[:] = [item for item in items if item not in gone]
+        config.hook.pytest_deselected(items=dropped)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The xdist controller stops the shared PostgreSQL should a worker have died holding it."""
+    config = session.config
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return  # a worker, or a run without workers (the fixture's teardown stopped it)
+    factory = getattr(config, "_tmp_path_factory", None)
+    if factory is not None:
+        postgres.stop_recorded_server(factory.getbasetemp() / "postgres")

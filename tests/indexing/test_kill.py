@@ -10,8 +10,11 @@ import sys
 import time
 from pathlib import Path
 
+from sqlalchemy import create_engine, select
+
 from paperfeed.adapters.store import SqlPaperStore
 from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
+from paperfeed.adapters.store.schema import embeddings
 from paperfeed.domain.embedding import embedding_text
 from paperfeed.services.indexing import IndexingService
 
@@ -22,22 +25,20 @@ ROOT = Path(__file__).resolve().parents[2]
 N, BATCH = 200, 10
 
 
-def _stored(db: Path) -> dict[str, str]:
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=10) as conn:
-        return dict(conn.execute("SELECT paper_id, created_at FROM embeddings").fetchall())
+def _stored(url: str) -> dict[str, object]:
+    """Read through a separate engine (the store's own may hold cached connections)."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return dict(conn.execute(select(embeddings.c.paper_id, embeddings.c.created_at)).tuples().all())
+    finally:
+        engine.dispose()
 
 
-def test_kill_9_mid_batch_then_rerun_resumes(store: SqlPaperStore, tmp_path: Path) -> None:
+def test_kill_9_mid_batch_then_rerun_resumes(store: SqlPaperStore) -> None:
     add_papers(store, [paper(i) for i in range(N)])
-    db = tmp_path / "paperfeed.db"
-    cmd = [
-        sys.executable,
-        "-m",
-        "tests.indexing.slow_indexer",
-        f"sqlite+pysqlite:///{db}",
-        str(BATCH),
-        "0.25",
-    ]
+    url = store.engine.url.render_as_string(hide_password=False)
+    cmd = [sys.executable, "-m", "tests.indexing.slow_indexer", url, str(BATCH), "0.25"]
     proc = subprocess.Popen(
         cmd, cwd=ROOT, env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE, text=True
     )
@@ -54,7 +55,7 @@ def test_kill_9_mid_batch_then_rerun_resumes(store: SqlPaperStore, tmp_path: Pat
     proc.stdout.close()
     assert reported >= 4 * BATCH, "the indexer never got going"
 
-    before = _stored(db)
+    before = _stored(url)
     assert len(before) >= reported  # every reported batch was durable
     assert len(before) % BATCH == 0  # whole batches only: nothing half-written
     assert len(before) < N, "the kill landed after the job finished"
@@ -66,8 +67,9 @@ def test_kill_9_mid_batch_then_rerun_resumes(store: SqlPaperStore, tmp_path: Pat
     finished = {embedding_text(p.title, p.abstract) for p in map(paper, range(N)) if p.id in before}
     assert len(finished) == len(before)
     assert not set(_texts(service)) & finished  # not one finished paper embedded again
-    after = _stored(db)
+    after = _stored(url)
     assert len(after) == N
     assert {pid: after[pid] for pid in before} == before  # finished vectors untouched
-    with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    if store.engine.dialect.name == "sqlite":
+        with sqlite3.connect(store.engine.url.database or "") as conn:
+            assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

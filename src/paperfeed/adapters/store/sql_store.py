@@ -26,7 +26,7 @@ from paperfeed.domain.ports import StoreStats
 from . import migrate
 from .schema import checkpoints, listings, papers, source_records
 
-__all__ = ["SqlPaperStore", "open_store", "sqlite_url"]
+__all__ = ["SqlPaperStore", "normalise_url", "open_store", "sqlite_url"]
 
 _CHUNK = 900  # ids per IN (...) query: under every SQLite build's variable limit
 
@@ -50,9 +50,25 @@ def _on_sqlite_connect(dbapi_conn: Any, _record: ConnectionPoolEntry) -> None:
     cur.close()
 
 
+def normalise_url(url: str) -> str:
+    """``postgresql://`` and ``postgres://`` URLs name psycopg 3, the driver paperfeed installs
+    (SQLAlchemy's default for them is psycopg2)."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
 def make_engine(url: str) -> Engine:
     """Create an engine with the pragmas and JSON codec paperfeed relies on."""
-    engine = create_engine(url, json_serializer=_json_dumps, json_deserializer=orjson.loads)
+    url = normalise_url(url)
+    options: dict[str, Any] = {}
+    if url.startswith("postgresql"):
+        # Sessions in UTC, whatever the server's TimeZone: timestamps come back as UTC and date
+        # arithmetic in SQL agrees with Python's. pre_ping: a server restart costs one failed checkout,
+        # not a pool of dead connections.
+        options = {"connect_args": {"options": "-c timezone=UTC"}, "pool_pre_ping": True}
+    engine = create_engine(url, json_serializer=_json_dumps, json_deserializer=orjson.loads, **options)
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _on_sqlite_connect)
     return engine

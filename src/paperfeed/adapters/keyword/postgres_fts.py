@@ -1,0 +1,262 @@
+"""Keyword search with PostgreSQL full-text search: the store's own weighted ``tsvector``, GIN-indexed.
+
+Migration 0009 gives ``papers`` a ``search_tsv`` column (title weight A, abstract B, authors C, English
+stemming, accents folded) that a trigger recomputes in the same transaction as any change to the text,
+so the index can never lag the store and there is nothing to catch up, flush or rebuild after a crash.
+
+Queries are built only from :class:`~paperfeed.domain.search.ParsedQuery` parts, each passed as a bound
+parameter through ``phraseto_tsquery`` and combined with ``tsquery_and``/``tsquery_or``/``tsquery_not``:
+user text never reaches ``to_tsquery``'s operator syntax (the safe subset ``websearch_to_tsquery`` offers,
+with our own grammar). Phrases and ``author:`` names must match (a name only among the authors' lexemes,
+via ``ts_filter``), terms are OR-ed (and next to a phrase only rank), exclusions are NOT-ed; filters are
+plain WHERE clauses on the same rows, so a selective filter never starves the top k. Ranking is
+``ts_rank`` with field weights (title > abstract > authors) and document-length normalisation.
+
+Highlighting runs in Python on the words of the text, each stemmed by PostgreSQL's own English stemmer
+(``ts_lexize('english_stem', ...)``) once and then remembered, so a results page costs no round trips
+once its words have been seen.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime, time, timedelta
+from typing import Any
+
+from sqlalchemy import text as sql
+from sqlalchemy.engine import Engine
+
+from paperfeed.domain.search import ParsedQuery, ScoredId, SearchFilters, Span
+
+from .tantivy_index import fold
+
+__all__ = [
+    "PG_WEIGHTS",
+    "PgFieldWeights",
+    "PostgresFtsUnavailable",
+    "PostgresKeywordIndex",
+    "postgres_fts_available",
+]
+
+CONFIG = "pg_catalog.english"  # must equal migration 0009's
+_WORD = re.compile(r"[^\W_]+")  # runs of letters and digits, as PostgreSQL's parser splits words
+_MAX_CACHED_WORDS = 200_000
+
+
+class PostgresFtsUnavailable(RuntimeError):
+    """The database is not PostgreSQL, or its schema predates migration 0009."""
+
+
+@dataclass(frozen=True, slots=True)
+class PgFieldWeights:
+    """``ts_rank`` weight per field (each in (0, 1]) and its length normalisation flags.
+
+    Chosen on SciFact train with bench/keyword_quality.py (see docs/postgresql.md).
+    """
+
+    title: float = 1.0
+    abstract: float = 0.4
+    authors: float = 0.2
+    normalization: int = 1  # 1: rank / (1 + log(document length)), like BM25's length penalty
+
+    def __post_init__(self) -> None:
+        for name in ("title", "abstract", "authors"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and 0 < value <= 1):
+                raise ValueError(f"field weight {name}={value!r}: must be a number in (0, 1]")
+
+    @property
+    def array(self) -> str:
+        """``{D, C, B, A}`` as ``ts_rank`` wants it (D is unused: every lexeme has A, B or C)."""
+        return "{%r,%r,%r,%r}" % (0.0, float(self.authors), float(self.abstract), float(self.title))  # noqa: UP031
+
+
+PG_WEIGHTS = PgFieldWeights()
+
+
+def postgres_fts_available(engine: Engine) -> bool:
+    if engine.dialect.name != "postgresql":
+        return False
+    with engine.connect() as conn:
+        found = conn.execute(
+            sql(
+                "SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
+                "AND table_name = 'papers' AND column_name = 'search_tsv'"
+            )
+        ).first()
+    return found is not None
+
+
+def _tsquery(param: str) -> str:
+    return f"phraseto_tsquery('{CONFIG}', paperfeed_fold(:{param}))"
+
+
+def _all(parts: list[str], combine: str) -> str:
+    expr = parts[0]
+    for part in parts[1:]:
+        expr = f"{combine}({expr}, {part})"
+    return expr
+
+
+def _filter_sql(filters: SearchFilters, params: dict[str, Any]) -> list[str]:
+    where: list[str] = []
+    if filters.date_from is not None:
+        where.append("p.published >= :date_from")
+        params["date_from"] = datetime.combine(filters.date_from, time.min, UTC)
+    if filters.date_to is not None:
+        where.append("p.published < :date_after")
+        params["date_after"] = datetime.combine(filters.date_to + timedelta(days=1), time.min, UTC)
+    if filters.categories:
+        where.append("jsonb_exists_any(CAST(p.categories AS jsonb), CAST(:cats AS text[]))")
+        params["cats"] = list(filters.categories)
+    if filters.has_code is True:
+        where.append("p.github_repo IS NOT NULL")
+    elif filters.has_code is False:
+        where.append("p.github_repo IS NULL")
+    return where
+
+
+def build_statement(
+    query: ParsedQuery, k: int, weights: PgFieldWeights = PG_WEIGHTS
+) -> tuple[str, dict[str, Any]] | None:
+    """The SQL and its parameters for ``query``, or None when nothing in it can match."""
+    params: dict[str, Any] = {"k": int(k), "weights": weights.array, "norm": weights.normalization}
+    must: list[str] = []
+    should: list[str] = []
+    where: list[str] = []
+    for i, phrase in enumerate(p for p in query.phrases if p):
+        params[f"ph{i}"] = " ".join(phrase)
+        must.append(_tsquery(f"ph{i}"))
+    for i, name in enumerate(a for a in query.authors if a):
+        params[f"au{i}"] = name
+        must.append(_tsquery(f"au{i}"))
+        where.append(f"ts_filter(p.search_tsv, '{{c}}') @@ {_tsquery(f'au{i}')}")
+    for i, term in enumerate(t for t in query.terms if t):
+        params[f"t{i}"] = term
+        should.append(_tsquery(f"t{i}"))
+    if not must and not should:
+        return None
+    match = _all(must, "tsquery_and") if must else _all(should, "tsquery_or")
+    rank = _all([*must, *should], "tsquery_or")
+    for i, word in enumerate(w for w in query.excluded if w):
+        params[f"ex{i}"] = word
+        match = f"tsquery_and({match}, tsquery_not({_tsquery(f'ex{i}')}))"
+    where = [f"p.search_tsv @@ {match}", *where, *_filter_sql(query.filters, params)]
+    statement = (
+        f"SELECT p.id AS id, ts_rank(CAST(:weights AS real[]), p.search_tsv, {rank}, :norm) AS score "
+        f"FROM papers p WHERE {' AND '.join(where)} ORDER BY score DESC, p.id LIMIT :k"
+    )
+    return statement, params
+
+
+class PostgresKeywordIndex:
+    """:class:`~paperfeed.domain.search.KeywordIndex` on the PostgreSQL store's ``search_tsv`` column."""
+
+    name = "postgres"
+
+    def __init__(self, engine: Engine, weights: PgFieldWeights | None = None) -> None:
+        if not postgres_fts_available(engine):
+            raise PostgresFtsUnavailable(
+                f"{engine.url.render_as_string(hide_password=True)}: no papers.search_tsv column "
+                "(PostgreSQL full-text search needs PostgreSQL and `paperfeed migrate`)"
+            )
+        self.engine = engine
+        self.weights = weights or PG_WEIGHTS
+        self._stems: dict[str, tuple[str, ...]] = {}
+        self._lock = threading.Lock()
+
+    # -- keeping in sync: the trigger does it, in the writer's transaction ----------------------------
+
+    def on_papers_changed(self, _paper_ids: object) -> None:
+        """Ingest listener: nothing to do, the trigger indexed the papers when they were written."""
+
+    def flush(self) -> None:
+        """Nothing is ever pending."""
+
+    def rebuild(self) -> int:
+        """Recompute every paper's document (after changing the search function by hand, say)."""
+        with self.engine.begin() as conn:
+            done = conn.execute(
+                sql("UPDATE papers SET search_tsv = paperfeed_search_document(title, abstract, authors)")
+            )
+        return int(done.rowcount)
+
+    def __len__(self) -> int:
+        with self.engine.connect() as conn:
+            return int(
+                conn.execute(sql("SELECT count(*) FROM papers WHERE search_tsv IS NOT NULL")).scalar_one()
+            )
+
+    def close(self) -> None:
+        """The engine belongs to the store."""
+
+    # -- queries ----------------------------------------------------------------------------------------
+
+    def search(self, query: ParsedQuery, k: int) -> list[ScoredId]:
+        built = build_statement(query, k, self.weights) if k > 0 else None
+        if built is None:
+            return []
+        statement, params = built
+        with self.engine.connect() as conn:
+            rows = conn.execute(sql(statement), params).all()
+        return [ScoredId(row.id, float(row.score)) for row in rows]
+
+    def _lexemes(self, words: list[str]) -> dict[str, tuple[str, ...]]:
+        """PostgreSQL's English stems of ``words`` (lower-cased; stop-words stem to nothing)."""
+        with self._lock:
+            missing = [w for w in dict.fromkeys(words) if w not in self._stems]
+        if missing:
+            with self.engine.connect() as conn:
+                rows = conn.execute(
+                    sql(
+                        "SELECT w, ts_lexize('english_stem', w) AS l FROM unnest(CAST(:words AS text[])) AS w"
+                    ),
+                    {"words": missing},
+                ).all()
+            with self._lock:
+                if len(self._stems) + len(rows) > _MAX_CACHED_WORDS:
+                    self._stems.clear()
+                self._stems.update((r.w, tuple(r.l or ())) for r in rows)
+        with self._lock:
+            return {w: self._stems.get(w, ()) for w in words}
+
+    def highlight(self, query: ParsedQuery, text: str) -> list[Span]:
+        """Words of ``text`` whose stem is a query term's, and runs of words that spell a phrase."""
+        sequences = [
+            seq
+            for seq in (self._words(w) for w in [*query.terms, *(" ".join(p) for p in query.phrases)])
+            if seq
+        ]
+        if not text or not sequences:
+            return []
+        found = [(m.start(), m.end(), m.group(0).lower()) for m in _WORD.finditer(fold(text))]
+        stems_of = self._lexemes([w for *_, w in found] + [w for seq in sequences for w in seq])
+        stems = [stems_of[w] for *_, w in found]
+        marked = [False] * len(found)
+        for seq in sequences:
+            wanted = [set(stems_of[w]) for w in seq]  # an empty set: a stop-word, any word stands there
+            real = [j for j, stem in enumerate(wanted) if stem]
+            if not real:
+                continue  # only stop-words: the engine drops them, so nothing matched
+            first, last = real[0], real[-1]
+            wanted = wanted[first : last + 1]
+            n = len(wanted)
+            for i in range(len(stems) - n + 1):
+                if all(not want or want & set(stems[i + j]) for j, want in enumerate(wanted)):
+                    for j in range(i, i + n):
+                        marked[j] = True
+        spans: list[Span] = []
+        for i, (start, end, _word) in enumerate(found):
+            if not marked[i]:
+                continue
+            if spans and i > 0 and marked[i - 1] and not text[spans[-1].end : start].strip(" -"):
+                spans[-1] = Span(spans[-1].start, end)  # one span per phrase
+            else:
+                spans.append(Span(start, end))
+        return spans
+
+    @staticmethod
+    def _words(words: str) -> list[str]:
+        return [m.group(0).lower() for m in _WORD.finditer(fold(words))]
