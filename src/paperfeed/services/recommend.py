@@ -1,0 +1,425 @@
+"""The "For you" feed: recent papers ranked for one reader (or one of their tags), each with its reasons.
+
+    recs: RecommendationService = app.recommendations
+    for rec in recs.for_you(user_id, limit=20):             # list[Recommendation]
+        rec.paper.title, rec.score, rec.reason               # "similar to 'X' you saved · by Y (followed)"
+    page = recs.feed(user_id, limit=20, tag="Diffusion")     # ForYou: items + mode + cold-start message
+    recs.for_you(user_id, limit=10, exclude=shown_in_digests)  # never repeat what a digest already showed
+
+How one request goes (see :mod:`paperfeed.domain.recommend` for the model itself):
+
+1. The reader's signals: saved papers (+ upvoted ones) are positives; saved, dismissed, upvoted and the
+   caller's ``exclude`` ids are never recommended.
+2. The window: the ``window_days`` days up to now, or up to the newest paper if the data stops earlier.
+3. With positives: a classifier (or, under ``min_positives``, similarity to the saved papers) is trained on
+   the positives against dismissed papers plus random papers of the window. It is cached per reader, tag
+   and signal/data version, so a reload costs one index query. The vector index returns the best ``pool``
+   papers of the window along the model's direction; they are re-scored exactly.
+4. Papers by followed authors and matches of saved searches (alerts) in the window join the candidates with
+   a boost; with no positives at all, they and then trending papers make the feed.
+5. Every item says why: the nearest saved paper, the followed author, the alert, or "trending".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime, timedelta
+from typing import Literal, Protocol
+
+import numpy as np
+
+from paperfeed.domain.embedding import EmbeddingStore
+from paperfeed.domain.library import ReaderSignals, SavedSearch
+from paperfeed.domain.models import Paper
+from paperfeed.domain.ports import PaperStore
+from paperfeed.domain.recommend import (
+    ModelParams,
+    ReaderModel,
+    Reason,
+    Recommendation,
+    fit_reader_model,
+    nearest,
+    sample_ids,
+)
+from paperfeed.domain.search import SearchFilters, VectorIndex, VectorIndexError, Vectors
+
+__all__ = [
+    "AlertMatcher",
+    "ForYou",
+    "Mode",
+    "RecommendQueries",
+    "RecommendSettings",
+    "RecommendationService",
+    "SignalsSource",
+    "UnknownTag",
+]
+
+Mode = Literal["model", "similarity", "trending"]
+AlertMatcher = Callable[[SavedSearch, date, date, int], Sequence[str]]  # search, first day, last day, k
+TrendingSource = Callable[[int], Sequence[Paper]]  # limit -> trending papers, best first
+
+
+class UnknownTag(LookupError):
+    """The reader has no saved paper under that tag name."""
+
+
+class SignalsSource(Protocol):
+    """The library's read of one reader (``LibraryService.signals``)."""
+
+    def signals(self, user_id: int) -> ReaderSignals: ...
+
+
+class RecommendQueries(Protocol):
+    """Store reads (``adapters/store/recommend_queries.py``)."""
+
+    def latest_published(self) -> datetime | None: ...
+
+    def version(self, model_id: str) -> str:
+        """Changes whenever papers or ``model_id`` vectors change."""
+        ...
+
+    def recent(self, model_id: str, since: datetime, until: datetime) -> list[tuple[str, tuple[str, ...]]]:
+        """(paper id, author keys) of papers published in ``[since, until)`` with a ``model_id`` vector."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RecommendSettings:
+    """Tuning of the feed; the model's own choices are in :class:`ModelParams`."""
+
+    window_days: int = 30  # "recent": published within this many days of the reference time
+    params: ModelParams = field(default_factory=ModelParams)
+    pool: int = 300  # papers taken from the vector index before exact re-scoring
+    author_boost: float = 2.0  # added to the score (in standard deviations) of a followed author's paper
+    alert_boost: float = 1.5  # added for a match of one of the reader's saved searches
+    alert_hits: int = 20  # matches taken per saved search
+    max_dismissed: int = 1000  # newest "not interested" papers used as negatives
+    cache_size: int = 256  # trained reader models kept
+    window_cache_seconds: float = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class ForYou:
+    """One "For you" page: the items, how they were ranked, and what to tell a reader who is starting."""
+
+    items: tuple[Recommendation, ...]
+    mode: Mode
+    positives: int  # saved/upvoted papers (of the tag) that have a vector
+    tag: str | None
+    tags: tuple[str, ...]  # the reader's tags, for a per-tag selector
+    window: tuple[date, date]  # first and last day of "recent"
+    min_positives: int
+
+    @property
+    def message(self) -> str | None:
+        """Cold-start guidance for the page (None once the reader has a model of their own)."""
+        if self.mode == "model":
+            return None
+        if self.mode == "similarity":
+            more = self.min_positives - self.positives
+            return (
+                f"Ranked by similarity to the {self.positives} paper{'s' if self.positives != 1 else ''} "
+                f"you saved. Save {more} more to get a model trained on your taste."
+            )
+        if self.tag is not None:
+            return f"None of the papers in '{self.tag}' has been indexed yet; showing trending papers."
+        return (
+            "Save papers you like (or follow authors, or save a search) and this feed learns what you "
+            "read. Until then it shows trending papers."
+        )
+
+
+@dataclass
+class RecommendationService:
+    """Per-reader ranking of recent papers; thread-safe. See the module docstring."""
+
+    signals: SignalsSource
+    store: PaperStore
+    embeddings: EmbeddingStore
+    queries: RecommendQueries
+    vectors: Callable[[], VectorIndex | None]
+    model_id: Callable[[], str]
+    trending: TrendingSource
+    alerts: AlertMatcher | None = None
+    upvoted: Callable[[int], Collection[str]] | None = None  # community upvotes, once they exist
+    settings: RecommendSettings = field(default_factory=RecommendSettings)
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    _models: OrderedDict[tuple[object, ...], ReaderModel] = field(default_factory=OrderedDict, init=False)
+    _window: dict[tuple[object, ...], tuple[float, list[tuple[str, tuple[str, ...]]]]] = field(
+        default_factory=dict, init=False
+    )
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+
+    # -- public -------------------------------------------------------------------------------------------
+
+    def for_you(
+        self, user_id: int, *, limit: int = 20, tag: str | None = None, exclude: Collection[str] = frozenset()
+    ) -> list[Recommendation]:
+        """The reader's best ``limit`` recent papers, never one already saved, dismissed or in ``exclude``."""
+        return list(self.feed(user_id, limit=limit, tag=tag, exclude=exclude).items)
+
+    def feed(
+        self, user_id: int, *, limit: int = 20, tag: str | None = None, exclude: Collection[str] = frozenset()
+    ) -> ForYou:
+        """:meth:`for_you` with how it was ranked (for pages). Raises :class:`UnknownTag`, ``ValueError``."""
+        if not 1 <= limit <= 200:
+            raise ValueError(f"limit must be between 1 and 200, got {limit}")
+        signals = self.signals.signals(user_id)
+        upvoted = tuple(self.upvoted(user_id)) if self.upvoted is not None else ()
+        if tag is not None:
+            positive_ids = signals.in_tag(tag)
+            if not positive_ids:
+                raise UnknownTag(f"you have no papers saved under the tag {tag!r}")
+            tag = next(t for t in signals.tags if t.casefold() == tag.casefold())
+        else:
+            positive_ids = tuple(dict.fromkeys((*(s.paper_id for s in signals.saved), *upvoted)))
+        excluded = signals.excluded_ids | frozenset(upvoted) | frozenset(exclude)
+        model_id = self.model_id()
+        version = self.queries.version(model_id)
+        first, last, since, until = self._bounds()
+        recent = self._recent(model_id, since, until, version)
+
+        positives = self.embeddings.vectors(model_id, positive_ids)
+        pos_ids = [p for p in positive_ids if p in positives]
+        scores: dict[str, float] = {}
+        nearest_of: dict[str, str] = {}
+        mode: Mode = "trending"
+        model: ReaderModel | None = None
+        if pos_ids:
+            model = self._model(user_id, tag, signals, pos_ids, positives, recent, model_id, version, until)
+            mode = "model" if model.kind == "model" else "similarity"
+            scores, nearest_of = self._score(model, pos_ids, recent, excluded, model_id, first, last)
+
+        boosts: dict[str, float] = {}
+        why: dict[str, list[Reason]] = {}
+        if tag is None:
+            self._boost_authors(signals, recent, excluded, boosts, why)
+            self._boost_alerts(signals, excluded, first, last, boosts, why)
+            extra = [p for p in boosts if p not in scores]
+            if (
+                extra and model is not None
+            ):  # papers found only by author or alert: score them with the model too
+                more, closest = self._score_ids(model, pos_ids, extra, model_id)
+                scores.update(more)
+                nearest_of.update(closest)
+
+        total = {p: scores.get(p, 0.0) + boosts.get(p, 0.0) for p in set(scores) | set(boosts)}
+        ranked = sorted(total, key=lambda p: (-total[p], p))[:limit]
+        titles = self.store.get_papers([*ranked, *{nearest_of.get(p, "") for p in ranked} - {""}])
+        upvoted_set = frozenset(upvoted)
+        items: list[Recommendation] = []
+        for paper_id in ranked:
+            paper = titles.get(paper_id)
+            if paper is None:
+                continue
+            reasons = list(why.get(paper_id, ()))
+            near = nearest_of.get(paper_id)
+            if near is not None:
+                saved = titles.get(near)
+                verb = "upvoted" if near in upvoted_set and near not in signals.saved_ids else "saved"
+                title = saved.title if saved else near
+                reasons.append(Reason("similar", f"similar to “{title}” you {verb}", near, title))
+            items.append(Recommendation(paper, round(total[paper_id], 4), tuple(reasons)))
+        if len(items) < limit:
+            items.extend(self._trending(limit - len(items), excluded | {r.paper.id for r in items}))
+        return ForYou(
+            items=tuple(items),
+            mode=mode,
+            positives=len(pos_ids),
+            tag=tag,
+            tags=signals.tags,
+            window=(first, last),
+            min_positives=self.settings.params.min_positives,
+        )
+
+    # -- steps --------------------------------------------------------------------------------------------
+
+    def _bounds(self) -> tuple[date, date, datetime, datetime]:
+        """First and last day of the window and its ``[since, until)`` instants."""
+        now = self.clock()
+        latest = self.queries.latest_published()
+        reference = min(now, latest) if latest is not None else now
+        last = reference.astimezone(UTC).date()
+        first = last - timedelta(days=self.settings.window_days - 1)
+        since = datetime.combine(first, datetime.min.time(), UTC)
+        return first, last, since, since + timedelta(days=self.settings.window_days)
+
+    def _recent(
+        self, model_id: str, since: datetime, until: datetime, version: str
+    ) -> list[tuple[str, tuple[str, ...]]]:
+        key = (model_id, since, until, version)
+        stamp = time.monotonic()
+        with self._lock:
+            hit = self._window.get(key)
+            if hit is not None and stamp - hit[0] < self.settings.window_cache_seconds:
+                return hit[1]
+        found = self.queries.recent(model_id, since, until)
+        with self._lock:
+            self._window = {key: (stamp, found)}  # one window at a time: every reader shares it
+        return found
+
+    def _model(
+        self,
+        user_id: int,
+        tag: str | None,
+        signals: ReaderSignals,
+        pos_ids: Sequence[str],
+        positives: dict[str, Vectors],
+        recent: Sequence[tuple[str, tuple[str, ...]]],
+        model_id: str,
+        version: str,
+        until: datetime,
+    ) -> ReaderModel:
+        params = self.settings.params
+        dismissed = sorted(signals.dismissed)[: self.settings.max_dismissed]
+        fingerprint = hashlib.blake2b(
+            "\n".join([*pos_ids, "|", *dismissed]).encode(), digest_size=12
+        ).hexdigest()
+        key = (user_id, tag, fingerprint, model_id, version, until, params)
+        with self._lock:
+            cached = self._models.get(key)
+            if cached is not None:
+                self._models.move_to_end(key)
+                return cached
+        keep_out = frozenset(pos_ids) | signals.dismissed
+        random_ids = sample_ids(
+            [paper_id for paper_id, _ in recent], params.negatives, f"{user_id}|{fingerprint}", keep_out
+        )
+        found = self.embeddings.vectors(model_id, [*random_ids, *dismissed])
+        random_ids = [p for p in random_ids if p in found]
+        dim = len(next(iter(positives.values())))
+        model = fit_reader_model(
+            np.vstack([positives[p] for p in pos_ids]),
+            random_ids,
+            _stack([found[p] for p in random_ids], dim),
+            params,
+            dismissed=_stack([found[p] for p in dismissed if p in found], dim),
+        )
+        with self._lock:
+            self._models[key] = model
+            while len(self._models) > self.settings.cache_size:
+                self._models.popitem(last=False)
+        return model
+
+    def _score(
+        self,
+        model: ReaderModel,
+        pos_ids: Sequence[str],
+        recent: Sequence[tuple[str, tuple[str, ...]]],
+        excluded: frozenset[str],
+        model_id: str,
+        first: date,
+        last: date,
+    ) -> tuple[dict[str, float], dict[str, str]]:
+        """Exact scores of the best ``pool`` recent papers along the model, and each one's nearest saved."""
+        index = self.vectors()
+        pool: list[str] | None = None
+        if index is not None:
+            try:
+                index.reload_if_changed()
+                filters = SearchFilters(date_from=first, date_to=last)
+                directions = model.directions
+                k = max(self.settings.pool // len(directions), 20)
+                found: dict[str, None] = {}
+                for direction in directions:
+                    for hit in index.search(direction, k, filters, exclude=excluded):
+                        found[hit.paper_id] = None
+                pool = list(found)
+            except VectorIndexError:
+                pool = None  # a broken index: score the window from the stored vectors instead
+        if pool is None:
+            pool = [p for p, _ in recent if p not in excluded]
+        return self._score_ids(model, pos_ids, pool, model_id)
+
+    def _score_ids(
+        self, model: ReaderModel, pos_ids: Sequence[str], ids: Sequence[str], model_id: str
+    ) -> tuple[dict[str, float], dict[str, str]]:
+        found = self.embeddings.vectors(model_id, ids)
+        have = [p for p in ids if p in found]
+        if not have:
+            return {}, {}
+        matrix = np.vstack([found[p] for p in have])
+        scores = model.score(have, matrix)
+        best, _ = nearest(model.positives, matrix)
+        return (
+            {p: float(s) for p, s in zip(have, scores, strict=True)},
+            {p: pos_ids[int(b)] for p, b in zip(have, best, strict=True)},
+        )
+
+    def _boost_authors(
+        self,
+        signals: ReaderSignals,
+        recent: Sequence[tuple[str, tuple[str, ...]]],
+        excluded: frozenset[str],
+        boosts: dict[str, float],
+        why: dict[str, list[Reason]],
+    ) -> None:
+        keys = {_author_key(name): name for name in signals.followed_authors}
+        keys.pop("", None)
+        if not keys:
+            return
+        for paper_id, authors in recent:
+            if paper_id in excluded:
+                continue
+            names = [keys[a] for a in authors if a in keys]
+            if names:
+                boosts[paper_id] = boosts.get(paper_id, 0.0) + self.settings.author_boost
+                who = ", ".join(dict.fromkeys(names))
+                plural = "authors" if len(set(names)) > 1 else "an author"
+                why.setdefault(paper_id, []).append(Reason("author", f"by {plural} you follow: {who}"))
+
+    def _boost_alerts(
+        self,
+        signals: ReaderSignals,
+        excluded: frozenset[str],
+        first: date,
+        last: date,
+        boosts: dict[str, float],
+        why: dict[str, list[Reason]],
+    ) -> None:
+        if self.alerts is None:
+            return
+        for search in signals.saved_searches:
+            for paper_id in self.alerts(search, first, last, self.settings.alert_hits):
+                if paper_id in excluded:
+                    continue
+                reasons = why.setdefault(paper_id, [])
+                if any(r.kind == "alert" for r in reasons):
+                    continue  # one alert boost per paper, however many alerts it matches
+                boosts[paper_id] = boosts.get(paper_id, 0.0) + self.settings.alert_boost
+                reasons.append(Reason("alert", f"matches your alert “{search.name}”"))
+
+    def _trending(self, count: int, excluded: Collection[str]) -> list[Recommendation]:
+        out: list[Recommendation] = []
+        for paper in self.trending(count + len(excluded) if len(excluded) < 500 else count + 500):
+            if paper.id in excluded:
+                continue
+            out.append(Recommendation(paper, 0.0, (Reason("trending", "trending"),)))
+            if len(out) == count:
+                break
+        return out
+
+
+def _stack(rows: Sequence[Vectors], dim: int) -> Vectors:
+    return np.vstack(rows).astype(np.float32) if rows else np.zeros((0, dim), np.float32)
+
+
+def _author_key(name: str) -> str:
+    from paperfeed.domain.library import InvalidLibraryInput, author_key
+
+    try:
+        return author_key(name)
+    except InvalidLibraryInput:
+        return ""
+
+
+def with_window(filters: SearchFilters, first: date, last: date) -> SearchFilters:
+    """A saved search's own filters restricted to ``[first, last]`` (for matching alerts in the window)."""
+    start = max(first, filters.date_from) if filters.date_from else first
+    end = min(last, filters.date_to) if filters.date_to else last
+    return replace(filters, date_from=start, date_to=end)
