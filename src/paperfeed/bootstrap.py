@@ -16,16 +16,19 @@ from paperfeed.services.ingest import IngestService
 from paperfeed.settings import Settings
 
 if TYPE_CHECKING:
+    from datetime import date
     from pathlib import Path
 
     from paperfeed.adapters.keyword.factory import SyncedKeywordIndex
     from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
+    from paperfeed.domain.library import SavedSearch
     from paperfeed.domain.mail import SessionMailer
     from paperfeed.domain.search import Embedder, VectorIndex
     from paperfeed.services.accounts import AccountService
     from paperfeed.services.indexing import IndexingService
     from paperfeed.services.library import LibraryService
     from paperfeed.services.library_import import LibraryImporter
+    from paperfeed.services.recommend import RecommendationService
     from paperfeed.services.search import HybridSearch
 
 __all__ = ["App", "build_app"]
@@ -81,6 +84,30 @@ class App:
         from paperfeed.services.library_import import LibraryImporter
 
         return LibraryImporter(self.library, self.ingest, lambda: self.arxiv_api)
+
+    @cached_property
+    def recommendations(self) -> RecommendationService:
+        """The "For you" feed: recent papers ranked per reader by a linear model on their vectors."""
+        from paperfeed.adapters.store.accounts import hidden_paper_ids
+        from paperfeed.adapters.store.recommend_queries import SqlRecommendQueries
+        from paperfeed.services.recommend import RecommendationService, RecommendSettings, with_window
+
+        def alerts(saved: SavedSearch, first: date, last: date, k: int) -> list[str]:
+            page = self.search.search(saved.query, with_window(saved.filters, first, last), limit=k)
+            return [hit.paper.id for hit in page.hits]
+
+        return RecommendationService(
+            signals=self.library,
+            store=self.store,
+            embeddings=self.embeddings,
+            queries=SqlRecommendQueries(self.store.engine),
+            vectors=self._search_vectors,
+            model_id=lambda: self.embedder.model_id,
+            trending=lambda n: [t.paper for t in self.feeds.trending(limit=n).items],
+            alerts=alerts,
+            hidden=lambda: hidden_paper_ids(self.store.engine),
+            settings=RecommendSettings(window_days=self.settings.recommend_window_days),
+        )
 
     @cached_property
     def secret_key(self) -> bytes:

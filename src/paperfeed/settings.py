@@ -115,6 +115,13 @@ class Settings(BaseSettings):
         description="BM25 engine: tantivy (derived index in <data_dir>/keyword, fast at 1M papers), fts5 "
         "(SQLite's own table, always in sync, slow on common words at 1M); auto: tantivy if installed.",
     )
+    recommend_window_days: int = Field(
+        default=30,
+        ge=1,
+        le=365,
+        description='"For you" ranks the papers published within this many days of now (or of the newest '
+        "paper, when the data stops earlier).",
+    )
 
     # Mail (adapters/mail): digests, confirmation and sign-in links
     smtp_host: str | None = Field(

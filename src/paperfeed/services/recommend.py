@@ -57,6 +57,7 @@ __all__ = [
     "RecommendationService",
     "SignalsSource",
     "UnknownTag",
+    "with_window",
 ]
 
 Mode = Literal["model", "similarity", "trending"]
@@ -147,6 +148,7 @@ class RecommendationService:
     trending: TrendingSource
     alerts: AlertMatcher | None = None
     upvoted: Callable[[int], Collection[str]] | None = None  # community upvotes, once they exist
+    hidden: Callable[[], Collection[str]] | None = None  # papers an admin hid: never recommended
     settings: RecommendSettings = field(default_factory=RecommendSettings)
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     _models: OrderedDict[tuple[object, ...], ReaderModel] = field(default_factory=OrderedDict, init=False)
@@ -179,6 +181,8 @@ class RecommendationService:
         else:
             positive_ids = tuple(dict.fromkeys((*(s.paper_id for s in signals.saved), *upvoted)))
         excluded = signals.excluded_ids | frozenset(upvoted) | frozenset(exclude)
+        if self.hidden is not None:
+            excluded |= frozenset(self.hidden())
         model_id = self.model_id()
         version = self.queries.version(model_id)
         first, last, since, until = self._bounds()
