@@ -88,7 +88,6 @@ class App:
     @cached_property
     def recommendations(self) -> RecommendationService:
         """The "For you" feed: recent papers ranked per reader by a linear model on their vectors."""
-        from paperfeed.adapters.store.accounts import hidden_paper_ids
         from paperfeed.adapters.store.recommend_queries import SqlRecommendQueries
         from paperfeed.services.recommend import RecommendationService, RecommendSettings, with_window
 
@@ -105,7 +104,7 @@ class App:
             model_id=lambda: self.embedder.model_id,
             trending=lambda n: [t.paper for t in self.feeds.trending(limit=n).items],
             alerts=alerts,
-            hidden=lambda: hidden_paper_ids(self.store.engine),
+            hidden=lambda: [h.paper_id for h in self.accounts.hidden_papers()],
             settings=RecommendSettings(window_days=self.settings.recommend_window_days),
         )
 

@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from paperfeed import __version__
 from paperfeed.bootstrap import App, build_app
 
-from . import api, auth, errors, feeds, pages, security
+from . import api, auth, errors, feeds, pages, recommend, security
 from .timing import ServerTimingMiddleware
 
 __all__ = ["app_from_environment", "create_app"]
@@ -45,8 +45,10 @@ def create_app(build: Callable[[], App]) -> FastAPI:
     web.add_middleware(ServerTimingMiddleware)
     # Order matters: /papers/{id}.md (api) must match before the HTML page's /papers/{id:path}.
     web.include_router(auth.api_router)
+    web.include_router(recommend.api_router)
     web.include_router(api.router)
     web.include_router(auth.router)
+    web.include_router(recommend.router)
     web.include_router(feeds.router)
     web.include_router(pages.router)
     return web
