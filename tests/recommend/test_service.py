@@ -83,6 +83,17 @@ def test_no_saves_falls_back_to_trending(world: World) -> None:
     assert [r.paper.id for r in page.items] == [t.paper.id for t in trending.items]
 
 
+def test_saves_not_embedded_yet_are_said_so(world: World) -> None:
+    world.embeddings.delete(["2606.00071", "2606.00073"])
+    world.library.save(1, ["2606.00071", "2606.00073"])
+    page = world.service(params=small_model()).feed(1, limit=5)
+    assert page.mode == "trending"
+    assert (page.positives, page.unindexed) == (0, 2)
+    assert page.message is not None
+    assert "The 2 papers you saved are not indexed yet" in page.message
+    assert not {r.paper.id for r in page.items} & {"2606.00071", "2606.00073"}
+
+
 def test_a_few_saves_rank_by_similarity_and_say_how_many_more(world: World) -> None:
     world.library.save(1, ["2606.00071", "2606.00073"])
     page = world.service(params=small_model(min_positives=5)).feed(1, limit=10)

@@ -111,6 +111,7 @@ class ForYou:
     items: tuple[Recommendation, ...]
     mode: Mode
     positives: int  # saved/upvoted papers (of the tag) that have a vector
+    unindexed: int  # saved/upvoted papers without a vector yet (not embedded)
     tag: str | None
     tags: tuple[str, ...]  # the reader's tags, for a per-tag selector
     window: tuple[date, date]  # first and last day of "recent"
@@ -127,8 +128,12 @@ class ForYou:
                 f"Ranked by similarity to the {self.positives} paper{'s' if self.positives != 1 else ''} "
                 f"you saved. Save {more} more to get a model trained on your taste."
             )
-        if self.tag is not None:
-            return f"None of the papers in '{self.tag}' has been indexed yet; showing trending papers."
+        if self.unindexed:
+            return (
+                f"The {self.unindexed} paper{'s' if self.unindexed != 1 else ''} you saved "
+                f"{'are' if self.unindexed != 1 else 'is'} not indexed yet (the background indexer embeds "
+                "new papers); until then this feed shows trending papers."
+            )
         return (
             "Save papers you like (or follow authors, or save a search) and this feed learns what you "
             "read. Until then it shows trending papers."
@@ -235,6 +240,7 @@ class RecommendationService:
             items=tuple(items),
             mode=mode,
             positives=len(pos_ids),
+            unindexed=len(positive_ids) - len(pos_ids),
             tag=tag,
             tags=signals.tags,
             window=(first, last),
@@ -400,7 +406,7 @@ class RecommendationService:
 
     def _trending(self, count: int, excluded: Collection[str]) -> list[Recommendation]:
         out: list[Recommendation] = []
-        for paper in self.trending(count + len(excluded) if len(excluded) < 500 else count + 500):
+        for paper in self.trending(min(count + len(excluded), 1000)):
             if paper.id in excluded:
                 continue
             out.append(Recommendation(paper, 0.0, (Reason("trending", "trending"),)))
