@@ -1,0 +1,725 @@
+"""Library pages and forms: "My library", tags and public collections (with RSS/Atom), notes, "not
+interested", read marks, followed authors and saved searches (alerts, with a private feed each).
+
+Every state change is a POST form checked by :func:`~.security.verify_csrf` that redirects back (303)
+to the page it came from, so everything works without JavaScript. Every lookup goes through
+:class:`~paperfeed.services.library.LibraryService` with the signed-in user's id: another reader's
+private tag is a 404 exactly like a tag that does not exist, on pages, in the API and in feeds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from jinja2 import pass_context
+
+from paperfeed.adapters.sources.arxiv_atom import ArxivApiError, MalformedFeed
+from paperfeed.adapters.sources.bibliography import BibliographyError, Format
+from paperfeed.adapters.sources.http import SourceUnavailable
+from paperfeed.bootstrap import App
+from paperfeed.domain.accounts import User
+from paperfeed.domain.library import DEFAULT_TAG, InvalidLibraryInput, Tag
+from paperfeed.domain.search import SearchFilters
+from paperfeed.services.library import LibraryNotFound, LibraryService, PaperState
+
+from . import feeds as _feeds
+from .library_notes import render_note
+from .pages import CATEGORY_CHOICES, CSP, _form_categories, _form_day, error_page, templates
+from .security import _template_request, current_user, require_user, safe_next, verify_csrf
+from .views import PageMeta, author_search_url, day_label, page_links, paper_url, paper_view, plural
+
+__all__ = ["author_url", "router"]
+
+router = APIRouter(include_in_schema=False)
+CsrfChecked = Depends(verify_csrf)
+SignedIn = Annotated[User, Depends(require_user)]
+PAGE_SIZE = 50
+WEB_IMPORT_FETCH_CAP = 100  # papers fetched from arXiv during one upload (3 s apart): the rest is reported
+_STATES = "pf_library_states"
+_TAGS = "pf_library_tags"
+_PRIVATE = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+_PUBLIC = {**_PRIVATE, "Cache-Control": "public, max-age=60"}
+# Messages after a redirect are chosen by key, so no text from the URL is ever shown.
+_DONE = {
+    "saved": "Saved.",
+    "tag": "Tag saved.",
+    "deleted": "Deleted.",
+    "search": "Saved search created: new papers matching it appear here.",
+    "seen": "Marked as seen: only papers published from now on count as new.",
+    "followed": "You follow this author: their new papers are in your feed.",
+}
+
+
+def _app(request: Request) -> App:
+    app: App = request.state.app
+    return app
+
+
+def _library(request: Request) -> LibraryService:
+    return _app(request).library
+
+
+def author_url(name: str) -> str:
+    return "/author?" + urlencode({"name": name})
+
+
+def _here(request: Request) -> str:
+    return request.url.path + (f"?{request.url.query}" if request.url.query else "")
+
+
+# -- template globals: what the save buttons and the paper page's panel need ---------------------------
+
+
+def _signed_in(request: Request) -> User | None:
+    try:
+        return current_user(request)
+    except Exception:  # a bad Bearer token on a page: the page itself still renders, without buttons
+        return None
+
+
+def _states(request: Request, user: User) -> dict[str, PaperState]:
+    state = request.scope.setdefault("state", {})
+    if _STATES not in state:
+        state[_STATES] = _library(request).all_states(user.id)
+    cached: dict[str, PaperState] = state[_STATES]
+    return cached
+
+
+@pass_context
+def _library_state(ctx: Any, paper_id: str) -> PaperState | None:
+    """The signed-in reader's tags and marks on ``paper_id`` (None for anonymous visitors)."""
+    request = _template_request(ctx)
+    user = _signed_in(request)
+    if user is None:
+        return None
+    return _states(request, user).get(paper_id) or PaperState(paper_id)
+
+
+@pass_context
+def _library_note(ctx: Any, paper_id: str) -> Any:
+    request = _template_request(ctx)
+    user = _signed_in(request)
+    if user is None:
+        return None
+    return _library(request).state(user.id, paper_id).note
+
+
+@pass_context
+def _library_tags(ctx: Any) -> list[Tag]:
+    request = _template_request(ctx)
+    user = _signed_in(request)
+    if user is None:
+        return []
+    state = request.scope.setdefault("state", {})
+    if _TAGS not in state:
+        state[_TAGS] = _library(request).tags(user.id)
+    tags: list[Tag] = state[_TAGS]
+    return tags
+
+
+@pass_context
+def _library_here(ctx: Any) -> str:
+    return _here(_template_request(ctx))
+
+
+templates.env.globals.update(
+    library_state=_library_state,
+    library_note=_library_note,
+    library_tags=_library_tags,
+    library_here=_library_here,
+    author_url=author_url,
+    default_tag=DEFAULT_TAG,
+)
+templates.env.filters.update(note_html=render_note)
+
+
+# -- rendering ------------------------------------------------------------------------------------------
+
+
+def _page(
+    request: Request,
+    name: str,
+    title: str,
+    *,
+    nav: str = "library",
+    status: int = 200,
+    headers: Mapping[str, str] = _PRIVATE,
+    feeds: tuple[tuple[str, str], ...] = (),
+    description: str = "",
+    **context: Any,
+) -> HTMLResponse:
+    canonical = str(request.base_url).rstrip("/") + request.url.path
+    meta = PageMeta(title, description or title, canonical, noindex=headers is _PRIVATE, feeds=feeds)
+    done = _DONE.get(request.query_params.get("done", ""))
+    values = {"page": meta, "nav": nav, "done": done, **context}
+    return templates.TemplateResponse(
+        request, f"library/{name}.html", values, status_code=status, headers=headers
+    )
+
+
+def _back(request: Request, next_url: str, default: str, done: str | None = None) -> RedirectResponse:
+    target = safe_next(next_url, default)
+    if done:
+        target += ("&" if "?" in target else "?") + f"done={done}"
+    return RedirectResponse(target, status_code=303)
+
+
+def _problem(request: Request, exc: Exception, status: int = 400) -> HTMLResponse:
+    heading = "Not found" if status == 404 else "That did not work"
+    return error_page(request, status, heading, str(exc))
+
+
+def _page_number(text: str) -> int:
+    text = text.strip()
+    return min(int(text), 10_000) if text.isdigit() and int(text) >= 1 else 1
+
+
+def _pages(total: int, page: int, url: Any) -> dict[str, Any]:
+    last = max(1, -(-total // PAGE_SIZE))
+    if last <= 1:
+        return {"pages": [], "page_number": 1, "prev_url": None, "next_url": None}
+    return {
+        "pages": page_links(page, last, url),
+        "page_number": page,
+        "prev_url": url(page - 1) if page > 1 else None,
+        "next_url": url(page + 1) if page < last else None,
+    }
+
+
+# -- my library -------------------------------------------------------------------------------------------
+
+ReadChoice = Literal["all", "read", "unread"]
+
+
+@router.get("/library", response_class=HTMLResponse, response_model=None)
+def library_page(
+    request: Request, user: SignedIn, tag: str = "", read: str = "all", page: str = "1"
+) -> Response:
+    lib = _library(request)
+    read_filter: ReadChoice = read if read in ("all", "read", "unread") else "all"  # type: ignore[assignment]
+    tag_id = int(tag) if tag.isdigit() else None
+    number = _page_number(page)
+    try:
+        shelf = lib.library(
+            user.id, tag_id=tag_id, read=read_filter, limit=PAGE_SIZE, offset=(number - 1) * PAGE_SIZE
+        )
+    except LibraryNotFound as exc:
+        return _problem(request, exc, 404)
+
+    def url(n: int, *, tag_value: int | None = tag_id, read_value: str = read_filter) -> str:
+        params = {
+            "tag": tag_value or "",
+            "read": "" if read_value == "all" else read_value,
+            "page": n if n > 1 else "",
+        }
+        kept = {k: v for k, v in params.items() if v}
+        return "/library" + (f"?{urlencode(kept)}" if kept else "")
+
+    entries = [
+        {
+            "v": paper_view(e.paper, with_abstract=False),
+            "item": e.item,
+            "saved_label": day_label(e.item.saved_at),
+        }
+        for e in shelf.entries
+    ]
+    heading = shelf.tag.name if shelf.tag else "My library"
+    return _page(
+        request,
+        "library",
+        heading,
+        user=user,
+        shelf=shelf,
+        entries=entries,
+        tags=lib.tags(user.id),
+        read_links=[
+            (label, url(1, read_value=key), key == read_filter)
+            for key, label in (("all", "All"), ("unread", "Unread"), ("read", "Read"))
+        ],
+        tag_url=lambda t: url(1, tag_value=t),
+        all_url=url(1, tag_value=None),
+        total_label=plural(shelf.total, "paper"),
+        **_pages(shelf.total, number, url),
+    )
+
+
+@router.get("/library/dismissed", response_class=HTMLResponse)
+def dismissed_page(request: Request, user: SignedIn, page: str = "1") -> HTMLResponse:
+    number = _page_number(page)
+    papers, total = _library(request).dismissed(user.id, limit=PAGE_SIZE, offset=(number - 1) * PAGE_SIZE)
+    return _page(
+        request,
+        "dismissed",
+        "Not interested",
+        papers=[paper_view(p, with_abstract=False) for p in papers],
+        total_label=plural(total, "paper"),
+        **_pages(total, number, lambda n: "/library/dismissed" + (f"?page={n}" if n > 1 else "")),
+    )
+
+
+# -- saving, tags, marks, notes (forms) -----------------------------------------------------------------
+
+NextField = Annotated[str, Form(max_length=2000)]
+PaperField = Annotated[str, Form(max_length=200)]
+
+
+@router.post("/library/save", response_model=None, dependencies=[CsrfChecked])
+def save_form(
+    request: Request,
+    user: SignedIn,
+    paper_id: PaperField,
+    tag: Annotated[str, Form(max_length=200)] = "",
+    next: NextField = "/library",
+) -> Response:
+    try:
+        _library(request).save(user.id, paper_id, [tag] if tag.strip() else [DEFAULT_TAG])
+    except LibraryNotFound as exc:
+        return _problem(request, exc, 404)
+    except InvalidLibraryInput as exc:
+        return _problem(request, exc)
+    return _back(request, next, "/library")
+
+
+@router.post("/library/unsave", response_model=None, dependencies=[CsrfChecked])
+def unsave_form(
+    request: Request,
+    user: SignedIn,
+    paper_id: PaperField,
+    tag_id: Annotated[str, Form(max_length=20)] = "",
+    next: NextField = "/library",
+) -> Response:
+    try:
+        _library(request).unsave(user.id, paper_id, int(tag_id) if tag_id.isdigit() else None)
+    except LibraryNotFound as exc:
+        return _problem(request, exc, 404)
+    return _back(request, next, "/library")
+
+
+@router.post("/library/paper-tags", response_model=None, dependencies=[CsrfChecked])
+def paper_tags_form(
+    request: Request,
+    user: SignedIn,
+    paper_id: PaperField,
+    tags: Annotated[list[str] | None, Form(max_length=200)] = None,
+    new_tag: Annotated[str, Form(max_length=200)] = "",
+    next: NextField = "/library",
+) -> Response:
+    """The tag picker: the paper ends up in exactly the ticked tags plus the new one, if named."""
+    wanted = [t for t in (tags or []) if t.strip()][:100]
+    if new_tag.strip():
+        wanted.append(new_tag)
+    try:
+        _library(request).set_tags(user.id, paper_id, wanted)
+    except LibraryNotFound as exc:
+        return _problem(request, exc, 404)
+    except InvalidLibraryInput as exc:
+        return _problem(request, exc)
+    return _back(request, next, "/library")
+
+
+def _flag(value: str) -> bool:
+    return value.strip().lower() in ("1", "true", "on", "yes")
+
+
+@router.post("/library/read", response_model=None, dependencies=[CsrfChecked])
+def read_form(
+    request: Request,
+    user: SignedIn,
+    paper_id: PaperField,
+    read: Annotated[str, Form(max_length=10)] = "1",
+    next: NextField = "/library",
+) -> Response:
+    try:
+        _library(request).set_read(user.id, paper_id, _flag(read))
+    except LibraryNotFound as exc:
+        return _problem(request, exc, 404)
+    return _back(request, next, "/library")
+
+
+@router.post("/library/dismiss", response_model=None, dependencies=[CsrfChecked])
+def dismiss_form(
+    request: Request,
+    user: SignedIn,
+    paper_id: PaperField,
+    dismissed: Annotated[str, Form(max_length=10)] = "1",
+    next: NextField = "/library",
+) -> Response:
+    try:
+        _library(request).set_dismissed(user.id, paper_id, _flag(dismissed))
+    except LibraryNotFound as exc:
+        return _problem(request, exc, 404)
+    return _back(request, next, "/library")
+
+
+@router.post("/library/note", response_model=None, dependencies=[CsrfChecked])
+def note_form(
+    request: Request,
+    user: SignedIn,
+    paper_id: PaperField,
+    body: Annotated[str, Form(max_length=40_000)] = "",
+    next: NextField = "/library",
+) -> Response:
+    try:
+        state = _library(request).set_note(user.id, paper_id, body)
+    except LibraryNotFound as exc:
+        return _problem(request, exc, 404)
+    except InvalidLibraryInput as exc:
+        return _problem(request, exc)
+    return _back(request, next, paper_url(state.paper_id))
+
+
+@router.post("/library/tags", response_model=None, dependencies=[CsrfChecked])
+def create_tag_form(
+    request: Request,
+    user: SignedIn,
+    name: Annotated[str, Form(max_length=200)] = "",
+    public: Annotated[str, Form(max_length=10)] = "",
+) -> Response:
+    try:
+        tag = _library(request).create_tag(user.id, name, public=_flag(public))
+    except InvalidLibraryInput as exc:
+        return _problem(request, exc)
+    return RedirectResponse(f"/library?tag={tag.id}&done=tag", status_code=303)
+
+
+@router.post("/library/tags/{tag_id}", response_model=None, dependencies=[CsrfChecked])
+def update_tag_form(
+    request: Request,
+    user: SignedIn,
+    tag_id: int,
+    name: Annotated[str, Form(max_length=200)] = "",
+    public: Annotated[str, Form(max_length=10)] = "",
+) -> Response:
+    try:
+        _library(request).update_tag(
+            user.id, tag_id, name=name if name.strip() else None, public=_flag(public)
+        )
+    except LibraryNotFound as exc:
+        return _problem(request, exc, 404)
+    except InvalidLibraryInput as exc:
+        return _problem(request, exc)
+    return RedirectResponse(f"/library?tag={tag_id}&done=tag", status_code=303)
+
+
+@router.post("/library/tags/{tag_id}/delete", response_model=None, dependencies=[CsrfChecked])
+def delete_tag_form(request: Request, user: SignedIn, tag_id: int) -> Response:
+    try:
+        _library(request).delete_tag(user.id, tag_id)
+    except LibraryNotFound as exc:
+        return _problem(request, exc, 404)
+    return RedirectResponse("/library?done=deleted", status_code=303)
+
+
+# -- import (upload) ------------------------------------------------------------------------------------
+
+
+@router.get("/library/import", response_class=HTMLResponse)
+def import_page(request: Request, user: SignedIn) -> HTMLResponse:
+    return _page(request, "import", "Import a library", report=None, error=None, tag=DEFAULT_TAG)
+
+
+@router.post("/library/import", response_class=HTMLResponse, dependencies=[CsrfChecked])
+async def import_upload(
+    request: Request,
+    user: SignedIn,
+    file: Annotated[UploadFile, File()],
+    tag: Annotated[str, Form(max_length=200)] = DEFAULT_TAG,
+    fmt: Annotated[str, Form(max_length=20, alias="format")] = "auto",
+) -> HTMLResponse:
+    """Import an uploaded .bib / CSL-JSON / id list (at most 100 papers are fetched from arXiv per upload)."""
+    from starlette.concurrency import run_in_threadpool
+
+    from paperfeed.adapters.sources.bibliography import MAX_FILE_BYTES
+
+    data = await file.read(MAX_FILE_BYTES + 1)
+    name = (file.filename or "upload").rsplit("/", 1)[-1][:100] or "upload"
+    chosen: Format = fmt if fmt in ("auto", "bibtex", "csl-json", "ids") else "auto"  # type: ignore[assignment]
+    importer = _app(request).library_import
+    try:
+        report = await run_in_threadpool(
+            importer.import_bytes,
+            user.id,
+            data,
+            name,
+            tag=tag or DEFAULT_TAG,
+            fmt=chosen,
+            max_fetch=WEB_IMPORT_FETCH_CAP,
+        )
+    except (BibliographyError, InvalidLibraryInput) as exc:
+        return _page(
+            request,
+            "import",
+            "Import a library",
+            status=400,
+            report=None,
+            error=f"{exc}; nothing was imported.",
+            tag=tag,
+        )
+    except (SourceUnavailable, ArxivApiError, MalformedFeed) as exc:
+        message = f"arXiv could not be reached ({exc}); nothing was saved. Try again later."
+        return _page(request, "import", "Import a library", status=503, report=None, error=message, tag=tag)
+    return _page(request, "import", "Import a library", report=report, error=None, tag=tag)
+
+
+# -- public collections and their feeds -------------------------------------------------------------------
+
+
+@router.get("/collections/{tag_id}", response_class=HTMLResponse)
+def collection_page(request: Request, tag_id: int, page: str = "1") -> HTMLResponse:
+    user = _signed_in(request)
+    number = _page_number(page)
+    try:
+        shown = _library(request).collection(
+            tag_id, user.id if user else None, limit=PAGE_SIZE, offset=(number - 1) * PAGE_SIZE
+        )
+    except LibraryNotFound:
+        return error_page(request, 404, "Collection not found", f"There is no public collection {tag_id}.")
+    own = user is not None and user.id == shown.tag.user_id
+    feeds = ((f"Collection: {shown.tag.name}", f"/rss/collections/{tag_id}"),) if shown.tag.public else ()
+    return _page(
+        request,
+        "collection",
+        f"{shown.tag.name} · a collection by {shown.owner.display_name}",
+        nav="",
+        headers=_PUBLIC if shown.tag.public and not own else _PRIVATE,
+        feeds=feeds,
+        description=f"{plural(shown.total, 'paper')} collected by {shown.owner.display_name}.",
+        shown=shown,
+        own=own,
+        papers=[(paper_view(p, with_abstract=False), day_label(at)) for p, at in shown.papers],
+        total_label=plural(shown.total, "paper"),
+        **_pages(shown.total, number, lambda n: f"/collections/{tag_id}" + (f"?page={n}" if n > 1 else "")),
+    )
+
+
+def _collection_feed(request: Request, kind: _feeds.Kind, tag_id: int) -> Response:
+    try:
+        shown = _library(request).collection(tag_id, None, limit=_feeds.FEED_SIZE)  # feeds: public tags only
+    except LibraryNotFound:
+        from .errors import error_response
+
+        return error_response(request, 404, f"no public collection {tag_id}")
+    entries = [
+        _feeds._Entry(p, at, f"Saved to “{shown.tag.name}” on {day_label(at)}") for p, at in shown.papers
+    ]
+    return _feeds._render(
+        request,
+        kind,
+        f"paperfeed · {shown.tag.name} (a collection by {shown.owner.display_name})",
+        f"Papers {shown.owner.display_name} saved to “{shown.tag.name}”, newest first.",
+        (f"/collections/{tag_id}", f"/collections/{tag_id}"),
+        entries,
+    )
+
+
+@router.get("/rss/collections/{tag_id}", response_class=Response)
+def rss_collection(request: Request, tag_id: int) -> Response:
+    return _collection_feed(request, "rss", tag_id)
+
+
+@router.get("/atom/collections/{tag_id}", response_class=Response)
+def atom_collection(request: Request, tag_id: int) -> Response:
+    return _collection_feed(request, "atom", tag_id)
+
+
+# -- followed authors -------------------------------------------------------------------------------------
+
+
+@router.get("/library/authors", response_class=HTMLResponse)
+def authors_page(request: Request, user: SignedIn) -> HTMLResponse:
+    followed = _library(request).followed(user.id)
+    return _page(request, "authors", "Followed authors", followed=followed)
+
+
+@router.post("/library/authors/follow", response_model=None, dependencies=[CsrfChecked])
+def follow_form(
+    request: Request, user: SignedIn, name: Annotated[str, Form(max_length=400)] = "", next: NextField = ""
+) -> Response:
+    try:
+        _library(request).follow(user.id, name)
+    except InvalidLibraryInput as exc:
+        return _problem(request, exc)
+    return _back(request, next, "/library/authors", "followed")
+
+
+@router.post("/library/authors/unfollow", response_model=None, dependencies=[CsrfChecked])
+def unfollow_form(
+    request: Request, user: SignedIn, name: Annotated[str, Form(max_length=400)] = "", next: NextField = ""
+) -> Response:
+    try:
+        _library(request).unfollow(user.id, name)
+    except InvalidLibraryInput as exc:
+        return _problem(request, exc)
+    return _back(request, next, "/library/authors")
+
+
+@router.get("/author", response_class=HTMLResponse)
+def author_page(request: Request, name: str = "") -> HTMLResponse:
+    """Recent papers by an author (exact name, any accents/case); a follow button for signed-in readers."""
+    user = _signed_in(request)
+    try:
+        found = _library(request).author(name, user.id if user else None)
+    except InvalidLibraryInput as exc:
+        return error_page(request, 400, "Which author?", str(exc))
+    return _page(
+        request,
+        "author",
+        f"Papers by {found.name}",
+        nav="",
+        headers=_PRIVATE if user else _PUBLIC,
+        found=found,
+        papers=[paper_view(p, with_abstract=False) for p in found.papers],
+        search_url=author_search_url(found.name),
+        signed_in=user is not None,
+    )
+
+
+# -- saved searches ---------------------------------------------------------------------------------------
+
+
+def _filters_from_form(date_from: str, date_to: str, cat: str, code: str) -> tuple[SearchFilters, list[str]]:
+    """The search page's filter fields, read exactly as the search page reads them."""
+    problems: list[str] = []
+    start = _form_day(date_from, "From", problems)
+    end = _form_day(date_to, "To", problems)
+    if start and end and start > end:
+        start, end = end, start
+    categories = _form_categories(cat, problems)
+    return SearchFilters(start, end, categories, True if _flag(code) else None), problems
+
+
+def _filters_label(filters: SearchFilters) -> str:
+    parts = []
+    if filters.date_from or filters.date_to:
+        parts.append(f"{filters.date_from or '…'} to {filters.date_to or '…'}")
+    if filters.categories:
+        parts.append(", ".join(filters.categories))
+    if filters.has_code:
+        parts.append("with code")
+    return " · ".join(parts)
+
+
+@router.get("/library/searches", response_class=HTMLResponse)
+def searches_page(request: Request, user: SignedIn, q: str = "") -> HTMLResponse:
+    searches = _library(request).searches(user.id)
+    rows = [(s, _filters_label(s.filters)) for s in searches]
+    return _page(
+        request, "searches", "Saved searches", rows=rows, q=q[:250], categories=CATEGORY_CHOICES, error=None
+    )
+
+
+@router.post("/library/searches", response_model=None, dependencies=[CsrfChecked])
+def create_search_form(
+    request: Request,
+    user: SignedIn,
+    name: Annotated[str, Form(max_length=400)] = "",
+    q: Annotated[str, Form(max_length=1000)] = "",
+    date_from: Annotated[str, Form(max_length=40, alias="from")] = "",
+    date_to: Annotated[str, Form(max_length=40, alias="to")] = "",
+    cat: Annotated[str, Form(max_length=400)] = "",
+    code: Annotated[str, Form(max_length=10)] = "",
+) -> Response:
+    filters, problems = _filters_from_form(date_from, date_to, cat, code)
+    lib = _library(request)
+    try:
+        if problems:
+            raise InvalidLibraryInput("filters", " ".join(problems))
+        saved = lib.add_search(user.id, name or q, q, filters)
+    except InvalidLibraryInput as exc:
+        rows = [(s, _filters_label(s.filters)) for s in lib.searches(user.id)]
+        return _page(
+            request,
+            "searches",
+            "Saved searches",
+            status=400,
+            rows=rows,
+            q=q[:250],
+            categories=CATEGORY_CHOICES,
+            error=str(exc),
+        )
+    return RedirectResponse(f"/library/searches/{saved.id}?done=search", status_code=303)
+
+
+@router.get("/library/searches/{search_id}", response_class=HTMLResponse)
+def alert_page(request: Request, user: SignedIn, search_id: int) -> HTMLResponse:
+    lib = _library(request)
+    try:
+        alert = lib.alert(user.id, search_id)
+        token = lib.feed_token(user.id, search_id)
+    except LibraryNotFound as exc:
+        return _problem(request, exc, 404)
+    return _page(
+        request,
+        "alert",
+        f"Alert: {alert.search.name}",
+        alert=alert,
+        filters_label=_filters_label(alert.search.filters),
+        new=[paper_view(p, with_abstract=False) for p in alert.new],
+        earlier=[paper_view(p, with_abstract=False) for p in alert.earlier[:30]],
+        since_label=f"{day_label(alert.search.seen_since)} {alert.search.seen_since:%H:%M} UTC",
+        feed_path=f"/rss/alerts/{token}",
+        search_url="/search?" + urlencode({"q": alert.search.query}),
+    )
+
+
+@router.post("/library/searches/{search_id}/seen", response_model=None, dependencies=[CsrfChecked])
+def alert_seen_form(request: Request, user: SignedIn, search_id: int) -> Response:
+    try:
+        _library(request).mark_seen(user.id, search_id)
+    except LibraryNotFound as exc:
+        return _problem(request, exc, 404)
+    return RedirectResponse(f"/library/searches/{search_id}?done=seen", status_code=303)
+
+
+@router.post("/library/searches/{search_id}/delete", response_model=None, dependencies=[CsrfChecked])
+def delete_search_form(request: Request, user: SignedIn, search_id: int) -> Response:
+    try:
+        _library(request).delete_search(user.id, search_id)
+    except LibraryNotFound as exc:
+        return _problem(request, exc, 404)
+    return RedirectResponse("/library/searches?done=deleted", status_code=303)
+
+
+def _alert_feed(request: Request, kind: _feeds.Kind, token: str) -> Response:
+    try:
+        alert = _library(request).alert_by_token(token[:100])
+    except LibraryNotFound:
+        from .errors import error_response
+
+        return error_response(request, 404, "no such alert feed")
+    now = datetime.now(UTC)
+    entries = [_feeds._Entry(p, p.published or now, "New match") for p in alert.new]
+    entries += [
+        _feeds._Entry(p, p.published or now) for p in alert.earlier[: max(0, _feeds.FEED_SIZE - len(entries))]
+    ]
+    response = _feeds._render(
+        request,
+        kind,
+        f"paperfeed · alert: {alert.search.name}",
+        f"Papers matching “{alert.search.query}”: new ones (published since the last visit) first.",
+        (f"/library/searches/{alert.search.id}", f"/alerts/{token[:100]}"),
+        entries,
+    )
+    response.headers["Cache-Control"] = "private, max-age=300"  # the URL is a secret: no shared caches
+    response.headers["X-Robots-Tag"] = "noindex"
+    return response
+
+
+@router.get("/rss/alerts/{token}", response_class=Response)
+def rss_alert(request: Request, token: str) -> Response:
+    return _alert_feed(request, "rss", token)
+
+
+@router.get("/atom/alerts/{token}", response_class=Response)
+def atom_alert(request: Request, token: str) -> Response:
+    return _alert_feed(request, "atom", token)
