@@ -61,9 +61,7 @@ def _mode_line(feed: ForYou) -> str:
             f"Ranked by a model trained on the {feed.positives} papers in {source} against random recent "
             "papers and the ones you marked “not interested”."
         )
-    if feed.mode == "similarity":
-        return "Ranked by similarity to the papers you saved."
-    return "Trending papers, and papers by authors you follow or matching your alerts."
+    return ""  # cold start: the feed's message says how it is ranked and what to do
 
 
 @router.get("/for-you", response_class=HTMLResponse)
