@@ -172,8 +172,15 @@ class App:
             dense_weight=s.search_dense_weight,
             min_dense_score=s.search_min_dense_score,
         )
+        from paperfeed.adapters.store.accounts import hidden_paper_ids
+
         search = HybridSearch(
-            self.store, self.keyword_index, self._search_vectors, lambda: self.embedder, tuning
+            self.store,
+            self.keyword_index,
+            self._search_vectors,
+            lambda: self.embedder,
+            tuning,
+            hidden=lambda: hidden_paper_ids(self.store.engine),
         )
         self._closers.append(search)
         return search

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from . import fetch, harvest, imports, index, library, run, search, serve, stats
+from . import fetch, harvest, imports, index, library, run, search, serve, stats, users
 from .context import Context
 
 __all__ = ["app", "main"]
@@ -51,6 +51,7 @@ fetch.register(app)
 run.register(app)
 search.register(app)
 serve.register(app)
+users.register(app)
 app.add_typer(harvest.harvest_app, name="harvest")
 app.add_typer(library.library_app, name="library")
 

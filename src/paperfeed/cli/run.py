@@ -23,10 +23,11 @@ from rich.markup import escape
 from paperfeed.adapters.sources.hf_daily import HfDailySource
 from paperfeed.adapters.sources.http import PoliteClient, SourceUnavailable
 from paperfeed.bootstrap import build_app
+from paperfeed.secret_key import SECRET_FILE, InsecureSecret, check_secret, configured_secret
 from paperfeed.settings import Settings
 from paperfeed.web import create_app
 
-from .context import Context
+from .context import Context, fail
 from .imports import import_paths
 
 __all__ = ["register"]
@@ -116,6 +117,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Bring paperfeed up: import FILES, refresh from the sources when reachable, then serve."""
         c: Context = ctx.obj
+        try:  # a laptop needs no configured secret: one is generated in the data folder on first use
+            check_secret(c.settings, allow_generated=True)
+        except InsecureSecret as exc:
+            raise fail(str(exc)) from None
         if files:
             import_paths(c, files)
         if not offline:
@@ -132,6 +137,13 @@ def register(app: typer.Typer) -> None:
         if indexer is not None:
             indexer.start()
             c.console.print("embedding papers in the background for semantic search (paperfeed index)")
+        if configured_secret(settings) is None and not settings.debug:
+            c.console.print(
+                f"using the secret key in {settings.data_dir / SECRET_FILE} (generated on first run); "
+                "set PAPERFEED_SECRET_KEY on a public server",
+                highlight=False,
+                markup=False,
+            )
         c.console.print(f"serving on http://{host}:{port}/  (Ctrl+C to stop)", highlight=False)
         try:
             uvicorn.run(create_app(lambda: build_app(settings)), host=host, port=port, log_level="warning")

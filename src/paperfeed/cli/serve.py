@@ -12,6 +12,7 @@ from rich.markup import escape
 from sqlalchemy.exc import SQLAlchemyError
 
 from paperfeed.bootstrap import build_app
+from paperfeed.secret_key import InsecureSecret, check_secret
 from paperfeed.web import create_app
 
 from .context import Context, fail
@@ -57,6 +58,10 @@ def register(app: typer.Typer) -> None:
         if base_url is not None:
             updates["base_url"] = base_url.rstrip("/")
         settings = settings.model_copy(update=updates)
+        try:  # a guessable secret would let anyone forge CSRF tokens: refuse, unless debugging
+            check_secret(settings)
+        except InsecureSecret as exc:
+            raise fail(str(exc)) from None
         try:  # open and migrate the store once here, not racing in every worker
             papers = c.app.store.stats().papers
         except (SQLAlchemyError, OSError) as exc:

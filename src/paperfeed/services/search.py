@@ -68,6 +68,7 @@ class HybridSearch:
     vectors: Callable[[], VectorIndex | None]
     embedder: Callable[[], Embedder | None]
     settings: HybridSettings = field(default_factory=HybridSettings)
+    hidden: Callable[[], frozenset[str]] = field(default=frozenset)  # ids an administrator hid
     _query_cache: OrderedDict[str, Vectors] = field(default_factory=OrderedDict, init=False)
     _pending: dict[str, Future[tuple[Vectors | None, str | None]]] = field(default_factory=dict, init=False)
     _pool: ThreadPoolExecutor | None = field(default=None, init=False)
@@ -94,6 +95,9 @@ class HybridSearch:
         lists = [keyword] if dense is None else [keyword, dense]
         weights = [self.settings.keyword_weight] + ([] if dense is None else [self.settings.dense_weight])
         fused = reciprocal_rank_fusion(lists, weights, k=self.settings.rrf_k)
+        hidden = self.hidden()
+        if hidden:
+            fused = [f for f in fused if f.paper_id not in hidden]
         window = fused[offset : offset + limit]
         papers = self.store.get_papers([f.paper_id for f in window])
         hits = []
@@ -117,7 +121,8 @@ class HybridSearch:
         self, paper_id: str, limit: int = 10, filters: SearchFilters | None = None
     ) -> list[SearchHit]:
         paper = self.store.get_paper(paper_id)
-        if paper is None:
+        hidden = self.hidden()
+        if paper is None or paper.id in hidden:
             return []
         index = self._vector_index([])
         if index is None:
@@ -133,7 +138,7 @@ class HybridSearch:
         hits: list[SearchHit] = []
         for rank, scored in enumerate(candidates, start=1):
             other = papers.get(scored.paper_id)
-            if other is None or other.content_hash == paper.content_hash:
+            if other is None or other.content_hash == paper.content_hash or other.id in hidden:
                 continue
             hits.append(SearchHit(paper=other, score=scored.score, dense_rank=rank))
             if len(hits) == limit:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, delete, func, insert, select, update
+from sqlalchemy import ColumnElement, and_, delete, exists, func, insert, select, update
 from sqlalchemy.engine import Engine, Row
 from sqlalchemy.exc import IntegrityError
 
@@ -27,9 +27,20 @@ from paperfeed.domain.accounts import (
 from .schema import papers
 from .schema_accounts import api_tokens, hidden_papers, one_time_links, rate_limit_hits, sessions, users
 
-__all__ = ["SqlAccountStore"]
+__all__ = ["SqlAccountStore", "hidden_paper_ids", "not_hidden"]
 
 _RATE_LOG_KEEP = timedelta(days=1)  # longer than any rate-limit window
+
+
+def not_hidden(paper_id: ColumnElement[Any]) -> ColumnElement[bool]:
+    """``WHERE`` clause keeping papers an administrator has not hidden (for every query that shows papers)."""
+    return ~exists().where(hidden_papers.c.paper_id == paper_id)
+
+
+def hidden_paper_ids(engine: Engine) -> frozenset[str]:
+    """The ids of hidden papers (a small table: read whole, for filters applied outside SQL)."""
+    with engine.connect() as conn:
+        return frozenset(conn.execute(select(hidden_papers.c.paper_id)).scalars())
 
 
 def _aware(value: datetime | None) -> datetime | None:

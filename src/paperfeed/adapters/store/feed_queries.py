@@ -3,7 +3,7 @@
 Portable SQLAlchemy Core only (SQLite and PostgreSQL). Every query is a range or key seek on an index:
 ``listings`` is keyed ``(day, source, paper_id)`` so day ranges are index ranges, ``ix_listings_paper_id``
 finds a paper's days, and ``ix_papers_published_id`` (migration 0004) serves the keyset-paged list of all
-papers newest first.
+papers newest first. Papers an administrator hid (``hidden_papers``) are left out of every read.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from sqlalchemy.engine import Connection, Engine, Row
 from paperfeed.domain.models import Paper
 from paperfeed.services.feed import ListedPaper, PaperCursor, TrendCandidate
 
+from .accounts import not_hidden
 from .schema import listings, papers
+from .schema_accounts import hidden_papers
 from .sql_store import _PAPER_COLUMNS, _aware, _from_row
 
 __all__ = ["SqlFeedQueries"]
@@ -47,6 +49,7 @@ def _ranked(agg: Any, *, by_day: bool) -> Select[Any]:
     return (
         select(*_PAPER_COLUMNS, upvotes.label("rank_upvotes"), agg.c.first_day, agg.c.best_rank)
         .join_from(agg, papers, papers.c.id == agg.c.pid)
+        .where(not_hidden(papers.c.id))
         .order_by(*order)
         .limit(bindparam("lim", type_=Integer))
         .offset(bindparam("off", type_=Integer))
@@ -76,7 +79,9 @@ class SqlFeedQueries:
             .subquery()
         )
         self._listed = _ranked(per_paper, by_day=False)
-        self._listed_count = select(func.count(func.distinct(listings.c.paper_id))).where(in_range)
+        self._listed_count = select(func.count(func.distinct(listings.c.paper_id))).where(
+            in_range, not_hidden(listings.c.paper_id)
+        )
         per_day = (
             select(
                 listings.c.day.label("first_day"),
@@ -92,6 +97,7 @@ class SqlFeedQueries:
         self._sizes: tuple[str, list[tuple[date, int]]] | None = None
         self._day_sizes = (
             select(listings.c.day, func.count(func.distinct(listings.c.paper_id)))
+            .where(not_hidden(listings.c.paper_id))
             .group_by(listings.c.day)
             .order_by(listings.c.day.desc())
         )
@@ -100,7 +106,7 @@ class SqlFeedQueries:
             select(func.max(listings.c.day)).where(listings.c.day < start).scalar_subquery(),
             select(func.min(listings.c.day)).where(listings.c.day > end).scalar_subquery(),
         )
-        self._paper = select(*_PAPER_COLUMNS).where(papers.c.id == bindparam("pid"))
+        self._paper = select(*_PAPER_COLUMNS).where(papers.c.id == bindparam("pid"), not_hidden(papers.c.id))
         self._days_of = (
             select(listings.c.day)
             .where(listings.c.paper_id == bindparam("pid"))
@@ -186,15 +192,18 @@ class SqlFeedQueries:
         )
         upvotes = func.coalesce(papers.c.upvotes, firsts.c.listing_upvotes, 0)
         stars = func.coalesce(papers.c.github_stars, 0)
-        listed: Select[Any] = select(
-            *_PAPER_COLUMNS, upvotes.label("u"), stars.label("s"), firsts.c.first_day
-        ).join_from(firsts, papers, papers.c.id == firsts.c.pid)
+        listed: Select[Any] = (
+            select(*_PAPER_COLUMNS, upvotes.label("u"), stars.label("s"), firsts.c.first_day)
+            .join_from(firsts, papers, papers.c.id == firsts.c.pid)
+            .where(not_hidden(papers.c.id))
+        )
         # Papers never listed: first seen when published.
         own_upvotes = func.coalesce(papers.c.upvotes, 0)
         never_listed: Select[Any] = select(*_PAPER_COLUMNS, own_upvotes.label("u"), stars.label("s")).where(
             papers.c.published >= since,
             papers.c.published < until,
             or_(own_upvotes > 0, stars > 0),
+            not_hidden(papers.c.id),
             ~select(listings.c.paper_id).where(listings.c.paper_id == papers.c.id).exists(),
         )
         out: list[TrendCandidate] = []
@@ -222,13 +231,16 @@ class SqlFeedQueries:
         with self.engine.connect() as conn:
             modified = conn.execute(select(func.max(papers.c.modified_at))).scalar()
             n_listings = conn.execute(select(func.count()).select_from(listings)).scalar_one()
-        return f"{modified}|{n_listings}"
+            hidden = conn.execute(select(func.count(), func.max(hidden_papers.c.hidden_at))).one()
+        return f"{modified}|{n_listings}|{hidden[0]}|{hidden[1]}"
 
     # -- papers -------------------------------------------------------------------------------------
 
     def paper(self, paper_id: str) -> Paper | None:
         with self.engine.connect() as conn:
-            row = conn.execute(select(*_PAPER_COLUMNS).where(papers.c.id == paper_id)).first()
+            row = conn.execute(
+                select(*_PAPER_COLUMNS).where(papers.c.id == paper_id, not_hidden(papers.c.id))
+            ).first()
         return None if row is None else _from_row(row)
 
     def listing_days(self, paper_id: str) -> list[date]:
@@ -239,7 +251,7 @@ class SqlFeedQueries:
             return [_as_date(d) for d in conn.execute(query).scalars()]
 
     def papers_after(self, cursor: PaperCursor | None, limit: int) -> list[Paper]:
-        base = select(*_PAPER_COLUMNS)
+        base = select(*_PAPER_COLUMNS).where(not_hidden(papers.c.id))
         out: list[Paper] = []
         with self.engine.connect() as conn:
             if cursor is None or cursor.published is not None:

@@ -1,0 +1,169 @@
+"""``paperfeed users …`` and ``paperfeed papers …``: roles and moderation from the server's shell.
+
+Roles are set here, not on a web page, so that taking over one admin session is not enough to make
+more admins.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import orjson
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from paperfeed.domain.accounts import AccountError, NotFound
+from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
+
+from .context import Context, fail
+
+__all__ = ["papers_app", "users_app"]
+
+users_app = typer.Typer(help="List people, make or unmake administrators, hide or show accounts.")
+papers_app = typer.Typer(help="Hide papers from feeds, search, the API and pages, or show them again.")
+
+
+def _set_role(ctx: typer.Context, email: str, role: str) -> None:
+    c: Context = ctx.obj
+    try:
+        user = c.app.accounts.set_role(email, role)
+    except AccountError as exc:
+        raise fail(str(exc)) from None
+    c.console.print(
+        f"{escape(user.email)} is now {'an admin' if role == 'admin' else 'a user'}", highlight=False
+    )
+
+
+@users_app.command("list")
+def list_users(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """Every account: id, email, name, role, state, sessions and API tokens."""
+    c: Context = ctx.obj
+    users = c.app.accounts.list_users()
+    if as_json:
+        rows = [
+            {
+                "id": u.user.id,
+                "email": u.user.email,
+                "displayName": u.user.display_name,
+                "role": u.user.role,
+                "emailVerified": u.user.email_verified,
+                "hidden": u.hidden,
+                "createdAt": u.created_at.isoformat(),
+                "sessions": u.sessions,
+                "tokens": u.tokens,
+            }
+            for u in users
+        ]
+        typer.echo(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode())
+        return
+    if not users:
+        c.console.print("no accounts yet: people sign up at /signup")
+        return
+    table = Table(title=f"{len(users)} account{'s' if len(users) != 1 else ''}")
+    for column in ("id", "email", "name", "role", "state", "sessions", "tokens"):
+        table.add_column(column)
+    for u in users:
+        state = "hidden" if u.hidden else ("active" if u.user.email_verified else "unconfirmed")
+        table.add_row(
+            str(u.user.id),
+            escape(u.user.email),
+            escape(u.user.display_name or ""),
+            u.user.role,
+            state,
+            str(u.sessions),
+            str(u.tokens),
+        )
+    c.console.print(table)
+
+
+@users_app.command("promote")
+def promote(ctx: typer.Context, email: Annotated[str, typer.Argument(help="The account's email.")]) -> None:
+    """Make an account an administrator (can hide papers and people)."""
+    _set_role(ctx, email, "admin")
+
+
+@users_app.command("demote")
+def demote(ctx: typer.Context, email: Annotated[str, typer.Argument(help="The account's email.")]) -> None:
+    """Make an administrator an ordinary user again."""
+    _set_role(ctx, email, "user")
+
+
+@users_app.command("hide")
+def hide_user(ctx: typer.Context, email: Annotated[str, typer.Argument(help="The account's email.")]) -> None:
+    """Hide an account: signed out everywhere, tokens stop working, cannot sign in."""
+    c: Context = ctx.obj
+    try:
+        user = c.app.accounts.hide_user(c.app.accounts.user_by_email(email).id)
+    except AccountError as exc:
+        raise fail(str(exc)) from None
+    c.console.print(f"{escape(user.email)} is hidden and signed out everywhere", highlight=False)
+
+
+@users_app.command("unhide")
+def unhide_user(
+    ctx: typer.Context, email: Annotated[str, typer.Argument(help="The account's email.")]
+) -> None:
+    """Let a hidden account sign in again."""
+    c: Context = ctx.obj
+    try:
+        user = c.app.accounts.unhide_user(c.app.accounts.user_by_email(email).id)
+    except AccountError as exc:
+        raise fail(str(exc)) from None
+    c.console.print(f"{escape(user.email)} can sign in again", highlight=False)
+
+
+def _paper_id(text: str) -> str:
+    try:
+        return normalize_paper_id(text).base
+    except InvalidPaperId as exc:
+        raise fail(f"{text!r} is not a paper id: {exc}") from None
+
+
+@papers_app.command("hide")
+def hide_paper(
+    ctx: typer.Context,
+    paper_id: Annotated[str, typer.Argument(help="arXiv id such as 2503.10613.")],
+    reason: Annotated[str, typer.Option(help="Why (shown to administrators).")] = "",
+) -> None:
+    """Hide a paper from feeds, search, the API and its page."""
+    c: Context = ctx.obj
+    pid = _paper_id(paper_id)
+    try:
+        changed = c.app.accounts.hide_paper(pid, reason=reason)
+    except NotFound as exc:
+        raise fail(str(exc)) from None
+    c.console.print(f"{pid} {'is now hidden' if changed else 'was already hidden'}", highlight=False)
+
+
+@papers_app.command("unhide")
+def unhide_paper(
+    ctx: typer.Context, paper_id: Annotated[str, typer.Argument(help="arXiv id such as 2503.10613.")]
+) -> None:
+    """Show a hidden paper again."""
+    c: Context = ctx.obj
+    pid = _paper_id(paper_id)
+    if not c.app.accounts.unhide_paper(pid):
+        raise fail(f"{pid} is not hidden")
+    c.console.print(f"{pid} is shown again", highlight=False)
+
+
+@papers_app.command("hidden")
+def hidden_papers(ctx: typer.Context) -> None:
+    """List hidden papers with when and why."""
+    c: Context = ctx.obj
+    hidden = c.app.accounts.hidden_papers()
+    if not hidden:
+        c.console.print("no hidden papers")
+        return
+    for h in hidden:
+        reason = f"  {escape(h.reason)}" if h.reason else ""
+        c.console.print(f"{h.paper_id}  hidden {h.hidden_at:%Y-%m-%d %H:%M}{reason}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(users_app, name="users")
+    app.add_typer(papers_app, name="papers")

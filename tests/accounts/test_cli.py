@@ -1,0 +1,127 @@
+"""``paperfeed users …`` / ``paperfeed papers …`` and the refusal to serve with a guessable secret."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from paperfeed.bootstrap import App
+from paperfeed.cli import app as cli
+from paperfeed.secret_key import SECRET_FILE, InsecureSecret, check_secret, resolve_secret
+from paperfeed.settings import Settings
+
+from .conftest import PAPER_IDS
+
+
+def _run(data_dir: Path, *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, ["--data-dir", str(data_dir), *args])
+    return result.exit_code, result.output
+
+
+def test_promote_demote_list_hide(app: App) -> None:
+    data = app.settings.data_dir
+    app.accounts.sign_up("root@example.org", None, "Root", client="t", base_url="http://x")
+    code, out = _run(data, "users", "promote", "ROOT@example.org")
+    assert code == 0, out
+    assert "is now an admin" in out
+    assert app.accounts.user_by_email("root@example.org").is_admin
+    code, out = _run(data, "users", "list", "--json")
+    assert code == 0
+    rows = orjson.loads(out)
+    assert [(r["email"], r["role"], r["hidden"]) for r in rows] == [("root@example.org", "admin", False)]
+    code, out = _run(data, "users", "hide", "root@example.org")
+    assert code == 2
+    assert "demote them first" in out
+    assert _run(data, "users", "demote", "root@example.org")[0] == 0
+    assert not app.accounts.user_by_email("root@example.org").is_admin
+    assert _run(data, "users", "hide", "root@example.org")[0] == 0
+    assert _run(data, "users", "list")[1].count("hidden") == 1
+    assert _run(data, "users", "unhide", "root@example.org")[0] == 0
+    code, out = _run(data, "users", "promote", "ghost@example.org")
+    assert code == 2
+    assert "No account has the address ghost@example.org" in out
+
+
+def test_hide_and_unhide_papers(app: App) -> None:
+    data = app.settings.data_dir
+    code, out = _run(data, "papers", "hide", f"https://arxiv.org/abs/{PAPER_IDS[1]}", "--reason", "duplicate")
+    assert code == 0, out
+    assert app.feeds.paper(PAPER_IDS[1]) is None
+    assert "duplicate" in _run(data, "papers", "hidden")[1]
+    assert "already hidden" in _run(data, "papers", "hide", PAPER_IDS[1])[1]
+    assert _run(data, "papers", "unhide", PAPER_IDS[1])[0] == 0
+    assert app.feeds.paper(PAPER_IDS[1]) is not None
+    assert _run(data, "papers", "unhide", PAPER_IDS[1])[0] == 2
+    assert _run(data, "papers", "hide", "2501.99999")[0] == 2
+    assert _run(data, "papers", "hide", "nonsense")[0] == 2
+
+
+@pytest.mark.parametrize(
+    ("secret", "debug", "refused"),
+    [
+        (None, False, "is not set"),
+        ("", False, "is not set"),
+        ("change-me", False, "placeholder"),
+        ("short-but-random", False, "shorter than 32"),
+        ("x" * 40, False, None),
+        (None, True, None),
+        ("change-me", True, None),
+    ],
+)
+def test_check_secret(tmp_path: Path, secret: str | None, debug: bool, refused: str | None) -> None:
+    settings = Settings(data_dir=tmp_path, secret_key=secret, debug=debug)  # type: ignore[arg-type]
+    if refused is None:
+        check_secret(settings)
+    else:
+        with pytest.raises(InsecureSecret, match=refused):
+            check_secret(settings)
+
+
+def test_generated_secret_is_kept_in_the_data_folder(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path / "d")
+    check_secret(settings, allow_generated=True)  # paperfeed run: fine without one
+    first = resolve_secret(settings)
+    assert first == resolve_secret(settings)
+    path = tmp_path / "d" / SECRET_FILE
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert len(first) >= 32
+    configured = Settings(data_dir=tmp_path / "d", secret_key="y" * 40)  # type: ignore[arg-type]
+    assert resolve_secret(configured) == b"y" * 40
+
+
+def _clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERFEED_")}
+    return {**env, **extra}
+
+
+def test_serve_refuses_to_start_without_a_secret(tmp_path: Path) -> None:
+    """The real command in a subprocess: one line on stderr, exit code 2, before anything listens."""
+    command = [sys.executable, "-m", "paperfeed", "--data-dir", str(tmp_path), "serve", "--port", "1"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, env=_clean_env())
+    assert result.returncode == 2, result.stderr
+    assert "PAPERFEED_SECRET_KEY is not set" in result.stderr
+    assert "Traceback" not in result.stderr
+    weak = subprocess.run(
+        command, capture_output=True, text=True, timeout=120, env=_clean_env(PAPERFEED_SECRET_KEY="changeme")
+    )
+    assert weak.returncode == 2
+    assert "placeholder" in weak.stderr
+
+
+def test_uvicorn_factory_refuses_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from paperfeed.web.app import app_from_environment
+
+    for key in [k for k in os.environ if k.startswith("PAPERFEED_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("PAPERFEED_DATA_DIR", str(tmp_path))
+    with pytest.raises(SystemExit) as exited:
+        app_from_environment()
+    assert exited.value.code == 2
+    monkeypatch.setenv("PAPERFEED_SECRET_KEY", "z" * 40)
+    assert app_from_environment() is not None
