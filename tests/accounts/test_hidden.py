@@ -1,4 +1,4 @@
-"""An administrator hides a paper: it leaves feeds, search, the API, RSS and its page; shown again, it returns."""
+"""An administrator hides a paper: it leaves feeds, search, the API, RSS and its page, and comes back."""
 
 from __future__ import annotations
 
