@@ -69,7 +69,7 @@ class Received:
 
     def __getitem__(self, header: str) -> str | None:
         value = self.message[header]
-        return None if value is None else str(value)
+        return None if value is None else str(value).strip()  # a folded header keeps its leading space
 
     def _part(self, subtype: str) -> str | None:
         part = self.message.get_body(preferencelist=(subtype,))
@@ -219,6 +219,7 @@ class SmtpTestServer:
         self._lock = threading.Lock()
         self._arrived = threading.Condition(self._lock)
         self._release: asyncio.Event | None = None
+        self._stopped = False
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
@@ -267,6 +268,10 @@ class SmtpTestServer:
         return self
 
     def stop(self) -> None:
+        """Stop serving (new connections are refused); safe to call twice."""
+        if self._stopped:
+            return
+        self._stopped = True
         self.release()
         self._controller.stop()
         self._sock.close()

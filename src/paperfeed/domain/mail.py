@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 __all__ = [
+    "MailDeliveryUnknown",
     "MailError",
     "MailPermanentError",
     "MailServerError",
@@ -54,6 +55,11 @@ class MailTemporaryError(MailError):
 class MailServerError(MailTemporaryError):
     """The server refuses *us*, not this recipient (authentication, TLS, our sender address, an
     unreachable host): no recipient is at fault, and retrying helps once the configuration is fixed."""
+
+
+class MailDeliveryUnknown(MailTemporaryError):
+    """The connection failed after the message was handed over (no reply to the SMTP end-of-data dot):
+    the server may or may not have it. Retrying risks a duplicate; not retrying risks a loss."""
 
 
 class MailPermanentError(MailError):

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 from paperfeed.domain.mail import (
+    MailDeliveryUnknown,
     MailError,
     MailPermanentError,
     MailServerError,
@@ -186,10 +187,11 @@ class SmtpSession:
                 if attempt == 1 and reused and stage[0] == "MAIL FROM":
                     log.debug("%s dropped an idle connection; reconnecting", self.config.where)
                     continue
-                raise MailTemporaryError(
-                    f"{self.config.where}: connection failed at {stage[0]} for {rcpt}: "
-                    f"{exc or type(exc).__name__}"
-                ) from None
+                text = f"{self.config.where}: connection failed at {stage[0]} for {rcpt}: "
+                text += str(exc) or type(exc).__name__
+                if stage[0] == "end of data":  # the dot may have arrived: the server may have it
+                    raise MailDeliveryUnknown(text) from None
+                raise MailTemporaryError(text) from None
             self._carried += 1
             return
 
