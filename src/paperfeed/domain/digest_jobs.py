@@ -1,0 +1,94 @@
+"""Records of the send ledger and of job runs, as the services and the store exchange them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from paperfeed.domain.digest import Digest, DigestStatus
+
+__all__ = ["JobRun", "LedgerEntry", "NewDigest", "StepReport"]
+
+
+@dataclass(frozen=True, slots=True)
+class NewDigest:
+    """A digest just composed, to be written to the ledger under its key (subscription, period)."""
+
+    subscription_id: int
+    period: str
+    slot: datetime
+    email: str
+    digest: Digest
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerEntry:
+    """One row of the send ledger."""
+
+    id: int
+    subscription_id: int
+    period: str
+    slot: datetime
+    email: str
+    status: DigestStatus
+    digest: Digest
+    attempts: int
+    last_error: str | None
+    composed_at: datetime
+    sent_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class StepReport:
+    """What one step of a job did: ``ok``, ``failed`` or ``skipped``, with counts and the error."""
+
+    name: str
+    status: str
+    counts: dict[str, int | float | str] = field(default_factory=dict)
+    error: str | None = None
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "status": self.status,
+            "counts": dict(self.counts),
+            "error": self.error,
+            "seconds": round(self.seconds, 3),
+        }
+
+    @staticmethod
+    def from_json(value: dict[str, object]) -> StepReport:
+        counts = value.get("counts")
+        seconds = value.get("seconds")
+        return StepReport(
+            name=str(value.get("name", "")),
+            status=str(value.get("status", "")),
+            counts=dict(counts) if isinstance(counts, dict) else {},
+            error=str(value["error"]) if value.get("error") else None,
+            seconds=float(seconds) if isinstance(seconds, int | float) else 0.0,
+        )
+
+    def summary(self) -> str:
+        counts = ", ".join(f"{k} {v:,}" if isinstance(v, int) else f"{k} {v}" for k, v in self.counts.items())
+        return counts
+
+
+@dataclass(frozen=True, slots=True)
+class JobRun:
+    id: int
+    job: str
+    slot: datetime | None
+    trigger: str
+    status: str  # running | ok | partial | failed | interrupted
+    holder: str
+    started_at: datetime
+    finished_at: datetime | None
+    steps: tuple[StepReport, ...]
+    error: str | None
+
+    @property
+    def seconds(self) -> float | None:
+        if self.finished_at is None:
+            return None
+        return (self.finished_at - self.started_at).total_seconds()
