@@ -20,11 +20,16 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from paperfeed.adapters.keyword.factory import SyncedKeywordIndex
+    from paperfeed.adapters.store.digests import SqlDigestStore
     from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
+    from paperfeed.domain.digest_links import LinkSigner
     from paperfeed.domain.library import SavedSearch
     from paperfeed.domain.mail import SessionMailer
+    from paperfeed.domain.models import Paper
     from paperfeed.domain.search import Embedder, VectorIndex
     from paperfeed.services.accounts import AccountService
+    from paperfeed.services.digest import SubscriptionService
+    from paperfeed.services.digest_send import DigestService
     from paperfeed.services.indexing import IndexingService
     from paperfeed.services.library import LibraryService
     from paperfeed.services.library_import import LibraryImporter
@@ -237,6 +242,73 @@ class App:
             ca_file=s.smtp_ca_file,
         )
         return SmtpMailer(config)
+
+    @property
+    def public_url(self) -> str:
+        """Where links in mail point: ``PAPERFEED_BASE_URL``, else this instance's own host and port."""
+        s = self.settings
+        return (s.base_url or f"http://{s.host}:{s.port}").rstrip("/")
+
+    @cached_property
+    def digest_store(self) -> SqlDigestStore:
+        """Digest subscriptions, the send ledger, bounces, job runs and leases."""
+        from paperfeed.adapters.store.digests import SqlDigestStore
+
+        return SqlDigestStore(self.store.engine)
+
+    @cached_property
+    def digest_links(self) -> LinkSigner:
+        """Signs the confirm / preferences / one-click unsubscribe links of digest mail."""
+        from paperfeed.domain.digest_links import LinkSigner
+
+        return LinkSigner(self.secret_key)
+
+    @cached_property
+    def subscriptions(self) -> SubscriptionService:
+        """Digest subscriptions: double opt-in, preferences and unsubscribe links."""
+        from paperfeed.services.digest import SubscriptionService
+
+        return SubscriptionService(
+            self.digest_store,
+            lambda: self.mailer,
+            lambda: self.digest_links,
+            user_for_email=self.library.user_id_for_email,
+        )
+
+    @cached_property
+    def digests(self) -> DigestService:
+        """Composes due digests into the send ledger and sends them exactly once."""
+        from paperfeed.adapters.store.accounts import hidden_paper_ids
+        from paperfeed.domain.digest import Section, SectionProvider
+        from paperfeed.services.digest_personal import AlertsSection, AuthorsSection, ForYouSection
+        from paperfeed.services.digest_render import DigestRenderer
+        from paperfeed.services.digest_sections import CategorySection, TrendingSection
+        from paperfeed.services.digest_send import DigestService, DigestSettings
+        from paperfeed.services.recommend import with_window
+
+        def alert_matches(saved: SavedSearch, first: date, last: date, k: int) -> list[Paper]:
+            page = self.search.search(saved.query, with_window(saved.filters, first, last), limit=k)
+            return [hit.paper for hit in page.hits]
+
+        providers: dict[Section, SectionProvider] = {
+            Section.trending: TrendingSection(self.feeds),
+            Section.categories: CategorySection(self.digest_store.paper_ids_in_window, self.store.get_papers),
+            Section.for_you: ForYouSection(lambda: self.recommendations),
+            Section.alerts: AlertsSection(self.library.searches, alert_matches),
+            Section.authors: AuthorsSection(
+                self.library.followed, lambda name, k: self.library.author(name, limit=k).papers
+            ),
+        }
+        return DigestService(
+            self.digest_store,
+            self.store,
+            providers,
+            lambda: self.mailer,
+            lambda: DigestRenderer(self.public_url, self.digest_links),
+            DigestSettings(base_url=self.public_url),
+            latest_activity=self.feeds.queries.latest_activity,
+            hidden=lambda: hidden_paper_ids(self.store.engine),
+        )
 
     @cached_property
     def http(self) -> PoliteClient:

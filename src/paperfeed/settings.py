@@ -10,6 +10,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["Settings", "default_data_dir"]
 
+_JOB_STEP = "(harvest-arxiv|harvest-hf|index|digests)"  # a step of the daily job (services/jobs.py)
+
 
 def default_data_dir() -> Path:
     """``$XDG_DATA_HOME/paperfeed``, i.e. ``~/.local/share/paperfeed`` on most systems."""
@@ -149,6 +151,28 @@ class Settings(BaseSettings):
     mail_from: str = Field(
         default="paperfeed <paperfeed@localhost>",
         description="From address of every mail, e.g. 'paperfeed <papers@example.org>'.",
+    )
+
+    # Jobs (paperfeed jobs run / paperfeed scheduler)
+    jobs_daily_at: str = Field(
+        default="05:00",
+        pattern=r"^([01]?\d|2[0-3]):[0-5]\d$",
+        description="When the scheduler runs the daily pipeline (harvest, index, digests), HH:MM UTC.",
+    )
+    jobs_digests_at: str = Field(
+        default=":05",
+        pattern=r"^:[0-5]\d$",
+        description="When the scheduler sends due digests every hour, :MM (subscribers choose local hours).",
+    )
+    jobs_daily_steps: str = Field(
+        default="harvest-arxiv,harvest-hf,index,digests",
+        pattern=rf"^\s*{_JOB_STEP}(\s*,\s*{_JOB_STEP})*\s*$",
+        description="Steps of the daily job, in order (comma-separated: harvest-arxiv, harvest-hf, index, "
+        "digests).",
+    )
+    jobs_arxiv_set: str | None = Field(
+        default=None,
+        description="OAI set the daily job harvests from arXiv, e.g. 'cs' (default: all of arXiv).",
     )
 
     @property

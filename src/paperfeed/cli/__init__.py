@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from . import fetch, harvest, imports, index, library, run, search, serve, stats, users
+from . import digest, fetch, harvest, imports, index, jobs, library, run, search, serve, stats, users
 from .context import Context
 
 __all__ = ["app", "main"]
@@ -53,6 +53,8 @@ search.register(app)
 serve.register(app)
 users.register(app)
 app.add_typer(harvest.harvest_app, name="harvest")
+app.add_typer(digest.digest_app, name="digest")
+jobs.register(app)
 app.add_typer(library.library_app, name="library")
 
 

@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from paperfeed import __version__
 from paperfeed.bootstrap import App, build_app
 
-from . import api, auth, errors, feeds, library, library_api, pages, recommend, security
+from . import api, auth, errors, feeds, library, library_api, pages, recommend, security, subscriptions
 from .timing import ServerTimingMiddleware
 
 __all__ = ["app_from_environment", "create_app"]
@@ -49,6 +49,7 @@ def create_app(build: Callable[[], App]) -> FastAPI:
     web.include_router(api.router)
     web.include_router(auth.router)
     web.include_router(recommend.router)
+    web.include_router(subscriptions.router)
     web.include_router(library_api.router)
     web.include_router(library.router)
     web.include_router(feeds.router)

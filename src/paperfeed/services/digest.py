@@ -1,0 +1,284 @@
+"""Digest subscriptions: subscribe (double opt-in), confirm, change preferences, unsubscribe.
+
+Anyone can subscribe an address; nothing is mailed to it except the confirmation link until that link is
+used (double opt-in). A signed-in user with a verified address subscribing that address needs no second
+confirmation. Replies never reveal whether an address is already subscribed: an active subscriber who is
+subscribed again gets a mail with their preferences link instead, and the page says "check your inbox"
+either way. Confirmation mails to one address go out at most once per ``resend_after``.
+
+The preferences and unsubscribe pages are opened by signed links from every mail (no sign-in needed);
+see :mod:`paperfeed.domain.digest_links` for the tokens.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Literal, Protocol
+
+from paperfeed.domain.digest import (
+    InvalidPreferences,
+    Preferences,
+    Subscription,
+    SubscriptionStatus,
+    normalize_email,
+)
+from paperfeed.domain.digest_links import InvalidToken, LinkSigner
+from paperfeed.domain.mail import Mailer, MailError, MailPermanentError, OutgoingMail
+from paperfeed.services.digest_render import DigestRenderer, SubscriptionLinks
+
+__all__ = [
+    "InvalidPreferences",
+    "InvalidToken",
+    "SubscribeResult",
+    "SubscriptionMailFailed",
+    "SubscriptionRecords",
+    "SubscriptionService",
+]
+
+log = logging.getLogger("paperfeed.digest")
+
+
+class StoredSubscriptionLike(Protocol):
+    @property
+    def subscription(self) -> Subscription: ...
+
+    @property
+    def confirm_nonce(self) -> str | None: ...
+
+    @property
+    def confirm_sent_at(self) -> datetime | None: ...
+
+
+class SubscriptionRecords(Protocol):
+    """The subscription rows (``adapters/store/digests.py``)."""
+
+    def subscription(self, subscription_id: int) -> StoredSubscriptionLike | None: ...
+
+    def subscription_by_email(self, email: str) -> StoredSubscriptionLike | None: ...
+
+    def subscription_of_user(self, user_id: int) -> StoredSubscriptionLike | None: ...
+
+    def create_subscription(
+        self,
+        email: str,
+        prefs: Preferences,
+        *,
+        status: SubscriptionStatus,
+        user_id: int | None,
+        now: datetime,
+    ) -> StoredSubscriptionLike: ...
+
+    def update_subscription(
+        self,
+        subscription_id: int,
+        *,
+        now: datetime,
+        prefs: Preferences | None = None,
+        status: SubscriptionStatus | None = None,
+        user_id: int | None = None,
+        new_nonce: bool = False,
+        confirm_sent_at: datetime | None = None,
+        clear_nonce: bool = False,
+    ) -> StoredSubscriptionLike | None: ...
+
+
+class SubscriptionMailFailed(Exception):
+    """The confirmation mail could not be handed to the mail server (the message says what to do)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SubscribeResult:
+    """``check-inbox``: a mail is on its way (or was recently sent); ``subscribed``: active already."""
+
+    outcome: Literal["check-inbox", "subscribed"]
+    subscription: Subscription | None = None
+
+
+class SignedInUser(Protocol):
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def email(self) -> str: ...
+
+    @property
+    def email_verified(self) -> bool: ...
+
+
+class SubscriptionService:
+    """Subscription life cycle; mail goes out through ``mailer`` (the app's SMTP or outbox mailer)."""
+
+    def __init__(
+        self,
+        records: SubscriptionRecords,
+        mailer: Callable[[], Mailer],
+        signer: Callable[[], LinkSigner],
+        *,
+        user_for_email: Callable[[str], int | None] | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        resend_after: timedelta = timedelta(minutes=10),
+    ) -> None:
+        self.records = records
+        self._mailer = mailer
+        self._signer = signer
+        self.user_for_email = user_for_email
+        self.clock = clock
+        self.resend_after = resend_after
+
+    def renderer(self, base_url: str) -> DigestRenderer:
+        return DigestRenderer(base_url, self._signer())
+
+    def links(self, subscription: Subscription, base_url: str) -> SubscriptionLinks:
+        return self.renderer(base_url).links(subscription.id)
+
+    # -- subscribing --------------------------------------------------------------------------------
+
+    def subscribe(
+        self, email: str, prefs: Preferences, *, base_url: str, user: SignedInUser | None = None
+    ) -> SubscribeResult:
+        """Subscribe ``email``; raises :class:`InvalidPreferences` for bad input and
+        :class:`SubscriptionMailFailed` when the confirmation mail cannot be sent."""
+        prefs = prefs.checked()
+        address = normalize_email(email)
+        now = self.clock()
+        existing = self.records.subscription_by_email(address)
+        if user is not None and user.email_verified and user.email.lower() == address:
+            if existing is None:
+                stored = self.records.create_subscription(
+                    address, prefs, status=SubscriptionStatus.active, user_id=user.id, now=now
+                )
+            else:
+                updated = self.records.update_subscription(
+                    existing.subscription.id,
+                    now=now,
+                    prefs=prefs,
+                    status=SubscriptionStatus.active,
+                    user_id=user.id,
+                    clear_nonce=True,
+                )
+                assert updated is not None
+                stored = updated
+            log.info("subscription %s active (signed-in, verified address)", stored.subscription.id)
+            return SubscribeResult("subscribed", stored.subscription)
+        if existing is None:
+            stored = self.records.create_subscription(
+                address, prefs, status=SubscriptionStatus.pending, user_id=None, now=now
+            )
+            self._send_confirmation(stored.subscription.id, base_url, prefs)
+        elif existing.subscription.active:
+            if self._may_mail(existing, now):
+                renderer = self.renderer(base_url)
+                self.records.update_subscription(existing.subscription.id, now=now, confirm_sent_at=now)
+                self._deliver(renderer.already_subscribed_mail(address, existing.subscription.id))
+        elif self._may_mail(existing, now):
+            self.records.update_subscription(
+                existing.subscription.id, now=now, prefs=prefs, status=SubscriptionStatus.pending
+            )
+            self._send_confirmation(existing.subscription.id, base_url, prefs)
+        return SubscribeResult("check-inbox")
+
+    def _may_mail(self, stored: StoredSubscriptionLike, now: datetime) -> bool:
+        last = stored.confirm_sent_at
+        return last is None or now - last >= self.resend_after
+
+    def _send_confirmation(self, subscription_id: int, base_url: str, prefs: Preferences) -> None:
+        now = self.clock()
+        stored = self.records.update_subscription(
+            subscription_id, now=now, new_nonce=True, confirm_sent_at=now
+        )
+        assert stored is not None
+        assert stored.confirm_nonce is not None
+        mail = self.renderer(base_url).confirmation_mail(
+            stored.subscription.email, subscription_id, stored.confirm_nonce, prefs
+        )
+        self._deliver(mail)
+
+    def _deliver(self, mail: OutgoingMail) -> None:
+        try:
+            self._mailer().send(mail)
+        except MailPermanentError as exc:
+            log.warning("confirmation mail to %s refused: %s", mail.to, exc)
+            raise SubscriptionMailFailed(
+                "The mail server refused this address. Check it for typos and try again."
+            ) from None
+        except MailError as exc:
+            log.error("confirmation mail to %s failed: %s", mail.to, exc)
+            raise SubscriptionMailFailed(
+                "The confirmation mail could not be sent just now. Please try again in a few minutes."
+            ) from None
+
+    # -- links from mail ----------------------------------------------------------------------------
+
+    def _by_token(
+        self, purpose: Literal["confirm", "preferences", "unsubscribe"], token: str
+    ) -> tuple[StoredSubscriptionLike, str]:
+        sub_id, nonce = self._signer().verify(purpose, token)
+        stored = self.records.subscription(sub_id)
+        if stored is None:
+            raise InvalidToken("this subscription no longer exists")
+        return stored, nonce
+
+    def pending_confirmation(self, token: str) -> Subscription:
+        """The subscription a confirmation link is for (no change: the page's button confirms)."""
+        stored, nonce = self._by_token("confirm", token)
+        if stored.subscription.active:
+            return stored.subscription
+        if stored.confirm_nonce != nonce:
+            raise InvalidToken("this confirmation link was replaced by a newer one: use the latest mail")
+        return stored.subscription
+
+    def confirm(self, token: str) -> Subscription:
+        stored, nonce = self._by_token("confirm", token)
+        sub = stored.subscription
+        if sub.active:
+            return sub  # a second click changes nothing
+        if stored.confirm_nonce != nonce:
+            raise InvalidToken("this confirmation link was replaced by a newer one: use the latest mail")
+        user_id = self.user_for_email(sub.email) if self.user_for_email is not None else None
+        updated = self.records.update_subscription(
+            sub.id, now=self.clock(), status=SubscriptionStatus.active, user_id=user_id, clear_nonce=True
+        )
+        assert updated is not None
+        log.info("subscription %s confirmed", sub.id)
+        return updated.subscription
+
+    def by_link(self, purpose: Literal["preferences", "unsubscribe"], token: str) -> Subscription:
+        return self._by_token(purpose, token)[0].subscription
+
+    def update_preferences(self, token: str, prefs: Preferences) -> Subscription:
+        stored, _ = self._by_token("preferences", token)
+        checked = prefs.checked()
+        sub = stored.subscription
+        status = SubscriptionStatus.active if sub.status == SubscriptionStatus.unsubscribed else None
+        # Saving preferences from a link out of one of our mails proves the address: (re)activate it.
+        if sub.status == SubscriptionStatus.pending:
+            status = SubscriptionStatus.active
+        updated = self.records.update_subscription(
+            sub.id, now=self.clock(), prefs=checked, status=status, clear_nonce=status is not None
+        )
+        assert updated is not None
+        return updated.subscription
+
+    def unsubscribe(self, token: str) -> Subscription:
+        """Idempotent: an unsubscribed subscription stays so, and the link keeps working."""
+        stored, _ = self._by_token("unsubscribe", token)
+        sub = stored.subscription
+        if sub.status == SubscriptionStatus.unsubscribed:
+            return sub
+        updated = self.records.update_subscription(
+            sub.id, now=self.clock(), status=SubscriptionStatus.unsubscribed, clear_nonce=True
+        )
+        assert updated is not None
+        log.info("subscription %s unsubscribed", sub.id)
+        return updated.subscription
+
+    def of_user(self, user_id: int) -> Subscription | None:
+        stored = self.records.subscription_of_user(user_id)
+        return None if stored is None else stored.subscription
+
+    def by_email(self, email: str) -> Subscription | None:
+        stored = self.records.subscription_by_email(email.strip().lower())
+        return None if stored is None else stored.subscription

@@ -1,0 +1,445 @@
+"""Compose due digests into the send ledger, then send every pending one exactly once.
+
+**Composing** (``compose_due``): for each active subscription, the latest slot of its schedule gives a
+period; a (subscription, period) without a ledger row gets one, holding the paper ids and reasons chosen
+now (the digest's content is fixed at composition time) or the ``empty`` status when nothing is new
+(no mail). Its papers join ``digest_sent_papers`` in the same transaction, so no later digest repeats them.
+
+**Sending** (``send_pending``): each pending row goes ``pending → sending`` (committed) before the SMTP
+transaction starts, ``sending → handed`` (committed) just before the end-of-data dot is written, and
+``handed → sent`` after the server's 250. A sender that dies leaves at most one row in ``sending`` or
+``handed``; the next run (holding the same lease, so never concurrently) puts ``sending`` rows back to
+``pending`` — the server cannot have those, it never got the dot — and marks ``handed`` rows
+``unconfirmed``, counted as sent and never resent: the server had the whole message and the dot was on its
+way. So a crash, even ``kill -9``, never causes a duplicate, and loses a digest only if the process dies
+in the microseconds between committing ``handed`` and writing the dot (docs/digests.md).
+
+A 4xx reply retries with backoff (the row goes back to ``pending`` with ``next_attempt_at``), up to
+``max_attempts``; a 5xx marks the row ``bounced`` and the address bouncing (``mail_bounces``): nothing
+more is composed or sent to it. A server that refuses *us* (unreachable, authentication) stops the run
+with every row still pending.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+from paperfeed.domain.digest import (
+    MAX_ITEMS,
+    PERSONAL_SECTIONS,
+    Digest,
+    DigestStatus,
+    Pick,
+    Preferences,
+    Section,
+    SectionProvider,
+    SectionRequest,
+    Subscription,
+    compose,
+    latest_slot,
+    period_of,
+    window_days,
+)
+from paperfeed.domain.digest_jobs import LedgerEntry, NewDigest
+from paperfeed.domain.mail import (
+    MailDeliveryUnknown,
+    MailError,
+    MailPermanentError,
+    MailServerError,
+    MailSession,
+    OutgoingMail,
+    SessionMailer,
+)
+from paperfeed.domain.models import Paper
+from paperfeed.services.digest_render import DigestRenderer
+from paperfeed.services.jobs import Lease, LeaseStore
+
+__all__ = [
+    "ComposeSummary",
+    "DigestLedger",
+    "DigestService",
+    "DigestSettings",
+    "Preview",
+    "SendStopped",
+    "SendSummary",
+]
+
+log = logging.getLogger("paperfeed.digest")
+
+RETRY_DELAYS = (60.0, 300.0, 1800.0, 7200.0)  # seconds before the 2nd, 3rd, 4th and 5th attempts
+
+
+class DigestLedger(LeaseStore, Protocol):
+    """What the digest service keeps (``adapters/store/digests.py``)."""
+
+    def active_subscriptions(self, batch: int = 2000) -> Iterator[list[Subscription]]: ...
+
+    def settled_periods(
+        self, subscription_ids: Sequence[int], periods: Iterable[str]
+    ) -> set[tuple[int, str]]: ...
+
+    def sent_papers(self, subscription_ids: Sequence[int]) -> dict[int, set[str]]: ...
+
+    def add_digests(self, items: Sequence[NewDigest], now: datetime) -> int: ...
+
+    def recover(self, now: datetime) -> tuple[int, int]: ...
+
+    def due(self, now: datetime, *, after_id: int = 0, limit: int = 200) -> list[LedgerEntry]: ...
+
+    def transition(
+        self, digest_id: int, expected: DigestStatus, to: DigestStatus, now: datetime, **values: object
+    ) -> bool: ...
+
+    def add_bounce(self, email: str, reason: str, now: datetime) -> None: ...
+
+    def bounced(self, emails: Sequence[str]) -> set[str]: ...
+
+    def subscriptions_by_id(self, ids: Sequence[int]) -> dict[int, Subscription]: ...
+
+
+class PaperLookup(Protocol):
+    def get_papers(self, paper_ids: Sequence[str]) -> dict[str, Paper]: ...
+
+
+@dataclass(frozen=True)
+class DigestSettings:
+    base_url: str
+    per_section: int = 10  # most papers one section contributes
+    max_attempts: int = 5  # temporary failures before a digest is marked failed
+    retry_delays: tuple[float, ...] = RETRY_DELAYS
+
+
+@dataclass
+class ComposeSummary:
+    subscriptions: int = 0  # active subscriptions looked at
+    due: int = 0  # with a slot whose period had no digest yet
+    composed: int = 0  # rows added with papers
+    empty: int = 0  # rows added with nothing new (no mail)
+    skipped_bouncing: int = 0
+    missing_sections: dict[str, int] = field(default_factory=dict)  # wanted but not available here
+    papers: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class SendSummary:
+    sent: int = 0
+    retry_later: int = 0
+    failed: int = 0
+    bounced: int = 0
+    unconfirmed: int = 0  # the connection broke after the message was handed over
+    cancelled: int = 0
+    recovered_pending: int = 0  # rows a dead sender left in "sending", sent again
+    recovered_unconfirmed: int = 0  # rows a dead sender left in "handed", not sent again
+    stopped: str | None = None  # why the run stopped early (the mail server refuses us)
+    seconds: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        return self.sent / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class Preview:
+    subscription: Subscription
+    period: str
+    slot: datetime
+    digest: Digest
+    mail: OutgoingMail | None
+
+
+class SendStopped(Exception):
+    """The run stopped early: the mail server refuses us; everything not sent is still pending."""
+
+
+class DigestService:
+    """Composes and sends digests; ``run`` does both under the ``digest-send`` lease."""
+
+    LEASE = "digest-send"
+
+    def __init__(
+        self,
+        ledger: DigestLedger,
+        papers: PaperLookup,
+        providers: Mapping[Section, SectionProvider],
+        mailer: Callable[[], SessionMailer],
+        renderer: Callable[[], DigestRenderer],
+        settings: DigestSettings,
+        *,
+        latest_activity: Callable[[], datetime | None] = lambda: None,
+        hidden: Callable[[], Collection[str]] = frozenset,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.ledger = ledger
+        self.papers = papers
+        self.providers = dict(providers)
+        self._mailer = mailer
+        self._renderer = renderer
+        self.settings = settings
+        self.latest_activity = latest_activity
+        self.hidden = hidden
+        self.clock = clock
+
+    def missing_sections(self) -> list[Section]:
+        """Sections subscribers can choose that this instance cannot fill (their service is absent)."""
+        return [s for s in Section if s not in self.providers]
+
+    # -- composing ----------------------------------------------------------------------------------
+
+    def _window(
+        self, prefs: Preferences, slot: datetime, latest: datetime | None
+    ) -> tuple[datetime, datetime]:
+        """New papers for a digest at ``slot``: the window's days up to the slot, or up to the newest data
+        if the store stops earlier (an archive still gets digests). Hour-aligned, so subscribers share it."""
+        until = min(slot, latest) if latest is not None else slot
+        hour = until.replace(minute=0, second=0, microsecond=0)
+        until = hour if hour == until else hour + timedelta(hours=1)
+        return until - timedelta(days=window_days(prefs, slot)), until
+
+    def compose_for(
+        self,
+        sub: Subscription,
+        slot: datetime,
+        already_sent: Collection[str],
+        *,
+        latest: datetime | None,
+        hidden: Collection[str] = frozenset(),
+        missing: dict[str, int] | None = None,
+    ) -> Digest:
+        prefs = sub.preferences
+        since, until = self._window(prefs, slot, latest)
+        per_section = max(1, min(self.settings.per_section, prefs.max_items))
+        parts: list[tuple[Section, str, Sequence[Pick]]] = []
+        for section in prefs.sections:
+            provider = self.providers.get(section)
+            if provider is None:
+                if missing is not None:
+                    missing[section.value] = missing.get(section.value, 0) + 1
+                continue
+            if section in PERSONAL_SECTIONS and sub.user_id is None:
+                continue  # needs an account: the preferences page says so
+            request = SectionRequest(sub, slot, since, until, per_section * 2, already_sent)
+            title = provider.title(request)
+            parts.append((section, title, provider.picks(request)))
+        return compose(
+            parts, already_sent, cap=min(prefs.max_items, MAX_ITEMS), per_section=per_section, hidden=hidden
+        )
+
+    def compose_due(self, *, dry_run: bool = False, limit: int | None = None) -> ComposeSummary:
+        """Add a ledger row for every active subscription whose current period has none."""
+        started = time.perf_counter()
+        now = self.clock()
+        latest = self.latest_activity()
+        hidden = set(self.hidden())
+        summary = ComposeSummary()
+        for page in self.ledger.active_subscriptions():
+            summary.subscriptions += len(page)
+            due: list[tuple[Subscription, datetime, str]] = []
+            for sub in page:
+                slot = latest_slot(sub.preferences, now)
+                if sub.confirmed_at is not None and slot < sub.confirmed_at:
+                    continue  # the first digest comes at the first slot after confirming
+                due.append((sub, slot, period_of(sub.preferences, slot)))
+            settled = self.ledger.settled_periods([s.id for s, _, _ in due], {p for _, _, p in due})
+            due = [d for d in due if (d[0].id, d[2]) not in settled]
+            if limit is not None:
+                due = due[: max(0, limit - summary.due)]
+            if not due:
+                continue
+            summary.due += len(due)
+            bouncing = self.ledger.bounced([s.email for s, _, _ in due])
+            sent = self.ledger.sent_papers([s.id for s, _, _ in due])
+            new: list[NewDigest] = []
+            for sub, slot, period in due:
+                if sub.email in bouncing:
+                    summary.skipped_bouncing += 1
+                    continue
+                digest = self.compose_for(
+                    sub, slot, sent[sub.id], latest=latest, hidden=hidden, missing=summary.missing_sections
+                )
+                new.append(NewDigest(sub.id, period, slot, sub.email, digest))
+                if digest.empty:
+                    summary.empty += 1
+                else:
+                    summary.composed += 1
+                    summary.papers += len(digest.paper_ids)
+            if not dry_run:
+                self.ledger.add_digests(new, now)
+            if limit is not None and summary.due >= limit:
+                break
+        summary.seconds = time.perf_counter() - started
+        return summary
+
+    def preview(self, subscription: Subscription, *, mark: bool = False) -> Preview:
+        """The digest ``subscription`` would get for its current period, rendered; nothing is recorded."""
+        now = self.clock()
+        slot = latest_slot(subscription.preferences, now)
+        period = period_of(subscription.preferences, slot)
+        already = self.ledger.sent_papers([subscription.id]).get(subscription.id, set()) if mark else set()
+        digest = self.compose_for(
+            subscription, slot, already, latest=self.latest_activity(), hidden=set(self.hidden())
+        )
+        papers = self.papers.get_papers(digest.paper_ids)
+        mail = self._renderer().digest_mail(
+            digest_id=0,
+            email=subscription.email,
+            subscription_id=subscription.id,
+            prefs=subscription.preferences,
+            slot=slot,
+            digest=digest,
+            papers=papers,
+        )
+        return Preview(subscription, period, slot, digest, mail)
+
+    # -- sending ------------------------------------------------------------------------------------
+
+    def send_pending(
+        self,
+        *,
+        lease: Lease | None = None,
+        limit: int | None = None,
+        on_sent: Callable[[int], None] | None = None,
+    ) -> SendSummary:
+        """Send every due pending digest. Call with the ``digest-send`` lease held (``run`` does)."""
+        started = time.perf_counter()
+        summary = SendSummary()
+        summary.recovered_pending, summary.recovered_unconfirmed = self.ledger.recover(self.clock())
+        renderer = self._renderer()
+        handled = 0
+        with self._mailer().session() as session:
+            after = 0
+            while limit is None or handled < limit:
+                batch = self.ledger.due(self.clock(), after_id=after, limit=200)
+                if not batch:
+                    break
+                after = batch[-1].id
+                subs = self.ledger.subscriptions_by_id(sorted({e.subscription_id for e in batch}))
+                bouncing = self.ledger.bounced([e.email for e in batch])
+                papers = self.papers.get_papers(sorted({p for e in batch for p in e.digest.paper_ids}))
+                for entry in batch:
+                    if limit is not None and handled >= limit:
+                        break
+                    if lease is not None:
+                        lease.check()
+                    handled += 1
+                    try:
+                        self._send_one(
+                            entry,
+                            subs.get(entry.subscription_id),
+                            bouncing,
+                            papers,
+                            renderer,
+                            session,
+                            summary,
+                        )
+                    except SendStopped as exc:
+                        summary.stopped = str(exc)
+                        summary.seconds = time.perf_counter() - started
+                        return summary
+                    if on_sent is not None:
+                        on_sent(handled)
+        summary.seconds = time.perf_counter() - started
+        return summary
+
+    def _send_one(
+        self,
+        entry: LedgerEntry,
+        sub: Subscription | None,
+        bouncing: set[str],
+        papers: Mapping[str, Paper],
+        renderer: DigestRenderer,
+        session: MailSession,
+        summary: SendSummary,
+    ) -> None:
+        ledger, now = self.ledger, self.clock
+        if sub is None or not sub.active or sub.email != entry.email or entry.email in bouncing:
+            why = "the address bounces" if entry.email in bouncing else "unsubscribed before it was sent"
+            ledger.transition(entry.id, DigestStatus.pending, DigestStatus.cancelled, now(), last_error=why)
+            summary.cancelled += 1
+            return
+        mail = renderer.digest_mail(
+            digest_id=entry.id,
+            email=entry.email,
+            subscription_id=sub.id,
+            prefs=sub.preferences,
+            slot=entry.slot,
+            digest=entry.digest,
+            papers=papers,
+        )
+        if mail is None:
+            ledger.transition(entry.id, DigestStatus.pending, DigestStatus.empty, now())
+            return
+        attempts = entry.attempts + 1
+        if not ledger.transition(
+            entry.id, DigestStatus.pending, DigestStatus.sending, now(), attempts=attempts
+        ):
+            return  # no longer pending: nothing to do
+        state = [DigestStatus.sending]
+
+        def handover() -> None:
+            ledger.transition(entry.id, DigestStatus.sending, DigestStatus.handed, now())
+            state[0] = DigestStatus.handed
+
+        try:
+            session.send(mail, on_handover=handover)
+        except MailPermanentError as exc:
+            ledger.transition(entry.id, state[0], DigestStatus.bounced, now(), last_error=str(exc)[:1000])
+            ledger.add_bounce(entry.email, str(exc), now())
+            bouncing.add(entry.email)
+            summary.bounced += 1
+            log.warning("digest %s to %s bounced: %s", entry.id, entry.email, exc)
+        except MailDeliveryUnknown as exc:
+            ledger.transition(entry.id, state[0], DigestStatus.unconfirmed, now(), last_error=str(exc)[:1000])
+            summary.unconfirmed += 1
+            log.warning("digest %s to %s: delivery unknown, not resent: %s", entry.id, entry.email, exc)
+        except MailServerError as exc:
+            # Not this recipient's fault: back to pending without counting the attempt, and stop.
+            ledger.transition(entry.id, state[0], DigestStatus.pending, now(), attempts=entry.attempts)
+            raise SendStopped(str(exc)) from None
+        except MailError as exc:  # temporary: retry later with backoff
+            if attempts >= self.settings.max_attempts:
+                ledger.transition(entry.id, state[0], DigestStatus.failed, now(), last_error=str(exc)[:1000])
+                summary.failed += 1
+            else:
+                delays = self.settings.retry_delays
+                delay = delays[min(attempts - 1, len(delays) - 1)]
+                ledger.transition(
+                    entry.id,
+                    state[0],
+                    DigestStatus.pending,
+                    now(),
+                    last_error=str(exc)[:1000],
+                    next_attempt_at=now() + timedelta(seconds=delay),
+                )
+                summary.retry_later += 1
+            log.info(
+                "digest %s to %s: temporary failure (attempt %s): %s", entry.id, entry.email, attempts, exc
+            )
+        else:
+            ledger.transition(entry.id, state[0], DigestStatus.sent, now(), last_error=None)
+            summary.sent += 1
+
+    # -- both ---------------------------------------------------------------------------------------
+
+    def lease(self) -> Lease:
+        return Lease(self.ledger, self.LEASE, clock=self.clock)
+
+    def run(
+        self, *, dry_run: bool = False, compose_only: bool = False
+    ) -> tuple[ComposeSummary, SendSummary | None]:
+        """Compose what is due, then send what is pending, holding the ``digest-send`` lease.
+
+        ``dry_run`` composes without recording or sending anything."""
+        if dry_run:
+            return self.compose_due(dry_run=True), None
+        lease = self.lease()
+        with lease:
+            composed = self.compose_due()
+            if compose_only:
+                return composed, None
+            return composed, self.send_pending(lease=lease)
