@@ -10,6 +10,7 @@ Two kinds of route:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import delete, func, select
@@ -22,15 +23,15 @@ from paperfeed.adapters.store.schema_library import (
     library_searches,
     library_tags,
 )
-from tests.support.authz import SIGNIN, Route, World
+from tests.support.authz import SIGNIN, Actor, Route, World
 
 __all__ = ["ROUTES"]
 
-OWN_PAGE = {"anonymous": SIGNIN, "user": 303, "other": 303, "admin": 303}
-OWN_API = {"anonymous": 401, "user": 200, "other": 200, "admin": 200}
-OWN_API_CREATED = {"anonymous": 401, "user": 201, "other": 201, "admin": 201}
-USERS_PAGE = {"anonymous": SIGNIN, "user": 303, "other": 404, "admin": 404}
-USERS_API = {"anonymous": 401, "user": 200, "other": 404, "admin": 404}
+OWN_PAGE: Mapping[Actor, int | str] = {"anonymous": SIGNIN, "user": 303, "other": 303, "admin": 303}
+OWN_API: Mapping[Actor, int | str] = {"anonymous": 401, "user": 200, "other": 200, "admin": 200}
+OWN_API_CREATED: Mapping[Actor, int | str] = {"anonymous": 401, "user": 201, "other": 201, "admin": 201}
+USERS_PAGE: Mapping[Actor, int | str] = {"anonymous": SIGNIN, "user": 303, "other": 404, "admin": 404}
+USERS_API: Mapping[Actor, int | str] = {"anonymous": 401, "user": 200, "other": 404, "admin": 404}
 
 
 def _reset(w: World) -> None:
@@ -74,14 +75,14 @@ def _users_search(w: World) -> dict[str, Any]:
 def _followed(w: World) -> dict[str, Any]:
     ctx = _fresh(w)
     for actor in ("user", "other", "admin"):
-        w.app.library.follow(w.users[actor].id, "Ada Lovelace")  # type: ignore[index]
+        w.app.library.follow(w.users[actor].id, "Ada Lovelace")
     return ctx
 
 
 def _saved_by_all(w: World) -> dict[str, Any]:
     ctx = _fresh(w)
     for actor in ("user", "other", "admin"):
-        w.app.library.save(w.users[actor].id, ctx["paper"])  # type: ignore[index]
+        w.app.library.save(w.users[actor].id, ctx["paper"])
     return ctx
 
 

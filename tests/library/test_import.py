@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
-from paperfeed.adapters.sources.bibliography import BibliographyError
+from paperfeed.adapters.sources.bibliography import BibliographyError, CitedWork
 from paperfeed.adapters.sources.http import SourceUnavailable
 from paperfeed.adapters.store.schema_library import library_saves, library_tags
 from paperfeed.bootstrap import App
@@ -46,8 +46,8 @@ def bib_server(server: ReplayServer, recorded_dir: Path) -> ReplayServer:
     return server
 
 
-def _problems(report_problems: list[object]) -> list[str]:
-    return [f"{w.where}: {w.problem}" for w in report_problems]  # type: ignore[attr-defined]
+def _problems(report_problems: list[CitedWork]) -> list[str]:
+    return [f"{w.where}: {w.problem}" for w in report_problems]
 
 
 def _saves(app: App) -> int:

@@ -306,9 +306,13 @@ def test_saved_search_alert_page_and_private_feed(app: App, browser: Browser, ad
         {"name": "Diffusion", "q": "diffusion", "cat": "cs.LG", "from": "2024-01-01"},
     )
     location = got.headers["location"]
-    search_id = int(re.search(r"/library/searches/(\d+)", location)[1])
+    found = re.search(r"/library/searches/(\d+)", location)
+    assert found is not None
+    search_id = int(found[1])
     page = client.get(f"/library/searches/{search_id}", headers=HTML).text
-    feed_path = re.search(r'href="(/rss/alerts/[^"]+)"', page)[1]
+    feed_link = re.search(r'href="(/rss/alerts/[^"]+)"', page)
+    assert feed_link is not None
+    feed_path = feed_link[1]
     assert "Beta diffusion models" in page
     parsed = feedparser.parse(browser(None).get(feed_path).content)  # feed readers have no session
     assert parsed.bozo == 0

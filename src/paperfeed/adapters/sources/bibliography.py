@@ -144,8 +144,8 @@ def parse_bibtex(text: str, name: str) -> list[CitedWork]:
             continue
         reason = getattr(block.error, "abort_reason", None) or str(block.error) or type(block.error).__name__
         key = _ENTRY_KEY.match(block.raw or "")
-        entry = f" ({key[1]})" if key else ""
-        broken.append(f"{name}:{line}{entry}: {' '.join(str(reason).split())[:200]}")
+        label = f" ({key[1]})" if key else ""
+        broken.append(f"{name}:{line}{label}: {' '.join(str(reason).split())[:200]}")
     if broken:
         more = f" (and {len(broken) - 3} more)" if len(broken) > 3 else ""
         raise BibliographyError("invalid BibTeX: " + "; ".join(broken[:3]) + more)
