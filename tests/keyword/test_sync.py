@@ -127,6 +127,21 @@ def test_tantivy_listener_keeps_the_index_in_sync(store: SqlPaperStore, tmp_path
     index.close()
 
 
+def test_tantivy_indexes_the_papers_a_batch_result_carries(store: SqlPaperStore, tmp_path: Path) -> None:
+    """The ingest listener indexes the papers as the store wrote them, without reading them back."""
+    index = TantivyKeywordIndex(tmp_path / "kw", store.engine, background=False)
+    result = store.apply_batch(Batch(papers=CORPUS[:3]))
+    written = replace(BY_ID["ex.keep"], title="Numbat census")  # differs from the store: not re-read
+    index.on_papers_changed(replace(result, changed=(written,), changed_ids=(written.id,)))
+    assert ids(index, "numbat") == ["ex.keep"]
+    assert result.written_at is not None
+    state = (tmp_path / "kw" / "state.json").read_text()
+    assert result.written_at.isoformat() in state  # the watermark is the batch's modified_at
+    index.on_papers_changed(["ex.keep"])  # bare ids are re-read from the store
+    assert ids(index, "numbat") == []
+    index.close()
+
+
 def test_tantivy_catches_up_on_changes_made_without_it(store: SqlPaperStore, tmp_path: Path) -> None:
     index = TantivyKeywordIndex(tmp_path / "kw", store.engine)
     IngestService(store, listeners=[index.on_papers_changed]).run(ListSource(list(batches(CORPUS[:5]))))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from .models import Listing, Paper
@@ -80,6 +81,9 @@ class BatchResult:
     listings: int = 0
     skipped: int = 0  # raw records recognised as already applied (counted as unchanged)
     changed_ids: tuple[str, ...] = ()  # papers added or updated: what derived indexes must refresh
+    # The same papers as now stored, and their ``modified_at``: derived indexes need not read them back.
+    changed: tuple[Paper, ...] = field(default=(), compare=False, repr=False)
+    written_at: datetime | None = None
 
 
 @dataclass(slots=True)

@@ -9,17 +9,18 @@ source order, one transaction each, so checkpoints and kill -9 safety are unchan
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from multiprocessing import get_context
 
-from paperfeed.domain.ingest import Batch, IngestSummary, RawRecord, Realized
+from paperfeed.domain.ingest import Batch, BatchResult, IngestSummary, RawRecord, Realized
 from paperfeed.domain.ports import PaperSource, PaperStore, ProgressReporter, RecordRealizer
 
-# Called with the ids of papers a committed batch added or changed (derived indexes refresh them).
-ChangeListener = Callable[[Sequence[str]], None]
+# Called after each committed batch that added or changed papers, with its result: the changed ids and
+# the papers as stored (derived indexes refresh them without reading them back).
+ChangeListener = Callable[[BatchResult], None]
 
 __all__ = ["ChangeListener", "IngestService"]
 
@@ -92,6 +93,6 @@ class IngestService:
         summary.add(result, batch.rejects)
         if result.changed_ids:
             for listener in self.listeners:
-                listener(result.changed_ids)
+                listener(result)
         if progress is not None:
             progress.update(batch.position, batch.total, summary.added, summary.updated, summary.rejected)

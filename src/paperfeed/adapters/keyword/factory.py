@@ -11,6 +11,7 @@ from typing import Literal, Protocol
 
 from sqlalchemy.engine import Engine
 
+from paperfeed.domain.ingest import BatchResult
 from paperfeed.domain.search import ParsedQuery, ScoredId, Span
 
 from .fts5 import FieldWeights, Fts5KeywordIndex, fts5_available, suspend_fts5
@@ -31,7 +32,9 @@ class SyncedKeywordIndex(Protocol):
 
     def highlight(self, query: ParsedQuery, text: str) -> list[Span]: ...
 
-    def on_papers_changed(self, paper_ids: Sequence[str]) -> None: ...
+    def on_papers_changed(self, changed: Sequence[str] | BatchResult) -> None:
+        """Ingest listener: a committed batch's result, or just the ids of papers that changed."""
+        ...
 
     def flush(self) -> None:
         """Block until every change passed to ``on_papers_changed`` is searchable."""

@@ -3,9 +3,10 @@
 Why: at 1M abstracts FTS5 needs ~200 ms for a common-word OR query, tantivy a few ms (see
 bench/keyword_speed.py). The store stays the source of truth; this index follows it:
 
-* the ingest listener :meth:`TantivyKeywordIndex.on_papers_changed` hands the changed ids to a background
-  thread that re-reads those papers from the ``papers`` table and replaces their documents, one commit
-  per batch (batches that queued up while it worked are committed together). The import does not wait
+* the ingest listener :meth:`TantivyKeywordIndex.on_papers_changed` hands each committed batch's changed
+  papers (as the store wrote them; bare ids are re-read from ``papers``) to a background thread that
+  replaces their documents, one commit per batch (batches that queued up while it worked are committed
+  together). The import does not wait
   for it (tantivy's stemming analyzer costs more CPU per paper than the whole import does); the queue is
   bounded, a search in the same process first waits for it (read-your-writes), and :meth:`close`
   flushes;
@@ -36,6 +37,8 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
 from paperfeed.adapters.store.schema import papers
+from paperfeed.domain.ingest import BatchResult
+from paperfeed.domain.models import Paper
 from paperfeed.domain.search import ParsedQuery, ScoredId, SearchFilters, Span
 
 from .fts5 import FieldWeights
@@ -48,6 +51,8 @@ INDEX_VERSION = "3"  # bump when the schema or analyzer changes: an older index 
 _EPOCH = date(1970, 1, 1)
 _CHUNK = 900
 _FIELDS = ("text", "title", "authors")  # text = title + abstract (see _document)
+# A change handed to the indexing thread: ids to re-read from the store, or papers as stored + their time.
+_Change = list[str] | tuple[list[Paper], datetime | None]
 
 
 # Scoring is BM25 on a catch-all ``text`` field (title + abstract, weight ``abstract``) plus ``title``
@@ -158,7 +163,7 @@ class TantivyKeywordIndex:
         self._lock = threading.RLock()
         self._writer: Any = None
         self._background = background
-        self._pending: queue.Queue[list[str] | None] = queue.Queue(maxsize=16)
+        self._pending: queue.Queue[_Change | None] = queue.Queue(maxsize=16)
         self._worker: threading.Thread | None = None
         self._failure: BaseException | None = None
         path.mkdir(parents=True, exist_ok=True)
@@ -272,32 +277,75 @@ class TantivyKeywordIndex:
         with self._lock:
             rows = list(self._rows(ids))
             stamps = [r.modified_at for r in rows if r.modified_at is not None]
-            try:
-                writer = self._writer_now()
-            except KeywordIndexBusy as exc:
-                if stamps:
-                    self._write_state(None, dirty_since=min(stamps))
-                log.warning("%s; %d changed paper(s) left for the next catch-up", exc, len(ids))
-                return 0
-            for pid in ids:
-                writer.delete_documents_by_term("id", pid)
-            for row in rows:
-                writer.add_document(self._document(row))
-            writer.commit()
-            self._index.reload()
-            self._write_state(max(stamps) if stamps else None)
+            return self._replace(ids, rows, stamps)
+
+    def index_papers(self, papers: Iterable[Paper], written_at: datetime | None) -> int:
+        """Replace the documents of ``papers`` as the store just wrote them (at ``written_at``)."""
+        latest = {p.id: p for p in papers}
+        with self._lock:
+            return self._replace(list(latest), latest.values(), [written_at] if written_at else [])
+
+    def _replace(self, ids: list[str], docs: Iterable[Any], stamps: list[datetime]) -> int:
+        """Delete ``ids``, add ``docs`` (papers or store rows), commit; ``stamps``: their modified_at."""
+        if not ids:
+            return 0
+        try:
+            writer = self._writer_now()
+        except KeywordIndexBusy as exc:
+            if stamps:
+                self._write_state(None, dirty_since=min(stamps))
+            log.warning("%s; %d changed paper(s) left for the next catch-up", exc, len(ids))
+            return 0
+        for pid in ids:
+            writer.delete_documents_by_term("id", pid)
+        for doc in docs:
+            writer.add_document(self._document(doc))
+        writer.commit()
+        self._index.reload()
+        self._write_state(max(stamps) if stamps else None)
         return len(ids)
 
-    def on_papers_changed(self, paper_ids: Sequence[str]) -> None:
-        """Ingest listener: called after each committed batch with the ids it added or changed."""
+    def on_papers_changed(self, changed: Sequence[str] | BatchResult) -> None:
+        """Ingest listener: called after each committed batch with its result (or just changed ids).
+
+        A :class:`BatchResult` carries the papers exactly as stored, so they are indexed without being
+        read back from the store; bare ids are re-read.
+        """
         self._raise_failure()
+        if isinstance(changed, BatchResult):
+            item: _Change = (list(changed.changed), changed.written_at)
+        else:
+            item = list(changed)
         if not self._background:
-            self.reindex(paper_ids)
+            self._apply([item])
             return
         if self._worker is None:
             self._worker = threading.Thread(target=self._work, name="tantivy-indexer", daemon=True)
             self._worker.start()
-        self._pending.put(list(paper_ids))  # blocks while 16 batches wait: bounded memory, back-pressure
+        self._pending.put(item)  # blocks while 16 batches wait: bounded memory, back-pressure
+
+    def _apply(self, items: Sequence[_Change]) -> None:
+        """Index queued changes in one commit; later ones win, and re-read ids win over papers."""
+        papers: dict[str, Paper] = {}
+        stamps: list[datetime] = []
+        ids: list[str] = []
+        for item in items:
+            if isinstance(item, tuple):
+                papers.update((p.id, p) for p in item[0])
+                if item[1] is not None:
+                    stamps.append(item[1])
+            else:
+                ids.extend(item)
+        with self._lock:
+            if ids:
+                ids = list(dict.fromkeys(ids))
+                rows = list(self._rows(ids))
+                stamps.extend(r.modified_at for r in rows if r.modified_at is not None)
+                for pid in ids:
+                    papers.pop(pid, None)
+                self._replace([*papers, *ids], [*papers.values(), *rows], stamps)
+            else:
+                self._replace(list(papers), papers.values(), stamps)
 
     def _work(self) -> None:
         while True:
@@ -305,21 +353,20 @@ class TantivyKeywordIndex:
             if item is None:
                 self._pending.task_done()
                 return
-            ids, taken = list(item), 1
-            stop = False
+            items, stop = [item], False
             while True:  # fell behind: take whatever else is queued into the same commit
                 try:
                     more = self._pending.get_nowait()
                 except queue.Empty:
                     break
-                taken += 1
                 if more is None:
                     stop = True
                     break
-                ids.extend(more)
+                items.append(more)
+            taken = len(items) + stop
             try:
                 if self._failure is None:
-                    self.reindex(ids)
+                    self._apply(items)
             except BaseException as exc:  # surfaced to the importing thread by flush/next listener call
                 self._failure = exc
             finally:

@@ -173,6 +173,8 @@ class SqlPaperStore:
             existing = self._fetch(conn, list(incoming))
             inserts: list[dict[str, Any]] = []
             updates: list[dict[str, Any]] = []
+            added_papers: list[Paper] = []
+            updated_papers: list[Paper] = []
             for paper_id, paper in incoming.items():
                 old = existing.get(paper_id)
                 merged = merge_paper(old, paper)
@@ -180,9 +182,11 @@ class SqlPaperStore:
                     row = _to_row(merged, now)
                     row["created_at"] = now
                     inserts.append(row)
+                    added_papers.append(merged)
                     added += 1
                 elif merged != old:
                     updates.append({f"v_{k}": v for k, v in _to_row(merged, now).items()})
+                    updated_papers.append(merged)
                     updated += 1
                 else:
                     unchanged += 1
@@ -195,9 +199,15 @@ class SqlPaperStore:
                 self._write_ledger(conn, batch.ledger_source, batch.fingerprints)
             if batch.checkpoint is not None:
                 self._write_checkpoint(conn, *batch.checkpoint)
-        changed = tuple(row["id"] for row in inserts) + tuple(row["v_id"] for row in updates)
+        changed = (*added_papers, *updated_papers)
         return BatchResult(
-            added=added, updated=updated, unchanged=unchanged, listings=written, changed_ids=changed
+            added=added,
+            updated=updated,
+            unchanged=unchanged,
+            listings=written,
+            changed_ids=tuple(p.id for p in changed),
+            changed=changed,
+            written_at=now,
         )
 
     def _write_listings(self, conn: Connection, items: Sequence[Listing]) -> int:
