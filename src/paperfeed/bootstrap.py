@@ -195,12 +195,21 @@ class App:
         if self._vectors_for_search is None:
             from paperfeed.adapters.vector.base import MANIFEST_NAME, StoredManifest
 
-            manifest_path = self.vector_index_path / MANIFEST_NAME
-            if not manifest_path.exists():
-                return None  # nothing embedded yet: keyword search only
-            stored = StoredManifest.from_json(manifest_path.read_bytes(), manifest_path)
+            if self.store.engine.dialect.name == "postgresql":
+                from paperfeed.adapters.vector.pgvector_index import stored_manifest
+
+                found = stored_manifest(self.store.engine)
+                if found is None:
+                    return None  # nothing embedded yet: keyword search only
+                dimension = found.dimension
+            else:
+                manifest_path = self.vector_index_path / MANIFEST_NAME
+                if not manifest_path.exists():
+                    return None  # nothing embedded yet: keyword search only
+                stored = StoredManifest.from_json(manifest_path.read_bytes(), manifest_path)
+                dimension = stored.manifest.dimension
             self._vectors_for_search = self._open_vector_index(
-                model_id=self.embedder.model_id, dimension=stored.manifest.dimension, fresh=False
+                model_id=self.embedder.model_id, dimension=dimension, fresh=False
             )
         return self._vectors_for_search
 
@@ -209,7 +218,8 @@ class App:
         return self.settings.data_dir / "vectors"
 
     def _open_vector_index(self, *, model_id: str, dimension: int, fresh: bool) -> VectorIndex:
-        """The index ``paperfeed index`` maintains (exact while small, HNSW once large).
+        """The index ``paperfeed index`` maintains (exact while small, HNSW once large; pgvector on
+        PostgreSQL).
 
         ``fresh`` is asked for when the stored index is another model's, damaged, or out of step: no reader
         can use it as it is, so a new one starts in its place and is complete when saved.
@@ -218,6 +228,10 @@ class App:
 
         from paperfeed.adapters.vector import open_vector_index
 
+        if self.store.engine.dialect.name == "postgresql":  # pgvector, in the store's own database
+            from paperfeed.adapters.vector.pgvector_index import PgVectorIndex
+
+            return PgVectorIndex(self.store.engine, model_id=model_id, dimension=dimension, fresh=fresh)
         path = self.vector_index_path
         if fresh and path.exists():
             shutil.rmtree(path)

@@ -112,10 +112,11 @@ class Settings(BaseSettings):
         le=1,
         description="Cosine similarity below which a semantic match is not shown (the relevance cut-off).",
     )
-    keyword_engine: Literal["auto", "fts5", "tantivy"] = Field(
+    keyword_engine: Literal["auto", "fts5", "tantivy", "postgres"] = Field(
         default="auto",
         description="BM25 engine: tantivy (derived index in <data_dir>/keyword, fast at 1M papers), fts5 "
-        "(SQLite's own table, always in sync, slow on common words at 1M); auto: tantivy if installed.",
+        "(SQLite's own table, always in sync, slow on common words at 1M), postgres (PostgreSQL full-text "
+        "search in the store); auto: postgres on PostgreSQL, else tantivy if installed.",
     )
     recommend_window_days: int = Field(
         default=30,

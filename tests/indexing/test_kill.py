@@ -30,7 +30,8 @@ def _stored(url: str) -> dict[str, object]:
     engine = create_engine(url)
     try:
         with engine.connect() as conn:
-            return dict(conn.execute(select(embeddings.c.paper_id, embeddings.c.created_at)).tuples().all())
+            rows = conn.execute(select(embeddings.c.paper_id, embeddings.c.created_at)).all()
+            return {str(pid): created for pid, created in rows}
     finally:
         engine.dispose()
 

@@ -30,6 +30,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 import psycopg
@@ -148,7 +149,8 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _demote(account: pwd.struct_passwd | None) -> dict[str, object]:
+def _demote(account: pwd.struct_passwd | None) -> dict[str, Any]:
+    """``subprocess`` arguments that run the child as ``account`` (nothing to change for None)."""
     if account is None:
         return {}
     return {"user": account.pw_uid, "group": account.pw_gid, "extra_groups": []}
@@ -234,7 +236,8 @@ def stop_server(server: PgServer, *, timeout: float = 30.0) -> None:
 
 
 def _stop_pid(pid: int, timeout: float) -> None:
-    for sig, wait in ((signal.SIGINT, timeout), (signal.SIGQUIT, 5.0), (signal.SIGKILL, 5.0)):
+    # immediate shutdown (no checkpoint: the data is thrown away), then SIGKILL if it lingers
+    for sig, wait in ((signal.SIGQUIT, timeout), (signal.SIGKILL, 5.0)):
         try:
             os.kill(pid, sig)
         except ProcessLookupError:
