@@ -507,7 +507,8 @@ class SqlLibraryStore:
             index_elements=[library_authors.c.user_id, library_authors.c.name_key]
         )
         with self.engine.begin() as conn:
-            return bool(conn.execute(stmt, [row]).rowcount)
+            # RETURNING, not rowcount: psycopg reports a row for ON CONFLICT DO NOTHING too
+            return conn.execute(stmt.values(**row).returning(library_authors.c.name_key)).first() is not None
 
     def unfollow(self, user_id: int, name: str) -> bool:
         with self.engine.begin() as conn:
@@ -557,7 +558,7 @@ class SqlLibraryStore:
             index_elements=[library_searches.c.user_id, library_searches.c.name_key]
         )
         with self.engine.begin() as conn:
-            if not conn.execute(stmt, [row]).rowcount:
+            if conn.execute(stmt.values(**row).returning(library_searches.c.id)).first() is None:
                 return None
             found = conn.execute(
                 select(library_searches).where(library_searches.c.feed_token == row["feed_token"])
