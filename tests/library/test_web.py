@@ -342,6 +342,9 @@ def test_import_upload_on_the_web(app: App, browser: Browser, ada: int) -> None:
     files = {
         "file": ("to-read.txt", b"2401.00001\nhttps://arxiv.org/abs/2402.00002\nnonsense\n", "text/plain")
     }
+    refused = client.post("/library/import", data={"tag": "Upload"}, files=files, headers=HTML)
+    assert refused.status_code == 403  # no CSRF token: nothing imported
+    assert app.library.signals(ada).saved == ()
     got = client.post(
         "/library/import", data={"tag": "Upload", "csrf_token": token}, files=files, headers=HTML
     )
