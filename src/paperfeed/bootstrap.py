@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from paperfeed.domain.models import Paper
     from paperfeed.domain.search import Embedder, VectorIndex
     from paperfeed.services.accounts import AccountService
+    from paperfeed.services.community import CommunityService
     from paperfeed.services.digest import SubscriptionService
     from paperfeed.services.digest_send import DigestService
     from paperfeed.services.indexing import IndexingService
@@ -110,6 +111,7 @@ class App:
             trending=lambda n: [t.paper for t in self.feeds.trending(limit=n).items],
             alerts=alerts,
             hidden=lambda: [h.paper_id for h in self.accounts.hidden_papers()],
+            upvoted=lambda user_id: self.community.upvoted_ids(user_id),
             settings=RecommendSettings(window_days=self.settings.recommend_window_days),
         )
 
@@ -119,6 +121,17 @@ class App:
         from paperfeed.secret_key import resolve_secret
 
         return resolve_secret(self.settings)
+
+    @cached_property
+    def community(self) -> CommunityService:
+        """Upvotes, submissions to the daily feed (fetched from the arXiv API) and comments."""
+        from paperfeed.adapters.store.community import SqlCommunityStore
+        from paperfeed.services.community import CommunityLimits, CommunityService
+
+        limits = CommunityLimits(self.settings.submissions_per_day, self.settings.comments_per_hour)
+        return CommunityService(
+            SqlCommunityStore(self.store.engine), self.ingest, lambda: self.arxiv_api, limits
+        )
 
     @cached_property
     def accounts(self) -> AccountService:

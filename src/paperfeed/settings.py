@@ -125,6 +125,15 @@ class Settings(BaseSettings):
         description='"For you" ranks the papers published within this many days of now (or of the newest '
         "paper, when the data stops earlier).",
     )
+    submissions_per_day: int = Field(
+        default=10,
+        ge=0,
+        le=10_000,
+        description="Papers one reader may submit to the daily feed per UTC day (0: submissions closed).",
+    )
+    comments_per_hour: int = Field(
+        default=30, ge=0, le=10_000, description="Comments one reader may post within any 60 minutes."
+    )
 
     # Mail (adapters/mail): digests, confirmation and sign-in links
     smtp_host: str | None = Field(

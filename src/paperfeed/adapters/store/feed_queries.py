@@ -13,11 +13,14 @@ from typing import Any
 
 from sqlalchemy import Date, Integer, Select, and_, bindparam, func, or_, select
 from sqlalchemy.engine import Connection, Engine, Row
+from sqlalchemy.sql.elements import Label
 
+from paperfeed.domain.community import with_local_counts
 from paperfeed.domain.models import Paper
 from paperfeed.services.feed import ListedPaper, PaperCursor, TrendCandidate
 
 from .accounts import not_hidden
+from .community import community_version, local_comments, local_upvotes
 from .schema import listings, papers
 from .schema_accounts import hidden_papers
 from .sql_store import _PAPER_COLUMNS, _aware, _from_row
@@ -43,11 +46,14 @@ _NO_LIMIT = 1_000_000_000  # "all rows" as a bound value (SQLite and PostgreSQL 
 
 def _ranked(agg: Any, *, by_day: bool) -> Select[Any]:
     """Papers joined to an aggregated listing subquery, best first (newest day first if ``by_day``)."""
-    upvotes = func.coalesce(papers.c.upvotes, agg.c.listing_upvotes, 0)
+    # Shown and ranked: the imported count (the paper's, else its listing's) plus local votes.
+    upvotes = (func.coalesce(papers.c.upvotes, agg.c.listing_upvotes, 0) + local_upvotes(papers.c.id)).label(
+        "rank_upvotes"
+    )
     order = [agg.c.first_day.desc()] if by_day else []
     order += [upvotes.desc(), agg.c.best_rank.is_(None), agg.c.best_rank, papers.c.id]
     return (
-        select(*_PAPER_COLUMNS, upvotes.label("rank_upvotes"), agg.c.first_day, agg.c.best_rank)
+        select(*_PAPER_COLUMNS, upvotes, *_local_counts(), agg.c.first_day, agg.c.best_rank)
         .join_from(agg, papers, papers.c.id == agg.c.pid)
         .where(not_hidden(papers.c.id))
         .order_by(*order)
@@ -190,16 +196,20 @@ class SqlFeedQueries:
             .group_by(listings.c.paper_id)
             .subquery()
         )
-        upvotes = func.coalesce(papers.c.upvotes, firsts.c.listing_upvotes, 0)
+        votes = local_upvotes(papers.c.id)
+        counts = _local_counts()
+        upvotes = func.coalesce(papers.c.upvotes, firsts.c.listing_upvotes, 0) + votes
         stars = func.coalesce(papers.c.github_stars, 0)
         listed: Select[Any] = (
-            select(*_PAPER_COLUMNS, upvotes.label("u"), stars.label("s"), firsts.c.first_day)
+            select(*_PAPER_COLUMNS, upvotes.label("u"), stars.label("s"), firsts.c.first_day, *counts)
             .join_from(firsts, papers, papers.c.id == firsts.c.pid)
             .where(not_hidden(papers.c.id))
         )
         # Papers never listed: first seen when published.
-        own_upvotes = func.coalesce(papers.c.upvotes, 0)
-        never_listed: Select[Any] = select(*_PAPER_COLUMNS, own_upvotes.label("u"), stars.label("s")).where(
+        own_upvotes = func.coalesce(papers.c.upvotes, 0) + votes
+        never_listed: Select[Any] = select(
+            *_PAPER_COLUMNS, own_upvotes.label("u"), stars.label("s"), *counts
+        ).where(
             papers.c.published >= since,
             papers.c.published < until,
             or_(own_upvotes > 0, stars > 0),
@@ -210,9 +220,9 @@ class SqlFeedQueries:
         with self.engine.connect() as conn:
             for row in conn.execute(listed):
                 seen = _day_start(_as_date(row.first_day))
-                out.append(TrendCandidate(_from_row(row), int(row.u), int(row.s), seen))
+                out.append(TrendCandidate(_shown(row), int(row.u), int(row.s), seen))
             for row in conn.execute(never_listed):
-                paper = _from_row(row)
+                paper = _shown(row)
                 if paper.published is not None:
                     out.append(TrendCandidate(paper, int(row.u), int(row.s), paper.published))
         return out
@@ -232,16 +242,18 @@ class SqlFeedQueries:
             modified = conn.execute(select(func.max(papers.c.modified_at))).scalar()
             n_listings = conn.execute(select(func.count()).select_from(listings)).scalar_one()
             hidden = conn.execute(select(func.count(), func.max(hidden_papers.c.hidden_at))).one()
-        return f"{modified}|{n_listings}|{hidden[0]}|{hidden[1]}"
+            community = community_version(conn)
+        return f"{modified}|{n_listings}|{hidden[0]}|{hidden[1]}|{community}"
 
     # -- papers -------------------------------------------------------------------------------------
 
     def paper(self, paper_id: str) -> Paper | None:
+        query: Select[Any] = select(*_PAPER_COLUMNS, *_local_counts()).where(
+            papers.c.id == paper_id, not_hidden(papers.c.id)
+        )
         with self.engine.connect() as conn:
-            row = conn.execute(
-                select(*_PAPER_COLUMNS).where(papers.c.id == paper_id, not_hidden(papers.c.id))
-            ).first()
-        return None if row is None else _from_row(row)
+            row = conn.execute(query).first()
+        return None if row is None else _shown(row)
 
     def listing_days(self, paper_id: str) -> list[date]:
         query: Select[Any] = (
@@ -251,7 +263,7 @@ class SqlFeedQueries:
             return [_as_date(d) for d in conn.execute(query).scalars()]
 
     def papers_after(self, cursor: PaperCursor | None, limit: int) -> list[Paper]:
-        base = select(*_PAPER_COLUMNS).where(not_hidden(papers.c.id))
+        base = select(*_PAPER_COLUMNS, *_local_counts()).where(not_hidden(papers.c.id))
         out: list[Paper] = []
         with self.engine.connect() as conn:
             if cursor is None or cursor.published is not None:
@@ -274,12 +286,23 @@ class SqlFeedQueries:
 
     @staticmethod
     def _page(conn: Connection, query: Select[Any], limit: int) -> list[Paper]:
-        return [_from_row(r) for r in conn.execute(query.limit(limit))]
+        return [_shown(r) for r in conn.execute(query.limit(limit))]
+
+
+def _local_counts() -> tuple[Label[int], Label[int]]:
+    return local_upvotes(papers.c.id).label("local_votes"), local_comments(papers.c.id).label(
+        "local_comments"
+    )
+
+
+def _shown(row: Row[Any]) -> Paper:
+    """A paper with the counts pages show: imported upvotes and comments plus this instance's."""
+    return with_local_counts(_from_row(row), row.local_votes, row.local_comments)
 
 
 def _listed(row: Row[Any]) -> ListedPaper:
     return ListedPaper(
-        paper=_from_row(row),
+        paper=_shown(row),
         upvotes=int(row.rank_upvotes),
         first_day=_as_date(row.first_day),
         listing_rank=row.best_rank,
