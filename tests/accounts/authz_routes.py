@@ -27,7 +27,7 @@ ADMIN_PAGE = {"anonymous": SIGNIN, "user": 403, "other": 403, "admin": 303}
 
 def _link(w: World, purpose: LinkPurpose) -> dict[str, Any]:
     """A fresh one-time link for a throw-away account (as if it had been mailed)."""
-    person = w.new_user(f"link-{secrets.token_hex(4)}@example.org")
+    person = w.new_user(f"link-{secrets.token_hex(4)}@example.org", password=False)
     token = secrets.token_urlsafe(32)
     now = w.app.accounts.clock()
     w.app.accounts.store.add_link(hash_secret(token), person.id, purpose, now, now + timedelta(minutes=10))
@@ -60,13 +60,13 @@ def _is_hidden(w: World, ctx: dict[str, Any]) -> bool:
 
 
 def _visible_victim(w: World) -> dict[str, Any]:
-    victim = w.new_user("victim@example.org")
+    victim = w.new_user("victim@example.org", password=False)
     w.app.accounts.unhide_user(victim.id)
     return {"victim": victim.id}
 
 
 def _hidden_victim(w: World) -> dict[str, Any]:
-    victim = w.new_user("victim@example.org")
+    victim = w.new_user("victim@example.org", password=False)
     w.app.accounts.hide_user(victim.id)
     return {"victim": victim.id}
 
