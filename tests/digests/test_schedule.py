@@ -23,8 +23,8 @@ from paperfeed.domain.digest_links import InvalidToken, LinkSigner
 from paperfeed.domain.models import Paper
 
 
-def utc(*args: int) -> datetime:
-    return datetime(*args, tzinfo=UTC)
+def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> datetime:
+    return datetime(year, month, day, hour, minute, tzinfo=UTC)
 
 
 def test_daily_slot_is_the_latest_local_send_hour() -> None:

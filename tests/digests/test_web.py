@@ -136,13 +136,14 @@ def test_subscribing_needs_the_csrf_token(client: TestClient, direct: App) -> No
 
 def test_bad_input_is_shown_on_the_form(client: TestClient, direct: App, smtp_server: SmtpTestServer) -> None:
     token = csrf(client)
-    for fields, text in [
+    cases: list[tuple[dict[str, str | list[str]], str]] = [
         ({"email": "not-an-address"}, "Email: enter an address"),
         ({"timezone": "Mars/Base"}, "Time zone: unknown time zone"),
         ({"sections": []}, "Sections: choose at least one"),
         ({"categories": ""}, "Categories: name at least one category"),
         ({"send_hour": "noon"}, "Hour: a whole number"),
-    ]:
+    ]
+    for fields, text in cases:
         values = form("bad@example.org", token)
         values.update(fields)
         reply = client.post("/digest", data=values, headers=HTML)
