@@ -131,6 +131,7 @@ class AccountService:
         if password:
             check_password(password, address)
         self._limit("signup:ip", client, self.limits.signup_ip)
+        self._limit("mail:account", address, self.limits.mail_account)  # each sign-up mails the address
         now = self.clock()
         hashed = self._hasher.hash(password) if password else None
         user = self.store.create_user(address, hashed, name, now)
