@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from datetime import UTC, date, datetime
+from functools import lru_cache
 from typing import Any
 
 from .ids import InvalidPaperId, normalize_paper_id
@@ -31,6 +32,9 @@ MAX_FIELD_CHARS = 10_000
 # C0/C1 control characters, bidi overrides/isolates and BOM: never meaningful in paper metadata.
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ufeff]")
 _BROKEN = re.compile("[\ud800-\udfff]")  # lone surrogates: undecodable input smuggled through escapes
+# Fast path: once whitespace is collapsed, text that ``str.isprintable()`` (one C loop) contains neither:
+# both classes are non-printable (Cc, Cf, Cs) and the whitespace among them collapses like a space would.
+# Only the rare rest (non-printable: these, private-use or unassigned characters) pays for the regexes.
 _CATEGORY = re.compile(r"[A-Za-z][A-Za-z0-9.\-]{0,31}")
 
 
@@ -53,11 +57,12 @@ def clean_text(value: object, field: str, *, limit: int, required: bool = False)
         raise InvalidRecord(field, f"expected a string, got {type(value).__name__}")
     if len(value) > limit * 4:  # cheap early reject before any work on a huge value
         raise InvalidRecord(field, f"too long ({len(value):,} characters, limit {limit:,})")
-    if _BROKEN.search(value):
-        raise InvalidRecord(field, "contains invalid UTF-8 (undecodable bytes)")
-    if _CONTROL.search(value):
-        value = _CONTROL.sub(" ", value)
     text = " ".join(value.split())  # collapses every run of (Unicode) whitespace; much faster than re.sub
+    if not text.isprintable():  # rare (see _BROKEN); the common case skips both regex scans
+        if _BROKEN.search(value):
+            raise InvalidRecord(field, "contains invalid UTF-8 (undecodable bytes)")
+        if _CONTROL.search(value):
+            text = " ".join(_CONTROL.sub(" ", value).split())
     if len(text) > limit:
         raise InvalidRecord(field, f"too long ({len(text):,} characters, limit {limit:,})")
     if not text:
@@ -75,26 +80,25 @@ def _clean_list(value: object, field: str, *, limit: int, max_items: int) -> tup
     items = list(value)
     if len(items) > max_items:
         raise InvalidRecord(field, f"too many items ({len(items):,}, limit {max_items:,})")
-    if all(isinstance(item, str) for item in items):
-        joined = "\n".join(items)
-        if not _BROKEN.search(joined) and not _CONTROL.search(joined):
-            # Fast path (the common case): one regex scan for the whole list instead of one per item.
-            out: list[str] = []
-            for i, item in enumerate(items):
-                text = " ".join(item.split())
-                if len(text) > limit:
-                    raise InvalidRecord(
-                        f"{field}[{i}]", f"too long ({len(text):,} characters, limit {limit:,})"
-                    )
-                if text and text not in out:
-                    out.append(text)
-            return tuple(out)
-    out = []
+    texts = [" ".join(item.split()) for item in items if isinstance(item, str)]
+    if len(texts) == len(items) and (" ".join(texts).isprintable() or not _needs_cleaning("\n".join(items))):
+        # Fast path (the common case): whitespace collapsed, nothing else to clean; first copy kept.
+        for i, text in enumerate(texts):
+            if len(text) > limit:
+                raise InvalidRecord(f"{field}[{i}]", f"too long ({len(text):,} characters, limit {limit:,})")
+        unique = dict.fromkeys(texts)
+        unique.pop("", None)
+        return tuple(unique)
+    out: list[str] = []
     for i, item in enumerate(items):
         cleaned = clean_text(item, f"{field}[{i}]", limit=limit)
         if cleaned and cleaned not in out:
             out.append(cleaned)
     return tuple(out)
+
+
+def _needs_cleaning(text: str) -> bool:
+    return bool(_BROKEN.search(text) or _CONTROL.search(text))
 
 
 def _clean_categories(value: object) -> tuple[str, ...]:
@@ -142,6 +146,12 @@ def parse_datetime(value: object, field: str) -> datetime | None:
     return parsed
 
 
+@lru_cache(maxsize=64)
+def _stamp(seen_at: datetime) -> str:
+    """``seen_at`` as stored in ``Paper.sources``; an import passes the same instant for every record."""
+    return seen_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def build_paper(fields: Mapping[str, Any], *, source: str, seen_at: datetime) -> Paper:
     """Validate and normalise raw field values into a :class:`Paper` observed by ``source``.
 
@@ -187,5 +197,5 @@ def build_paper(fields: Mapping[str, Any], *, source: str, seen_at: datetime) ->
         organization=clean_text(fields.get("organization"), "organization", limit=500),
         ai_summary=clean_text(fields.get("ai_summary"), "ai_summary", limit=MAX_FIELD_CHARS),
         ai_keywords=_clean_list(fields.get("ai_keywords"), "ai_keywords", limit=200, max_items=200),
-        sources={source: seen_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")},
+        sources={source: _stamp(seen_at)},
     )

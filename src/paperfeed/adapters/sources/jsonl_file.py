@@ -146,10 +146,11 @@ class JsonlFileSource:
 
     def realize(self, records: Sequence[RawRecord]) -> Realized:
         out = Realized()
+        name, namespace, now = self.name, self.namespace, self.now
         for raw in records:
             record = raw.payload
             try:
-                paper = build_paper(record_fields(record, self.namespace), source=self.name, seen_at=self.now)
+                paper = build_paper(record_fields(record, namespace), source=name, seen_at=now)
                 days = listing_days(record)
             except InvalidRecord as exc:
                 where = f"{raw.where} (id {raw.key})" if raw.key else raw.where

@@ -1,0 +1,87 @@
+"""Field cleaning: the fast path (printable text) and the regex path must clean alike."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from paperfeed.domain.models import Paper
+from paperfeed.domain.validation import InvalidRecord, build_paper, clean_text
+
+SEEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("raw", "clean"),
+    [
+        ("  Plain   title\n", "Plain title"),
+        ("tab\tand\r\nnewline", "tab and newline"),
+        ("no\u00a0break\u2009thin", "no break thin"),  # Unicode spaces collapse
+        ("nul\x00byte", "nul byte"),  # C0 control
+        ("bell\x07 and\x1b escape", "bell and escape"),
+        ("sep\x1cfile\x85next", "sep file next"),  # control characters that are also whitespace
+        ("c1\x90char", "c1 char"),
+        ("bidi \u202eevil\u202c text", "bidi evil text"),
+        ("\ufeffBOM first", "BOM first"),
+        ("isolate\u2066x\u2069", "isolate x"),
+        ("soft\u00adhyphen", "soft\u00adhyphen"),  # non-printable, not a control: kept
+        ("private \ue000 use", "private \ue000 use"),
+        ("Naïve résumé — 東京", "Naïve résumé — 東京"),
+    ],
+)
+def test_clean_text(raw: str, clean: str) -> None:
+    assert clean_text(raw, "title", limit=100) == clean
+
+
+def test_clean_text_rejects() -> None:
+    with pytest.raises(InvalidRecord, match="undecodable"):
+        clean_text("lone \ud800 surrogate", "title", limit=100)
+    with pytest.raises(InvalidRecord, match="too long"):
+        clean_text("x" * 101, "title", limit=100)
+    with pytest.raises(InvalidRecord, match="expected a string"):
+        clean_text(5, "title", limit=100)
+    with pytest.raises(InvalidRecord, match="empty"):
+        clean_text(" \x00 \n", "title", limit=100, required=True)
+    assert clean_text("  \x07 ", "comment", limit=100) is None
+    assert clean_text("a" + " " * 300 + "b", "title", limit=100) == "a b"  # limit after collapsing
+
+
+def _paper(**fields: object) -> Paper:
+    return build_paper({"id": "2401.00001", "title": "T", **fields}, source="s", seen_at=SEEN)
+
+
+def test_lists_are_cleaned_deduplicated_in_order() -> None:
+    paper = _paper(authors=[" Ada  Lovelace", "Alan\tTuring", "Ada Lovelace", "", "  ", "Grace\x00Hopper"])
+    assert paper.authors == ("Ada Lovelace", "Alan Turing", "Grace Hopper")
+    paper = _paper(authors=["B", "A", "B", "C"], categories=["cs.LG", "cs.AI", "cs.LG"])
+    assert paper.authors == ("B", "A", "C")
+    assert paper.categories == ("cs.LG", "cs.AI")
+    assert _paper(authors=["sep\x1cname", "bidi\u202ename"]).authors == (
+        "sep name",
+        "bidi name",
+    )
+
+
+@pytest.mark.parametrize(
+    ("authors", "field", "reason"),
+    [
+        (["ok", 5], "authors[1]", "expected a string"),
+        (["ok", "bad \udc80"], "authors[1]", "undecodable"),
+        (["ok", "x" * 2001], "authors[1]", "too long"),
+        ("Ada Lovelace", "authors", "expected a list"),
+    ],
+)
+def test_list_rejects_name_the_item(authors: object, field: str, reason: str) -> None:
+    with pytest.raises(InvalidRecord) as info:
+        _paper(authors=authors)
+    assert info.value.field == field
+    assert reason in info.value.reason
+
+
+def test_sources_stamp_is_the_seen_time_in_utc() -> None:
+    local = datetime.fromisoformat("2026-01-02T05:04:05+02:00")
+    first = build_paper({"id": "2401.00001", "title": "T"}, source="a", seen_at=local)
+    second = build_paper({"id": "2401.00002", "title": "T"}, source="b", seen_at=SEEN)
+    assert first.sources == {"a": "2026-01-02T03:04:05Z"}
+    assert second.sources == {"b": "2026-01-02T03:04:05Z"}
