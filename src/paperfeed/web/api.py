@@ -15,7 +15,9 @@
 Semantics of ``/api/daily_papers``: with ``date``/``week``/``month`` the papers listed in that period,
 most upvoted first (``sort=trending``: by the trending score as of the period's end); with none of them,
 ``sort=publishedAt`` gives the newest days first and ``sort=trending`` the site-wide trending list.
-``submitter`` is accepted for compatibility; paperfeed records no submitters, so it matches nothing.
+``submitter`` is accepted for compatibility; it names Hugging Face users, so it matches nothing here.
+Counts (``upvotes``, ``numComments``) are Hugging Face's imported ones plus this instance's readers'
+(see docs/community.md); ``submittedOnDailyBy`` names the reader who submitted a paper here.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pydantic import BaseModel, ConfigDict
 
 from paperfeed.bootstrap import App
 from paperfeed.domain.ids import normalize_paper_id
+from paperfeed.domain.models import Paper
 from paperfeed.domain.results import PaperSearch, SearchHit
 from paperfeed.services.feed import FeedItem, FeedService, Period, parse_day, parse_month, parse_week
 
@@ -217,11 +220,13 @@ def search_papers(
         return JsonResponse(_items(feeds_of(request).recent(limit=limit)))
     page = search_of(request).search(text, limit=limit)
     headers = {"X-Search-Notes": "; ".join(page.notes)[:500]} if page.notes else None
-    return JsonResponse([_search_item(hit) for hit in page.hits], headers=headers)
+    shown = _app(request).community.with_counts([hit.paper for hit in page.hits])
+    return JsonResponse([_search_item(h, p) for h, p in zip(page.hits, shown, strict=True)], headers=headers)
 
 
-def _search_item(hit: SearchHit) -> dict[str, Any]:
-    item = daily_item(hit.paper)
+def _search_item(hit: SearchHit, paper: Paper) -> dict[str, Any]:
+    """A search hit; ``paper`` is ``hit.paper`` with the shown counts (community votes and comments)."""
+    item = daily_item(paper)
     item["highlightedTitle"] = highlight(hit.paper.title, hit.title_spans)
     item["highlightedSummary"] = highlight(hit.paper.abstract, hit.abstract_spans)
     return item
@@ -264,8 +269,8 @@ def similar_papers(
         raise ApiError(404, f"paper {_canonical_id(paper_id)} is not in this paperfeed instance")
     hits = search_of(request).similar(detail.paper.id, limit=limit)
     out = []
-    for hit in hits:
-        item = daily_item(hit.paper)
+    for hit, paper in zip(hits, _app(request).community.with_counts([h.paper for h in hits]), strict=True):
+        item = daily_item(paper)
         item["similarity"] = round(hit.score, 6)
         out.append(item)
     return JsonResponse(out)
@@ -282,7 +287,11 @@ def paper_info(request: Request, paper_id: str) -> Response:
     if detail is None:
         raise ApiError(404, f"paper {_canonical_id(paper_id)} is not in this paperfeed instance")
     first = detail.listed_on[0] if detail.listed_on else None
-    return JsonResponse(paper_object(detail.paper, listed_on=first))
+    out = paper_object(detail.paper, listed_on=first)
+    submission = _app(request).community.submission(detail.paper.id)
+    if submission is not None and submission.name:
+        out["submittedOnDailyBy"] = {"name": submission.name, "fullname": submission.name}
+    return JsonResponse(out)
 
 
 @router.get(

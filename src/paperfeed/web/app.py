@@ -10,7 +10,19 @@ from fastapi import FastAPI
 from paperfeed import __version__
 from paperfeed.bootstrap import App, build_app
 
-from . import api, auth, errors, feeds, library, library_api, pages, recommend, security, subscriptions
+from . import (
+    api,
+    auth,
+    community,
+    errors,
+    feeds,
+    library,
+    library_api,
+    pages,
+    recommend,
+    security,
+    subscriptions,
+)
 from .timing import ServerTimingMiddleware
 
 __all__ = ["app_from_environment", "create_app"]
@@ -46,6 +58,7 @@ def create_app(build: Callable[[], App]) -> FastAPI:
     # Order matters: /papers/{id}.md (api) must match before the HTML page's /papers/{id:path}.
     web.include_router(auth.api_router)
     web.include_router(recommend.api_router)
+    community.install(web)  # its /api/papers/{id}/… and /papers/{id}/… routes precede the catch-alls
     web.include_router(api.router)
     web.include_router(auth.router)
     web.include_router(recommend.router)

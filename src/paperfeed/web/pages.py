@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
@@ -29,6 +29,7 @@ from paperfeed import __version__
 from paperfeed.adapters.sources.arxiv_subjects import SUBJECT_CODES
 from paperfeed.bootstrap import App
 from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
+from paperfeed.domain.models import Paper
 from paperfeed.domain.query import parse_query
 from paperfeed.domain.results import PaperSearch
 from paperfeed.domain.search import SearchFilters
@@ -571,9 +572,19 @@ def _form_categories(text: str, problems: list[str]) -> tuple[str, ...]:
 
 
 def search_view(
-    search: PaperSearch, q: str, date_from: str, date_to: str, cat: str, code: str, page: int
+    search: PaperSearch,
+    q: str,
+    date_from: str,
+    date_to: str,
+    cat: str,
+    code: str,
+    page: int,
+    shown: Callable[[list[Paper]], list[Paper]] = list,
 ) -> SearchView:
-    """Run the search the form describes; bad filter values become messages, not errors."""
+    """Run the search the form describes; bad filter values become messages, not errors.
+
+    ``shown`` gives the papers the counts pages show (community votes and comments added).
+    """
     q = q.strip()[:1000]
     problems: list[str] = []
     start = _form_day(date_from, "From", problems)
@@ -614,13 +625,13 @@ def search_view(
     view.offset = offset
     view.items = [
         paper_view(
-            hit.paper,
+            paper,
             title_spans=hit.title_spans,
             abstract_spans=hit.abstract_spans,
             with_abstract=False,
             with_snippet=True,
         )
-        for hit in result.hits
+        for hit, paper in zip(result.hits, shown([hit.paper for hit in result.hits]), strict=True)
     ]
     if view.items:
         noun = "result" if result.total == 1 else "results"
@@ -654,7 +665,16 @@ def search_page(
     code: str = "",
     page: str = "1",
 ) -> HTMLResponse:
-    view = search_view(_search_of(request), q, date_from, date_to, cat, code, _page_number(page))
+    view = search_view(
+        _search_of(request),
+        q,
+        date_from,
+        date_to,
+        cat,
+        code,
+        _page_number(page),
+        _app(request).community.with_counts,
+    )
     if view.q:
         title = f"“{_clip(view.q, 60)}” · Search"
         description = f"Papers matching {view.q}" + (f": {view.range_label}" if view.range_label else "")
@@ -686,12 +706,14 @@ def _paper_links(
     return links
 
 
-def _similar(search: PaperSearch, paper_id: str) -> tuple[list[PaperView], str | None]:
+def _similar(
+    search: PaperSearch, paper_id: str, shown: Callable[[list[Paper]], list[Paper]] = list
+) -> tuple[list[PaperView], str | None]:
     """Papers nearest by embedding, or why there are none to show."""
     hits = search.similar(paper_id, limit=SIMILAR_SIZE)
     if not hits:
         return [], "No similar papers yet: they appear once papers are embedded (paperfeed index)."
-    return [paper_view(hit.paper, with_abstract=False) for hit in hits], None
+    return [paper_view(paper, with_abstract=False) for paper in shown([hit.paper for hit in hits])], None
 
 
 @router.get("/papers/{paper_id:path}", response_class=HTMLResponse, response_model=None)
@@ -724,7 +746,7 @@ def paper_page(request: Request, paper_id: str) -> Response:
     view = paper_view(paper)
     github = safe_url(paper.github_repo)
     project = safe_url(paper.project_page)
-    similar, similar_note = _similar(_search_of(request), paper.id)
+    similar, similar_note = _similar(_search_of(request), paper.id, app.community.with_counts)
     abstract_text = plain_text(paper.abstract) if paper.abstract else ""
     description = _clip(abstract_text or f"{view.title_text} by {', '.join(paper.authors[:3])}")
     meta = PageMeta(view.title_text, description, _absolute(request, paper_url(paper.id)), og_type="article")

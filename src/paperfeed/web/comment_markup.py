@@ -1,0 +1,65 @@
+"""Comments are Markdown, shown to everyone: rendered by markdown-it-py, then sanitised by nh3 (ammonia).
+
+Two layers, so that one bug is not enough for a comment to run script in a reader's browser:
+
+1. markdown-it runs with raw HTML off (``<script>``, ``<img onerror=…>`` in a comment become visible
+   text) and refuses ``javascript:``, ``vbscript:``, ``file:`` and ``data:`` link targets;
+2. nh3 keeps only an allowlist of tags and attributes, URLs with ``http``, ``https`` or ``mailto`` only,
+   drops comments, and gives every link ``rel="nofollow noopener ugc"`` (user-generated content: search
+   engines are told not to trust it; a new tab gets no handle on this page). Relative link targets are
+   dropped too: a comment cannot dress up a link to one of this site's own pages.
+
+Images are not allowed: a comment must not make every reader's browser fetch another site.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import nh3
+from markdown_it import MarkdownIt
+from markupsafe import Markup
+
+__all__ = ["LINK_REL", "render_comment"]
+
+LINK_REL = "nofollow noopener ugc"
+_TAGS = {
+    "p", "br", "hr", "em", "strong", "del", "code", "pre", "blockquote", "ul", "ol", "li", "a",
+    "h3", "h4", "h5", "h6", "table", "thead", "tbody", "tr", "th", "td",
+}  # fmt: skip
+_ATTRIBUTES = {"a": {"href", "title"}, "ol": {"start"}, "th": {"align"}, "td": {"align"}}
+_SCHEMES = {"http", "https", "mailto"}
+_ABSOLUTE = ("http://", "https://", "mailto:")
+
+
+def _only_absolute(tag: str, attribute: str, value: str) -> str | None:
+    """Drop link targets that are not absolute http(s)/mailto URLs (relative ones included)."""
+    if tag == "a" and attribute == "href" and not value.lower().startswith(_ABSOLUTE):
+        return None
+    return value
+
+
+@lru_cache(maxsize=1)
+def _markdown() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    md.enable(["table", "strikethrough"])
+    md.disable("image")  # ![x](http://tracker/) would otherwise become an <img> before nh3 drops it
+    return md
+
+
+def render_comment(source: str) -> Markup:
+    """Safe HTML for a comment's Markdown ``source``."""
+    html = _markdown().render(source)
+    # Headings are demoted (a comment's "# Title" must not outrank the page's own headings).
+    for level in (1, 2):
+        html = html.replace(f"<h{level}>", "<h3>").replace(f"</h{level}>", "</h3>")
+    clean = nh3.clean(
+        html,
+        tags=_TAGS,
+        attributes=_ATTRIBUTES,
+        url_schemes=_SCHEMES,
+        attribute_filter=_only_absolute,
+        link_rel=LINK_REL,
+        strip_comments=True,
+    )
+    return Markup(clean)
