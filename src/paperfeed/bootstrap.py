@@ -130,7 +130,7 @@ class App:
 
         limits = CommunityLimits(self.settings.submissions_per_day, self.settings.comments_per_hour)
         return CommunityService(
-            SqlCommunityStore(self.store.engine), self.ingest, lambda: self.arxiv_api, limits
+            SqlCommunityStore(self.store.engine), lambda: self.ingest, lambda: self.arxiv_api, limits
         )
 
     @cached_property

@@ -65,8 +65,8 @@ class CommunityService:
     def __init__(
         self,
         store: CommunityStore,
-        ingest: IngestService,
-        arxiv: Callable[[], ArxivApiClient],  # built on first use: most requests never fetch
+        ingest: Callable[[], IngestService],  # both built on first use: most requests never fetch, and
+        arxiv: Callable[[], ArxivApiClient],  # the ingest service opens the keyword index
         limits: CommunityLimits | None = None,
         clock: Callable[[], datetime] = _utc_now,
     ) -> None:
@@ -186,7 +186,7 @@ class CommunityService:
     def _fetch(self, pid: str) -> None:
         """Import the paper from the arXiv API through the ingest service."""
         try:
-            summary = self.ingest.run(ArxivApiSource(self.arxiv(), ids=(pid,)))
+            summary = self.ingest().run(ArxivApiSource(self.arxiv(), ids=(pid,)))
         except SourceUnavailable:
             raise ArxivUnreachable(
                 f"arXiv could not be reached to look up {pid}. Nothing was submitted; try again later."
