@@ -45,7 +45,8 @@ CsrfChecked = Depends(verify_csrf)
 _HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",  # the pages' URLs carry link tokens
+    # URLs carry link tokens: never sent to other sites. (Not no-referrer: forms would post Origin: null.)
+    "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
