@@ -121,7 +121,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item
         for item in items
         if getattr(item, "callspec", None) is not None
-        and item.callspec.params.get("db_url") == "postgresql"  # type: ignore[attr-defined]
+        and "postgresql" in item.callspec.params.values()  # type: ignore[attr-defined]
         and (item.get_closest_marker("sqlite_only") is not None or "fts5" in item.name)
     ]
     if dropped:

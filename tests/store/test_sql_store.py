@@ -85,7 +85,7 @@ def test_listing_for_unknown_paper_fails_the_whole_batch(store: SqlPaperStore) -
     bad = Batch(
         papers=[p("2503.00001")], listings=[Listing(day, "2503.99999", "hf-daily")], checkpoint=("c", "1")
     )
-    with pytest.raises(Exception, match="(?i)foreign key"):
+    with pytest.raises(Exception, match=r"(?i)foreign key"):
         store.apply_batch(bad)
     # nothing half-written: neither the paper nor the checkpoint
     assert store.get_paper("2503.00001") is None

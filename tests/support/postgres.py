@@ -27,7 +27,7 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,7 @@ __all__ = [
     "drop_database",
     "find_binaries",
     "release_server",
+    "shared_database",
     "start_server",
     "stop_recorded_server",
     "stop_server",
@@ -346,6 +347,23 @@ def create_database(server: PgServer, name: str | None = None, *, template: str 
 def drop_database(server: PgServer, name: str) -> None:
     with _admin(server) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def shared_database(server: PgServer, root: Path, name: str, build: Callable[[str], None]) -> str:
+    """The URL of database ``name``, filled by ``build(url)`` once per run by whichever xdist worker asks
+    first (under a file lock in ``root``); the others only read it."""
+    root.mkdir(parents=True, exist_ok=True)
+    done = root / f"{name}.complete"
+    with (root / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        with _admin(server) as conn:
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        if exists is None or not done.exists():  # never built, or built on a server since restarted
+            drop_database(server, name)
+            create_database(server, name)
+            build(server.url(name))
+            done.touch()
+    return server.url(name)
 
 
 @contextlib.contextmanager

@@ -12,7 +12,22 @@ from typing import Annotated
 
 import typer
 
-from . import digest, fetch, harvest, imports, index, jobs, library, run, search, serve, stats, users
+from . import (
+    copy,
+    digest,
+    fetch,
+    harvest,
+    imports,
+    index,
+    jobs,
+    library,
+    migrate,
+    run,
+    search,
+    serve,
+    stats,
+    users,
+)
 from .context import Context
 
 __all__ = ["app", "main"]
@@ -45,6 +60,8 @@ def _root(
 
 
 imports.register(app)
+migrate.register(app)
+copy.register(app)
 stats.register(app)
 index.register(app)
 fetch.register(app)

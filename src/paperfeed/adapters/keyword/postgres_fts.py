@@ -19,8 +19,10 @@ once its words have been seen.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
+import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from typing import Any
@@ -30,19 +32,34 @@ from sqlalchemy.engine import Engine
 
 from paperfeed.domain.search import ParsedQuery, ScoredId, SearchFilters, Span
 
-from .tantivy_index import fold
-
 __all__ = [
     "PG_WEIGHTS",
     "PgFieldWeights",
     "PostgresFtsUnavailable",
     "PostgresKeywordIndex",
+    "fold",
     "postgres_fts_available",
 ]
 
 CONFIG = "pg_catalog.english"  # must equal migration 0009's
 _WORD = re.compile(r"[^\W_]+")  # runs of letters and digits, as PostgreSQL's parser splits words
 _MAX_CACHED_WORDS = 200_000
+
+
+_STROKES = str.maketrans("ŁłØøĐđĦħıŦŧ", "LlOoDdHhiTt")
+
+
+@functools.lru_cache(maxsize=65536)
+def _fold_char(ch: str) -> str:
+    bare = "".join(c for c in unicodedata.normalize("NFD", ch) if not "\u0300" <= c <= "\u036f")
+    folded = unicodedata.normalize("NFC", bare).translate(_STROKES)
+    return folded if len(folded) == 1 else ch
+
+
+def fold(text: str) -> str:
+    """Python's twin of migration 0009's ``paperfeed_fold`` (accents off), one character for one so that
+    offsets into the folded text are offsets into the original."""
+    return text if text.isascii() else "".join(map(_fold_char, text))
 
 
 class PostgresFtsUnavailable(RuntimeError):

@@ -28,12 +28,19 @@ def current_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(conn).get_current_revision()
 
 
+# PostgreSQL: several processes (web workers, the scheduler) may start at once; the first to take this
+# transaction-scoped advisory lock migrates, the others then find the schema current.
+_MIGRATION_LOCK = 0x70617065  # "pape"
+
+
 def upgrade(engine: Engine, revision: str = "head") -> None:
     """Bring the database schema up to ``revision`` (idempotent; a no-op when already there)."""
     if revision == "head" and current_revision(engine) == head_revision():
         return
     config = _config()
     with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
         config.attributes["connection"] = conn
         command.upgrade(config, revision)
 

@@ -1,0 +1,112 @@
+"""``paperfeed copy --to URL``: copy this store into another database (SQLite → PostgreSQL)."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+from paperfeed.adapters.store import open_store
+from paperfeed.adapters.store.copy import copy_store
+from paperfeed.adapters.store.sql_store import normalise_url
+from paperfeed.bootstrap import build_app
+from paperfeed.domain.search import VectorIndexError
+from paperfeed.settings import Settings
+
+from .context import Context, fail
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("copy")
+    def copy(
+        ctx: typer.Context,
+        to: Annotated[
+            str,
+            typer.Option("--to", help="Target database URL, e.g. postgresql://paperfeed@db-host/paperfeed."),
+        ],
+        batch_size: Annotated[
+            int, typer.Option("--batch-size", min=1, max=50_000, help="Rows per commit.")
+        ] = 2000,
+        restart: Annotated[
+            bool, typer.Option("--restart", help="Ignore where an interrupted copy stopped; copy everything.")
+        ] = False,
+    ) -> None:
+        """Copy the whole store (papers, listings, embeddings, accounts, everything) into another database,
+        then build its search indexes. Safe to interrupt and to repeat: a re-run resumes and never
+        duplicates."""
+        c: Context = ctx.obj
+        settings = c.settings
+        target_url = normalise_url(to)
+        if normalise_url(settings.db_url) == target_url:
+            raise fail("--to names the database paperfeed already uses")
+        if settings.database_url is None and not (settings.data_dir / "paperfeed.db").exists():
+            raise fail(f"nothing to copy: {settings.data_dir / 'paperfeed.db'} does not exist")
+        started = time.monotonic()
+        try:
+            source = c.app.store
+            target = open_store(target_url)
+        except ArgumentError as exc:
+            raise fail(f"--to: {exc}") from None
+        except SQLAlchemyError as exc:
+            raise fail(f"cannot open {to}: {getattr(exc, 'orig', None) or exc}", 3) from None
+        where = target.engine.url.render_as_string(hide_password=True)
+        bars = Progress(
+            TextColumn("[bold]{task.description:>16}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=c.err,
+            disable=not c.err.is_terminal,
+        )
+        tasks: dict[str, TaskID] = {}
+
+        def progress(table: str, done: int, total: int) -> None:
+            if table not in tasks:
+                tasks[table] = bars.add_task(table, total=total)
+            bars.update(tasks[table], completed=done, total=total)
+
+        try:
+            with bars:
+                summary = copy_store(
+                    source.engine, target.engine, batch_size=batch_size, progress=progress, restart=restart
+                )
+            index_note = _build_indexes(settings, target_url)
+        except SQLAlchemyError as exc:
+            raise fail(
+                f"copy to {where} stopped: {getattr(exc, 'orig', None) or exc}; run it again to resume", 3
+            ) from None
+        finally:
+            target.close()
+        table = Table(title=f"copied to {where}", show_header=True, header_style="bold")
+        table.add_column("table")
+        table.add_column("rows written", justify="right")
+        for name, rows in summary.tables.items():
+            table.add_row(name + (" (resumed)" if name in summary.resumed else ""), f"{rows:,}")
+        c.console.print(table)
+        if summary.missing:
+            c.console.print(f"not in the source (left empty): {', '.join(summary.missing)}", highlight=False)
+        c.console.print(index_note, highlight=False)
+        c.console.print(f"done in {time.monotonic() - started:,.1f} s", highlight=False)
+
+
+def _build_indexes(settings: Settings, target_url: str) -> str:
+    """Keyword search follows by itself on PostgreSQL (a trigger); the vector index is built from the
+    copied embeddings, as ``paperfeed index`` would, without embedding anything."""
+    app = build_app(settings.model_copy(update={"database_url": target_url}))
+    try:
+        if app.store.engine.dialect.name != "postgresql":
+            return "indexes: run `paperfeed index` against the new database to build its vector index"
+        counts = app.embeddings.model_counts()
+        model = app.embedder.model_id
+        if not counts.get(model):
+            return f"vector index: no copied vectors of {model}; `paperfeed index` will embed the papers"
+        sync = app.indexing.sync_index(full=True)
+        return f"vector index: {sync.size:,} vectors of {model} (pgvector HNSW); keyword index: built on copy"
+    except VectorIndexError as exc:
+        return f"vector index not built: {exc}"
+    finally:
+        app.close()

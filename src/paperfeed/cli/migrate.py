@@ -1,0 +1,51 @@
+"""``paperfeed migrate``: bring the database schema to this version of paperfeed."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
+from paperfeed.adapters.store import migrate as migrations
+from paperfeed.adapters.store.sql_store import make_engine
+
+from .context import Context, fail
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("migrate")
+    def migrate(
+        ctx: typer.Context,
+        check: Annotated[
+            bool, typer.Option("--check", help="Only report; exit 1 when the schema is behind.")
+        ] = False,
+    ) -> None:
+        """Upgrade the database schema (every command does it on open; run it once before starting
+        several workers on one PostgreSQL database)."""
+        c: Context = ctx.obj
+        settings = c.settings
+        if settings.database_url is None:
+            settings.data_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            engine = make_engine(settings.db_url)
+        except ArgumentError as exc:
+            raise fail(f"database URL: {exc}") from None
+        where = engine.url.render_as_string(hide_password=True)
+        try:
+            before = migrations.current_revision(engine)
+            head = migrations.head_revision()
+            if check:
+                c.console.print(f"{where}: schema {before or 'empty'}, this paperfeed needs {head}")
+                if before != head:
+                    raise typer.Exit(1)
+                return
+            migrations.upgrade(engine)
+        except SQLAlchemyError as exc:
+            raise fail(f"{where}: {getattr(exc, 'orig', None) or exc}", 3) from None
+        finally:
+            engine.dispose()
+        if before == head:
+            c.console.print(f"{where}: schema already at {head}", highlight=False)
+        else:
+            c.console.print(f"{where}: schema upgraded from {before or 'empty'} to {head}", highlight=False)
