@@ -102,12 +102,15 @@ def test_dismissed_papers_push_their_topic_down() -> None:
 def test_cold_start_uses_similarity_below_min_positives() -> None:
     positives, candidates, ids, _ = _two_topics(2)
     few = positives[:3]
-    model = fit_reader_model(few, ids[:200], candidates[:200], ModelParams(min_positives=5))
+    model = fit_reader_model(few, ids[:200], candidates[:200], ModelParams(min_positives=5, cold_start="max"))
     assert model.kind == "similarity"
     expected = (candidates.astype(np.float64) @ few.T.astype(np.float64)).max(axis=1)
     assert model.raw(ids, candidates) == pytest.approx(expected)
     assert model.directions.shape == (3, DIM)  # max-similarity: one nearest-neighbour query per saved paper
-    mean = fit_reader_model(few, ids[:200], candidates[:200], ModelParams(cold_start="mean"))
+    mean = fit_reader_model(few, ids[:200], candidates[:200], ModelParams())  # the default: mean cosine
+    assert mean.kind == "similarity"
+    expected = (candidates.astype(np.float64) @ few.T.astype(np.float64)).mean(axis=1)
+    assert mean.raw(ids, candidates) == pytest.approx(expected)
     assert mean.directions.shape == (1, DIM)
     with pytest.raises(ValueError, match="at least one positive"):
         fit_reader_model(positives[:0], ids, candidates, ModelParams())

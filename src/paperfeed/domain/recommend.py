@@ -13,8 +13,9 @@ the other classifier only (everyone else gets the mean of both). The same out-of
 negatives are the reference distribution that turns raw scores into z-scores, so boosts (followed authors,
 alerts) mean the same thing whatever the model.
 
-Too few positives for a classifier (cold start) fall back to similarity to the saved papers (maximum cosine
-by default: it keeps each interest of a reader with several distinct ones), standardised the same way.
+Too few positives for a classifier (cold start) fall back to similarity to the saved papers: cosine to
+their mean by default (maximum cosine over them, which keeps each of several distinct interests apart, was
+worse at every number of saves on the bench), standardised the same way.
 """
 
 from __future__ import annotations
@@ -59,9 +60,9 @@ class ModelParams:
 
     learner: Learner = "logistic"
     c: float = 1.0  # inverse regularisation strength (sklearn's C)
-    negatives: int = 400
+    negatives: int = 200
     min_positives: int = 5
-    cold_start: ColdStart = "max"
+    cold_start: ColdStart = "mean"
     cross_fit: bool = True
 
 
@@ -140,7 +141,7 @@ class ReaderModel:
     fold_of: dict[str, int]
     ref_mean: float
     ref_std: float
-    cold_start: ColdStart = "max"
+    cold_start: ColdStart = "mean"
 
     @property
     def directions(self) -> Vectors:
