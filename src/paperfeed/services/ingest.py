@@ -12,10 +12,13 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import ExitStack
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from multiprocessing import get_context
+from operator import attrgetter
+from typing import Any
 
-from paperfeed.domain.ingest import Batch, BatchResult, IngestSummary, RawRecord, Realized
+from paperfeed.domain.ingest import Batch, BatchResult, IngestSummary, RawRecord, Realized, Reject
+from paperfeed.domain.models import Listing, Paper
 from paperfeed.domain.ports import PaperSource, PaperStore, ProgressReporter, RecordRealizer
 
 # Called after each committed batch that added or changed papers, with its result: the changed ids and
@@ -23,6 +26,27 @@ from paperfeed.domain.ports import PaperSource, PaperStore, ProgressReporter, Re
 ChangeListener = Callable[[BatchResult], None]
 
 __all__ = ["ChangeListener", "IngestService"]
+
+
+# What crosses between this process and a validation worker: plain tuples, not dataclass instances.
+# Pickle handles a frozen slotted dataclass field by field in Python: papers as tuples cost about a
+# third (measured 30 -> 11 us per paper for the round trip, pickling and rebuilding included).
+_PAPER_FIELDS = attrgetter(*(f.name for f in fields(Paper)))
+_LISTING_FIELDS = attrgetter(*(f.name for f in fields(Listing)))
+_RAW_FIELDS = attrgetter(*(f.name for f in fields(RawRecord)))
+_Packed = tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[Reject], dict[str, tuple[str, str]]]
+
+
+def _realize_packed(source: RecordRealizer, records: list[tuple[Any, ...]]) -> _Packed:
+    """Run in a worker process: validate raw ``records`` (packed) and pack the result for the trip back."""
+    done = source.realize([RawRecord(*row) for row in records])
+    papers = [_PAPER_FIELDS(p) for p in done.papers]
+    return papers, [_LISTING_FIELDS(x) for x in done.listings], done.rejects, done.fingerprints
+
+
+def _unpack(packed: _Packed) -> Realized:
+    papers, listings, rejects, fingerprints = packed
+    return Realized([Paper(*p) for p in papers], [Listing(*x) for x in listings], rejects, fingerprints)
 
 
 @dataclass
@@ -64,14 +88,18 @@ class IngestService:
         self, source: PaperSource, batches: Iterator[Batch], pool: ProcessPoolExecutor | None, depth: int
     ) -> Iterator[tuple[Batch, int]]:
         """Yield batches in order with their raw records validated, keeping ``depth`` in flight."""
-        inflight: deque[tuple[Batch, int, Future[Realized] | Realized | None]] = deque()
+        inflight: deque[tuple[Batch, int, Future[_Packed] | Realized | None]] = deque()
         for batch in batches:
-            skipped, work = 0, None
+            skipped = 0
+            work: Future[_Packed] | Realized | None = None
             if batch.raw and isinstance(source, RecordRealizer):
                 fresh = self._fresh(source, batch)
                 skipped = len(batch.raw) - len(fresh)
                 if fresh:
-                    work = pool.submit(source.realize, fresh) if pool else source.realize(fresh)
+                    if pool is None:
+                        work = source.realize(fresh)
+                    else:
+                        work = pool.submit(_realize_packed, source, [_RAW_FIELDS(r) for r in fresh])
             inflight.append((batch, skipped, work))
             while len(inflight) > (depth if pool else 0):
                 yield self._collect(*inflight.popleft())
@@ -79,9 +107,9 @@ class IngestService:
             yield self._collect(*inflight.popleft())
 
     @staticmethod
-    def _collect(batch: Batch, skipped: int, work: Future[Realized] | Realized | None) -> tuple[Batch, int]:
+    def _collect(batch: Batch, skipped: int, work: Future[_Packed] | Realized | None) -> tuple[Batch, int]:
         if work is not None:
-            batch.absorb(work.result() if isinstance(work, Future) else work)
+            batch.absorb(_unpack(work.result()) if isinstance(work, Future) else work)
         return batch, skipped
 
     def _apply(
