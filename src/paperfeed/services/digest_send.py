@@ -91,6 +91,10 @@ class DigestLedger(LeaseStore, Protocol):
 
     def due(self, now: datetime, *, after_id: int = 0, limit: int = 200) -> list[LedgerEntry]: ...
 
+    def claim(self, digest_ids: Sequence[int], now: datetime) -> set[int]: ...
+
+    def unclaim(self, now: datetime) -> int: ...
+
     def transition(
         self, digest_id: int, expected: DigestStatus, to: DigestStatus, now: datetime, **values: object
     ) -> bool: ...
@@ -314,10 +318,15 @@ class DigestService:
         with self._mailer().session() as session:
             after = 0
             while limit is None or handled < limit:
-                batch = self.ledger.due(self.clock(), after_id=after, limit=200)
+                size = 200 if limit is None else min(200, limit - handled)
+                batch = self.ledger.due(self.clock(), after_id=after, limit=size)
                 if not batch:
                     break
                 after = batch[-1].id
+                # pending → sending for the whole batch in one commit (an attempt each); a row that
+                # another sender took meanwhile is not claimed and is skipped below.
+                claimed = self.ledger.claim([e.id for e in batch], self.clock())
+                batch = [e for e in batch if e.id in claimed]
                 subs = self.ledger.subscriptions_by_id(sorted({e.subscription_id for e in batch}))
                 bouncing = self.ledger.bounced([e.email for e in batch])
                 papers = self.papers.get_papers(sorted({p for e in batch for p in e.digest.paper_ids}))
@@ -338,6 +347,7 @@ class DigestService:
                             summary,
                         )
                     except SendStopped as exc:
+                        self.ledger.unclaim(self.clock())  # the rest of the batch: pending again
                         summary.stopped = str(exc)
                         summary.seconds = time.perf_counter() - started
                         return summary
@@ -359,7 +369,7 @@ class DigestService:
         ledger, now = self.ledger, self.clock
         if sub is None or not sub.active or sub.email != entry.email or entry.email in bouncing:
             why = "the address bounces" if entry.email in bouncing else "unsubscribed before it was sent"
-            ledger.transition(entry.id, DigestStatus.pending, DigestStatus.cancelled, now(), last_error=why)
+            ledger.transition(entry.id, DigestStatus.sending, DigestStatus.cancelled, now(), last_error=why)
             summary.cancelled += 1
             return
         mail = renderer.digest_mail(
@@ -372,13 +382,9 @@ class DigestService:
             papers=papers,
         )
         if mail is None:
-            ledger.transition(entry.id, DigestStatus.pending, DigestStatus.empty, now())
+            ledger.transition(entry.id, DigestStatus.sending, DigestStatus.empty, now())
             return
-        attempts = entry.attempts + 1
-        if not ledger.transition(
-            entry.id, DigestStatus.pending, DigestStatus.sending, now(), attempts=attempts
-        ):
-            return  # no longer pending: nothing to do
+        attempts = entry.attempts + 1  # claim() counted it
         state = [DigestStatus.sending]
 
         def handover() -> None:

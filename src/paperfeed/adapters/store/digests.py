@@ -402,6 +402,29 @@ class SqlDigestStore:
             ).all()
         return [_entry(r) for r in rows]
 
+    def claim(self, digest_ids: Sequence[int], now: datetime) -> set[int]:
+        """``pending → sending`` for these rows in one transaction, counting an attempt each; returns
+        the ids claimed (rows no longer pending are left alone)."""
+        with self.engine.begin() as conn:
+            claimed = conn.execute(
+                update(digests)
+                .where(digests.c.id.in_(list(digest_ids)), digests.c.status == DigestStatus.pending.value)
+                .values(status=DigestStatus.sending.value, attempts=digests.c.attempts + 1, updated_at=now)
+                .returning(digests.c.id)
+            ).scalars()
+            return set(claimed)
+
+    def unclaim(self, now: datetime) -> int:
+        """Claimed rows a stopped run did not get to: ``sending → pending``, their attempt uncounted.
+
+        Only call this while holding the sender lease."""
+        with self.engine.begin() as conn:
+            return conn.execute(
+                update(digests)
+                .where(digests.c.status == DigestStatus.sending.value)
+                .values(status=DigestStatus.pending.value, attempts=digests.c.attempts - 1, updated_at=now)
+            ).rowcount
+
     def transition(
         self, digest_id: int, expected: DigestStatus, to: DigestStatus, now: datetime, **values: Any
     ) -> bool:
