@@ -3,11 +3,16 @@ through Playwright) against a live uvicorn server on the real SQLite store.
 
 Screenshots go to ``test-artifacts/web_pages/``; any console error (a CSP violation is one), page error or
 dialog (a comment's script running would open one) fails the test.
+
+Playwright's sync API runs one instance per thread, and other modules keep a session-wide one open on the
+main thread; this test drives its own chromium from a thread of its own so it runs in any company.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +20,7 @@ import pytest
 
 from paperfeed.bootstrap import build_app
 from tests.support.live_server import live_server
-from tests.web_pages.conftest import artifacts, browser  # noqa: F401  (session fixtures, shared)
+from tests.web_pages.conftest import ARTIFACTS, CHROMIUM_ARGS, chromium_path
 
 from .conftest import DAY, load_papers, make_settings
 
@@ -29,6 +34,28 @@ HOSTILE = (
     "<script>alert('script ran')</script> <img src=x onerror=\"alert('img ran')\">\n\n"
     "[bad link](javascript:alert('link ran')) and [good link](https://example.org/lichen)"
 )
+
+
+def _with_chromium(run: Callable[[Any], None]) -> None:
+    """Call ``run(browser)`` with a chromium driven from a thread of its own (see the module doc)."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("the playwright package is missing: pip install -e '.[test]'")
+        pytest.skip("the playwright package is not installed (pip install -e '.[test]')")
+    executable = chromium_path()
+
+    def work() -> None:
+        with sync_playwright() as pw:
+            launched = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+            try:
+                run(launched)
+            finally:
+                launched.close()
+
+    with ThreadPoolExecutor(1, thread_name_prefix="playwright") as pool:
+        pool.submit(work).result()
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +78,12 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-def test_sign_in_upvote_and_comment(browser: Any, artifacts: Path, site: str) -> None:  # noqa: F811
-    url = site
+def test_sign_in_upvote_and_comment(site: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    _with_chromium(lambda browser: _upvote_and_comment(browser, ARTIFACTS, site))
+
+
+def _upvote_and_comment(browser: Any, artifacts: Path, url: str) -> None:
     context = browser.new_context(viewport={"width": 1100, "height": 900})
     context.set_default_timeout(15_000)
     page = context.new_page()
