@@ -93,6 +93,8 @@ class DigestLedger(LeaseStore, Protocol):
 
     def claim(self, digest_ids: Sequence[int], now: datetime) -> set[int]: ...
 
+    def mark_sent(self, digest_ids: Sequence[int], now: datetime) -> int: ...
+
     def unclaim(self, now: datetime) -> int: ...
 
     def transition(
@@ -314,8 +316,42 @@ class DigestService:
         summary = SendSummary()
         summary.recovered_pending, summary.recovered_unconfirmed = self.ledger.recover(self.clock())
         renderer = self._renderer()
+        # handed → sent is recorded for up to 50 messages at a time: a crash before that turns them into
+        # "unconfirmed", which is never resent either, so batching costs nothing but saves a commit each.
+        accepted: list[int] = []
+        try:
+            self._send_batches(
+                session_of=self._mailer(),
+                renderer=renderer,
+                lease=lease,
+                limit=limit,
+                on_sent=on_sent,
+                summary=summary,
+                accepted=accepted,
+            )
+        finally:
+            self._flush_sent(accepted)
+        summary.seconds = time.perf_counter() - started
+        return summary
+
+    def _flush_sent(self, accepted: list[int]) -> None:
+        if accepted:
+            self.ledger.mark_sent(list(accepted), self.clock())
+            accepted.clear()
+
+    def _send_batches(
+        self,
+        *,
+        session_of: SessionMailer,
+        renderer: DigestRenderer,
+        lease: Lease | None,
+        limit: int | None,
+        on_sent: Callable[[int], None] | None,
+        summary: SendSummary,
+        accepted: list[int],
+    ) -> None:
         handled = 0
-        with self._mailer().session() as session:
+        with session_of.session() as session:
             after = 0
             while limit is None or handled < limit:
                 size = 200 if limit is None else min(200, limit - handled)
@@ -345,16 +381,17 @@ class DigestService:
                             renderer,
                             session,
                             summary,
+                            accepted,
                         )
                     except SendStopped as exc:
                         self.ledger.unclaim(self.clock())  # the rest of the batch: pending again
                         summary.stopped = str(exc)
-                        summary.seconds = time.perf_counter() - started
-                        return summary
+                        return
+                    if len(accepted) >= 50:
+                        self._flush_sent(accepted)
                     if on_sent is not None:
                         on_sent(handled)
-        summary.seconds = time.perf_counter() - started
-        return summary
+                self._flush_sent(accepted)
 
     def _send_one(
         self,
@@ -365,6 +402,7 @@ class DigestService:
         renderer: DigestRenderer,
         session: MailSession,
         summary: SendSummary,
+        accepted: list[int],
     ) -> None:
         ledger, now = self.ledger, self.clock
         if sub is None or not sub.active or sub.email != entry.email or entry.email in bouncing:
@@ -427,7 +465,7 @@ class DigestService:
                 "digest %s to %s: temporary failure (attempt %s): %s", entry.id, entry.email, attempts, exc
             )
         else:
-            ledger.transition(entry.id, state[0], DigestStatus.sent, now(), last_error=None)
+            accepted.append(entry.id)  # handed → sent, recorded in a batch (see send_pending)
             summary.sent += 1
 
     # -- both ---------------------------------------------------------------------------------------

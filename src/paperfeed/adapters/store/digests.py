@@ -414,6 +414,15 @@ class SqlDigestStore:
             ).scalars()
             return set(claimed)
 
+    def mark_sent(self, digest_ids: Sequence[int], now: datetime) -> int:
+        """``handed → sent`` for these rows (the server accepted them) in one transaction."""
+        with self.engine.begin() as conn:
+            return conn.execute(
+                update(digests)
+                .where(digests.c.id.in_(list(digest_ids)), digests.c.status == DigestStatus.handed.value)
+                .values(status=DigestStatus.sent.value, sent_at=now, updated_at=now, last_error=None)
+            ).rowcount
+
     def unclaim(self, now: datetime) -> int:
         """Claimed rows a stopped run did not get to: ``sending → pending``, their attempt uncounted.
 
