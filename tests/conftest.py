@@ -115,13 +115,12 @@ def server() -> Iterator[ReplayServer]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Leave out the PostgreSQL variant of tests about SQLite itself: marked ``sqlite_only``, or named
-    for FTS5 (SQLite's own keyword table)."""
+    """Leave out the PostgreSQL variants (marked ``postgres``) of tests about SQLite itself: marked
+    ``sqlite_only``, or named for FTS5 (SQLite's own keyword table)."""
     dropped = [
         item
         for item in items
-        if getattr(item, "callspec", None) is not None
-        and "postgresql" in item.callspec.params.values()  # type: ignore[attr-defined]
+        if item.get_closest_marker("postgres") is not None
         and (item.get_closest_marker("sqlite_only") is not None or "fts5" in item.name)
     ]
     if dropped:

@@ -92,10 +92,13 @@ def _paper(row: tuple) -> Paper:  # type: ignore[type-arg]
     )
 
 
-@pytest.fixture(params=["fts5", "tantivy"])
+@pytest.fixture(params=["fts5", "tantivy", pytest.param("postgres", marks=pytest.mark.postgres)])
 def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[App]:
+    """On SQLite with each keyword engine, and on PostgreSQL (full-text search + pgvector)."""
+    url = request.getfixturevalue("pg_url") if request.param == "postgres" else None
     settings = Settings(
         data_dir=tmp_path / "data",
+        database_url=url,
         embedding_backend="fake",
         keyword_engine=request.param,
         search_min_dense_score=0.05,
@@ -182,6 +185,7 @@ def test_missing_vector_index_falls_back_to_keyword(tmp_path: Path) -> None:
         app.close()
 
 
+@pytest.mark.sqlite_only  # damages the faiss folder; pgvector lives in the database
 def test_corrupt_vector_index_is_reported_and_keyword_results_still_come(app: App) -> None:
     manifest = app.vector_index_path / "manifest.json"
     manifest.write_bytes(b"{not json")

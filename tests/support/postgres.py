@@ -164,9 +164,19 @@ def _own(path: Path, account: pwd.struct_passwd | None, mode: int = 0o700) -> No
     os.chmod(path, mode)
 
 
-def start_server(root: Path | None = None, *, version: int | None = None, timeout: float = 60.0) -> PgServer:
+def start_server(
+    root: Path | None = None,
+    *,
+    version: int | None = None,
+    timeout: float = 60.0,
+    settings: dict[str, str] | None = None,
+    reuse: bool = False,
+) -> PgServer:
     """initdb a new cluster in ``root`` (default: a new folder under /tmp) and start it on a free loopback
-    port; returns once it accepts connections. :func:`stop_server` stops it and removes the folder."""
+    port; returns once it accepts connections. :func:`stop_server` stops it and removes the folder.
+
+    ``settings`` override the throwaway defaults (``-c name=value``); ``reuse`` starts the cluster already
+    in ``root`` if there is one (the benchmarks keep theirs between runs)."""
     account = _run_as()
     bin_dir = _readable_install(find_binaries(version), account)
     # pytest's temp folders are root-only (0700): the cluster gets a folder of its own the account can reach
@@ -174,17 +184,23 @@ def start_server(root: Path | None = None, *, version: int | None = None, timeou
     root.mkdir(parents=True, exist_ok=True)
     os.chmod(root, 0o755)
     data, sockets = root / "data", root / "socket"
-    shutil.rmtree(data, ignore_errors=True)
+    existing = reuse and (data / "PG_VERSION").exists()
+    if not existing:
+        shutil.rmtree(data, ignore_errors=True)
     _own(data, account)
     _own(sockets, account)
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "LC_ALL": "C", "TZ": "UTC"}
     log_path = root / "postgres.log"
     with log_path.open("ab") as log:
-        done = subprocess.run(
-            [str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8",
-             "--locale=C", "--no-sync"],
-            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(root), check=False, **_demote(account),
-        )  # fmt: skip
+        if existing:
+            done: subprocess.CompletedProcess[bytes] = subprocess.CompletedProcess([], 0)
+        else:
+            done = subprocess.run(
+                [str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8",
+                 "--locale=C", "--no-sync"],
+                stdout=log, stderr=subprocess.STDOUT, env=env, cwd=str(root), check=False,
+                **_demote(account),
+            )  # fmt: skip
     if done.returncode != 0:
         raise PostgresUnavailable(f"initdb failed (exit {done.returncode}); see {log_path}")
     version_text = subprocess.run(
@@ -193,7 +209,7 @@ def start_server(root: Path | None = None, *, version: int | None = None, timeou
     for _attempt in range(5):  # another process may take the port between our probe and the bind
         port = _free_port()
         args = [str(bin_dir / "postgres"), "-D", str(data), "-p", str(port), "-k", str(sockets)]
-        for key, value in _SETTINGS.items():
+        for key, value in {**_SETTINGS, **(settings or {})}.items():
             args += ["-c", f"{key}={value}"]
         with log_path.open("ab") as log:
             proc = subprocess.Popen(
@@ -229,11 +245,12 @@ def _alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def stop_server(server: PgServer, *, timeout: float = 30.0) -> None:
-    """Fast shutdown (SIGINT) of the postmaster by its pid (SIGQUIT, then SIGKILL, if it lingers), then
-    remove its folder."""
+def stop_server(server: PgServer, *, timeout: float = 30.0, remove: bool = True) -> None:
+    """Immediate shutdown of the postmaster by its pid (SIGKILL if it lingers), then remove its folder
+    (unless ``remove`` is False: a benchmark's cached cluster)."""
     _stop_pid(server.pid, timeout)
-    shutil.rmtree(server.root, ignore_errors=True)
+    if remove:
+        shutil.rmtree(server.root, ignore_errors=True)
 
 
 def _stop_pid(pid: int, timeout: float) -> None:

