@@ -418,14 +418,20 @@ def tune(bench: Bench, seeds: Sequence[int]) -> None:
         grid[f"logistic C={c:g}"] = ModelParams(learner="logistic", c=c)
     for c in (0.01, 0.03, 0.1, 0.3, 1.0):
         grid[f"svm C={c:g}"] = ModelParams(learner="svm", c=c)
-    for n in (100, 200, 1000):
+    for n in (100, 400, 1000):
         grid[f"logistic C=1 negatives={n}"] = ModelParams(negatives=n)
+    grid["logistic C=1, no cross-fitting"] = ModelParams(cross_fit=False)
     results = {"mean-embedding cosine": bench.run(bench.mean_cosine, readers)}
     for name, params in grid.items():
         started = time.perf_counter()
         results[name] = bench.run(bench.model(params), readers)
         print(f"{name}: {results[name].mean()[1]:.3f} ({time.perf_counter() - started:.1f} s)", flush=True)
     _table(f"Tuning on seeds {list(seeds)} ({len(readers)} readers)", results)
+    print("\nCold start on the tuning seeds (the first n saves), nDCG@10: mean cosine / max cosine / model\n")
+    for n in (1, 2, 3, 5, 10):
+        row = [bench.run(m, readers, n).mean()[1] for m in (bench.mean_cosine, bench.max_cosine)]
+        model = bench.run(bench.model(ModelParams(min_positives=1)), readers, n).mean()[1]
+        print(f"| {n} | {row[0]:.3f} | {row[1]:.3f} | {model:.3f} |", flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
