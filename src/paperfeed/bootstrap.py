@@ -319,7 +319,9 @@ class App:
 
         providers: dict[Section, SectionProvider] = {
             Section.trending: TrendingSection(self.feeds),
-            Section.categories: CategorySection(self.digest_store.paper_ids_in_window, self.store.get_papers),
+            Section.categories: CategorySection(
+                self.digest_store.paper_times_in_window, self.store.get_papers
+            ),
             Section.for_you: ForYouSection(lambda: self.recommendations),
             Section.alerts: AlertsSection(self.library.searches, alert_matches),
             Section.authors: AuthorsSection(

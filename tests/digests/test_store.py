@@ -39,7 +39,7 @@ def test_ledger_rows_keys_claims_and_recovery(store: SqlPaperStore) -> None:
     assert ds.add_digests([item], T) == 0  # the (subscription, period) key
     assert ds.settled_periods([sub.id], ["2025-03-20", "2025-03-21"]) == {(sub.id, "2025-03-20")}
     assert ds.sent_papers([sub.id]) == {sub.id: {"2503.00001"}}
-    assert ds.paper_ids_in_window(T - timedelta(days=1), T) == ["2503.00001"]
+    assert ds.paper_times_in_window(T - timedelta(days=1), T) == [("2503.00001", T - timedelta(hours=3))]
     (entry,) = ds.due(T)
     assert entry.digest == digest
     assert ds.claim([entry.id], T) == {entry.id}

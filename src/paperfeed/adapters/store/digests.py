@@ -11,7 +11,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, delete, func, insert, or_, select, update
@@ -49,6 +49,15 @@ def _aware(value: datetime | None) -> datetime | None:
     if value is None:
         return None
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _as_date(value: Any) -> date:
+    """A DATE aggregate: a ``date`` on PostgreSQL, possibly text on SQLite."""
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    return date.fromisoformat(str(value)[:10])
 
 
 def _now() -> datetime:
@@ -348,20 +357,28 @@ class SqlDigestStore:
                 )
         return len(created)
 
-    def paper_ids_in_window(self, since: datetime, until: datetime) -> list[str]:
-        """Papers published, or first listed, in ``[since, until)`` (the candidates of category sections)."""
+    def paper_times_in_window(self, since: datetime, until: datetime) -> list[tuple[str, datetime]]:
+        """Papers published, or listed, in ``[since, until)``, each with the earlier of those moments
+        (a listing counts from the start of its day): the candidates of category sections."""
+        found: dict[str, datetime] = {}
         with self.engine.connect() as conn:
-            published = conn.execute(
-                select(papers.c.id).where(papers.c.published >= since, papers.c.published < until)
-            ).scalars()
-            found = dict.fromkeys(published)
+            rows = conn.execute(
+                select(papers.c.id, papers.c.published).where(
+                    papers.c.published >= since, papers.c.published < until
+                )
+            )
+            for pid, published in rows:
+                found[pid] = _aware(published) or since
             listed = conn.execute(
-                select(listings.c.paper_id)
-                .where(listings.c.day >= since.date(), listings.c.day < until.date())
-                .distinct()
-            ).scalars()
-            found.update(dict.fromkeys(listed))
-        return list(found)
+                select(listings.c.paper_id, func.min(listings.c.day))
+                .where(listings.c.day >= since.date(), listings.c.day < until.date() + timedelta(days=1))
+                .group_by(listings.c.paper_id)
+            )
+            for pid, day in listed:
+                start = datetime.combine(_as_date(day), datetime.min.time(), UTC)
+                if since <= start < until:
+                    found[pid] = min(found.get(pid, start), start)
+        return list(found.items())
 
     # -- the send ledger ----------------------------------------------------------------------------
 
