@@ -46,14 +46,17 @@ _NO_LIMIT = 1_000_000_000  # "all rows" as a bound value (SQLite and PostgreSQL 
 
 def _ranked(agg: Any, *, by_day: bool) -> Select[Any]:
     """Papers joined to an aggregated listing subquery, best first (newest day first if ``by_day``)."""
-    # Shown and ranked: the imported count (the paper's, else its listing's) plus local votes.
-    upvotes = (func.coalesce(papers.c.upvotes, agg.c.listing_upvotes, 0) + local_upvotes(papers.c.id)).label(
-        "rank_upvotes"
-    )
+    # Shown and ranked: the imported count (the paper's, else its listing's) plus local votes. The local
+    # votes are not selected again: ``_listed`` takes them back out of the sum.
+    imported = func.coalesce(papers.c.upvotes, agg.c.listing_upvotes, 0)
+    upvotes = (imported + local_upvotes(papers.c.id)).label("rank_upvotes")
     order = [agg.c.first_day.desc()] if by_day else []
     order += [upvotes.desc(), agg.c.best_rank.is_(None), agg.c.best_rank, papers.c.id]
+    comments = local_comments(papers.c.id).label("local_comments")
     return (
-        select(*_PAPER_COLUMNS, upvotes, *_local_counts(), agg.c.first_day, agg.c.best_rank)
+        select(
+            *_PAPER_COLUMNS, upvotes, imported.label("imported"), comments, agg.c.first_day, agg.c.best_rank
+        )
         .join_from(agg, papers, papers.c.id == agg.c.pid)
         .where(not_hidden(papers.c.id))
         .order_by(*order)
@@ -168,7 +171,8 @@ class SqlFeedQueries:
 
     def _sizes_by_day(self) -> list[tuple[date, int]]:
         """Papers per listed day, newest first; recomputed only when the data changes."""
-        version = self.data_version()
+        with self.engine.connect() as conn:
+            version = self._listing_version(conn)
         cached = self._sizes
         if cached is not None and cached[0] == version:
             return cached[1]
@@ -197,18 +201,29 @@ class SqlFeedQueries:
             .subquery()
         )
         votes = local_upvotes(papers.c.id)
-        counts = _local_counts()
-        upvotes = func.coalesce(papers.c.upvotes, firsts.c.listing_upvotes, 0) + votes
+        comments = local_comments(papers.c.id).label("local_comments")
+        imported = func.coalesce(papers.c.upvotes, firsts.c.listing_upvotes, 0)
         stars = func.coalesce(papers.c.github_stars, 0)
         listed: Select[Any] = (
-            select(*_PAPER_COLUMNS, upvotes.label("u"), stars.label("s"), firsts.c.first_day, *counts)
+            select(
+                *_PAPER_COLUMNS,
+                (imported + votes).label("u"),
+                imported.label("imported"),
+                stars.label("s"),
+                firsts.c.first_day,
+                comments,
+            )
             .join_from(firsts, papers, papers.c.id == firsts.c.pid)
             .where(not_hidden(papers.c.id))
         )
         # Papers never listed: first seen when published.
         own_upvotes = func.coalesce(papers.c.upvotes, 0) + votes
         never_listed: Select[Any] = select(
-            *_PAPER_COLUMNS, own_upvotes.label("u"), stars.label("s"), *counts
+            *_PAPER_COLUMNS,
+            own_upvotes.label("u"),
+            func.coalesce(papers.c.upvotes, 0).label("imported"),
+            stars.label("s"),
+            comments,
         ).where(
             papers.c.published >= since,
             papers.c.published < until,
@@ -220,9 +235,11 @@ class SqlFeedQueries:
         with self.engine.connect() as conn:
             for row in conn.execute(listed):
                 seen = _day_start(_as_date(row.first_day))
-                out.append(TrendCandidate(_shown(row), int(row.u), int(row.s), seen))
+                out.append(
+                    TrendCandidate(_shown(row, int(row.u) - row.imported), int(row.u), int(row.s), seen)
+                )
             for row in conn.execute(never_listed):
-                paper = _shown(row)
+                paper = _shown(row, int(row.u) - row.imported)
                 if paper.published is not None:
                     out.append(TrendCandidate(paper, int(row.u), int(row.s), paper.published))
         return out
@@ -239,11 +256,15 @@ class SqlFeedQueries:
 
     def data_version(self) -> str:
         with self.engine.connect() as conn:
-            modified = conn.execute(select(func.max(papers.c.modified_at))).scalar()
-            n_listings = conn.execute(select(func.count()).select_from(listings)).scalar_one()
-            hidden = conn.execute(select(func.count(), func.max(hidden_papers.c.hidden_at))).one()
-            community = community_version(conn)
-        return f"{modified}|{n_listings}|{hidden[0]}|{hidden[1]}|{community}"
+            return f"{self._listing_version(conn)}|{community_version(conn)}"
+
+    @staticmethod
+    def _listing_version(conn: Connection) -> str:
+        """Changes with papers, listings and hidden papers (not with votes: day sizes ignore them)."""
+        modified = conn.execute(select(func.max(papers.c.modified_at))).scalar()
+        n_listings = conn.execute(select(func.count()).select_from(listings)).scalar_one()
+        hidden = conn.execute(select(func.count(), func.max(hidden_papers.c.hidden_at))).one()
+        return f"{modified}|{n_listings}|{hidden[0]}|{hidden[1]}"
 
     # -- papers -------------------------------------------------------------------------------------
 
@@ -295,14 +316,15 @@ def _local_counts() -> tuple[Label[int], Label[int]]:
     )
 
 
-def _shown(row: Row[Any]) -> Paper:
+def _shown(row: Row[Any], local_votes: int | None = None) -> Paper:
     """A paper with the counts pages show: imported upvotes and comments plus this instance's."""
-    return with_local_counts(_from_row(row), row.local_votes, row.local_comments)
+    votes = row.local_votes if local_votes is None else local_votes
+    return with_local_counts(_from_row(row), votes, row.local_comments)
 
 
 def _listed(row: Row[Any]) -> ListedPaper:
     return ListedPaper(
-        paper=_shown(row),
+        paper=_shown(row, int(row.rank_upvotes) - row.imported),
         upvotes=int(row.rank_upvotes),
         first_day=_as_date(row.first_day),
         listing_rank=row.best_rank,

@@ -24,6 +24,7 @@ paper_upvotes = Table(
     Column("user_id", Integer, ForeignKey(_USER, ondelete="CASCADE"), primary_key=True),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Index("ix_paper_upvotes_user_created", "user_id", "created_at"),
+    Index("ix_paper_upvotes_created", "created_at"),  # the newest vote, for cache keys
 )
 
 # A paper put on the daily feed by a reader (one per paper: the first submitter, as HF's

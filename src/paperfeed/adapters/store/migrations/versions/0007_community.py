@@ -25,6 +25,7 @@ def upgrade() -> None:
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     )
     op.create_index("ix_paper_upvotes_user_created", "paper_upvotes", ["user_id", "created_at"])
+    op.create_index("ix_paper_upvotes_created", "paper_upvotes", ["created_at"])
     op.create_table(
         "paper_submissions",
         sa.Column("paper_id", sa.String(64), sa.ForeignKey(_PAPER, ondelete="CASCADE"), primary_key=True),
@@ -54,5 +55,6 @@ def downgrade() -> None:
     op.drop_table("paper_comments")
     op.drop_index("ix_paper_submissions_user_day", "paper_submissions")
     op.drop_table("paper_submissions")
+    op.drop_index("ix_paper_upvotes_created", "paper_upvotes")
     op.drop_index("ix_paper_upvotes_user_created", "paper_upvotes")
     op.drop_table("paper_upvotes")
