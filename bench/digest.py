@@ -19,6 +19,7 @@ copy of its database:
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import shutil
 import socket
@@ -127,6 +128,15 @@ def add_subscribers(app: App, count: int, rng: random.Random) -> Counter[str]:
     return kinds
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of another process (Linux /proc), 0 where unavailable."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -205,9 +215,9 @@ def main() -> None:
         )
 
         limit = None if args.send == 0 else args.send
-        cpu = time.process_time()
+        cpu, server_cpu = time.process_time(), cpu_seconds(smtp.pid)
         sent = app.digests.send_pending(limit=limit)
-        cpu = time.process_time() - cpu
+        cpu, server_cpu = time.process_time() - cpu, cpu_seconds(smtp.pid) - server_cpu
         print(
             f"send: {sent.sent:,} messages in {sent.seconds:.1f} s = {sent.rate:,.0f} messages/s "
             f"(goal ≥ 100/s) over one connection to aiosmtpd on loopback; "
@@ -216,7 +226,9 @@ def main() -> None:
         per_cpu = sent.sent / cpu if cpu else 0.0
         print(
             f"send CPU: {cpu:.1f} s in this process = {per_cpu:,.0f} messages per CPU-second "
-            f"(render, MIME, SMTP client, ledger; the steadier figure on a shared machine)"
+            f"(render, MIME, SMTP client, ledger; the steadier figure on a shared machine); "
+            f"aiosmtpd used {server_cpu:.1f} CPU-s; load average {os.getloadavg()[0]:.1f} on "
+            f"{os.cpu_count()} cores"
         )
         ledger = app.digest_store.ledger_counts()
         print("ledger: " + ", ".join(f"{k} {v:,}" for k, v in sorted(ledger.items())))
