@@ -8,10 +8,12 @@ source order, one transaction each, so checkpoints and kill -9 safety are unchan
 
 from __future__ import annotations
 
+import gc
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, fields, replace
 from multiprocessing import get_context
 from operator import attrgetter
@@ -26,6 +28,41 @@ from paperfeed.domain.ports import PaperSource, PaperStore, ProgressReporter, Re
 ChangeListener = Callable[[BatchResult], None]
 
 __all__ = ["ChangeListener", "IngestService"]
+
+
+# An import allocates a few million short-lived containers that reference counting frees; the cycle
+# collector's passes over them and over every long-lived object of the process cost ~15 us per paper
+# (measured on the real files: 114 -> 100 us of main-thread CPU per record). During an import, objects
+# that already exist are frozen out of its passes and young ones are collected 70x less often.
+_GC_THRESHOLD = 50_000
+_gc_lock = threading.Lock()
+_gc_users = 0
+_gc_saved: tuple[int, int, int] = gc.get_threshold()
+
+
+@contextmanager
+def _fewer_collections() -> Iterator[None]:
+    global _gc_users, _gc_saved
+    with _gc_lock:
+        if _gc_users == 0:
+            _gc_saved = gc.get_threshold()
+            gc.freeze()
+            gc.set_threshold(max(_GC_THRESHOLD, _gc_saved[0]), *_gc_saved[1:])
+        _gc_users += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_users -= 1
+            if _gc_users == 0:
+                gc.set_threshold(*_gc_saved)
+                gc.unfreeze()
+
+
+def _worker_init() -> None:
+    """Validation worker processes do nothing but imports: the same collector settings for good."""
+    gc.freeze()
+    gc.set_threshold(max(_GC_THRESHOLD, gc.get_threshold()[0]), *gc.get_threshold()[1:])
 
 
 # What crosses between this process and a validation worker: plain tuples, not dataclass instances.
@@ -72,9 +109,12 @@ class IngestService:
         name = source.checkpoint_name
         start = self.store.get_checkpoint(name) if (resume and name) else None
         with ExitStack() as stack:
+            stack.enter_context(_fewer_collections())
             pool: ProcessPoolExecutor | None = None
             if workers > 0 and isinstance(source, RecordRealizer):
-                pool = stack.enter_context(ProcessPoolExecutor(workers, mp_context=get_context("spawn")))
+                pool = stack.enter_context(
+                    ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=_worker_init)
+                )
             for batch, skipped in self._realized(source, source.batches(start), pool, workers):
                 self._apply(batch, skipped, summary, progress)
         return summary
