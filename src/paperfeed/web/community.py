@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, FastAPI, Form, Request
+from fastapi import APIRouter, Depends, FastAPI, Form, Path, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import pass_context
 from markupsafe import Markup
@@ -32,13 +32,14 @@ from .pages import CSP, error_page, templates
 from .security import _template_request, current_user, require_user, safe_next, verify_csrf
 from .views import PageMeta, day_label, paper_url, plural
 
-__all__ = ["CommentView", "comment_view", "install", "router"]
+__all__ = ["CommentId", "CommentView", "comment_view", "install", "router"]
 
 router = APIRouter(include_in_schema=False)
 CsrfChecked = Depends(verify_csrf)
 SignedIn = Annotated[User, Depends(require_user)]
 NextField = Annotated[str, Form(max_length=2000)]
 BodyField = Annotated[str, Form(max_length=40_000)]
+CommentId = Annotated[int, Path(ge=1, le=2**31 - 1, description="A comment's id.")]  # an SQL INTEGER
 UPVOTERS_PAGE = 100
 _VOTED = "pf_community_voted"  # request-state key: {paper_id: voted} for the signed-in reader
 _HEADERS = {
@@ -280,7 +281,7 @@ def submit_form(
 # -- comments -------------------------------------------------------------------------------------------
 
 
-def _comment_url(paper_id: str, comment_id: int | None = None) -> str:
+def _comment_url(paper_id: str, comment_id: CommentId | None = None) -> str:
     return paper_url(paper_id) + (f"#comment-{comment_id}" if comment_id else "#comments")
 
 
@@ -291,7 +292,7 @@ def comment_form(request: Request, user: SignedIn, paper_id: str, body: BodyFiel
 
 
 @router.get("/comments/{comment_id}/edit", response_class=HTMLResponse)
-def edit_comment_page(request: Request, user: SignedIn, comment_id: int) -> HTMLResponse:
+def edit_comment_page(request: Request, user: SignedIn, comment_id: CommentId) -> HTMLResponse:
     found = community_of(request).comment(comment_id, user)
     if found.user_id != user.id:
         return error_page(request, 403, "Not allowed", "You can only edit your own comments.")
@@ -307,25 +308,27 @@ def edit_comment_page(request: Request, user: SignedIn, comment_id: int) -> HTML
 
 
 @router.post("/comments/{comment_id}/edit", response_model=None, dependencies=[CsrfChecked])
-def edit_comment_form(request: Request, user: SignedIn, comment_id: int, body: BodyField = "") -> Response:
+def edit_comment_form(
+    request: Request, user: SignedIn, comment_id: CommentId, body: BodyField = ""
+) -> Response:
     done = community_of(request).edit_comment(user, comment_id, body)
     return RedirectResponse(_comment_url(done.paper_id, done.id), status_code=303)
 
 
 @router.post("/comments/{comment_id}/delete", response_model=None, dependencies=[CsrfChecked])
-def delete_comment_form(request: Request, user: SignedIn, comment_id: int) -> Response:
+def delete_comment_form(request: Request, user: SignedIn, comment_id: CommentId) -> Response:
     gone = community_of(request).delete_comment(user, comment_id)
     return RedirectResponse(_comment_url(gone.paper_id), status_code=303)
 
 
 @router.post("/comments/{comment_id}/hide", response_model=None, dependencies=[CsrfChecked])
-def hide_comment_form(request: Request, user: SignedIn, comment_id: int) -> Response:
+def hide_comment_form(request: Request, user: SignedIn, comment_id: CommentId) -> Response:
     done = community_of(request).set_comment_hidden(user, comment_id, True)
     return RedirectResponse(_comment_url(done.paper_id, done.id), status_code=303)
 
 
 @router.post("/comments/{comment_id}/unhide", response_model=None, dependencies=[CsrfChecked])
-def unhide_comment_form(request: Request, user: SignedIn, comment_id: int) -> Response:
+def unhide_comment_form(request: Request, user: SignedIn, comment_id: CommentId) -> Response:
     done = community_of(request).set_comment_hidden(user, comment_id, False)
     return RedirectResponse(_comment_url(done.paper_id, done.id), status_code=303)
 

@@ -30,7 +30,7 @@ from paperfeed.domain.accounts import User
 from paperfeed.domain.community import MAX_COMMENT_CHARS, Comment, Submission, VoteState
 
 from .comment_markup import render_comment
-from .community import community_of
+from .community import CommentId, community_of
 from .errors import ApiError, JsonResponse
 from .hf_json import hf_time, paper_object
 from .security import current_user, require_user, verify_csrf
@@ -249,7 +249,7 @@ def add_comment(request: Request, user: SignedIn, paper_id: str, body: CommentBo
     responses={404: _WRITE_ERRORS[404]},
     summary="One comment",
 )
-def get_comment(request: Request, comment_id: int) -> Response:
+def get_comment(request: Request, comment_id: CommentId) -> Response:
     return JsonResponse(_comment(community_of(request).comment(comment_id, _viewer(request))))
 
 
@@ -260,7 +260,7 @@ def get_comment(request: Request, comment_id: int) -> Response:
     dependencies=[CsrfChecked],
     summary="Edit your own comment",
 )
-def edit_comment(request: Request, user: SignedIn, comment_id: int, body: CommentBody) -> Response:
+def edit_comment(request: Request, user: SignedIn, comment_id: CommentId, body: CommentBody) -> Response:
     return JsonResponse(_comment(community_of(request).edit_comment(user, comment_id, body.body)))
 
 
@@ -271,7 +271,7 @@ def edit_comment(request: Request, user: SignedIn, comment_id: int, body: Commen
     dependencies=[CsrfChecked],
     summary="Delete your own comment",
 )
-def delete_comment(request: Request, user: SignedIn, comment_id: int) -> Response:
+def delete_comment(request: Request, user: SignedIn, comment_id: CommentId) -> Response:
     community_of(request).delete_comment(user, comment_id)
     return Response(status_code=204)
 
@@ -283,7 +283,7 @@ def delete_comment(request: Request, user: SignedIn, comment_id: int) -> Respons
     dependencies=[CsrfChecked],
     summary="Administrators: hide a comment from everyone else",
 )
-def hide_comment(request: Request, user: SignedIn, comment_id: int) -> Response:
+def hide_comment(request: Request, user: SignedIn, comment_id: CommentId) -> Response:
     return JsonResponse(_comment(community_of(request).set_comment_hidden(user, comment_id, True)))
 
 
@@ -294,5 +294,5 @@ def hide_comment(request: Request, user: SignedIn, comment_id: int) -> Response:
     dependencies=[CsrfChecked],
     summary="Administrators: show a hidden comment again",
 )
-def unhide_comment(request: Request, user: SignedIn, comment_id: int) -> Response:
+def unhide_comment(request: Request, user: SignedIn, comment_id: CommentId) -> Response:
     return JsonResponse(_comment(community_of(request).set_comment_hidden(user, comment_id, False)))
