@@ -103,6 +103,7 @@ def test_reload_refuses_a_swapped_in_index_of_another_model(
         ("missing-manifest", "manifest is missing"),
         ("missing-generation", "generation folder is missing"),
         ("garbage-graph-same-size", "unreadable HNSW graph"),
+        ("nan-in-vectors", "non-finite values"),
     ],
 )
 def test_damaged_files_raise_a_catchable_error(
@@ -126,6 +127,10 @@ def test_damaged_files_raise_a_catchable_error(
         for item in gen.iterdir():
             item.unlink()
         gen.rmdir()
+    elif damage == "nan-in-vectors":
+        data = np.load(gen / "vectors.npy")
+        data[len(data) // 2, 3] = np.nan
+        np.save(gen / "vectors.npy", data)  # same size, valid header: only the values are wrong
     elif damage == "garbage-graph-same-size":
         if not (gen / "hnsw.faiss").exists():
             pytest.skip("the exact index has no graph file")
@@ -275,3 +280,22 @@ def test_small_additions_join_the_graph_without_a_rebuild(filled: StoredVectorIn
     if filled.kind == "hnsw":
         assert filled.manifest.extra["trained_on"] == "3000"
     assert len(filled) == 3100
+
+
+def test_a_reopened_index_is_mapped_and_still_takes_additions(
+    filled: StoredVectorIndex, open_index: Opener, corpus: Corpus
+) -> None:
+    """Readers map the saved vectors (and graph) instead of reading them; the first write copies them."""
+    filled.save()
+    again = open_index(filled.path)
+    assert isinstance(again._store._vectors, np.memmap)  # the point of the test
+    before = hit_ids(again, corpus.vectors[42], 1)
+    assert before == [corpus.ids[42]]
+    newcomers = make_corpus(50, seed=11).records
+    again.upsert([dataclasses.replace(r, paper_id="late-" + r.paper_id) for r in newcomers])
+    assert hit_ids(again, newcomers[7].vector, 1) == ["late-" + newcomers[7].paper_id]
+    again.save()
+    third = open_index(filled.path)
+    assert len(third) == len(filled) + 50
+    assert hit_ids(third, newcomers[7].vector, 1) == ["late-" + newcomers[7].paper_id]
+    assert hit_ids(third, corpus.vectors[42], 1) == [corpus.ids[42]]

@@ -54,6 +54,26 @@ Rows = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
 
 
+def _all_finite(path: Path, chunk_rows: int = 65_536) -> bool:
+    """Whether a saved .npy holds only finite numbers, read in chunks through the file (not the mapping,
+    which would leave every page of the array resident in the process)."""
+    with path.open("rb") as f:
+        version = np.lib.format.read_magic(f)
+        read_header = (
+            np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        )
+        shape, _fortran, dtype = read_header(f)
+        row = int(np.prod(shape[1:], dtype=np.int64)) if len(shape) > 1 else 1
+        left = int(np.prod(shape, dtype=np.int64))
+        while left > 0:
+            take = min(left, chunk_rows * max(row, 1))
+            data = np.frombuffer(f.read(take * dtype.itemsize), dtype=dtype)
+            if len(data) != take or not np.isfinite(data).all():
+                return False
+            left -= take
+    return True
+
+
 def _grown(array: npt.NDArray[Any], needed: int) -> npt.NDArray[Any]:
     """``array`` with room for at least ``needed`` leading entries (capacity doubles, amortised O(1))."""
     if len(array) >= needed:
@@ -272,7 +292,10 @@ class RowStore:
         """Load rows written by :meth:`write`, checking every array against the manifest's row count."""
         store = cls(dimension, dtype)
         try:
-            vectors = np.load(folder / "vectors.npy", allow_pickle=False)
+            # Mapped copy-on-write: a searching process reads only the rows it re-scores, and appending
+            # copies into memory anyway (the arrays grow). The file is never rewritten in place.
+            vectors = np.load(folder / "vectors.npy", allow_pickle=False, mmap_mode="c")
+            finite = _all_finite(folder / "vectors.npy")
             with np.load(folder / "facets.npz", allow_pickle=False) as facets:
                 arrays = {name: facets[name] for name in _FACETS}
             names = orjson.loads((folder / "ids.json").read_bytes())
@@ -295,7 +318,7 @@ class RowStore:
         ]
         if problems:
             raise VectorIndexUnavailable(f"{folder}: index rows are inconsistent ({', '.join(problems)})")
-        if not np.isfinite(vectors).all():
+        if not finite:
             raise VectorIndexUnavailable(f"{folder}: vectors.npy holds non-finite values")
         store.n = rows
         store._vectors = vectors.astype(store.dtype, copy=False)

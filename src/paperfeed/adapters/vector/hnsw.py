@@ -59,10 +59,11 @@ Mask = npt.NDArray[np.bool_]
 class HnswGraph:
     """An int8 HNSW graph over rows ``0..len-1``; search returns candidate rows for exact re-scoring."""
 
-    def __init__(self, index: Any, dimension: int, trained_on: int) -> None:
+    def __init__(self, index: Any, dimension: int, trained_on: int, *, path: Path | None = None) -> None:
         self._index = index
         self._dimension = dimension
         self._trained_on = trained_on
+        self._mapped_from = path  # set while the int8 codes are memory-mapped from this (read-only) file
 
     @classmethod
     def empty(cls, dimension: int) -> HnswGraph:
@@ -105,6 +106,10 @@ class HnswGraph:
             return
         if int(rows[0]) != len(self) or int(rows[-1]) != len(self) + len(rows) - 1:
             raise AssertionError(f"graph has {len(self)} nodes but rows {rows[0]}..{rows[-1]} were added")
+        if self._mapped_from is not None:
+            # A mapped graph cannot grow: the first write reads the file into memory (readers never write).
+            self._index = self._read(self._mapped_from, 0)
+            self._mapped_from = None
         step = 100_000
         if not self._index.is_trained:
             sample = vectors[:: max(1, len(vectors) // TRAIN_SAMPLE)]
@@ -160,14 +165,24 @@ class HnswGraph:
 
     @classmethod
     def load(cls, path: Path, dimension: int, rows: int, trained_on: int) -> HnswGraph:
-        try:
-            index = faiss.read_index(os.fspath(path))  # already the concrete class; never downcast it
-        except RuntimeError as exc:
-            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise VectorIndexUnavailable(f"{path}: unreadable HNSW graph ({reason})") from exc
+        """Open a saved graph with its int8 codes memory-mapped, not read.
+
+        A serving process only searches, so it touches just the pages its queries visit: at 1M papers this
+        keeps ~500 MB of codes out of private memory (they stay shareable page cache between web workers).
+        The file is never modified in place (a new generation is written on save), so the mapping stays valid.
+        """
+        index = cls._read(path, faiss.IO_FLAG_MMAP_IFC)
         if type(index).__name__ != "IndexHNSWSQ" or index.d != dimension or index.ntotal != rows:
             raise VectorIndexUnavailable(
                 f"{path}: HNSW graph does not match its rows ({type(index).__name__}, d={index.d}, "
                 f"{index.ntotal} nodes; expected d={dimension}, {rows} nodes)"
             )
-        return cls(index, dimension, trained_on)
+        return cls(index, dimension, trained_on, path=path)
+
+    @staticmethod
+    def _read(path: Path, flags: int) -> Any:
+        try:
+            return faiss.read_index(os.fspath(path), flags)  # already the concrete class; never downcast it
+        except RuntimeError as exc:
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise VectorIndexUnavailable(f"{path}: unreadable HNSW graph ({reason})") from exc
