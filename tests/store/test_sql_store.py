@@ -52,6 +52,57 @@ def test_round_trip_keeps_every_field(store: SqlPaperStore) -> None:
     assert store.get_paper("missing") is None
 
 
+@pytest.mark.sqlite_only
+def test_bulk_writes_store_exactly_what_sqlalchemy_stores(tmp_path: Path) -> None:
+    """SQLite's bulk path (own parameter conversion) writes the same bytes as SQLAlchemy's executemany."""
+    local = datetime.fromisoformat("2025-03-01T14:30:00.123456+02:00")
+    first = [
+        p("2503.00001", authors=("Ada Lovelace", "Zoë Ünïcode"), categories=("cs.CL",), published=T),
+        p("2503.00002", published=local, updated=local, ai_keywords=("k",), upvotes=3, version=2),
+        p("hep-th/9901001", abstract="", authors=(), sources={"file:x": "2025-03-01T12:00:00Z"}),
+    ]
+    second = [p("2503.00002", upvotes=9, version=3, title="New title", updated=T), p("2503.00003")]
+    day = date(2025, 3, 1)
+
+    def run(bulk: bool) -> list[list[tuple[object, ...]]]:
+        store = open_store(f"sqlite+pysqlite:///{tmp_path / f'bulk{bulk}.db'}")
+        if not bulk:
+            store._bulk = None
+        try:
+            store.apply_batch(
+                Batch(
+                    papers=first,
+                    listings=[Listing(day, "2503.00001", "hf-daily", 4, 0)],
+                    ledger_source="file:x",
+                    fingerprints={"a": ("2503.00001", "f1"), "b": ("2503.00002", "f2")},
+                )
+            )
+            store.apply_batch(
+                Batch(
+                    papers=second,
+                    listings=[Listing(day, "2503.00001", "hf-daily", 6, None)],
+                    ledger_source="file:x",
+                    fingerprints={"b": ("2503.00002", "f3")},
+                )
+            )
+            with store.engine.connect() as conn:
+                return [
+                    [tuple(r) for r in conn.exec_driver_sql(f"SELECT * FROM {table} ORDER BY 1, 2")]
+                    for table in ("papers", "listings", "source_records")
+                ]
+        finally:
+            store.close()
+
+    def stable(tables: list[list[tuple[object, ...]]]) -> list[list[tuple[object, ...]]]:
+        papers, *rest = tables  # created_at and modified_at (the last two columns) are the write time
+        return [[row[:-2] for row in papers], *rest]
+
+    bulk, plain = run(True), run(False)
+    assert stable(bulk) == stable(plain)
+    assert len(bulk[0]) == 4
+    assert bulk[1] == [("2025-03-01", "hf-daily", "2503.00001", 6, 0)]
+
+
 def test_counts_added_updated_unchanged(store: SqlPaperStore) -> None:
     r1 = store.apply_batch(Batch(papers=[p("2503.00001"), p("2503.00002")]))
     assert (r1.added, r1.updated, r1.unchanged) == (2, 0, 0)

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from datetime import UTC, date, datetime
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 import orjson
-from sqlalchemy import bindparam, case, create_engine, event, func, select
+from sqlalchemy import DateTime, bindparam, case, create_engine, event, func, select
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Connection, Engine, Row
+from sqlalchemy.engine import Connection, Dialect, Engine, Row
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from paperfeed.domain.ingest import Batch, BatchResult
@@ -94,8 +95,8 @@ def _to_row(paper: Paper, now: datetime) -> dict[str, Any]:
         "version": paper.version,
         "title": paper.title,
         "abstract": paper.abstract,
-        "authors": list(paper.authors),
-        "categories": list(paper.categories),
+        "authors": paper.authors,  # tuples: the JSON codec writes them as arrays, no list copies
+        "categories": paper.categories,
         "primary_category": paper.primary_category,
         "published": paper.published,
         "updated": paper.updated,
@@ -110,7 +111,7 @@ def _to_row(paper: Paper, now: datetime) -> dict[str, Any]:
         "num_comments": paper.num_comments,
         "organization": paper.organization,
         "ai_summary": paper.ai_summary,
-        "ai_keywords": list(paper.ai_keywords),
+        "ai_keywords": paper.ai_keywords,
         "sources": paper.sources,
         "content_hash": paper.content_hash,
         "modified_at": now,
@@ -147,6 +148,61 @@ def _from_row(row: Row[Any]) -> Paper:
 _PAPER_COLUMNS = [c for c in papers.c if c.name not in ("created_at",)]
 
 
+class _BulkWriter:
+    """``executemany`` of a few fixed statements with the parameters converted in one loop per row.
+
+    SQLAlchemy's per-row parameter handling is generic over every statement shape and costs as much CPU
+    as SQLite's own insert of a paper (38 vs 19 us per row, measured on real papers). For the bulk
+    statements of an import this does the same conversion itself: the statement compiled for the
+    dialect (the same SQL), the dialect's own bind processors, positional parameters; a date-time
+    processor remembers its last value (a batch stamps every row with the same instant). Used for
+    SQLite, whose driver takes positional parameters; other dialects keep SQLAlchemy's path.
+    """
+
+    def __init__(self, dialect: Dialect) -> None:
+        self._dialect = dialect
+        self._plans: dict[tuple[int, tuple[str, ...]], tuple[str, list[str], list[Any]] | None] = {}
+
+    def executemany(self, conn: Connection, stmt: Any, rows: list[dict[str, Any]]) -> None:
+        keys = tuple(rows[0])
+        try:
+            plan = self._plans[(id(stmt), keys)]
+        except KeyError:
+            plan = self._plans[(id(stmt), keys)] = self._plan(stmt, keys)
+        if plan is None:  # a shape this does not handle: SQLAlchemy's own path
+            conn.execute(stmt, rows)
+            return
+        sql, names, procs = plan
+        args = [
+            tuple([value if proc is None else proc(value) for value, proc in zip(values, procs, strict=True)])
+            for values in map(itemgetter(*names), rows)
+        ]
+        conn.exec_driver_sql(sql, args)
+
+    def _plan(self, stmt: Any, keys: tuple[str, ...]) -> tuple[str, list[str], list[Any]] | None:
+        compiled = stmt.compile(dialect=self._dialect, column_keys=list(keys))
+        names = list(compiled.positiontup or ())
+        if compiled.positiontup is None or len(names) < 2 or not set(names) <= set(keys):
+            return None  # named parameters, or values fixed in the statement itself
+        procs = []
+        for name in names:
+            bind = compiled.binds[name]
+            proc = bind.type.dialect_impl(self._dialect).bind_processor(self._dialect)
+            procs.append(_last_value_memo(proc) if proc and isinstance(bind.type, DateTime) else proc)
+        return compiled.string, names, procs
+
+
+def _last_value_memo(proc: Any) -> Any:
+    last: list[Any] = [object(), None]
+
+    def convert(value: Any) -> Any:
+        if value is not last[0]:
+            last[0], last[1] = value, proc(value)
+        return last[1]
+
+    return convert
+
+
 class SqlPaperStore:
     """:class:`~paperfeed.domain.ports.PaperStore` on a SQLAlchemy engine."""
 
@@ -157,6 +213,10 @@ class SqlPaperStore:
             c.name: bindparam(f"v_{c.name}") for c in _PAPER_COLUMNS if c.name != "id"
         }
         self._update_stmt = papers.update().where(papers.c.id == bindparam("v_id")).values(update_cols)
+        self._insert_stmt = papers.insert()
+        self._listings_stmt = self._listings_upsert()
+        self._ledger_stmt = self._ledger_upsert()
+        self._bulk = _BulkWriter(engine.dialect) if engine.dialect.name == "sqlite" else None
 
     def _dialect_insert(self) -> Any:
         return postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
@@ -191,9 +251,9 @@ class SqlPaperStore:
                 else:
                     unchanged += 1
             if inserts:
-                conn.execute(papers.insert(), inserts)
+                self._executemany(conn, self._insert_stmt, inserts)
             if updates:
-                conn.execute(self._update_stmt, updates)
+                self._executemany(conn, self._update_stmt, updates)
             written = self._write_listings(conn, batch.listings)
             if batch.fingerprints and batch.ledger_source:
                 self._write_ledger(conn, batch.ledger_source, batch.fingerprints)
@@ -232,9 +292,13 @@ class SqlPaperStore:
                 "upvotes": upvotes,
                 "rank": rank,
             }
+        self._executemany(conn, self._listings_stmt, list(rows.values()))
+        return len(rows)
+
+    def _listings_upsert(self) -> Any:
         stmt = self._insert(listings)
         excluded = stmt.excluded
-        stmt = stmt.on_conflict_do_update(
+        return stmt.on_conflict_do_update(
             index_elements=[listings.c.day, listings.c.source, listings.c.paper_id],
             set_={
                 "upvotes": case(
@@ -245,20 +309,27 @@ class SqlPaperStore:
                 "rank": func.coalesce(excluded.rank, listings.c.rank),
             },
         )
-        conn.execute(stmt, list(rows.values()))
-        return len(rows)
 
     def _write_ledger(self, conn: Connection, source: str, entries: dict[str, tuple[str, str]]) -> None:
         rows = [
             {"source": source, "record_key": key, "paper_id": pid, "fingerprint": fp}
             for key, (pid, fp) in entries.items()
         ]
+        self._executemany(conn, self._ledger_stmt, rows)
+
+    def _ledger_upsert(self) -> Any:
         stmt = self._insert(source_records)
-        stmt = stmt.on_conflict_do_update(
+        return stmt.on_conflict_do_update(
             index_elements=[source_records.c.source, source_records.c.record_key],
             set_={"paper_id": stmt.excluded.paper_id, "fingerprint": stmt.excluded.fingerprint},
         )
-        conn.execute(stmt, rows)
+
+    def _executemany(self, conn: Connection, stmt: Any, rows: list[dict[str, Any]]) -> None:
+        """``conn.execute(stmt, rows)``; on SQLite through :class:`_BulkWriter`."""
+        if self._bulk is None:
+            conn.execute(stmt, rows)
+        else:
+            self._bulk.executemany(conn, stmt, rows)
 
     def known_fingerprints(self, source: str, keys: Sequence[str]) -> dict[str, str]:
         found: dict[str, str] = {}
