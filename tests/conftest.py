@@ -21,7 +21,7 @@ from tests.support import postgres
 from tests.support.http_server import ReplayServer, replay_server
 
 # The recording SMTP server fixture (``smtp_server``) for every test that sends mail.
-pytest_plugins = ["tests.support.smtp_server"]
+pytest_plugins = ["tests.support.smtp_server", "tests.support.browser"]
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("PAPERFEED_SHARED", ROOT.parent / "shared"))

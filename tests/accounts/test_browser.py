@@ -16,7 +16,7 @@ import pytest
 from paperfeed.bootstrap import build_app
 from tests.support.live_server import live_server
 from tests.support.smtp_server import SmtpTestServer, smtp_test_server
-from tests.web_pages.conftest import artifacts, browser  # noqa: F401  (session fixtures, shared)
+from tests.web_pages.conftest import artifacts  # noqa: F401  (session fixture, shared)
 
 from .conftest import Mailbox, load_papers, make_settings
 
@@ -41,12 +41,12 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, SmtpTe
 
 
 def test_sign_up_confirm_sign_in_sign_out(
-    browser: Any,  # noqa: F811
+    chromium_browser: Any,
     artifacts: Path,  # noqa: F811
     site: tuple[str, SmtpTestServer],
 ) -> None:
     url, smtp = site
-    context = browser.new_context(viewport={"width": 1100, "height": 850})
+    context = chromium_browser.new_context(viewport={"width": 1100, "height": 850})
     context.set_default_timeout(15_000)
     page = context.new_page()
     problems: list[str] = []

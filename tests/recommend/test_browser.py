@@ -19,7 +19,7 @@ from paperfeed.bootstrap import build_app
 from paperfeed.domain.ingest import Batch
 from paperfeed.settings import Settings
 from tests.support.live_server import live_server
-from tests.web_pages.conftest import artifacts, browser  # noqa: F401  (session fixtures, shared)
+from tests.web_pages.conftest import artifacts  # noqa: F401  (session fixture, shared)
 
 from .conftest import make_papers, topic_of
 
@@ -56,9 +56,13 @@ def _link_in_outbox(outbox: Path, path: str) -> str:
     return found.group(1)
 
 
-def test_sign_up_save_and_see_for_you(browser: Any, artifacts: Path, site: tuple[str, Settings]) -> None:  # noqa: F811
+def test_sign_up_save_and_see_for_you(
+    chromium_browser: Any,
+    artifacts: Path,  # noqa: F811
+    site: tuple[str, Settings],
+) -> None:
     url, settings = site
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context = chromium_browser.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(15_000)
     page = context.new_page()
     problems: list[str] = []

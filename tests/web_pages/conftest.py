@@ -22,6 +22,7 @@ from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
 from paperfeed.bootstrap import build_app
 from paperfeed.settings import Settings
 from paperfeed.web import create_app
+from tests.support.browser import CHROMIUM_ARGS, chromium_path  # noqa: F401  (re-exported)
 from tests.support.live_server import live_server
 
 HERE = Path(__file__).resolve().parent
@@ -82,42 +83,10 @@ def live_url(page_settings: Settings) -> Iterator[str]:
         yield url
 
 
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-def chromium_path() -> str:
-    """Debian's chromium; missing is a skip on a developer's machine and a failure in CI."""
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if path is None:
-        reason = "chromium is not installed: run scripts/ensure-browser (apt-get install chromium)"
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
-    return path
-
-
 @pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        if os.environ.get("CI"):
-            pytest.fail("the playwright package is missing: pip install -e '.[test]'")
-        pytest.skip("the playwright package is not installed (pip install -e '.[test]')")
-    executable = chromium_path()
-    with sync_playwright() as pw:
-        launched = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
+def browser(chromium_browser: Any) -> Any:
+    """The one chromium of this test process (see tests/support/browser.py)."""
+    return chromium_browser
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,56 @@
+"""One Debian chromium per test process, driven by Playwright's sync API.
+
+Playwright's sync API allows one running instance per thread, so the browser is a single session fixture
+defined here (a plugin, registered in tests/conftest.py) rather than in each suite: two suites importing
+their own copies would start two instances in one thread and the second would fail.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+__all__ = ["CHROMIUM_ARGS", "chromium_browser", "chromium_path"]
+
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def chromium_path() -> str:
+    """Debian's chromium; missing is a skip on a developer's machine and a failure in CI."""
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        reason = "chromium is not installed: run scripts/ensure-browser (apt-get install chromium)"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return path
+
+
+@pytest.fixture(scope="session")
+def chromium_browser() -> Iterator[Any]:
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("the playwright package is missing: pip install -e '.[test]'")
+        pytest.skip("the playwright package is not installed (pip install -e '.[test]')")
+    executable = chromium_path()
+    with sync_playwright() as pw:
+        launched = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
