@@ -91,6 +91,14 @@ class App:
 
         return LibraryImporter(self.library, self.ingest, lambda: self.arxiv_api)
 
+    def _digest_papers_of(self, user_id: int) -> set[str]:
+        """Every paper the reader's digest subscription already mailed them (For you never repeats one)."""
+        stored = self.digest_store.subscription_of_user(user_id)
+        if stored is None:
+            return set()
+        sid = stored.subscription.id
+        return self.digest_store.sent_papers([sid]).get(sid, set())
+
     @cached_property
     def recommendations(self) -> RecommendationService:
         """The "For you" feed: recent papers ranked per reader by a linear model on their vectors."""
@@ -112,6 +120,7 @@ class App:
             alerts=alerts,
             hidden=lambda: [h.paper_id for h in self.accounts.hidden_papers()],
             upvoted=lambda user_id: self.community.upvoted_ids(user_id),
+            shown=self._digest_papers_of,
             settings=RecommendSettings(window_days=self.settings.recommend_window_days),
         )
 

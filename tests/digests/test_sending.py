@@ -263,3 +263,17 @@ def test_one_connection_for_a_whole_run(app: App, smtp_server: SmtpTestServer, c
     app.digests.run()
     got = smtp_server.wait_for(count)
     assert len({m.peer for m in got}) == 1
+
+
+def test_papers_a_digest_carried_are_known_to_for_you(app: App, smtp_server: SmtpTestServer) -> None:
+    """The composition root hands "For you" every paper the reader's digests already mailed them."""
+    user = add_user(app, "reader@example.org")
+    assert app._digest_papers_of(user) == set()
+    subscribe_active(app, "reader@example.org", user_id=user, sections=(Section.trending,), max_items=5)
+    app.digests.run()
+    (mail,) = smtp_server.wait_for(1)
+    mailed = set(re.findall(r"/papers/([\d.]+)", mail.text))
+    assert len(mailed) == 5
+    assert app._digest_papers_of(user) == mailed
+    assert app.recommendations.shown is not None
+    assert set(app.recommendations.shown(user)) == mailed

@@ -174,6 +174,16 @@ def test_upvoted_papers_count_as_positives_and_are_not_recommended(world: World)
     assert page.items[0].reason.endswith("you upvoted")
 
 
+def test_papers_already_sent_in_a_digest_are_not_recommended(world: World) -> None:
+    world.library.save(1, GRAPHS_SAVED)
+    service = world.service(params=small_model())
+    first = [r.paper.id for r in service.for_you(1, limit=10)]
+    service.shown = lambda user_id: first[:4] if user_id == 1 else []
+    again = [r.paper.id for r in service.for_you(1, limit=10)]
+    assert not set(first[:4]) & set(again)
+    assert again[:6] == first[4:]  # the rest keep their order
+
+
 def test_the_model_is_cached_per_reader_and_signals(world: World) -> None:
     world.library.save(1, GRAPHS_SAVED)
     service = world.service(params=small_model())

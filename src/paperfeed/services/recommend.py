@@ -154,6 +154,7 @@ class RecommendationService:
     alerts: AlertMatcher | None = None
     upvoted: Callable[[int], Collection[str]] | None = None  # community upvotes, once they exist
     hidden: Callable[[], Collection[str]] | None = None  # papers an admin hid: never recommended
+    shown: Callable[[int], Collection[str]] | None = None  # papers the reader's digests already carried
     settings: RecommendSettings = field(default_factory=RecommendSettings)
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     _models: OrderedDict[tuple[object, ...], ReaderModel] = field(default_factory=OrderedDict, init=False)
@@ -188,6 +189,8 @@ class RecommendationService:
         excluded = signals.excluded_ids | frozenset(upvoted) | frozenset(exclude)
         if self.hidden is not None:
             excluded |= frozenset(self.hidden())
+        if self.shown is not None:
+            excluded |= frozenset(self.shown(user_id))
         model_id = self.model_id()
         version = self.queries.version(model_id)
         first, last, since, until = self._bounds()
