@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from . import (
+    check,
     copy,
     digest,
     fetch,
@@ -62,6 +63,7 @@ def _root(
 imports.register(app)
 migrate.register(app)
 copy.register(app)
+check.register(app)
 stats.register(app)
 index.register(app)
 fetch.register(app)

@@ -26,9 +26,19 @@ def register(app: typer.Typer) -> None:
         limit: Annotated[
             int | None, typer.Option("--limit", min=0, help="Embed at most this many papers this run.")
         ] = None,
+        keyword: Annotated[
+            bool,
+            typer.Option("--keyword", help="Only rebuild the keyword index from the store (no embedding)."),
+        ] = False,
     ) -> None:
         """Embed papers whose vector is missing or stale. Safe to interrupt: a re-run resumes."""
         c: Context = ctx.obj
+        if keyword:
+            words = c.app.keyword_index
+            words.rebuild()
+            size = len(words)  # type: ignore[arg-type]
+            c.console.print(f"keyword index rebuilt: {size:,} papers ({words.name})", highlight=False)
+            return
         try:
             service = c.app.indexing
             plan = service.plan(rebuild=rebuild)
