@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 
 from . import (
+    backup,
     check,
     copy,
     digest,
@@ -64,6 +65,7 @@ imports.register(app)
 migrate.register(app)
 copy.register(app)
 check.register(app)
+backup.register(app)
 stats.register(app)
 index.register(app)
 fetch.register(app)
