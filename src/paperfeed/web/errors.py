@@ -4,7 +4,9 @@ Every API, feed and Markdown error is JSON ``{"error": message, "status": code, 
 (validation errors add ``"errors": [{"param", "message"}]``); a browser asking for an HTML page gets the
 same message as a small HTML page instead. Bad input is a 4xx that says what was wrong and what is
 expected; anything unexpected is logged with its traceback and answered with a clean 500 of the same
-shape (never a stack trace to the client).
+shape (never a stack trace to the client). A database that cannot be reached (restarting, overloaded,
+locked) is a 503 with ``Retry-After`` instead: the request can be retried, and the pool reconnects by
+itself once the database is back.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import HTMLResponse, Response
 
@@ -123,6 +126,20 @@ async def _bad_input(request: Request, exc: Exception) -> Response:
     return error_response(request, 400, str(exc))
 
 
+async def _database_unavailable(request: Request, exc: Exception) -> Response:
+    """Connection refused/reset, a server shutting down, SQLite busy, pool exhausted: retryable, not a bug."""
+    retryable = (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError)
+    if not isinstance(exc, retryable) and not getattr(exc, "connection_invalidated", False):
+        return await _unexpected(request, exc)  # an integrity or programming error is a bug: 500
+    log.warning("database unavailable on %s %s: %s", request.method, request.url.path, str(exc)[:300])
+    return error_response(
+        request,
+        503,
+        "the database is unavailable right now; please retry in a few seconds",
+        headers={"Retry-After": "5"},
+    )
+
+
 async def _unexpected(request: Request, exc: Exception) -> Response:
     log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return error_response(request, 500, "internal error: the server could not answer this request")
@@ -135,4 +152,11 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(ApiError, _api_error)
     for bad_input in (InvalidPeriod, InvalidCursor, InvalidPaperId):
         app.add_exception_handler(bad_input, _bad_input)
+    for unavailable in (
+        sa_exc.OperationalError,
+        sa_exc.InterfaceError,
+        sa_exc.TimeoutError,
+        sa_exc.DBAPIError,
+    ):
+        app.add_exception_handler(unavailable, _database_unavailable)
     app.add_exception_handler(Exception, _unexpected)
