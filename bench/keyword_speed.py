@@ -86,7 +86,7 @@ def import_run(
     app = build_app(Settings(data_dir=root, keyword_engine=engine or "fts5"))  # type: ignore[arg-type]
     service = app.ingest
     if engine is None:  # no listener, and FTS5's triggers idle (as while tantivy serves)
-        service.listeners.clear()
+        service.indexes.clear()
         suspend_fts5(app.store.engine)
     summary = IngestSummary()
     before, main, started = os.times(), time.thread_time(), time.perf_counter()
@@ -297,7 +297,7 @@ def main() -> None:
             store = open_store(f"sqlite+pysqlite:///{root / 'paperfeed.db'}")
             if not source_db.exists():
                 app = build_app(Settings(data_dir=root, keyword_engine="fts5"))
-                app.ingest.listeners.clear()
+                app.ingest.indexes.clear()
                 for path in files:
                     app.ingest.run(JsonlFileSource(path), workers=args.workers)
                 app.close()

@@ -67,7 +67,7 @@ class App:
 
     @cached_property
     def ingest(self) -> IngestService:
-        return IngestService(self.store, listeners=[self.keyword_index.on_papers_changed])
+        return IngestService(self.store, indexes=[self.keyword_index])
 
     @cached_property
     def feeds(self) -> FeedService:

@@ -36,9 +36,7 @@ def keyword(
     with _store_url(request, root) as url:
         store = open_store(url)
         index = open_keyword_index(request.param, store.engine, root)
-        IngestService(store, listeners=[index.on_papers_changed]).run(
-            ListSource(list(batches(CORPUS + CROWD)))
-        )
+        IngestService(store, indexes=[index]).run(ListSource(list(batches(CORPUS + CROWD))))
         index.flush()
         try:
             yield index

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
 
 from paperfeed.adapters.keyword.fts5 import Fts5KeywordIndex
 from paperfeed.adapters.keyword.tantivy_index import TantivyKeywordIndex
 from paperfeed.adapters.store import SqlPaperStore, migrate
 from paperfeed.domain.ingest import Batch
+from paperfeed.domain.models import Listing
 from paperfeed.domain.query import parse_query
 from paperfeed.services.ingest import IngestService
 
@@ -140,6 +143,63 @@ def test_tantivy_indexes_the_papers_a_batch_result_carries(store: SqlPaperStore,
     index.on_papers_changed(["ex.keep"])  # bare ids are re-read from the store
     assert ids(index, "numbat") == []
     index.close()
+
+
+def test_tantivy_staged_with_the_batch_is_findable_once_the_batch_is_done(
+    store: SqlPaperStore, tmp_path: Path
+) -> None:
+    """As an import wires it: each batch's papers are committed to tantivy before the batch is done."""
+    index = TantivyKeywordIndex(tmp_path / "kw", store.engine)
+    other = TantivyKeywordIndex(tmp_path / "kw", store.engine, catch_up=False)  # e.g. the web server
+    seen: list[int] = []
+
+    def after_each_batch(_result: object) -> None:
+        other._index.reload()
+        seen.append(len(other))  # committed, not merely visible to the importing process
+
+    service = IngestService(store, listeners=[after_each_batch], indexes=[index])
+    service.run(ListSource(list(batches(CORPUS, size=4))))
+    assert seen == [min(4 * (i + 1), len(CORPUS)) for i in range(len(seen))]
+    assert seen[-1] == len(CORPUS)
+    service.run(ListSource([_revise("ex.keep", title="Wombat tracking with drones")]))
+    other._index.reload()
+    assert ids(other, "wombat") == ["ex.keep"]
+    assert ids(other, "quokka") == ["ex.drop"]
+    assert len(other) == len(CORPUS)  # replaced, not duplicated
+    other.close()
+    index.close()
+
+
+def test_tantivy_staged_papers_of_a_failed_batch_are_discarded(store: SqlPaperStore, tmp_path: Path) -> None:
+    index = TantivyKeywordIndex(tmp_path / "kw", store.engine)
+    service = IngestService(store, indexes=[index])
+    bad = Batch(
+        papers=[replace(BY_ID["ex.keep"], title="Numbat census")],
+        listings=[Listing(date(2026, 1, 1), "no.such.paper", "hf-daily")],  # foreign key: batch fails
+    )
+    with pytest.raises(IntegrityError):
+        service.run(ListSource([bad]))
+    assert store.get_paper("ex.keep") is None
+    service.run(ListSource([Batch(papers=[BY_ID["ex.drop"]])]))  # the next commit must not carry it
+    assert ids(index, "numbat") == []
+    assert ids(index, "quokka") == ["ex.drop"]
+    index.close()
+
+
+def test_tantivy_staging_while_another_process_writes_defers_to_catch_up(
+    store: SqlPaperStore, tmp_path: Path
+) -> None:
+    holder = TantivyKeywordIndex(tmp_path / "kw", store.engine)
+    holder.stage_papers([], datetime.now(UTC))  # takes the writer lock, as an import does
+    importer = TantivyKeywordIndex(tmp_path / "kw", store.engine)
+    IngestService(store, indexes=[importer]).run(ListSource([Batch(papers=CORPUS[:3])]))
+    assert "dirty_since" in (tmp_path / "kw" / "state.json").read_text()
+    holder.discard_staged()
+    holder.close()
+    importer.close()
+    reopened = TantivyKeywordIndex(tmp_path / "kw", store.engine)
+    assert len(reopened) == 3
+    reopened.close()
 
 
 def test_tantivy_catches_up_on_changes_made_without_it(store: SqlPaperStore, tmp_path: Path) -> None:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from typing import Protocol, runtime_checkable
 
 from .ingest import Batch, BatchResult, RawRecord, Realized
 from .models import Listing, Paper
 
-__all__ = ["PaperSource", "PaperStore", "ProgressReporter", "RecordRealizer", "StoreStats"]
+__all__ = ["BeforeWrite", "PaperSource", "PaperStore", "ProgressReporter", "RecordRealizer", "StoreStats"]
+
+
+# Told, inside a batch's transaction, the papers about to be written and their modified_at.
+BeforeWrite = Callable[[Sequence[Paper], datetime], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +31,7 @@ class StoreStats:
 class PaperStore(Protocol):
     """Where papers live. One writer at a time; every ``apply_batch`` is atomic."""
 
-    def apply_batch(self, batch: Batch) -> BatchResult: ...
+    def apply_batch(self, batch: Batch, *, before_write: BeforeWrite | None = None) -> BatchResult: ...
 
     def get_paper(self, paper_id: str) -> Paper | None: ...
 

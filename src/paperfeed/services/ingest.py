@@ -4,6 +4,10 @@ With ``workers > 0`` and a source whose records are validated separately (:class
 validation runs in worker processes while this process reads ahead and writes: on a 2-core machine the
 parse/validate half and the database half of an import then overlap. Batches are still applied in
 source order, one transaction each, so checkpoints and kill -9 safety are unchanged.
+
+Derived ``indexes`` (the keyword index) follow each batch: one that can (:class:`StagingIndex`) gets the
+batch's papers inside its transaction and works on them while the rows are written, then publishes them
+right after the commit, before the next batch starts: a paper is searchable once its batch is done.
 """
 
 from __future__ import annotations
@@ -11,13 +15,14 @@ from __future__ import annotations
 import gc
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, fields, replace
+from datetime import datetime
 from multiprocessing import get_context
 from operator import attrgetter
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from paperfeed.domain.ingest import Batch, BatchResult, IngestSummary, RawRecord, Realized, Reject
 from paperfeed.domain.models import Listing, Paper
@@ -27,7 +32,7 @@ from paperfeed.domain.ports import PaperSource, PaperStore, ProgressReporter, Re
 # the papers as stored (derived indexes refresh them without reading them back).
 ChangeListener = Callable[[BatchResult], None]
 
-__all__ = ["ChangeListener", "IngestService"]
+__all__ = ["ChangeListener", "DerivedIndex", "IngestService", "StagingIndex"]
 
 
 # An import allocates a few million short-lived containers that reference counting frees; the cycle
@@ -86,10 +91,46 @@ def _unpack(packed: _Packed) -> Realized:
     return Realized([Paper(*p) for p in papers], [Listing(*x) for x in listings], rejects, fingerprints)
 
 
+class DerivedIndex(Protocol):
+    """An index derived from the store (keyword search) that every batch of an import keeps in step."""
+
+    def on_papers_changed(self, changed: BatchResult) -> None:
+        """The batch committed: make its changed papers searchable before returning (or queue them)."""
+        ...
+
+
+@runtime_checkable
+class StagingIndex(Protocol):
+    """A :class:`DerivedIndex` that starts on a batch's papers while the store writes them.
+
+    ``stage_papers`` runs inside the batch's transaction, before the rows are written (an index with
+    threads of its own then works alongside the database); ``on_papers_changed`` after the commit
+    publishes what was staged; ``discard_staged`` drops it when the transaction failed.
+    """
+
+    def stage_papers(self, papers: Sequence[Paper], written_at: datetime) -> None: ...
+
+    def on_papers_changed(self, changed: BatchResult) -> None: ...
+
+    def discard_staged(self) -> None: ...
+
+
+def _stage_all(indexes: list[StagingIndex]) -> Callable[[Sequence[Paper], datetime], None]:
+    def stage(papers: Sequence[Paper], written_at: datetime) -> None:
+        for index in indexes:
+            index.stage_papers(papers, written_at)
+
+    return stage
+
+
 @dataclass
 class IngestService:
+    """Applies a source's batches to the store; ``indexes`` follow each batch as it commits (a paper is
+    searchable once its batch is done), ``listeners`` are told about every committed batch."""
+
     store: PaperStore
     listeners: list[ChangeListener] = field(default_factory=list)
+    indexes: list[DerivedIndex] = field(default_factory=list)
 
     def run(
         self,
@@ -155,11 +196,19 @@ class IngestService:
     def _apply(
         self, batch: Batch, skipped: int, summary: IngestSummary, progress: ProgressReporter | None
     ) -> None:
-        result = self.store.apply_batch(batch)
+        staging = [index for index in self.indexes if isinstance(index, StagingIndex)]
+        try:
+            result = self.store.apply_batch(batch, before_write=_stage_all(staging) if staging else None)
+        except BaseException:
+            for index in staging:
+                index.discard_staged()
+            raise
         if skipped:
             result = replace(result, skipped=skipped)
         summary.add(result, batch.rejects)
         if result.changed_ids:
+            for derived in self.indexes:
+                derived.on_papers_changed(result)
             for listener in self.listeners:
                 listener(result)
         if progress is not None:

@@ -24,7 +24,7 @@ KeywordEngine = Literal["auto", "fts5", "tantivy", "postgres"]
 
 
 class SyncedKeywordIndex(Protocol):
-    """A :class:`~paperfeed.domain.search.KeywordIndex` that follows the store through ingest listeners."""
+    """A :class:`~paperfeed.domain.search.KeywordIndex` the ingest service keeps in step with the store."""
 
     name: str
 

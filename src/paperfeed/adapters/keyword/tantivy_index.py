@@ -3,13 +3,14 @@
 Why: at 1M abstracts FTS5 needs ~200 ms for a common-word OR query, tantivy a few ms (see
 bench/keyword_speed.py). The store stays the source of truth; this index follows it:
 
-* the ingest listener :meth:`TantivyKeywordIndex.on_papers_changed` hands each committed batch's changed
-  papers (as the store wrote them; bare ids are re-read from ``papers``) to a background thread that
-  replaces their documents, one commit per batch (batches that queued up while it worked are committed
-  together). The import does not wait
-  for it (tantivy's stemming analyzer costs more CPU per paper than the whole import does); the queue is
-  bounded, a search in the same process first waits for it (read-your-writes), and :meth:`close`
-  flushes;
+* an import (:class:`~paperfeed.services.ingest.IngestService`) keeps it in step batch by batch: inside
+  each batch's transaction :meth:`TantivyKeywordIndex.stage_papers` hands the papers as the store will
+  write them to tantivy's indexing thread, which analyses them while SQLite writes the rows; once the
+  store has committed, :meth:`~TantivyKeywordIndex.on_papers_changed` commits them too, so a paper is
+  searchable (from any process) as soon as its batch is done; a failed batch's staged documents are
+  rolled back. Called with bare ids (or a result nothing was staged for), it re-indexes those papers
+  on a background thread (batches that queued up meanwhile are committed together; a search in the
+  same process first waits for that queue, and :meth:`close` flushes it);
 * ``state.json`` records the newest ``papers.modified_at`` indexed; on open, papers modified since then
   (a crash between the store's commit and ours, or a writer that ran without this listener) are
   re-indexed, and a missing or incompatible index is rebuilt in full;
@@ -165,6 +166,7 @@ class TantivyKeywordIndex:
         self._background = background
         self._pending: queue.Queue[_Change | None] = queue.Queue(maxsize=16)
         self._worker: threading.Thread | None = None
+        self._staged: bool | None = None  # papers staged in the writer (False: could not, lock busy)
         self._failure: BaseException | None = None
         path.mkdir(parents=True, exist_ok=True)
         state = self._read_state()
@@ -305,13 +307,51 @@ class TantivyKeywordIndex:
         self._write_state(max(stamps) if stamps else None)
         return len(ids)
 
+    def stage_papers(self, papers: Sequence[Paper], written_at: datetime) -> None:
+        """Inside the store's transaction: replace these papers' documents in the writer, uncommitted.
+
+        tantivy's indexing thread analyses them while the store writes its rows; :meth:`on_papers_changed`
+        commits them once the store has committed, :meth:`discard_staged` drops them if it did not.
+        """
+        self._raise_failure()
+        self._settle()  # earlier changes first
+        with self._lock:
+            try:
+                writer = self._writer_now()
+            except KeywordIndexBusy as exc:
+                self._write_state(None, dirty_since=written_at)
+                log.warning("%s; %d changed paper(s) left for the next catch-up", exc, len(papers))
+                self._staged = False
+                return
+            for paper in papers:
+                writer.delete_documents_by_term("id", paper.id)
+            for paper in papers:
+                writer.add_document(self._document(paper))
+            self._staged = True
+
+    def discard_staged(self) -> None:
+        """The store's transaction failed: forget what :meth:`stage_papers` added."""
+        staged, self._staged = self._staged, None
+        if staged:
+            with self._lock:
+                self._writer_now().rollback()
+
     def on_papers_changed(self, changed: Sequence[str] | BatchResult) -> None:
         """Ingest listener: called after each committed batch with its result (or just changed ids).
 
-        A :class:`BatchResult` carries the papers exactly as stored, so they are indexed without being
-        read back from the store; bare ids are re-read.
+        What :meth:`stage_papers` staged is committed now, before this returns. Otherwise a
+        :class:`BatchResult` carries the papers exactly as stored, indexed without being read back from
+        the store; bare ids are re-read.
         """
         self._raise_failure()
+        staged, self._staged = self._staged, None
+        if staged is not None and isinstance(changed, BatchResult):
+            if staged:
+                with self._lock:
+                    self._writer_now().commit()
+                    self._index.reload()
+                    self._write_state(changed.written_at)
+            return
         if isinstance(changed, BatchResult):
             item: _Change = (list(changed.changed), changed.written_at)
         else:

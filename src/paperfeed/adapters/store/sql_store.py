@@ -22,7 +22,7 @@ from sqlalchemy.pool import ConnectionPoolEntry
 from paperfeed.domain.ingest import Batch, BatchResult
 from paperfeed.domain.merge import merge_paper
 from paperfeed.domain.models import Listing, Paper
-from paperfeed.domain.ports import StoreStats
+from paperfeed.domain.ports import BeforeWrite, StoreStats
 
 from . import migrate
 from .schema import checkpoints, listings, papers, source_records
@@ -223,7 +223,10 @@ class SqlPaperStore:
 
     # -- writes -------------------------------------------------------------------------------------
 
-    def apply_batch(self, batch: Batch) -> BatchResult:
+    def apply_batch(self, batch: Batch, *, before_write: BeforeWrite | None = None) -> BatchResult:
+        """Write ``batch`` in one transaction; ``before_write`` gets the papers about to be added or
+        changed (merged, as they will be stored) and their ``modified_at`` first, inside the transaction:
+        a derived index can work on them while the rows are written. If it raises, nothing is written."""
         incoming: dict[str, Paper] = {}
         for paper in batch.papers:  # several observations of one paper in a batch merge in order
             incoming[paper.id] = merge_paper(incoming.get(paper.id), paper)
@@ -250,6 +253,8 @@ class SqlPaperStore:
                     updated += 1
                 else:
                     unchanged += 1
+            if before_write is not None and (added_papers or updated_papers):
+                before_write([*added_papers, *updated_papers], now)
             if inserts:
                 self._executemany(conn, self._insert_stmt, inserts)
             if updates:
