@@ -91,7 +91,9 @@ def import_run(
     summary = IngestSummary()
     before, main, started = os.times(), time.thread_time(), time.perf_counter()
     for path in files:
-        service.run(JsonlFileSource(path), summary=summary, workers=workers)
+        service.run(
+            JsonlFileSource(path, batch_size=app.settings.batch_size), summary=summary, workers=workers
+        )
     main = time.thread_time() - main
     app.close()  # tantivy: waits for its queue and merges; part of the cost
     wall = time.perf_counter() - started

@@ -67,7 +67,7 @@ class Settings(BaseSettings):
     contact_email: str | None = Field(
         default=None, description="Contact address sent in the User-Agent, as arXiv asks of harvesters."
     )
-    batch_size: int = Field(default=2000, ge=1, le=50_000, description="Papers per import transaction.")
+    batch_size: int = Field(default=5000, ge=1, le=50_000, description="Papers per import transaction.")
     import_workers: int = Field(
         default=1,
         ge=0,

@@ -10,6 +10,10 @@ import sys
 import time
 from pathlib import Path
 
+from paperfeed.adapters.keyword.tantivy_index import TantivyKeywordIndex
+from paperfeed.adapters.store import open_store
+from paperfeed.domain.query import parse_query
+
 from .conftest import rec, write_jsonl
 
 N = 25_000
@@ -62,3 +66,14 @@ def test_kill_9_mid_import_then_rerun(tmp_path: Path) -> None:
     assert len(ids) == len(set(ids)) == N
     assert set(ids) == {r["id"] for r in records}
     assert ledger == N
+    # The keyword index, committed batch by batch after the store, agrees: each paper once.
+    store = open_store(f"sqlite+pysqlite:///{db}")
+    try:
+        index = TantivyKeywordIndex(data / "keyword", store.engine)
+        searcher = index._index.searcher()
+        assert searcher.num_docs == N
+        hits = index.search(parse_query('"Abstract number 24999"'), 5)
+        assert [h.paper_id for h in hits] == ["2503.24999"]
+        index.close()
+    finally:
+        store.close()
