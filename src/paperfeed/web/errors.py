@@ -126,6 +126,12 @@ async def _bad_input(request: Request, exc: Exception) -> Response:
     return error_response(request, 400, str(exc))
 
 
+async def _out_of_range(request: Request, exc: Exception) -> Response:
+    """A number or text the database cannot hold (an id of 2**63, an over-long value): bad input, 400."""
+    log.info("value out of range on %s %s: %s", request.method, request.url.path, str(exc)[:200])
+    return error_response(request, 400, "a value in the request is too large or out of range")
+
+
 async def _database_unavailable(request: Request, exc: Exception) -> Response:
     """Connection refused/reset, a server shutting down, SQLite busy, pool exhausted: retryable, not a bug."""
     retryable = (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError)
@@ -152,6 +158,8 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(ApiError, _api_error)
     for bad_input in (InvalidPeriod, InvalidCursor, InvalidPaperId):
         app.add_exception_handler(bad_input, _bad_input)
+    app.add_exception_handler(OverflowError, _out_of_range)  # sqlite3: int beyond 64 bits
+    app.add_exception_handler(sa_exc.DataError, _out_of_range)  # PostgreSQL: out of range, too long
     for unavailable in (
         sa_exc.OperationalError,
         sa_exc.InterfaceError,
