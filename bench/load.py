@@ -1,0 +1,366 @@
+"""Load: 64 concurrent clients on loopback against ``paperfeed serve --workers 2`` while an import runs.
+
+    .venv/bin/python -m bench.load                          # SQLite, 64 clients, 60 s (the measurement)
+    .venv/bin/python -m bench.load --seconds 5 --clients 8  # a smoke run
+    .venv/bin/python -m bench.load --backend postgresql     # a throwaway PostgreSQL with pgvector
+    .venv/bin/python -m bench.load --database-url postgresql://…   # your own PostgreSQL
+
+Set-up (not timed): a data folder under ``--work`` gets the corpus (``--corpus``, default the ~10.6k
+Hugging Face daily papers of ../shared/data, else synthetic papers) imported and embedded with the fake
+embedder (hybrid search runs its full path), and ``--users`` verified accounts with an API token each.
+Then ``paperfeed serve --workers 2`` starts on a loopback port, and ``paperfeed import`` of
+``--import-papers`` new synthetic papers starts beside it: the load runs while the import writes
+(``--warmup`` seconds of load first, not measured).
+
+Clients (httpx, asyncio, keep-alive, one connection each): half are signed in (a Bearer token, as an API
+script would), half anonymous. Each request is drawn with weights: search (the JSON API and the HTML
+page, words from real titles), feeds (the day page and ``/api/daily_papers`` of a random listed day,
+trending), paper pages (HTML and JSON), and — signed-in clients only — upvotes (POST, and DELETE to take
+some back). Reported: requests, requests/s, p50/p99 per kind and overall, status counts; zero 5xx (and
+zero connection errors) is the pass mark, exit 1 otherwise. The import's exit code and rate are shown
+too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+import orjson
+from sqlalchemy import func, select
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from paperfeed.adapters.store.schema import listings, papers  # noqa: E402
+from paperfeed.bootstrap import build_app  # noqa: E402
+from paperfeed.settings import Settings  # noqa: E402
+
+PAPERFEED = [sys.executable, "-c", "from paperfeed.cli import main; main()"]
+SHARED = Path(os.environ.get("PAPERFEED_SHARED", ROOT.parent / "shared"))
+SECRET = "load-bench-secret-0123456789abcdefghijklmnop"
+WEIGHTS = {"search": 30, "feed": 25, "paper": 30, "upvote": 15}
+
+
+@dataclass
+class Stats:
+    times: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    statuses: Counter[int] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
+    examples: list[str] = field(default_factory=list)
+
+    def add(self, kind: str, status: int, took: float, url: str) -> None:
+        self.times[kind].append(took)
+        self.statuses[status] += 1
+        if status >= 500 and len(self.examples) < 5:
+            self.examples.append(f"{status} {url}")
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def synthetic(path: Path, start: int, count: int) -> Path:
+    words = [
+        "graph",
+        "neural",
+        "network",
+        "language",
+        "model",
+        "diffusion",
+        "protein",
+        "vision",
+        "robot",
+        "speech",
+        "quantum",
+    ]
+    rng = random.Random(start)
+    with path.open("wb") as fh:
+        for i in range(start, start + count):
+            title = " ".join(rng.sample(words, 5)).capitalize()
+            fh.write(
+                orjson.dumps(
+                    {
+                        "id": f"2503.{i:05d}" if i < 100_000 else f"2504.{i - 100_000:05d}",
+                        "title": f"{title} {i}",
+                        "abstract": " ".join(rng.choices(words, k=60)),
+                        "authors": [f"Author {rng.randrange(500)}", f"Author {rng.randrange(500)}"],
+                        "categories": [rng.choice(["cs.LG", "cs.CL", "cs.CV", "stat.ML", "q-bio.BM"])],
+                        "published": f"2025-03-{1 + i % 28:02d}",
+                    }
+                )
+                + b"\n"
+            )
+    return path
+
+
+def env_for(data: Path, url: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERFEED_")}
+    env.update(PAPERFEED_DATA_DIR=str(data), PAPERFEED_EMBEDDING_BACKEND="fake", PAPERFEED_SECRET_KEY=SECRET)
+    if url:
+        env["PAPERFEED_DATABASE_URL"] = url
+    return env
+
+
+def settings_for(data: Path, url: str | None) -> Settings:
+    return Settings(data_dir=data, database_url=url, embedding_backend="fake", secret_key=SECRET)  # type: ignore[arg-type]
+
+
+def prepare(data: Path, url: str | None, corpus: Path | None, users: int) -> list[str]:
+    """Import and embed the corpus once (kept between runs), make the accounts; return (tokens, emails)."""
+    env = env_for(data, url)
+    marker = data / ".load-prepared"
+    if not marker.exists():
+        source = corpus or synthetic(data.parent / "corpus.jsonl", 0, 10_000)
+        for step in (["import", str(source), "--keep-going"], ["index"]):
+            done = subprocess.run([*PAPERFEED, *step], env=env, capture_output=True, check=False)
+            if done.returncode != 0:
+                raise SystemExit(f"set-up {step[0]} failed: {done.stderr.decode()[-800:]}")
+        marker.write_text("ok")
+    app = build_app(settings_for(data, url))
+    tokens = []
+    try:
+        accounts = app.accounts
+        for n in range(users):
+            email = f"load{n}@example.org"
+            if accounts.store.user_by_email(email) is None:
+                accounts.sign_up(email, None, None, client=f"load-{n}", base_url="http://127.0.0.1")
+            stored = accounts.store.user_by_email(email)
+            assert stored is not None
+            if not stored.user.email_verified:
+                accounts.store.mark_verified(stored.user.id, accounts.clock())
+            tokens.append(accounts.create_api_token(stored.user, f"load {time.time():.0f}")[1])
+    finally:
+        app.close()
+    return tokens
+
+
+@dataclass
+class Inputs:
+    days: list[str]
+    ids: list[str]
+    words: list[str]
+
+
+def inputs(data: Path, url: str | None, rng: random.Random) -> Inputs:
+    app = build_app(settings_for(data, url))
+    try:
+        with app.store.engine.connect() as conn:
+            days = [str(d)[:10] for d in conn.execute(select(listings.c.day).distinct()).scalars()]
+            count = int(conn.execute(select(func.count()).select_from(papers)).scalar_one())
+            picks = sorted(rng.sample(range(count), min(500, count)))
+            ids, titles = [], []
+            for offset in picks:
+                row = conn.execute(
+                    select(papers.c.id, papers.c.title).order_by(papers.c.id).offset(offset).limit(1)
+                ).one()
+                ids.append(row.id)
+                titles.append(row.title)
+    finally:
+        app.close()
+    words = [w for t in titles for w in t.split() if len(w) > 4 and w.isalpha()]
+    if not days:
+        days = [f"2025-03-{d:02d}" for d in range(1, 29)]
+    return Inputs(days, ids, words or ["model"])
+
+
+def start_server(data: Path, url: str | None, port: int, workers: int) -> subprocess.Popen[bytes]:
+    cmd = [*PAPERFEED, "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
+    proc = subprocess.Popen(
+        [*cmd, "--log-level", "warning"],
+        env=env_for(data, url),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            err = proc.stderr.read().decode()[-2000:] if proc.stderr else ""
+            raise SystemExit(f"server exited: {err}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/api/daily_papers?limit=1", timeout=2).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise SystemExit("server did not start")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def request_for(kind: str, rng: random.Random, inp: Inputs, token: str | None) -> tuple[str, str]:
+    if kind == "search":
+        q = quote(" ".join(rng.sample(inp.words, min(2, len(inp.words)))))
+        return "GET", rng.choice([f"/api/papers/search?q={q}", f"/search?q={q}"])
+    if kind == "feed":
+        day = rng.choice(inp.days)
+        return "GET", rng.choice([f"/?date={day}", f"/api/daily_papers?date={day}", "/trending", "/"])
+    pid = rng.choice(inp.ids)
+    if kind == "paper":
+        return "GET", rng.choice([f"/papers/{pid}", f"/api/papers/{pid}"])
+    return rng.choice(["POST", "POST", "DELETE"]), f"/api/papers/{pid}/upvote"
+
+
+async def client_loop(
+    base: str, token: str | None, seed: int, until: float, inp: Inputs, stats: Stats
+) -> None:
+    rng = random.Random(seed)
+    kinds = [k for k in WEIGHTS if token or k != "upvote"]
+    weights = [WEIGHTS[k] for k in kinds]
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60, limits=limits) as client:
+        while time.monotonic() < until:
+            kind = rng.choices(kinds, weights)[0]
+            method, url = request_for(kind, rng, inp, token)
+            accept = "application/json" if url.startswith("/api/") else "text/html"
+            started = time.perf_counter()
+            try:
+                reply = await client.request(method, url, headers={"accept": accept})
+                await reply.aread()
+            except httpx.HTTPError as exc:
+                stats.errors[type(exc).__name__] += 1
+                continue
+            stats.add(kind, reply.status_code, time.perf_counter() - started, f"{method} {url}")
+
+
+async def load(base: str, tokens: list[str], clients: int, seconds: float, inp: Inputs) -> Stats:
+    stats = Stats()
+    until = time.monotonic() + seconds
+    await asyncio.gather(
+        *(
+            client_loop(base, tokens[i % len(tokens)] if i % 2 == 0 else None, i, until, inp, stats)
+            for i in range(clients)
+        )
+    )
+    return stats
+
+
+def pg_url(work: Path) -> tuple[str, object]:
+    from tests.support import postgres
+
+    server = postgres.start_server(work / "postgres", reuse=True)
+    import psycopg
+
+    with psycopg.connect(host=server.host, port=server.port, user="postgres", autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = 'paperfeed_load'").fetchone():
+            conn.execute("CREATE DATABASE paperfeed_load")
+    return server.url("paperfeed_load"), server
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--clients", type=int, default=64)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--users", type=int, default=16)
+    parser.add_argument("--import-papers", type=int, default=20_000)
+    parser.add_argument("--backend", choices=["sqlite", "postgresql"], default="sqlite")
+    parser.add_argument("--database-url", default=None, help="your own PostgreSQL (implies postgresql)")
+    parser.add_argument("--corpus", type=Path, default=SHARED / "data" / "hf_daily.jsonl.gz")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/paperfeed-load"))
+    parser.add_argument("--seed", type=int, default=3)
+    parser.add_argument("--warmup", type=float, default=5.0, help="seconds of load before measuring")
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    backend = "postgresql" if args.database_url else args.backend
+    work = args.work / backend
+    work.mkdir(parents=True, exist_ok=True)
+    server_pg = None
+    url = args.database_url
+    if backend == "postgresql" and url is None:
+        url, server_pg = pg_url(work)
+    data = work / "data"
+    data.mkdir(exist_ok=True)
+    corpus = args.corpus if args.corpus.exists() else None
+    t0 = time.monotonic()
+    tokens = prepare(data, url, corpus, args.users)
+    inp = inputs(data, url, rng)
+    print(
+        f"set-up: {time.monotonic() - t0:.0f} s; {len(inp.ids)} sample papers, {len(inp.days)} days",
+        flush=True,
+    )
+    extra = synthetic(work / f"extra-{int(time.time())}.jsonl", rng.randrange(100_000), args.import_papers)
+    port = free_port()
+    server = start_server(data, url, port, args.workers)
+    importer = None
+    try:
+        importer = subprocess.Popen(
+            [*PAPERFEED, "import", str(extra)],
+            env=env_for(data, url),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        if args.warmup > 0:  # first requests open indexes and fill caches in each worker: not measured
+            asyncio.run(load(f"http://127.0.0.1:{port}", tokens, args.clients, args.warmup, inp))
+        started = time.monotonic()
+        stats = asyncio.run(load(f"http://127.0.0.1:{port}", tokens, args.clients, args.seconds, inp))
+        elapsed = time.monotonic() - started
+        import_state = (
+            "still running at the end" if importer.poll() is None else f"exit {importer.returncode}"
+        )
+    finally:
+        if importer is not None and importer.poll() is None:
+            os.killpg(importer.pid, signal.SIGTERM)
+            importer.wait(timeout=60)
+        stop(server)
+        if server_pg is not None:
+            from tests.support import postgres
+
+            postgres.stop_server(server_pg, remove=False)  # type: ignore[arg-type]
+    total = sum(stats.statuses.values())
+    every = [t for times in stats.times.values() for t in times]
+    print(
+        f"\n{backend}, {args.clients} clients, {args.workers} workers, {elapsed:.0f} s, "
+        f"import of {args.import_papers:,} papers alongside ({import_state})"
+    )
+    print(f"{'kind':<8}{'requests':>10}{'p50 ms':>9}{'p99 ms':>9}")
+    for kind in WEIGHTS:
+        times = stats.times.get(kind, [])
+        print(f"{kind:<8}{len(times):>10}{pct(times, 0.5):>9.1f}{pct(times, 0.99):>9.1f}")
+    print(f"{'all':<8}{total:>10}{pct(every, 0.5):>9.1f}{pct(every, 0.99):>9.1f}")
+    print(f"requests/s: {total / elapsed:,.1f}")
+    print(f"statuses: {dict(sorted(stats.statuses.items()))}; connection errors: {dict(stats.errors)}")
+    fives = sum(n for s, n in stats.statuses.items() if s >= 500)
+    if stats.examples:
+        print("5xx examples:", *stats.examples, sep="\n  ")
+    print(f"5xx: {fives}  mean latency {statistics.fmean(every) * 1000 if every else 0:.1f} ms")
+    if fives or stats.errors:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
