@@ -210,3 +210,22 @@ def test_check_and_repair_on_postgresql(pg_url: str, tmp_path: Path) -> None:
     code, out = run(data, "check", "--repair", url=pg_url)
     assert "the re-check is clean" in out, out
     assert run(data, "check", url=pg_url)[0] == 0
+
+
+def test_fts5_engine_queue_and_content_checks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(ENV, "PAPERFEED_KEYWORD_ENGINE", "fts5")
+    data = tmp_path / "data"
+    assert run(data, "import", str(write_jsonl(tmp_path / "a.jsonl", range(1, 21))))[0] == 0
+    code, out = run(data, "check")
+    assert code == 0, out
+    assert "keyword ok 20 documents (fts5)" in out
+    with sqlite3.connect(data / "paperfeed.db") as conn:  # a change queued, never applied
+        conn.execute("UPDATE papers SET title = 'Changed behind its back' WHERE id = '2501.00002'")
+    assert problems(report(data)) == {"keyword": ["1 changes queued but not yet in the keyword index"]}
+    with sqlite3.connect(data / "paperfeed.db") as conn:  # the queue lost: content differs
+        conn.execute("DELETE FROM papers_fts_queue")
+    found = problems(report(data))
+    assert found["keyword"][0].startswith("1 keyword index content differs from the papers")
+    _code, out = run(data, "check", "--repair")
+    assert "keyword index (FTS5) rebuilt from the store" in out
+    assert run(data, "check")[0] == 0
