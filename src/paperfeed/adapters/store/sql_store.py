@@ -214,6 +214,12 @@ class SqlPaperStore:
         }
         self._update_stmt = papers.update().where(papers.c.id == bindparam("v_id")).values(update_cols)
         self._insert_stmt = papers.insert()
+        # Built once, with expanding IN parameters: compiled once and cached, not once per id list.
+        self._fetch_stmt = select(*_PAPER_COLUMNS).where(papers.c.id.in_(bindparam("ids", expanding=True)))
+        self._known_stmt = select(source_records.c.record_key, source_records.c.fingerprint).where(
+            source_records.c.source == bindparam("source"),
+            source_records.c.record_key.in_(bindparam("keys", expanding=True)),
+        )
         self._listings_stmt = self._listings_upsert()
         self._ledger_stmt = self._ledger_upsert()
         self._bulk = _BulkWriter(engine.dialect) if engine.dialect.name == "sqlite" else None
@@ -341,10 +347,8 @@ class SqlPaperStore:
         with self.engine.connect() as conn:
             for start in range(0, len(keys), _CHUNK):
                 chunk = keys[start : start + _CHUNK]
-                query = select(source_records.c.record_key, source_records.c.fingerprint).where(
-                    source_records.c.source == source, source_records.c.record_key.in_(chunk)
-                )
-                found.update((key, fp) for key, fp in conn.execute(query))
+                rows = conn.execute(self._known_stmt, {"source": source, "keys": chunk})
+                found.update((key, fp) for key, fp in rows)
         return found
 
     def _write_checkpoint(self, conn: Connection, name: str, value: str) -> None:
@@ -365,7 +369,7 @@ class SqlPaperStore:
         found: dict[str, Paper] = {}
         for start in range(0, len(ids), _CHUNK):
             chunk = ids[start : start + _CHUNK]
-            for row in conn.execute(select(*_PAPER_COLUMNS).where(papers.c.id.in_(chunk))):
+            for row in conn.execute(self._fetch_stmt, {"ids": chunk}):
                 found[row.id] = _from_row(row)
         return found
 
