@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+import orjson
 import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
 from paperfeed.adapters.keyword.fts5 import Fts5KeywordIndex
 from paperfeed.adapters.keyword.tantivy_index import TantivyKeywordIndex
+from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
 from paperfeed.adapters.store import SqlPaperStore, migrate
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Listing
@@ -166,6 +169,57 @@ def test_tantivy_staged_with_the_batch_is_findable_once_the_batch_is_done(
     assert ids(other, "wombat") == ["ex.keep"]
     assert ids(other, "quokka") == ["ex.drop"]
     assert len(other) == len(CORPUS)  # replaced, not duplicated
+    other.close()
+    index.close()
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_tantivy_file_import_reports_a_batch_only_once_it_is_searchable(
+    store: SqlPaperStore, tmp_path: Path, workers: int
+) -> None:
+    """A file's batch is committed to the index after the next batch is read, but before it is reported."""
+    lines = [
+        orjson.dumps({"id": f"2501.{i:05d}", "title": f"Numbat {i}", "abstract": "Marsupial census."})
+        for i in range(1, 12)
+    ]
+    path = tmp_path / "papers.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    index = TantivyKeywordIndex(tmp_path / "kw", store.engine)
+    other = TantivyKeywordIndex(tmp_path / "kw", store.engine, catch_up=False)
+
+    searchable: list[int] = []
+
+    class Check:
+        def update(self, position: int, total: int | None, added: int, updated: int, rejected: int) -> None:
+            other._index.reload()
+            assert len(other) == added  # all counted so far are committed to the index
+            searchable.append(added)
+
+    source = JsonlFileSource(path, batch_size=4)
+    IngestService(store, indexes=[index]).run(source, Check(), workers=workers)
+    assert searchable == [4, 8, 11]
+    other._index.reload()
+    assert len(ids(other, "numbat")) == 11
+    other.close()
+    index.close()
+
+
+def test_tantivy_batch_stored_before_a_read_error_is_still_published(
+    store: SqlPaperStore, tmp_path: Path
+) -> None:
+    path = tmp_path / "papers.jsonl"
+    path.write_bytes(orjson.dumps({"id": "2501.00001", "title": "Numbat", "abstract": "A census."}) + b"\n")
+
+    class FailingAfterOneBatch(JsonlFileSource):
+        def batches(self, resume_from: str | None = None) -> Iterator[Batch]:
+            yield from super().batches(resume_from)
+            raise OSError("disk went away")
+
+    index = TantivyKeywordIndex(tmp_path / "kw", store.engine)
+    with pytest.raises(OSError, match="disk went away"):
+        IngestService(store, indexes=[index]).run(FailingAfterOneBatch(path))
+    other = TantivyKeywordIndex(tmp_path / "kw", store.engine, catch_up=False)
+    assert ids(other, "numbat") == ["2501.00001"]
     other.close()
     index.close()
 

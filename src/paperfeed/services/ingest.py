@@ -7,7 +7,9 @@ source order, one transaction each, so checkpoints and kill -9 safety are unchan
 
 Derived ``indexes`` (the keyword index) follow each batch: one that can (:class:`StagingIndex`) gets the
 batch's papers inside its transaction and works on them while the rows are written, then publishes them
-right after the commit, before the next batch starts: a paper is searchable once its batch is done.
+after the commit: a paper is searchable once its batch is reported done. For a file, the next batch is
+read first (a fraction of a second), so the reading overlaps the index's work; a stored batch is
+published even if reading on fails.
 """
 
 from __future__ import annotations
@@ -156,8 +158,24 @@ class IngestService:
                 pool = stack.enter_context(
                     ProcessPoolExecutor(workers, mp_context=get_context("spawn"), initializer=_worker_init)
                 )
-            for batch, skipped in self._realized(source, source.batches(start), pool, workers):
-                self._apply(batch, skipped, summary, progress)
+            # A file's next batch is read (and collected from the worker) before this batch's index
+            # commit: the reading overlaps the index's analysis of this batch. Other sources (network
+            # harvests, whose next batch may be seconds away) publish each batch before reading on.
+            defer = isinstance(source, RecordRealizer)
+            pending: tuple[Batch, BatchResult] | None = None
+            try:
+                for batch, skipped in self._realized(source, source.batches(start), pool, workers):
+                    if pending is not None:
+                        done, pending = pending, None
+                        self._publish(*done, summary, progress)
+                    result = self._write(batch, skipped, summary)
+                    if defer:
+                        pending = (batch, result)
+                    else:
+                        self._publish(batch, result, summary, progress)
+            finally:
+                if pending is not None:  # stored already: publish it whatever stopped the reading
+                    self._publish(*pending, summary, progress)
         return summary
 
     def _fresh(self, source: PaperSource, batch: Batch) -> list[RawRecord]:
@@ -193,9 +211,8 @@ class IngestService:
             batch.absorb(_unpack(work.result()) if isinstance(work, Future) else work)
         return batch, skipped
 
-    def _apply(
-        self, batch: Batch, skipped: int, summary: IngestSummary, progress: ProgressReporter | None
-    ) -> None:
+    def _write(self, batch: Batch, skipped: int, summary: IngestSummary) -> BatchResult:
+        """Store ``batch`` (one transaction), staging its papers in the indexes that can take them."""
         staging = [index for index in self.indexes if isinstance(index, StagingIndex)]
         try:
             result = self.store.apply_batch(batch, before_write=_stage_all(staging) if staging else None)
@@ -206,6 +223,12 @@ class IngestService:
         if skipped:
             result = replace(result, skipped=skipped)
         summary.add(result, batch.rejects)
+        return result
+
+    def _publish(
+        self, batch: Batch, result: BatchResult, summary: IngestSummary, progress: ProgressReporter | None
+    ) -> None:
+        """The batch is stored: bring the indexes up to it, tell listeners, report progress."""
         if result.changed_ids:
             for derived in self.indexes:
                 derived.on_papers_changed(result)
