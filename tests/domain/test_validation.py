@@ -16,6 +16,11 @@ SEEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
     ("raw", "clean"),
     [
         ("  Plain   title\n", "Plain title"),
+        ("Already clean", "Already clean"),
+        (" lead", "lead"),
+        ("trail ", "trail"),
+        ("two  spaces", "two spaces"),
+        ("x\x00y", "x y"),  # no whitespace at all: splitting hands back the very same string
         ("tab\tand\r\nnewline", "tab and newline"),
         ("no\u00a0break\u2009thin", "no break thin"),  # Unicode spaces collapse
         ("nul\x00byte", "nul byte"),  # C0 control

@@ -57,12 +57,14 @@ def clean_text(value: object, field: str, *, limit: int, required: bool = False)
         raise InvalidRecord(field, f"expected a string, got {type(value).__name__}")
     if len(value) > limit * 4:  # cheap early reject before any work on a huge value
         raise InvalidRecord(field, f"too long ({len(value):,} characters, limit {limit:,})")
-    text = " ".join(value.split())  # collapses every run of (Unicode) whitespace; much faster than re.sub
-    if not text.isprintable():  # rare (see _BROKEN); the common case skips both regex scans
-        if _BROKEN.search(value):
-            raise InvalidRecord(field, "contains invalid UTF-8 (undecodable bytes)")
-        if _CONTROL.search(value):
-            text = " ".join(_CONTROL.sub(" ", value).split())
+    text = value  # the common case (_clean_already): no copy, no scan beyond one isprintable()
+    if not _clean_already(value):
+        text = " ".join(value.split())  # collapses every run of (Unicode) whitespace; faster than re.sub
+        if not text.isprintable():  # rare (see _BROKEN): only then the regex scans
+            if _BROKEN.search(value):
+                raise InvalidRecord(field, "contains invalid UTF-8 (undecodable bytes)")
+            if _CONTROL.search(value):
+                text = " ".join(_CONTROL.sub(" ", value).split())
     if len(text) > limit:
         raise InvalidRecord(field, f"too long ({len(text):,} characters, limit {limit:,})")
     if not text:
@@ -70,6 +72,13 @@ def clean_text(value: object, field: str, *, limit: int, required: bool = False)
             raise InvalidRecord(field, "empty")
         return None
     return text
+
+
+def _clean_already(value: str) -> bool:
+    """True if ``value`` needs no cleaning at all: printable (so ASCII space is its only whitespace, and
+    it holds nothing _CONTROL or _BROKEN match), no run of spaces, no space at either end. Splitting and
+    re-joining a 700-character abstract costs ~14 us; this check ~3 us."""
+    return value.isprintable() and "  " not in value and value[:1] != " " and value[-1:] != " "
 
 
 def _clean_list(value: object, field: str, *, limit: int, max_items: int) -> tuple[str, ...]:
@@ -80,7 +89,9 @@ def _clean_list(value: object, field: str, *, limit: int, max_items: int) -> tup
     items = list(value)
     if len(items) > max_items:
         raise InvalidRecord(field, f"too many items ({len(items):,}, limit {max_items:,})")
-    texts = [" ".join(item.split()) for item in items if isinstance(item, str)]
+    texts = [
+        item if _clean_already(item) else " ".join(item.split()) for item in items if isinstance(item, str)
+    ]
     if len(texts) == len(items) and (" ".join(texts).isprintable() or not _needs_cleaning("\n".join(items))):
         # Fast path (the common case): whitespace collapsed, nothing else to clean; first copy kept.
         for i, text in enumerate(texts):
