@@ -52,5 +52,3 @@ def chromium_browser() -> Iterator[Any]:
         launched = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         yield launched
         launched.close()
-
-
