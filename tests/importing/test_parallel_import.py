@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
+
+import orjson
 
 from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
 from paperfeed.adapters.store import open_store
@@ -35,3 +38,41 @@ def test_worker_process_import_matches_sequential(tmp_path: Path) -> None:
     assert (a1.added, a1.updated, a1.unchanged) == (0, 0, 2999)
     assert p0 == p1
     assert l0 == l1 == 2998
+
+
+def test_import_relaxes_the_cycle_collector_only_while_it_runs(tmp_path: Path) -> None:
+    f = write_jsonl(tmp_path / "p.jsonl", [rec(f"2503.{i:05d}") for i in range(1, 6)])
+    store = open_store(f"sqlite+pysqlite:///{tmp_path / 'gc.db'}")
+    before = gc.get_threshold()
+    during: list[tuple[int, int, int]] = []
+    try:
+        service = IngestService(store, listeners=[lambda _result: during.append(gc.get_threshold())])
+        service.run(JsonlFileSource(f))
+    finally:
+        store.close()
+    assert during
+    assert during[0][0] > before[0]
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
+
+
+def test_records_whose_id_is_not_first_are_keyed_by_parsing(tmp_path: Path) -> None:
+    """The key is read off the line's start when the id comes first, else parsed: both skip on re-import."""
+    lines = [
+        orjson.dumps({"id": "2503.00001", "title": "Id first"}),
+        orjson.dumps({"title": "Id last", "id": "2503.00002"}),
+        b'{ "id" : "2503.00003", "title": "Spaced"}',
+    ]
+    f = tmp_path / "mixed.jsonl"
+    f.write_bytes(b"\n".join(lines) + b"\n")
+    store = open_store(f"sqlite+pysqlite:///{tmp_path / 'keys.db'}")
+    try:
+        first = IngestService(store).run(JsonlFileSource(f))
+        source = JsonlFileSource(f)
+        known = store.known_fingerprints(source.name, ["2503.00001", "2503.00002", "2503.00003"])
+        again = IngestService(store).run(source)
+    finally:
+        store.close()
+    assert first.added == 3
+    assert set(known) == {"2503.00001", "2503.00002", "2503.00003"}
+    assert (again.added, again.updated, again.unchanged) == (0, 0, 3)

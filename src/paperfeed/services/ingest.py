@@ -45,15 +45,18 @@ _GC_THRESHOLD = 50_000
 _gc_lock = threading.Lock()
 _gc_users = 0
 _gc_saved: tuple[int, int, int] = gc.get_threshold()
+_gc_froze = False
 
 
 @contextmanager
 def _fewer_collections() -> Iterator[None]:
-    global _gc_users, _gc_saved
+    global _gc_users, _gc_saved, _gc_froze
     with _gc_lock:
         if _gc_users == 0:
             _gc_saved = gc.get_threshold()
-            gc.freeze()
+            _gc_froze = gc.get_freeze_count() == 0  # someone else's freeze (a pre-fork server) is kept
+            if _gc_froze:
+                gc.freeze()
             gc.set_threshold(max(_GC_THRESHOLD, _gc_saved[0]), *_gc_saved[1:])
         _gc_users += 1
     try:
@@ -63,7 +66,8 @@ def _fewer_collections() -> Iterator[None]:
             _gc_users -= 1
             if _gc_users == 0:
                 gc.set_threshold(*_gc_saved)
-                gc.unfreeze()
+                if _gc_froze:
+                    gc.unfreeze()
 
 
 def _worker_init() -> None:
