@@ -29,7 +29,7 @@ from paperfeed.services.community import CommunityService
 from .comment_markup import render_comment
 from .errors import error_response
 from .pages import CSP, error_page, templates
-from .security import _template_request, current_user, require_user, safe_next, verify_csrf
+from .security import current_user, require_user, safe_next, template_request, verify_csrf
 from .views import PageMeta, day_label, paper_url, plural
 
 __all__ = ["CommentId", "CommentView", "comment_view", "install", "router"]
@@ -119,7 +119,7 @@ class CommentsSection:
 @pass_context
 def _community_voted(ctx: Any, paper_id: str) -> bool | None:
     """Whether the signed-in reader upvoted ``paper_id`` (None for anonymous visitors: no form)."""
-    request = _template_request(ctx)
+    request = template_request(ctx)
     user = _viewer(request)
     if user is None:
         return None
@@ -132,12 +132,12 @@ def _community_voted(ctx: Any, paper_id: str) -> bool | None:
 
 @pass_context
 def _community_here(ctx: Any) -> str:
-    return _here(_template_request(ctx))
+    return _here(template_request(ctx))
 
 
 @pass_context
 def _community_comments(ctx: Any, paper_id: str) -> CommentsSection:
-    request = _template_request(ctx)
+    request = template_request(ctx)
     user = _viewer(request)
     try:
         pid, comments = community_of(request).comments(paper_id, user)
@@ -158,7 +158,7 @@ def _community_comments(ctx: Any, paper_id: str) -> CommentsSection:
 
 @pass_context
 def _community_submission(ctx: Any, paper_id: str) -> Submission | None:
-    return community_of(_template_request(ctx)).submission(paper_id)
+    return community_of(template_request(ctx)).submission(paper_id)
 
 
 templates.env.globals.update(

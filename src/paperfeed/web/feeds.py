@@ -24,7 +24,7 @@ from paperfeed.services.feed import parse_day
 
 from .api import MAX_QUERY_CHARS, base_url, checked_query, feeds_of, search_of
 
-__all__ = ["router"]
+__all__ = ["FEED_SIZE", "Entry", "Kind", "render", "router"]
 
 FEED_SIZE = 30
 Kind = Literal["rss", "atom"]
@@ -36,7 +36,9 @@ router = APIRouter(tags=["feeds"])
 
 
 @dataclass(frozen=True, slots=True)
-class _Entry:
+class Entry:
+    """One feed item; shared with the library's collection and alert feeds."""
+
     paper: Paper
     when: datetime  # listing day, or publication time
     note: str = ""  # e.g. "42 upvotes" shown before the abstract
@@ -50,13 +52,13 @@ def _midnight(day: date) -> datetime:
     return datetime(day.year, day.month, day.day, tzinfo=UTC)
 
 
-def _render(
+def render(
     request: Request,
     kind: Kind,
     title: str,
     description: str,
     pages: tuple[str, str],
-    entries: Iterable[_Entry],
+    entries: Iterable[Entry],
 ) -> Response:
     """Build the feed; ``pages`` = (the HTML page it mirrors, the feed's own path without /rss|/atom)."""
     page, feed = pages
@@ -102,10 +104,10 @@ def _render(
 def _daily(request: Request, kind: Kind, day_text: str | None) -> Response:
     feed = feeds_of(request).day(parse_day(day_text) if day_text else None)
     entries = [
-        _Entry(i.paper, _midnight(i.day), f"#{i.rank} on {i.day.isoformat()} · {i.upvotes} upvotes")
+        Entry(i.paper, _midnight(i.day), f"#{i.rank} on {i.day.isoformat()} · {i.upvotes} upvotes")
         for i in feed.items
     ]
-    return _render(
+    return render(
         request,
         kind,
         f"paperfeed · daily papers {feed.day.isoformat()}",
@@ -118,10 +120,10 @@ def _daily(request: Request, kind: Kind, day_text: str | None) -> Response:
 def _trending(request: Request, kind: Kind) -> Response:
     page = feeds_of(request).trending(FEED_SIZE)
     entries = [
-        _Entry(t.paper, t.first_seen, f"#{t.rank} trending · {t.upvotes} upvotes · score {t.score:.3f}")
+        Entry(t.paper, t.first_seen, f"#{t.rank} trending · {t.upvotes} upvotes · score {t.score:.3f}")
         for t in page.items
     ]
-    return _render(
+    return render(
         request,
         kind,
         "paperfeed · trending papers",
@@ -135,8 +137,8 @@ def _searched(request: Request, kind: Kind, q: str) -> Response:
     text = checked_query(q)
     hits = search_of(request).search(text, limit=FEED_SIZE).hits if text else ()
     now = datetime.now(UTC)
-    entries = [_Entry(h.paper, h.paper.published or now) for h in hits]
-    return _render(
+    entries = [Entry(h.paper, h.paper.published or now) for h in hits]
+    return render(
         request,
         kind,
         f"paperfeed · search: {text}",

@@ -29,8 +29,8 @@ from paperfeed.services.library import LibraryNotFound, LibraryService, PaperSta
 
 from . import feeds as _feeds
 from .library_notes import render_note
-from .pages import CATEGORY_CHOICES, CSP, _form_categories, _form_day, error_page, templates
-from .security import _template_request, current_user, require_user, safe_next, verify_csrf
+from .pages import CATEGORY_CHOICES, CSP, error_page, form_categories, form_day, templates
+from .security import current_user, require_user, safe_next, template_request, verify_csrf
 from .views import PageMeta, author_search_url, day_label, page_links, paper_url, paper_view, plural
 
 __all__ = ["author_url", "router"]
@@ -98,7 +98,7 @@ def _states(request: Request, user: User) -> dict[str, PaperState]:
 @pass_context
 def _library_state(ctx: Any, paper_id: str) -> PaperState | None:
     """The signed-in reader's tags and marks on ``paper_id`` (None for anonymous visitors)."""
-    request = _template_request(ctx)
+    request = template_request(ctx)
     user = _signed_in(request)
     if user is None:
         return None
@@ -107,7 +107,7 @@ def _library_state(ctx: Any, paper_id: str) -> PaperState | None:
 
 @pass_context
 def _library_note(ctx: Any, paper_id: str) -> Any:
-    request = _template_request(ctx)
+    request = template_request(ctx)
     user = _signed_in(request)
     if user is None:
         return None
@@ -116,7 +116,7 @@ def _library_note(ctx: Any, paper_id: str) -> Any:
 
 @pass_context
 def _library_tags(ctx: Any) -> list[Tag]:
-    request = _template_request(ctx)
+    request = template_request(ctx)
     user = _signed_in(request)
     if user is None:
         return []
@@ -129,7 +129,7 @@ def _library_tags(ctx: Any) -> list[Tag]:
 
 @pass_context
 def _library_here(ctx: Any) -> str:
-    return _here(_template_request(ctx))
+    return _here(template_request(ctx))
 
 
 templates.env.globals.update(
@@ -510,9 +510,9 @@ def _collection_feed(request: Request, kind: _feeds.Kind, tag_id: int) -> Respon
 
         return error_response(request, 404, f"no public collection {tag_id}")
     entries = [
-        _feeds._Entry(p, at, f"Saved to “{shown.tag.name}” on {day_label(at)}") for p, at in shown.papers
+        _feeds.Entry(p, at, f"Saved to “{shown.tag.name}” on {day_label(at)}") for p, at in shown.papers
     ]
-    return _feeds._render(
+    return _feeds.render(
         request,
         kind,
         f"paperfeed · {shown.tag.name} (a collection by {shown.owner.display_name})",
@@ -590,11 +590,11 @@ def author_page(request: Request, name: str = "") -> HTMLResponse:
 def _filters_from_form(date_from: str, date_to: str, cat: str, code: str) -> tuple[SearchFilters, list[str]]:
     """The search page's filter fields, read exactly as the search page reads them."""
     problems: list[str] = []
-    start = _form_day(date_from, "From", problems)
-    end = _form_day(date_to, "To", problems)
+    start = form_day(date_from, "From", problems)
+    end = form_day(date_to, "To", problems)
     if start and end and start > end:
         start, end = end, start
-    categories = _form_categories(cat, problems)
+    categories = form_categories(cat, problems)
     return SearchFilters(start, end, categories, True if _flag(code) else None), problems
 
 
@@ -698,11 +698,11 @@ def _alert_feed(request: Request, kind: _feeds.Kind, token: str) -> Response:
 
         return error_response(request, 404, "no such alert feed")
     now = datetime.now(UTC)
-    entries = [_feeds._Entry(p, p.published or now, "New match") for p in alert.new]
+    entries = [_feeds.Entry(p, p.published or now, "New match") for p in alert.new]
     entries += [
-        _feeds._Entry(p, p.published or now) for p in alert.earlier[: max(0, _feeds.FEED_SIZE - len(entries))]
+        _feeds.Entry(p, p.published or now) for p in alert.earlier[: max(0, _feeds.FEED_SIZE - len(entries))]
     ]
-    response = _feeds._render(
+    response = _feeds.render(
         request,
         kind,
         f"paperfeed · alert: {alert.search.name}",

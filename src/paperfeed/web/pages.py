@@ -64,7 +64,7 @@ from .views import (
     safe_url,
 )
 
-__all__ = ["error_page", "router"]
+__all__ = ["error_page", "form_categories", "form_day", "router"]
 
 SITE_NAME = "paperfeed"
 _HERE = Path(__file__).resolve().parent
@@ -546,7 +546,8 @@ def _search_url(
     return "/search?" + urlencode(kept) if kept else "/search"
 
 
-def _form_day(text: str, label: str, problems: list[str]) -> date | None:
+def form_day(text: str, label: str, problems: list[str]) -> date | None:
+    """A filter field's day, or None with a message in ``problems`` (shared with saved searches)."""
     if not text.strip():
         return None
     try:
@@ -558,7 +559,7 @@ def _form_day(text: str, label: str, problems: list[str]) -> date | None:
         return None
 
 
-def _form_categories(text: str, problems: list[str]) -> tuple[str, ...]:
+def form_categories(text: str, problems: list[str]) -> tuple[str, ...]:
     """Categories from the filter field, normalised exactly as ``cat:`` in a query is."""
     parts = [p for p in text.replace(",", " ").split() if p]
     if not parts:
@@ -587,12 +588,12 @@ def search_view(
     """
     q = q.strip()[:1000]
     problems: list[str] = []
-    start = _form_day(date_from, "From", problems)
-    end = _form_day(date_to, "To", problems)
+    start = form_day(date_from, "From", problems)
+    end = form_day(date_to, "To", problems)
     if start and end and start > end:
         start, end = end, start
         problems.append("“From” was after “To”; they were swapped.")
-    categories = _form_categories(cat, problems)
+    categories = form_categories(cat, problems)
     has_code = code.lower() in ("1", "true", "on", "yes")
     filters = SearchFilters(start, end, categories, True if has_code else None)
     form = {

@@ -63,6 +63,7 @@ __all__ = [
     "require_user",
     "safe_next",
     "set_session_cookie",
+    "template_request",
     "verify_csrf",
 ]
 
@@ -323,7 +324,8 @@ class SecurityMiddleware:
 # -- templates ------------------------------------------------------------------------------------------
 
 
-def _template_request(ctx: Any) -> Request:
+def template_request(ctx: Any) -> Request:
+    """The request a template is rendered for (template globals of every area need it)."""
     request = ctx.get("request") if hasattr(ctx, "get") else None
     if request is None:
         request = _request_var.get()
@@ -335,19 +337,19 @@ def _template_request(ctx: Any) -> Request:
 
 @pass_context
 def _template_csrf_token(ctx: Any) -> str:
-    return csrf_token(_template_request(ctx))
+    return csrf_token(template_request(ctx))
 
 
 @pass_context
 def _template_csrf_input(ctx: Any) -> Markup:
-    token = csrf_token(_template_request(ctx))
+    token = csrf_token(template_request(ctx))
     return Markup('<input type="hidden" name="{}" value="{}">').format(CSRF_FIELD, token)
 
 
 @pass_context
 def _template_user(ctx: Any) -> User | None:
     try:
-        return current_user(_template_request(ctx))
+        return current_user(template_request(ctx))
     except AuthProblem:
         return None  # a bad Bearer token on a page: the error reply itself must still render
 
