@@ -29,7 +29,7 @@ from paperfeed.services.community import CommunityService
 from .comment_markup import render_comment
 from .errors import error_response
 from .pages import CSP, error_page, templates
-from .security import current_user, require_user, safe_next, template_request, verify_csrf
+from .security import current_user, redirect_back, require_user, template_request, verify_csrf
 from .views import PageMeta, day_label, paper_url, plural
 
 __all__ = ["CommentId", "CommentView", "comment_view", "install", "router"]
@@ -188,23 +188,19 @@ def _page(
     )
 
 
-def _back(next_url: str, default: str) -> RedirectResponse:
-    return RedirectResponse(safe_next(next_url, default), status_code=303)
-
-
 # -- upvotes --------------------------------------------------------------------------------------------
 
 
 @router.post("/papers/{paper_id:path}/upvote", response_model=None, dependencies=[CsrfChecked])
 def upvote_form(request: Request, user: SignedIn, paper_id: str, next: NextField = "") -> Response:
     state = community_of(request).upvote(user, paper_id)
-    return _back(next, paper_url(state.paper_id))
+    return redirect_back(next, paper_url(state.paper_id))
 
 
 @router.post("/papers/{paper_id:path}/upvote/delete", response_model=None, dependencies=[CsrfChecked])
 def unvote_form(request: Request, user: SignedIn, paper_id: str, next: NextField = "") -> Response:
     state = community_of(request).unvote(user, paper_id)
-    return _back(next, paper_url(state.paper_id))
+    return redirect_back(next, paper_url(state.paper_id))
 
 
 @router.get("/papers/{paper_id:path}/upvoters", response_class=HTMLResponse)

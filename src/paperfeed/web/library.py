@@ -30,7 +30,7 @@ from paperfeed.services.library import LibraryNotFound, LibraryService, PaperSta
 from . import feeds as _feeds
 from .library_notes import render_note
 from .pages import CATEGORY_CHOICES, CSP, error_page, form_categories, form_day, templates
-from .security import current_user, require_user, safe_next, template_request, verify_csrf
+from .security import current_user, redirect_back, require_user, template_request, verify_csrf
 from .views import PageMeta, author_search_url, day_label, page_links, paper_url, paper_view, plural
 
 __all__ = ["author_url", "router"]
@@ -167,13 +167,6 @@ def _page(
     )
 
 
-def _back(request: Request, next_url: str, default: str, done: str | None = None) -> RedirectResponse:
-    target = safe_next(next_url, default)
-    if done:
-        target += ("&" if "?" in target else "?") + f"done={done}"
-    return RedirectResponse(target, status_code=303)
-
-
 def _problem(request: Request, exc: Exception, status: int = 400) -> HTMLResponse:
     heading = "Not found" if status == 404 else "That did not work"
     return error_page(request, status, heading, str(exc))
@@ -287,7 +280,7 @@ def save_form(
         return _problem(request, exc, 404)
     except InvalidLibraryInput as exc:
         return _problem(request, exc)
-    return _back(request, next, "/library")
+    return redirect_back(next, "/library")
 
 
 @router.post("/library/unsave", response_model=None, dependencies=[CsrfChecked])
@@ -302,7 +295,7 @@ def unsave_form(
         _library(request).unsave(user.id, paper_id, int(tag_id) if tag_id.isdigit() else None)
     except LibraryNotFound as exc:
         return _problem(request, exc, 404)
-    return _back(request, next, "/library")
+    return redirect_back(next, "/library")
 
 
 @router.post("/library/paper-tags", response_model=None, dependencies=[CsrfChecked])
@@ -324,7 +317,7 @@ def paper_tags_form(
         return _problem(request, exc, 404)
     except InvalidLibraryInput as exc:
         return _problem(request, exc)
-    return _back(request, next, "/library")
+    return redirect_back(next, "/library")
 
 
 def _flag(value: str) -> bool:
@@ -343,7 +336,7 @@ def read_form(
         _library(request).set_read(user.id, paper_id, _flag(read))
     except LibraryNotFound as exc:
         return _problem(request, exc, 404)
-    return _back(request, next, "/library")
+    return redirect_back(next, "/library")
 
 
 @router.post("/library/dismiss", response_model=None, dependencies=[CsrfChecked])
@@ -358,7 +351,7 @@ def dismiss_form(
         _library(request).set_dismissed(user.id, paper_id, _flag(dismissed))
     except LibraryNotFound as exc:
         return _problem(request, exc, 404)
-    return _back(request, next, "/library")
+    return redirect_back(next, "/library")
 
 
 @router.post("/library/note", response_model=None, dependencies=[CsrfChecked])
@@ -375,7 +368,7 @@ def note_form(
         return _problem(request, exc, 404)
     except InvalidLibraryInput as exc:
         return _problem(request, exc)
-    return _back(request, next, paper_url(state.paper_id))
+    return redirect_back(next, paper_url(state.paper_id))
 
 
 @router.post("/library/tags", response_model=None, dependencies=[CsrfChecked])
@@ -549,7 +542,7 @@ def follow_form(
         _library(request).follow(user.id, name)
     except InvalidLibraryInput as exc:
         return _problem(request, exc)
-    return _back(request, next, "/library/authors", "followed")
+    return redirect_back(next, "/library/authors", "followed")
 
 
 @router.post("/library/authors/unfollow", response_model=None, dependencies=[CsrfChecked])
@@ -560,7 +553,7 @@ def unfollow_form(
         _library(request).unfollow(user.id, name)
     except InvalidLibraryInput as exc:
         return _problem(request, exc)
-    return _back(request, next, "/library/authors")
+    return redirect_back(next, "/library/authors")
 
 
 @router.get("/author", response_class=HTMLResponse)

@@ -59,6 +59,7 @@ __all__ = [
     "current_user",
     "install",
     "link_base_url",
+    "redirect_back",
     "require_admin",
     "require_user",
     "safe_next",
@@ -186,6 +187,15 @@ def safe_next(value: str | None, default: str = "/") -> str:
     if any(c in value for c in "\r\n\t\\") or urlsplit(value).netloc:
         return default
     return value
+
+
+def redirect_back(next_url: str | None, default: str, done: str | None = None) -> RedirectResponse:
+    """303 to the form's ``next`` page if it is a local path (see :func:`safe_next`), else to ``default``;
+    ``done`` names the message the page shows (chosen by key, so no text from the URL is ever shown)."""
+    target = safe_next(next_url, default)
+    if done:
+        target += ("&" if "?" in target else "?") + f"done={done}"
+    return RedirectResponse(target, status_code=303)
 
 
 # -- cookies --------------------------------------------------------------------------------------------
