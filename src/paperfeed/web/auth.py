@@ -7,7 +7,7 @@ sign-in, link and reset requests never say whether an address has an account.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Form, Request
@@ -97,6 +97,48 @@ def _rate_limited(request: Request, name: str, title: str, exc: RateLimited, **c
     return _page(request, name, title, status=429, headers=headers, error=str(exc), **context)
 
 
+def _mail_link(
+    request: Request, send: Callable[[], object], purpose: str, form: tuple[str, str], **fields: Any
+) -> HTMLResponse:
+    """The forms that mail a link (sign up, resend, sign-in link, reset): on success the "check your inbox"
+    page; a refusal shows the form (``form`` = template, title) again with ``fields`` and the reason."""
+    name, title = form
+    try:
+        send()
+    except RateLimited as exc:
+        return _rate_limited(request, name, title, exc, **fields)
+    except AccountError as exc:
+        return _page(request, name, title, status=400, error=str(exc), **fields)
+    return _page(request, "check_email", "Check your inbox", email=fields["email"].strip(), purpose=purpose)
+
+
+# What a mailed link's confirmation page says and where its one button posts to.
+_CONFIRM = {
+    "verify": ("Confirm your email", "/verify", "Confirm my email address"),
+    "signin": ("Sign in", "/signin/link", "Sign in"),
+}
+
+
+def _confirm_page(
+    request: Request, purpose: str, token: str, usable: bool, error: str | None = None
+) -> HTMLResponse:
+    """The page a mailed link opens: a button does the change (mail scanners that fetch links change
+    nothing). An unusable link, or one the POST refused (``error``), is a 400 without the button."""
+    title, action, button = _CONFIRM[purpose]
+    return _page(
+        request,
+        "confirm",
+        title,
+        status=200 if usable else 400,
+        token=token,
+        usable=usable,
+        error=error,
+        action=action,
+        button=button if error is None else "",
+        purpose=purpose,
+    )
+
+
 # -- sign up and verification ---------------------------------------------------------------------------
 
 
@@ -112,36 +154,25 @@ def signup(
     password: Annotated[str, Form(max_length=2000)] = "",
     display_name: Annotated[str, Form(max_length=400)] = "",
 ) -> HTMLResponse:
-    form: dict[str, Any] = {"email": email, "display_name": display_name}
-    try:
-        accounts_of(request).sign_up(
+    return _mail_link(
+        request,
+        lambda: accounts_of(request).sign_up(
             email,
             password or None,
             display_name or None,
             client=client_address(request),
             base_url=link_base_url(request),
-        )
-    except RateLimited as exc:
-        return _rate_limited(request, "signup", "Sign up", exc, **form)
-    except AccountError as exc:
-        return _page(request, "signup", "Sign up", status=400, error=str(exc), **form)
-    return _page(request, "check_email", "Check your inbox", email=email.strip(), purpose="verify")
+        ),
+        "verify",
+        ("signup", "Sign up"),
+        email=email,
+        display_name=display_name,
+    )
 
 
 @router.get("/verify", response_class=HTMLResponse)
 def verify_page(request: Request, token: str = "") -> HTMLResponse:
-    usable = accounts_of(request).link_is_usable(token, "verify")
-    return _page(
-        request,
-        "confirm",
-        "Confirm your email",
-        status=200 if usable else 400,
-        token=token,
-        usable=usable,
-        action="/verify",
-        button="Confirm my email address",
-        purpose="verify",
-    )
+    return _confirm_page(request, "verify", token, accounts_of(request).link_is_usable(token, "verify"))
 
 
 @router.post("/verify", response_model=None, dependencies=[CsrfChecked])
@@ -149,18 +180,7 @@ def verify(request: Request, token: Annotated[str, Form(max_length=200)] = "") -
     try:
         user = accounts_of(request).verify_email(token)
     except InvalidLink as exc:
-        return _page(
-            request,
-            "confirm",
-            "Confirm your email",
-            status=400,
-            token="",
-            usable=False,
-            error=str(exc),
-            action="/verify",
-            button="",
-            purpose="verify",
-        )
+        return _confirm_page(request, "verify", "", False, str(exc))
     signed_in = current_user(request)
     if signed_in is not None and signed_in.id == user.id:
         return RedirectResponse("/account?done=verified", status_code=303)
@@ -169,15 +189,16 @@ def verify(request: Request, token: Annotated[str, Form(max_length=200)] = "") -
 
 @router.post("/verify/resend", response_class=HTMLResponse, dependencies=[CsrfChecked])
 def resend_verification(request: Request, email: Annotated[str, Form(max_length=400)] = "") -> HTMLResponse:
-    try:
-        accounts_of(request).resend_verification(
+    return _mail_link(
+        request,
+        lambda: accounts_of(request).resend_verification(
             email, client=client_address(request), base_url=link_base_url(request)
-        )
-    except RateLimited as exc:
-        return _rate_limited(request, "signin", "Sign in", exc, email=email, next="/")
-    except AccountError as exc:
-        return _page(request, "signin", "Sign in", status=400, error=str(exc), email=email, next="/")
-    return _page(request, "check_email", "Check your inbox", email=email.strip(), purpose="verify")
+        ),
+        "verify",
+        ("signin", "Sign in"),
+        email=email,
+        next="/",
+    )
 
 
 # -- sign in and out ------------------------------------------------------------------------------------
@@ -220,32 +241,21 @@ def request_signin_link(
     email: Annotated[str, Form(max_length=400)] = "",
     next: Annotated[str, Form(max_length=2000)] = "/",
 ) -> HTMLResponse:
-    form: dict[str, Any] = {"email": email, "next": safe_next(next)}
-    try:
-        accounts_of(request).request_sign_in_link(
+    return _mail_link(
+        request,
+        lambda: accounts_of(request).request_sign_in_link(
             email, client=client_address(request), base_url=link_base_url(request)
-        )
-    except RateLimited as exc:
-        return _rate_limited(request, "signin", "Sign in", exc, **form)
-    except AccountError as exc:
-        return _page(request, "signin", "Sign in", status=400, error=str(exc), **form)
-    return _page(request, "check_email", "Check your inbox", email=email.strip(), purpose="signin")
+        ),
+        "signin",
+        ("signin", "Sign in"),
+        email=email,
+        next=safe_next(next),
+    )
 
 
 @router.get("/signin/link", response_class=HTMLResponse)
 def signin_link_page(request: Request, token: str = "") -> HTMLResponse:
-    usable = accounts_of(request).link_is_usable(token, "signin")
-    return _page(
-        request,
-        "confirm",
-        "Sign in",
-        status=200 if usable else 400,
-        token=token,
-        usable=usable,
-        action="/signin/link",
-        button="Sign in",
-        purpose="signin",
-    )
+    return _confirm_page(request, "signin", token, accounts_of(request).link_is_usable(token, "signin"))
 
 
 @router.post("/signin/link", response_model=None, dependencies=[CsrfChecked])
@@ -253,18 +263,7 @@ def signin_with_link(request: Request, token: Annotated[str, Form(max_length=200
     try:
         signed = accounts_of(request).sign_in_with_link(token)
     except InvalidLink as exc:
-        return _page(
-            request,
-            "confirm",
-            "Sign in",
-            status=400,
-            token="",
-            usable=False,
-            error=str(exc),
-            action="/signin/link",
-            button="",
-            purpose="signin",
-        )
+        return _confirm_page(request, "signin", "", False, str(exc))
     old = request.cookies.get(SESSION_COOKIE)
     if old:
         accounts_of(request).sign_out(old)
@@ -289,15 +288,15 @@ def forgot_form(request: Request) -> HTMLResponse:
 
 @router.post("/forgot", response_class=HTMLResponse, dependencies=[CsrfChecked])
 def forgot(request: Request, email: Annotated[str, Form(max_length=400)] = "") -> HTMLResponse:
-    try:
-        accounts_of(request).request_password_reset(
+    return _mail_link(
+        request,
+        lambda: accounts_of(request).request_password_reset(
             email, client=client_address(request), base_url=link_base_url(request)
-        )
-    except RateLimited as exc:
-        return _rate_limited(request, "forgot", "Forgot your password?", exc, email=email)
-    except AccountError as exc:
-        return _page(request, "forgot", "Forgot your password?", status=400, error=str(exc), email=email)
-    return _page(request, "check_email", "Check your inbox", email=email.strip(), purpose="reset")
+        ),
+        "reset",
+        ("forgot", "Forgot your password?"),
+        email=email,
+    )
 
 
 @router.get("/reset", response_class=HTMLResponse)

@@ -9,9 +9,9 @@ private tag is a 404 exactly like a tag that does not exist, on pages, in the AP
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
@@ -39,6 +39,7 @@ router = APIRouter(include_in_schema=False)
 CsrfChecked = Depends(verify_csrf)
 SignedIn = Annotated[User, Depends(require_user)]
 PAGE_SIZE = 50
+T = TypeVar("T")
 WEB_IMPORT_FETCH_CAP = 100  # papers fetched from arXiv during one upload (3 s apart): the rest is reported
 _STATES = "pf_library_states"
 _TAGS = "pf_library_tags"
@@ -172,6 +173,25 @@ def _problem(request: Request, exc: Exception, status: int = 400) -> HTMLRespons
     return error_page(request, status, heading, str(exc))
 
 
+def _form_change(
+    request: Request,
+    change: Callable[[LibraryService], T],
+    back_to: str | Callable[[T], str],
+    *,
+    next_url: str = "",
+    done: str | None = None,
+) -> Response:
+    """What the library's change forms do: one change, then 303 to the form's safe ``next`` (else ``back_to``,
+    or ``back_to(result)``). Another reader's or a missing object is the 404 page, bad input the 400 page."""
+    try:
+        result = change(_library(request))
+    except LibraryNotFound as exc:
+        return _problem(request, exc, 404)
+    except InvalidLibraryInput as exc:
+        return _problem(request, exc)
+    return redirect_back(next_url, back_to(result) if callable(back_to) else back_to, done)
+
+
 def _page_number(text: str) -> int:
     text = text.strip()
     return min(int(text), 10_000) if text.isdigit() and int(text) >= 1 else 1
@@ -274,13 +294,8 @@ def save_form(
     tag: Annotated[str, Form(max_length=200)] = "",
     next: NextField = "/library",
 ) -> Response:
-    try:
-        _library(request).save(user.id, paper_id, [tag] if tag.strip() else [DEFAULT_TAG])
-    except LibraryNotFound as exc:
-        return _problem(request, exc, 404)
-    except InvalidLibraryInput as exc:
-        return _problem(request, exc)
-    return redirect_back(next, "/library")
+    tags = [tag] if tag.strip() else [DEFAULT_TAG]
+    return _form_change(request, lambda lib: lib.save(user.id, paper_id, tags), "/library", next_url=next)
 
 
 @router.post("/library/unsave", response_model=None, dependencies=[CsrfChecked])
@@ -291,11 +306,8 @@ def unsave_form(
     tag_id: Annotated[str, Form(max_length=20)] = "",
     next: NextField = "/library",
 ) -> Response:
-    try:
-        _library(request).unsave(user.id, paper_id, int(tag_id) if tag_id.isdigit() else None)
-    except LibraryNotFound as exc:
-        return _problem(request, exc, 404)
-    return redirect_back(next, "/library")
+    tag = int(tag_id) if tag_id.isdigit() else None
+    return _form_change(request, lambda lib: lib.unsave(user.id, paper_id, tag), "/library", next_url=next)
 
 
 @router.post("/library/paper-tags", response_model=None, dependencies=[CsrfChecked])
@@ -311,13 +323,9 @@ def paper_tags_form(
     wanted = [t for t in (tags or []) if t.strip()][:100]
     if new_tag.strip():
         wanted.append(new_tag)
-    try:
-        _library(request).set_tags(user.id, paper_id, wanted)
-    except LibraryNotFound as exc:
-        return _problem(request, exc, 404)
-    except InvalidLibraryInput as exc:
-        return _problem(request, exc)
-    return redirect_back(next, "/library")
+    return _form_change(
+        request, lambda lib: lib.set_tags(user.id, paper_id, wanted), "/library", next_url=next
+    )
 
 
 def _flag(value: str) -> bool:
@@ -332,11 +340,8 @@ def read_form(
     read: Annotated[str, Form(max_length=10)] = "1",
     next: NextField = "/library",
 ) -> Response:
-    try:
-        _library(request).set_read(user.id, paper_id, _flag(read))
-    except LibraryNotFound as exc:
-        return _problem(request, exc, 404)
-    return redirect_back(next, "/library")
+    mark = _flag(read)
+    return _form_change(request, lambda lib: lib.set_read(user.id, paper_id, mark), "/library", next_url=next)
 
 
 @router.post("/library/dismiss", response_model=None, dependencies=[CsrfChecked])
@@ -347,11 +352,10 @@ def dismiss_form(
     dismissed: Annotated[str, Form(max_length=10)] = "1",
     next: NextField = "/library",
 ) -> Response:
-    try:
-        _library(request).set_dismissed(user.id, paper_id, _flag(dismissed))
-    except LibraryNotFound as exc:
-        return _problem(request, exc, 404)
-    return redirect_back(next, "/library")
+    mark = _flag(dismissed)
+    return _form_change(
+        request, lambda lib: lib.set_dismissed(user.id, paper_id, mark), "/library", next_url=next
+    )
 
 
 @router.post("/library/note", response_model=None, dependencies=[CsrfChecked])
@@ -362,13 +366,12 @@ def note_form(
     body: Annotated[str, Form(max_length=40_000)] = "",
     next: NextField = "/library",
 ) -> Response:
-    try:
-        state = _library(request).set_note(user.id, paper_id, body)
-    except LibraryNotFound as exc:
-        return _problem(request, exc, 404)
-    except InvalidLibraryInput as exc:
-        return _problem(request, exc)
-    return redirect_back(next, paper_url(state.paper_id))
+    return _form_change(
+        request,
+        lambda lib: lib.set_note(user.id, paper_id, body),
+        lambda state: paper_url(state.paper_id),
+        next_url=next,
+    )
 
 
 @router.post("/library/tags", response_model=None, dependencies=[CsrfChecked])
@@ -378,11 +381,13 @@ def create_tag_form(
     name: Annotated[str, Form(max_length=200)] = "",
     public: Annotated[str, Form(max_length=10)] = "",
 ) -> Response:
-    try:
-        tag = _library(request).create_tag(user.id, name, public=_flag(public))
-    except InvalidLibraryInput as exc:
-        return _problem(request, exc)
-    return RedirectResponse(f"/library?tag={tag.id}&done=tag", status_code=303)
+    shared = _flag(public)
+    return _form_change(
+        request,
+        lambda lib: lib.create_tag(user.id, name, public=shared),
+        lambda tag: f"/library?tag={tag.id}",
+        done="tag",
+    )
 
 
 @router.post("/library/tags/{tag_id}", response_model=None, dependencies=[CsrfChecked])
@@ -393,24 +398,18 @@ def update_tag_form(
     name: Annotated[str, Form(max_length=200)] = "",
     public: Annotated[str, Form(max_length=10)] = "",
 ) -> Response:
-    try:
-        _library(request).update_tag(
-            user.id, tag_id, name=name if name.strip() else None, public=_flag(public)
-        )
-    except LibraryNotFound as exc:
-        return _problem(request, exc, 404)
-    except InvalidLibraryInput as exc:
-        return _problem(request, exc)
-    return RedirectResponse(f"/library?tag={tag_id}&done=tag", status_code=303)
+    new_name, shared = (name if name.strip() else None), _flag(public)
+    return _form_change(
+        request,
+        lambda lib: lib.update_tag(user.id, tag_id, name=new_name, public=shared),
+        f"/library?tag={tag_id}",
+        done="tag",
+    )
 
 
 @router.post("/library/tags/{tag_id}/delete", response_model=None, dependencies=[CsrfChecked])
 def delete_tag_form(request: Request, user: SignedIn, tag_id: int) -> Response:
-    try:
-        _library(request).delete_tag(user.id, tag_id)
-    except LibraryNotFound as exc:
-        return _problem(request, exc, 404)
-    return RedirectResponse("/library?done=deleted", status_code=303)
+    return _form_change(request, lambda lib: lib.delete_tag(user.id, tag_id), "/library", done="deleted")
 
 
 # -- import (upload) ------------------------------------------------------------------------------------
@@ -538,22 +537,16 @@ def authors_page(request: Request, user: SignedIn) -> HTMLResponse:
 def follow_form(
     request: Request, user: SignedIn, name: Annotated[str, Form(max_length=400)] = "", next: NextField = ""
 ) -> Response:
-    try:
-        _library(request).follow(user.id, name)
-    except InvalidLibraryInput as exc:
-        return _problem(request, exc)
-    return redirect_back(next, "/library/authors", "followed")
+    return _form_change(
+        request, lambda lib: lib.follow(user.id, name), "/library/authors", next_url=next, done="followed"
+    )
 
 
 @router.post("/library/authors/unfollow", response_model=None, dependencies=[CsrfChecked])
 def unfollow_form(
     request: Request, user: SignedIn, name: Annotated[str, Form(max_length=400)] = "", next: NextField = ""
 ) -> Response:
-    try:
-        _library(request).unfollow(user.id, name)
-    except InvalidLibraryInput as exc:
-        return _problem(request, exc)
-    return redirect_back(next, "/library/authors")
+    return _form_change(request, lambda lib: lib.unfollow(user.id, name), "/library/authors", next_url=next)
 
 
 @router.get("/author", response_class=HTMLResponse)
@@ -667,20 +660,16 @@ def alert_page(request: Request, user: SignedIn, search_id: int) -> HTMLResponse
 
 @router.post("/library/searches/{search_id}/seen", response_model=None, dependencies=[CsrfChecked])
 def alert_seen_form(request: Request, user: SignedIn, search_id: int) -> Response:
-    try:
-        _library(request).mark_seen(user.id, search_id)
-    except LibraryNotFound as exc:
-        return _problem(request, exc, 404)
-    return RedirectResponse(f"/library/searches/{search_id}?done=seen", status_code=303)
+    return _form_change(
+        request, lambda lib: lib.mark_seen(user.id, search_id), f"/library/searches/{search_id}", done="seen"
+    )
 
 
 @router.post("/library/searches/{search_id}/delete", response_model=None, dependencies=[CsrfChecked])
 def delete_search_form(request: Request, user: SignedIn, search_id: int) -> Response:
-    try:
-        _library(request).delete_search(user.id, search_id)
-    except LibraryNotFound as exc:
-        return _problem(request, exc, 404)
-    return RedirectResponse("/library/searches?done=deleted", status_code=303)
+    return _form_change(
+        request, lambda lib: lib.delete_search(user.id, search_id), "/library/searches", done="deleted"
+    )
 
 
 def _alert_feed(request: Request, kind: _feeds.Kind, token: str) -> Response:
