@@ -136,6 +136,8 @@ def tantivy_probe(path: Path, engine: Engine, store_ids: set[str], *, version: s
     """Every paper one document; none extra; no change newer than the index's watermark unindexed."""
     import tantivy
 
+    from paperfeed.adapters.keyword.tantivy_index import damaged_files
+
     probe = Probe("keyword", kind="tantivy")
     try:
         state = json.loads((path / "state.json").read_text())
@@ -146,6 +148,13 @@ def tantivy_probe(path: Path, engine: Engine, store_ids: set[str], *, version: s
         what = "missing" if not (path / "meta.json").exists() else "of another version or never completed"
         probe.add(f"keyword index is {what} ({path})", count=max(1, len(store_ids)))
         probe.summary = "no usable index"
+        return probe
+    damaged = damaged_files(path)  # tantivy never checks its files' checksums: damaged postings panic later
+    if damaged:
+        probe.unusable = True
+        what = "; ".join(damaged)[:200]
+        probe.add(f"keyword index files are damaged ({what})", count=max(1, len(store_ids)))
+        probe.summary = "unreadable"
         return probe
     try:
         index = tantivy.Index.open(str(path))

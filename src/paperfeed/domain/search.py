@@ -18,6 +18,7 @@ __all__ = [
     "Embedder",
     "IndexManifest",
     "KeywordIndex",
+    "KeywordIndexUnavailable",
     "ParsedQuery",
     "ScoredId",
     "SearchFilters",
@@ -122,6 +123,11 @@ class VectorIndexUnavailable(VectorIndexError):
 
 class VectorIndexMismatch(VectorIndexError):
     """The stored index was built for another model or dimension: it must be rebuilt, never mixed."""
+
+
+class KeywordIndexUnavailable(Exception):
+    """The keyword index cannot answer (e.g. its files were damaged after it was opened): search goes on
+    with dense results only until a repair (``paperfeed check --repair``) or a restart rebuilds it."""
 
 
 class Embedder(Protocol):

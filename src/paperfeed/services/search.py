@@ -31,6 +31,7 @@ from paperfeed.domain.results import SearchHit, SearchPage
 from paperfeed.domain.search import (
     Embedder,
     KeywordIndex,
+    KeywordIndexUnavailable,
     ParsedQuery,
     ScoredId,
     SearchFilters,
@@ -90,7 +91,12 @@ class HybridSearch:
         # (ONNX Runtime / torch and tantivy run native code), so the two costs overlap instead of adding.
         if parsed.text:
             self._start_embedding(parsed.text)
-        keyword = self.keyword.search(parsed, pool)
+        try:
+            keyword = self.keyword.search(parsed, pool)
+        except KeywordIndexUnavailable as exc:  # damaged files: semantic results only until a repair
+            log.warning("keyword search failed, using semantic results only: %s", exc)
+            notes.append("keyword search is unavailable right now; showing semantic matches only")
+            keyword = []
         dense = self._dense(parsed, pool, keyword, notes)
         lists = [keyword] if dense is None else [keyword, dense]
         weights = [self.settings.keyword_weight] + ([] if dense is None else [self.settings.dense_weight])
