@@ -294,6 +294,7 @@ class TantivyKeywordIndex:
         weights: FieldWeights | None = None,
         *,
         heap_size: int = 64_000_000,
+        rebuild_heap_size: int = 1_000_000_000,
         writer_threads: int = 1,
         catch_up: bool = True,
         stemming: bool = True,
@@ -303,6 +304,7 @@ class TantivyKeywordIndex:
         self.engine = engine
         self.weights = weights or TANTIVY_WEIGHTS
         self._heap_size = heap_size
+        self._rebuild_heap_size = max(heap_size, rebuild_heap_size)
         self._writer_threads = writer_threads
         self._analyzer = analyzer(stemming)
         self._word_analyzer = word_analyzer(stemming)
@@ -602,11 +604,25 @@ class TantivyKeywordIndex:
         return count
 
     def rebuild(self, batch_size: int = 5000) -> int:
-        """Index every paper from scratch (constant memory: keyset pages by id)."""
+        """Index every paper from scratch (keyset pages by id).
+
+        The writer gets a large indexing heap (``rebuild_heap_size``, 1 GB) for this: tantivy writes a
+        segment each time the heap fills, and a 1M-paper index rebuilt with the everyday 64 MB heap
+        ended in 18 segments, which top-k pruning searches one by one (1M papers, k=100: p50 6.4 vs
+        4.3 ms with one segment; the build also took 122 s instead of 272). Memory grows with the papers
+        up to that heap, then the writer returns to the small one.
+        """
         with self._lock:
             with self.engine.connect() as conn:
                 newest = conn.execute(select(func.max(papers.c.modified_at))).scalar()
-            writer = self._writer_now()
+            if self._writer is not None:
+                self._writer.wait_merging_threads()
+                self._writer = None
+            heap, self._heap_size = self._heap_size, self._rebuild_heap_size
+            try:
+                writer = self._writer_now()
+            finally:
+                self._heap_size = heap
             writer.delete_all_documents()
             count = 0
             last = ""
@@ -622,6 +638,8 @@ class TantivyKeywordIndex:
                 count += len(rows)
                 last = rows[-1].id
             writer.commit()
+            writer.wait_merging_threads()  # gives the large heap back; the next write opens a small one
+            self._writer = None
             self._index.reload()
             # empty store: still mark the index as complete
             self._write_state(newest or datetime(1970, 1, 1, tzinfo=UTC), clean=True)
