@@ -29,6 +29,7 @@ from lxml import etree
 from paperfeed.domain.ingest import Reject
 from paperfeed.domain.models import Paper
 from paperfeed.domain.validation import InvalidRecord, build_paper
+from paperfeed.domain.versions import parse_version_label, version_span
 
 from .arxiv_subjects import archive_of_set_spec, archive_of_subject, subject_category
 from .http import PoliteClient, SourceUnavailable
@@ -225,23 +226,21 @@ def _arxiv_raw_fields(meta: Any, header: OaiHeader) -> dict[str, Any]:
         name = _local(tag)
         if name == "version":
             label = child.get("version") or ""
-            match = re.fullmatch(r"v(\d{1,3})", label.strip())
-            if not match:
+            number = parse_version_label(label.strip())
+            if number is None:
                 raise InvalidRecord("version", f"not a version label: {label[:20]!r}")
             date_el = child.find(f"{{{ARXIV_RAW}}}date")
             date_text = None if date_el is None else _text(date_el)
-            versions.append((int(match[1]), _rfc2822(date_text, f"version[{label}].date")))
+            versions.append((number, _rfc2822(date_text, f"version[{label}].date")))
         elif name == "authors":
             fields["authors"] = split_author_string(_text(child) or "")
         elif name in _RAW_SIMPLE:
             fields[_RAW_SIMPLE[name]] = _text(child)
     if "categories" in fields:
         fields["categories"] = (fields["categories"] or "").split()
-    if versions:
-        versions.sort(key=lambda pair: pair[0])
-        fields["version"] = versions[-1][0]
-        fields["published"] = versions[0][1]
-        fields["updated"] = versions[-1][1]
+    span = version_span(versions)
+    if span is not None:
+        fields.update(version=span.version, published=span.published, updated=span.updated)
     fields.setdefault("id", header.identifier)
     return fields
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from paperfeed.domain.ids import InvalidPaperId, parse_arxiv_id, prefixed_id
 from paperfeed.domain.validation import InvalidRecord
+from paperfeed.domain.versions import parse_version_label, version_span
 
 __all__ = ["is_snapshot_record", "listing_days", "record_fields"]
 
@@ -91,17 +92,15 @@ def _snapshot_fields(record: dict[str, Any]) -> dict[str, Any]:
     if versions is not None:
         if not isinstance(versions, list) or not all(isinstance(v, dict) for v in versions):
             raise InvalidRecord("versions", "expected a list of {version, created} objects")
-        numbered: list[tuple[int, Any]] = []
+        numbered: list[tuple[int, str]] = []
         for i, item in enumerate(versions):
-            match = re.fullmatch(r"v(\d{1,3})", str(item.get("version", "")))
-            if not match:
+            number = parse_version_label(str(item.get("version", "")))
+            if number is None:
                 raise InvalidRecord(f"versions[{i}].version", f"not a version: {item.get('version')!r}")
-            numbered.append((int(match[1]), _rfc2822(item.get("created"), f"versions[{i}].created")))
-        if numbered:
-            numbered.sort(key=lambda pair: pair[0])
-            fields["version"] = numbered[-1][0]
-            fields["published"] = numbered[0][1]
-            fields["updated"] = numbered[-1][1]
+            numbered.append((number, _rfc2822(item.get("created"), f"versions[{i}].created")))
+        span = version_span(numbered)
+        if span is not None:
+            fields.update(version=span.version, published=span.published, updated=span.updated)
     if "updated" not in fields and isinstance(record.get("update_date"), str):
         fields["updated"] = record["update_date"]
     return fields
