@@ -87,17 +87,28 @@ class HybridSearch:
             return SearchPage(query, (), 0, offset, limit)
         notes: list[str] = []
         pool = max(self.settings.candidates, offset + limit)
-        # Embed the query on a second thread while the keyword engine searches: both release the GIL
-        # (ONNX Runtime / torch and tantivy run native code), so the two costs overlap instead of adding.
+        # The semantic leg (query embedding + nearest neighbours) runs on a second thread while the
+        # keyword engine searches: ONNX Runtime, faiss and tantivy all release the GIL, so on two cores
+        # the legs overlap instead of adding. Hard constraints make the dense list a re-ranking of the
+        # keyword matches, so there only the embedding can start early.
+        reranks = bool(parsed.phrases or parsed.authors or parsed.excluded)
+        dense_leg: Future[tuple[list[ScoredId] | None, list[str]]] | None = None
         if parsed.text:
-            self._start_embedding(parsed.text)
+            if reranks:
+                self._start_embedding(parsed.text)
+            else:
+                dense_leg = self._executor().submit(self._dense_alone, parsed, pool)
         try:
             keyword = self.keyword.search(parsed, pool)
         except KeywordIndexUnavailable as exc:  # damaged files: semantic results only until a repair
             log.warning("keyword search failed, using semantic results only: %s", exc)
             notes.append("keyword search is unavailable right now; showing semantic matches only")
             keyword = []
-        dense = self._dense(parsed, pool, keyword, notes)
+        if dense_leg is not None:
+            dense, dense_notes = dense_leg.result()
+            notes.extend(dense_notes)
+        else:
+            dense = self._dense(parsed, pool, keyword, notes)
         lists = [keyword] if dense is None else [keyword, dense]
         weights = [self.settings.keyword_weight] + ([] if dense is None else [self.settings.dense_weight])
         fused = reciprocal_rank_fusion(lists, weights, k=self.settings.rrf_k)
@@ -152,6 +163,11 @@ class HybridSearch:
         return hits
 
     # -- internals ------------------------------------------------------------------------------------
+
+    def _dense_alone(self, parsed: ParsedQuery, pool: int) -> tuple[list[ScoredId] | None, list[str]]:
+        """The dense list of a query without hard constraints, with its notes (runs on the executor)."""
+        notes: list[str] = []
+        return self._dense(parsed, pool, [], notes), notes
 
     def _dense(
         self, parsed: ParsedQuery, pool: int, keyword: list[ScoredId], notes: list[str]
