@@ -308,6 +308,7 @@ class TantivyKeywordIndex:
         self._writer_threads = writer_threads
         self._analyzer = analyzer(stemming)
         self._word_analyzer = word_analyzer(stemming)
+        self._highlight_cache: dict[ParsedQuery, tuple[frozenset[str], tuple[tuple[str, ...], ...]]] = {}
         self._analyzer_name = "stem" if stemming else "plain"
         self._lock = threading.RLock()
         self._writer: Any = None
@@ -781,29 +782,37 @@ class TantivyKeywordIndex:
         return [ScoredId(pid, float(score)) for score, pid in hits]
 
     @_unavailable_when_damaged
+    def _highlight_terms(self, query: ParsedQuery) -> tuple[frozenset[str], tuple[tuple[str, ...], ...]]:
+        """The query's single stems and multi-token runs, analysed once per query (a results page
+        highlights twenty texts with the same query)."""
+        found = self._highlight_cache.get(query)
+        if found is None:
+            singles: set[str] = set()
+            sequences: list[tuple[str, ...]] = []
+            for seq in [*self._word_tokens(query), *(self._tokens(" ".join(p)) for p in query.phrases)]:
+                if len(seq) == 1:
+                    singles.add(seq[0])
+                elif seq:
+                    sequences.append(tuple(seq))
+            found = (frozenset(singles), tuple(sequences))
+            if len(self._highlight_cache) >= 256:
+                self._highlight_cache.clear()
+            self._highlight_cache[query] = found
+        return found
+
     def highlight(self, query: ParsedQuery, text: str) -> list[Span]:
         """Tokens of ``text`` whose analysed form (stem) equals a query term's, and phrase runs."""
         if not text:
             return []
+        singles, sequences = self._highlight_terms(query)
         tokens = self._analyzer.pre_tokenize(fold(text)).tokens
         stems = [t.text for t in tokens]
-        marked = [False] * len(tokens)
-        singles: set[str] = set()
-        sequences: list[list[str]] = []
-        for seq in [*self._word_tokens(query), *(self._tokens(" ".join(p)) for p in query.phrases)]:
-            if len(seq) == 1:
-                singles.add(seq[0])
-            elif seq:
-                sequences.append(seq)
-        for i, stem in enumerate(stems):
-            if stem in singles:
-                marked[i] = True
+        marked = [stem in singles for stem in stems]
         for seq in sequences:
-            n = len(seq)
-            for i in range(len(stems) - n + 1):
-                if stems[i : i + n] == seq:
-                    for j in range(i, i + n):
-                        marked[j] = True
+            n, first = len(seq), seq[0]
+            for i, stem in enumerate(stems):
+                if stem == first and tuple(stems[i : i + n]) == seq:
+                    marked[i : i + n] = [True] * n
         spans: list[Span] = []
         for i, token in enumerate(tokens):
             if not marked[i]:
