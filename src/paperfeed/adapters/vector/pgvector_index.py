@@ -16,7 +16,11 @@ the HNSW graph row by row) and swaps it in by renaming when saved: searches use 
 
 Filtered search: when the filters leave few rows (at most ``brute_force_rows``, counted with a bounded
 query on the facet indexes) those rows are scored exactly; otherwise the HNSW walk runs with
-``hnsw.iterative_scan`` so a filter that rejects most neighbours still yields ``k`` results.
+``hnsw.iterative_scan`` so a filter that rejects most neighbours still yields ``k`` results, and asks
+for ``filtered_overfetch`` times ``k`` of them, of which the best ``k`` by exact distance are kept: a
+filtered walk misses neighbours that its longer list catches. ``python -m bench.pg_vector`` at 200k
+papers, recall@10: bench/backends.py's filter (2,946 rows) 0.939 → 1.000 (exact now; was a walk with
+2,000 rows as the limit), cs.LG (14k rows, a walk) 0.968 → 0.983.
 """
 
 from __future__ import annotations
@@ -101,7 +105,8 @@ class PgVectorIndex:
         ef_search: int = 200,
         m: int = 16,
         ef_construction: int = 64,
-        brute_force_rows: int = 2000,
+        brute_force_rows: int = 5000,
+        filtered_overfetch: int = 4,
     ) -> None:
         if engine.dialect.name != "postgresql":
             raise VectorIndexUnavailable("the pgvector index needs a PostgreSQL database")
@@ -115,6 +120,7 @@ class PgVectorIndex:
         self.m = int(m)
         self.ef_construction = int(ef_construction)
         self.brute_force_rows = int(brute_force_rows)
+        self.filtered_overfetch = max(1, int(filtered_overfetch))
         self._lock = threading.RLock()
         self._conn: Connection | None = None  # the open write transaction, if any
         self._target = self.table  # the table written: a new one during a fresh build
@@ -131,6 +137,19 @@ class PgVectorIndex:
         else:
             self._check(row)
             self._built_at = row.built_at
+            self._add_missing_indexes()
+
+    def _add_missing_indexes(self) -> None:
+        """Indexes added since a table was built (checked in the catalog first: CREATE INDEX IF NOT
+        EXISTS would wait for a writer's open transaction even when the index is there)."""
+        with self.engine.connect() as conn:
+            present = conn.execute(
+                sql("SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() AND indexname = :name"),
+                {"name": f"{self.table}_code"},
+            ).first()
+        if present is None:
+            with self.engine.begin() as conn:
+                self._create_code_index(conn, self.table, self.table)
 
     # -- set-up -----------------------------------------------------------------------------------------
 
@@ -179,6 +198,12 @@ class PgVectorIndex:
         )
         conn.execute(sql(f"CREATE INDEX IF NOT EXISTS {prefix}_categories ON {table} USING gin (categories)"))
         conn.execute(sql(f"CREATE INDEX IF NOT EXISTS {prefix}_published ON {table} (published)"))
+        self._create_code_index(conn, table, prefix)
+
+    @staticmethod
+    def _create_code_index(conn: Connection, table: str, prefix: str) -> None:
+        # "has code" passes a few % of papers: without an index, counting and scoring them reads the table
+        conn.execute(sql(f"CREATE INDEX IF NOT EXISTS {prefix}_code ON {table} (paper_id) WHERE has_code"))
 
     def _write_meta(self, conn: Connection, *, count: int) -> None:
         conn.execute(
@@ -317,7 +342,7 @@ class PgVectorIndex:
                     self._create_indexes(conn, self._target, self._target)
                     conn.execute(sql(f"DROP TABLE IF EXISTS {self.table}"))
                     conn.execute(sql(f"ALTER TABLE {self._target} RENAME TO {self.table}"))
-                    for suffix in ("pkey", "hnsw", "categories", "published"):
+                    for suffix in ("pkey", "hnsw", "categories", "published", "code"):
                         conn.execute(
                             sql(f"ALTER INDEX {self._target}_{suffix} RENAME TO {self.table}_{suffix}")
                         )
@@ -396,27 +421,36 @@ class PgVectorIndex:
             ).scalar_one()
             exact = int(allowed) <= self.brute_force_rows
         if exact:  # few rows pass: score them all (a MATERIALIZED CTE keeps the planner off the HNSW)
+            # The query vector is parsed once (``probe``): in a generic plan, which psycopg's automatic
+            # prepared statements get after 5 runs, the cast would run per row (~50 µs each at 384-d).
             statement = (
-                f"WITH allowed AS MATERIALIZED (SELECT paper_id, embedding FROM {table} {clause}) "
-                f"SELECT paper_id, embedding <=> {qvec} AS d FROM allowed ORDER BY d, paper_id LIMIT :k"
+                f"WITH probe AS MATERIALIZED (SELECT {qvec} AS v), "
+                f"allowed AS MATERIALIZED (SELECT paper_id, embedding FROM {table} {clause}) "
+                "SELECT paper_id, embedding <=> probe.v AS d FROM allowed, probe "
+                "ORDER BY d, paper_id LIMIT :k"
             )
-        else:
-            ef = min(1000, max(self.ef_search, int(params["k"])))
+        k = int(params["k"])
+        if not exact:
+            # filtered: walk further (more tuples, a longer list) and keep the best k by exact distance
+            fetch = min(1000, k * self.filtered_overfetch) if filtered else k
+            ef = min(1000, max(self.ef_search, fetch))
             conn.execute(
                 sql(
                     "SELECT set_config('hnsw.ef_search', :ef, true), "
-                    "set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+                    "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                    "set_config('hnsw.max_scan_tuples', :tuples, true)"
                 ),
-                {"ef": str(ef)},
+                {"ef": str(ef), "tuples": str(50_000 if filtered else 20_000)},
             )
             statement = (
                 f"SELECT paper_id, embedding <=> {qvec} AS d FROM {table} {clause} "
-                f"ORDER BY embedding <=> {qvec} LIMIT :k"
+                f"ORDER BY embedding <=> {qvec} LIMIT :fetch"
             )
+            params = {**params, "fetch": fetch}
         rows = conn.execute(sql(statement), params).all()
         hits = [ScoredId(r.paper_id, 1.0 - float(r.d)) for r in rows]
         hits.sort(key=lambda h: (-h.score, h.paper_id))  # relaxed_order may return near-ties swapped
-        return hits
+        return hits[:k]
 
     @staticmethod
     def _filter_sql(filters: SearchFilters, params: dict[str, Any]) -> list[str]:
