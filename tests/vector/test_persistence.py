@@ -267,7 +267,7 @@ def test_growth_from_tiny_stays_correct_before_and_after_save(open_index: Opener
     index.save()
     again = open_index(index.path)
     if again.kind == "hnsw":
-        assert again.manifest.extra["trained_on"] == "2000"  # the save rebuilt and retrained the graph
+        assert again.manifest.extra["graph"].startswith("HNSW16_SQfp16")  # float16 codes: nothing to train
     for i in (3, 700, 1999):
         assert hit_ids(again, corpus.vectors[i], 1) == [corpus.ids[i]]
 
@@ -278,7 +278,7 @@ def test_small_additions_join_the_graph_without_a_rebuild(filled: StoredVectorIn
     assert hit_ids(filled, newcomers[50].vector, 1) == ["new-" + newcomers[50].paper_id]
     filled.save()
     if filled.kind == "hnsw":
-        assert filled.manifest.extra["trained_on"] == "3000"
+        assert "trained_on" not in filled.manifest.extra
     assert len(filled) == 3100
 
 
@@ -299,3 +299,37 @@ def test_a_reopened_index_is_mapped_and_still_takes_additions(
     assert len(third) == len(filled) + 50
     assert hit_ids(third, newcomers[7].vector, 1) == ["late-" + newcomers[7].paper_id]
     assert hit_ids(third, corpus.vectors[42], 1) == [corpus.ids[42]]
+
+
+def test_a_graph_saved_with_int8_codes_still_loads_and_rescores_from_the_rows(
+    filled: StoredVectorIndex, open_index: Opener, corpus: Corpus
+) -> None:
+    """Graphs written before the float16 codes (int8 ``HNSW16_SQ8``) keep working: the candidates are
+    re-scored from the float16 rows, so results match exact search."""
+    if filled.kind != "hnsw" or not isinstance(filled, StoredVectorIndex):
+        pytest.skip("only the HNSW variant has a graph file")
+    import faiss
+
+    from paperfeed.adapters.vector.hnsw import GRAPH_FILE
+
+    filled.save()
+    folder = generation(filled.path)
+    manifest_file = filled.path / "manifest.json"
+    stored = orjson.loads(manifest_file.read_bytes())
+    rows = np.load(folder / "vectors.npy").astype(np.float32)
+    old = faiss.index_factory(DIM, "HNSW16_SQ8", faiss.METRIC_INNER_PRODUCT)
+    old.train(rows)
+    old.add(rows)
+    faiss.write_index(old, str(folder / GRAPH_FILE))
+    stored["files"][GRAPH_FILE] = (folder / GRAPH_FILE).stat().st_size
+    stored["extra"]["trained_on"] = str(len(rows))
+    manifest_file.write_bytes(orjson.dumps(stored))
+    again = open_index(filled.path)
+    assert not again._graph.lossless  # type: ignore[union-attr]
+    exact = open_vector_index(filled.path, kind="exact", model_id=MODEL, dimension=DIM)
+    for i in (0, 999, 2999):
+        query = corpus.vectors[i] + 0.05 * corpus.vectors[(i + 1) % 3000]
+        found = again.search(query, 10)
+        truth = exact.search(query, 10)
+        assert [h.paper_id for h in found] == [h.paper_id for h in truth]
+        assert [h.score for h in found] == pytest.approx([h.score for h in truth], abs=1e-6)

@@ -260,7 +260,8 @@ class StoredVectorIndex:
         if self._graph is not None:
             extra["library"] = HnswGraph.library_version()
             extra["graph"] = self._graph.describe()
-            extra["trained_on"] = str(self._graph.trained_on)
+            if not self._graph.lossless:  # int8 ranges learnt from this many rows
+                extra["trained_on"] = str(self._graph.trained_on)
         return extra
 
     def _exact(
@@ -307,10 +308,34 @@ class StoredVectorIndex:
             candidates = np.concatenate([candidates, tail])
         if excluded:
             candidates = candidates[~np.isin(candidates, list(excluded))]
-        rows, scores = top_k(store.vectors, query, k, candidates)  # exact re-scoring of the candidates
+        rows, scores = self._rescore(graph, query, k, candidates)
         if len(rows) < min(k, available):
             return self._exact(query, k, allowed, excluded)  # the graph came up short: never starve
         return rows, scores
+
+    def _rescore(
+        self, graph: HnswGraph, query: Vectors, k: int, candidates: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """Exact scores of the candidates, best ``k`` first (ties: lower row first).
+
+        float16 graph codes are the row store's numbers, so rows in the graph are scored from them (pages
+        the walk has just touched) and ``vectors.npy`` is read only for rows added since the graph was built.
+        """
+        store = self._store
+        if not graph.lossless or store.vectors.dtype != np.float16:
+            return top_k(store.vectors, query, k, candidates)
+        inside = candidates[candidates < len(graph)]
+        tail = candidates[candidates >= len(graph)]
+        scores = graph.reconstruct(inside) @ query if len(inside) else np.zeros(0, np.float32)
+        if len(tail):
+            tail_scores = np.asarray(store.vectors[tail], dtype=np.float32) @ query
+            inside, scores = np.concatenate([inside, tail]), np.concatenate([scores, tail_scores])
+        scores = scores.astype(np.float32, copy=False)
+        if len(scores) > k:
+            part = np.argpartition(-scores, k - 1)[:k]
+            inside, scores = inside[part], scores[part]
+        order = np.lexsort((inside, -scores))
+        return inside[order], scores[order]
 
     def _load(self) -> tuple[RowStore, HnswGraph | None]:
         """Read the current generation (retrying once if a writer swapped it while we were reading)."""
