@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import date
 from pathlib import Path
 
@@ -66,6 +66,9 @@ class NpzVectorIndex:
     def vector(self, paper_id: str) -> Vectors | None:
         record = self.rows.get(paper_id)
         return None if record is None else record.vector
+
+    def vectors(self, paper_ids: Sequence[str]) -> dict[str, Vectors]:
+        return {pid: self.rows[pid].vector for pid in paper_ids if pid in self.rows}
 
     def save(self) -> None:
         ids = sorted(self.rows)

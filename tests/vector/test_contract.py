@@ -185,6 +185,18 @@ def test_vector_returns_the_stored_unit_vector(filled: StoredVectorIndex, corpus
     np.testing.assert_allclose(got, corpus.vectors[7], atol=2e-3)
 
 
+def test_vectors_returns_the_stored_vectors_of_known_ids_in_one_lookup(
+    filled: StoredVectorIndex, corpus: Corpus
+) -> None:
+    wanted = [corpus.ids[3], "no-such-paper", corpus.ids[2999], corpus.ids[3]]
+    got = filled.vectors(wanted)
+    assert set(got) == {corpus.ids[3], corpus.ids[2999]}
+    for i in (3, 2999):
+        assert got[corpus.ids[i]].dtype == np.float32
+        np.testing.assert_allclose(got[corpus.ids[i]], corpus.vectors[i], atol=2e-3)
+    assert filled.vectors([]) == {}
+
+
 def test_vectors_are_normalised_on_the_way_in(open_index: Opener, corpus: Corpus) -> None:
     index = open_index()
     index.upsert([dataclasses.replace(r, vector=r.vector * 7.5) for r in corpus.records[:50]])

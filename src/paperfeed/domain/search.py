@@ -164,6 +164,11 @@ class VectorIndex(Protocol):
 
     def vector(self, paper_id: str) -> Vectors | None: ...
 
+    def vectors(self, paper_ids: Sequence[str]) -> dict[str, Vectors]:
+        """The stored vectors of those of ``paper_ids`` the index holds, in one lookup (re-ranking a
+        hundred candidates must not be a hundred round trips to a database)."""
+        ...
+
     def save(self) -> None:
         """Persist all changes atomically: readers see the old index or the new one, never a mix."""
         ...

@@ -194,9 +194,10 @@ class HybridSearch:
 
     @staticmethod
     def _rerank(index: VectorIndex, vector: Vectors, pool: list[ScoredId], floor: float) -> list[ScoredId]:
+        stored = index.vectors([item.paper_id for item in pool])  # one lookup, not one per candidate
         scored = []
         for item in pool:
-            other = index.vector(item.paper_id)
+            other = stored.get(item.paper_id)
             if other is not None:
                 score = float(np.dot(vector, other))
                 if score >= floor:

@@ -23,7 +23,7 @@ serialises mutation, search and reload.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -156,6 +156,16 @@ class StoredVectorIndex:
             if row is None:
                 return None
             return np.array(self._store.vectors[row], dtype=np.float32)
+
+    def vectors(self, paper_ids: Sequence[str]) -> dict[str, Vectors]:
+        with self._lock:
+            row_of = self._store.row_of
+            found = [(pid, row) for pid in dict.fromkeys(paper_ids) if (row := row_of.get(pid)) is not None]
+            if not found:
+                return {}
+            rows = np.fromiter((row for _, row in found), dtype=np.int64, count=len(found))
+            matrix = np.asarray(self._store.vectors[rows], dtype=np.float32)
+        return {pid: matrix[i] for i, (pid, _) in enumerate(found)}
 
     def search(
         self, vector: Vectors, k: int, filters: SearchFilters | None = None, exclude: Iterable[str] = ()

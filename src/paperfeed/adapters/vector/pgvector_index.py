@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -383,6 +383,22 @@ class PgVectorIndex:
         with self.engine.connect() as conn:
             row = conn.execute(query, {"id": paper_id}).first()
         return None if row is None else np.asarray(row.v, dtype=np.float32)
+
+    def vectors(self, paper_ids: Sequence[str]) -> dict[str, Vectors]:
+        ids = list(dict.fromkeys(paper_ids))
+        if not ids:
+            return {}
+        query = sql(
+            f"SELECT paper_id, CAST(CAST(embedding AS vector) AS real[]) AS v FROM {self._target} "
+            "WHERE paper_id = ANY(:ids)"
+        )
+        with self._lock:
+            if self._conn is not None:
+                rows = self._conn.execute(query, {"ids": ids}).all()
+                return {r.paper_id: np.asarray(r.v, dtype=np.float32) for r in rows}
+        with self.engine.connect() as conn:
+            rows = conn.execute(query, {"ids": ids}).all()
+        return {r.paper_id: np.asarray(r.v, dtype=np.float32) for r in rows}
 
     def search(
         self, vector: Vectors, k: int, filters: SearchFilters | None = None, exclude: Iterable[str] = ()
