@@ -38,7 +38,7 @@ import numpy.typing as npt
 
 from paperfeed.domain.search import VectorIndexUnavailable
 
-__all__ = ["EF_SEARCH", "GRAPH_FILE", "HnswGraph"]
+__all__ = ["EF_SEARCH", "GRAPH_FILE", "HnswGraph", "read_ahead"]
 
 faiss: Any = _faiss  # the bundled stubs lack SearchParametersHNSW and mistype several constructors
 
@@ -61,6 +61,23 @@ still load and are re-scored from the row store, as before."""
 
 Rows = npt.NDArray[np.int64]
 Mask = npt.NDArray[np.bool_]
+
+
+def read_ahead(path: Path) -> None:
+    """Ask the kernel to start reading ``path`` into the page cache (no wait, no private memory)."""
+    advise = getattr(os, "posix_fadvise", None)
+    if advise is None:
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        advise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 class HnswGraph:
@@ -185,13 +202,16 @@ class HnswGraph:
 
     @classmethod
     def load(cls, path: Path, dimension: int, rows: int, trained_on: int) -> HnswGraph:
-        """Open a saved graph with its int8 codes memory-mapped, not read.
+        """Open a saved graph with its codes memory-mapped, not read.
 
         A serving process only searches, so it touches just the pages its queries visit: at 1M papers this
-        keeps ~500 MB of codes out of private memory (they stay shareable page cache between web workers).
-        The file is never modified in place (a new generation is written on save), so the mapping stays valid.
+        keeps the codes out of private memory (they stay shareable page cache between web workers). The
+        file is never modified in place (a new generation is written on save), so the mapping stays valid.
+        The kernel is asked to read the file ahead in the background, so the first queries after a start
+        meet page-cache hits rather than disk reads (at 1M, cold first queries took up to 0.8 s).
         """
         index = cls._read(path, faiss.IO_FLAG_MMAP_IFC)
+        read_ahead(path)
         if type(index).__name__ != "IndexHNSWSQ" or index.d != dimension or index.ntotal != rows:
             raise VectorIndexUnavailable(
                 f"{path}: HNSW graph does not match its rows ({type(index).__name__}, d={index.d}, "
