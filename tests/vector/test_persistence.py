@@ -302,19 +302,20 @@ def test_a_reopened_index_is_mapped_and_still_takes_additions(
 
 
 def test_a_graph_saved_with_int8_codes_still_loads_and_rescores_from_the_rows(
-    filled: StoredVectorIndex, open_index: Opener, corpus: Corpus
+    tmp_path: Path, corpus: Corpus
 ) -> None:
     """Graphs written before the float16 codes (int8 ``HNSW16_SQ8``) keep working: the candidates are
     re-scored from the float16 rows, so results match exact search."""
-    if filled.kind != "hnsw" or not isinstance(filled, StoredVectorIndex):
-        pytest.skip("only the HNSW variant has a graph file")
     import faiss
 
     from paperfeed.adapters.vector.hnsw import GRAPH_FILE
 
-    filled.save()
-    folder = generation(filled.path)
-    manifest_file = filled.path / "manifest.json"
+    path = tmp_path / "vectors"
+    index = open_vector_index(path, kind="hnsw", model_id=MODEL, dimension=DIM)
+    index.upsert(corpus.records)
+    index.save()
+    folder = generation(path)
+    manifest_file = path / "manifest.json"
     stored = orjson.loads(manifest_file.read_bytes())
     rows = np.load(folder / "vectors.npy").astype(np.float32)
     old = faiss.index_factory(DIM, "HNSW16_SQ8", faiss.METRIC_INNER_PRODUCT)
@@ -324,9 +325,10 @@ def test_a_graph_saved_with_int8_codes_still_loads_and_rescores_from_the_rows(
     stored["files"][GRAPH_FILE] = (folder / GRAPH_FILE).stat().st_size
     stored["extra"]["trained_on"] = str(len(rows))
     manifest_file.write_bytes(orjson.dumps(stored))
-    again = open_index(filled.path)
+    again = open_vector_index(path, kind="hnsw", model_id=MODEL, dimension=DIM)
+    assert again.kind == "hnsw"
     assert not again._graph.lossless  # type: ignore[union-attr]
-    exact = open_vector_index(filled.path, kind="exact", model_id=MODEL, dimension=DIM)
+    exact = open_vector_index(path, kind="exact", model_id=MODEL, dimension=DIM)
     for i in (0, 999, 2999):
         query = corpus.vectors[i] + 0.05 * corpus.vectors[(i + 1) % 3000]
         found = again.search(query, 10)
