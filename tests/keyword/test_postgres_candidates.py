@@ -7,7 +7,9 @@ when there are fewer candidates than asked for, the full query answers.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import text
@@ -24,7 +26,7 @@ pytestmark = pytest.mark.postgres
 
 def _papers() -> list[Paper]:
     """100 papers with "census" (a common word); 50 of them with "marsupial" too (common); 40 that say
-    "census" over and over but nothing else of the query; one quokka."""
+    "census" over and over but nothing else of the query (the oldest); one quokka. One day apart each."""
     out = [Paper(id="q", title="Quokka sightings", abstract="A census of one island's quokkas.")]
     for i in range(50):
         out.append(Paper(id=f"m{i:02d}", title=f"Marsupial survey {i}", abstract="A census of marsupials."))
@@ -32,7 +34,9 @@ def _papers() -> list[Paper]:
         out.append(Paper(id=f"c{i:02d}", title="Census census census", abstract="Census " * (3 + i % 3)))
     for i in range(9):
         out.append(Paper(id=f"o{i}", title=f"Other census work {i}", abstract="Counting things."))
-    return out
+    day = datetime(2024, 1, 1, tzinfo=UTC)
+    order = sorted(out, key=lambda p: (not p.id.startswith("c"), out.index(p)))  # census-only first
+    return [dataclasses.replace(p, published=day + timedelta(days=n)) for n, p in enumerate(order)]
 
 
 @pytest.fixture
@@ -81,3 +85,17 @@ def test_queries_without_a_common_word_or_with_hard_parts_are_ranked_in_full(
     assert index._candidates(parse_query("census marsupial")) == ([], [0, 1])  # all common: both needed
     hits = index.search(parse_query("census marsupial"), 10)
     assert {h.paper_id[0] for h in hits} == {"m"}
+
+
+def test_an_everyday_word_ranks_only_the_newest_matches(
+    index: PostgresKeywordIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(postgres_fts, "RANKED_ROWS", 20)  # "census" is in all 100 papers
+    newest = {p.id for p in sorted(_papers(), key=lambda p: p.published or datetime.min)[-20:]}
+    every = full(index, "census", 100)
+    assert set(list(every)[:10]) - newest, "ranking every match puts older papers in the top 10"
+    hits = index.search(parse_query("census"), 10)
+    assert len(hits) == 10
+    assert {h.paper_id for h in hits} <= newest
+    assert [h.paper_id for h in hits] == [pid for pid in every if pid in newest][:10]
+    assert index.search(parse_query("census cat:cs.LG"), 10) == []  # a filter: every match ranked, none pass

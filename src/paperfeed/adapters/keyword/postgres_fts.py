@@ -287,7 +287,7 @@ class PostgresKeywordIndex:
 
     def _plan(self, query: ParsedQuery) -> tuple[tuple[list[int], list[int]] | None, float, float]:
         """The candidates (see :meth:`_candidates`), and roughly how many papers they and the full query
-        match (a sum of term shares; infinite when unknown or not worth capping: filters, phrases)."""
+        would rank (from the common words' shares; 0 where no cap should apply: filters, phrases)."""
         terms = [t for t in query.terms if t]
         shares = self._lexeme_shares() if not (query.phrases or query.authors) and terms else {}
         if not shares:
