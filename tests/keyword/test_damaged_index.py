@@ -9,6 +9,8 @@ service answers with semantic matches and a note until ``paperfeed check --repai
 
 from __future__ import annotations
 
+import json
+import os
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,7 +67,7 @@ def built(tmp_path: Path) -> Iterator[tuple[SqlPaperStore, Path, dict[str, list[
     expected = {q: [h.paper_id for h in index.search(parse_query(q), 10)] for q in QUERIES}
     index.close()
     assert all(expected.values())
-    assert not damaged_files(folder)
+    assert not damaged_files(folder, trust_checked=False)  # nothing remembered as checked yet
     try:
         yield store, folder, expected
     finally:
@@ -92,6 +94,24 @@ def test_garbled_segment_files_are_found_and_rebuilt_on_open(
         assert found(index) == expected
     finally:
         index.close()
+
+
+def test_files_that_passed_are_not_read_again_until_they_change(
+    built: tuple[SqlPaperStore, Path, dict[str, list[str]]],
+) -> None:
+    _store, folder, _expected = built
+    assert damaged_files(folder) == []
+    remembered = json.loads((folder / "checked.json").read_text())
+    segment_files = sorted(p.name for p in folder.iterdir() if p.suffix[1:] in SEGMENT_PARTS)
+    assert sorted(remembered) == segment_files
+    pos = next(folder.glob("*.pos"))
+    before = pos.stat()
+    garble(folder, "pos", in_place=True)
+    os.utime(pos, ns=(before.st_atime_ns, before.st_mtime_ns))  # same size, same mtime: trusted
+    assert damaged_files(folder) == []
+    assert damaged_files(folder, trust_checked=False) == [f"{pos.name}: checksum mismatch"]  # paperfeed check
+    os.utime(pos)  # a new mtime: read again
+    assert damaged_files(folder) == [f"{pos.name}: checksum mismatch"]
 
 
 def test_truncated_and_emptied_files_are_rebuilt_on_open(

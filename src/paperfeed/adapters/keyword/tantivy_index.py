@@ -203,12 +203,25 @@ def _file_problem(file: Path) -> str | None:
         return None if crc == expected else "checksum mismatch"
 
 
-def damaged_files(path: Path) -> list[str]:
+_CHECKED = "checked.json"  # segment files whose checksum held: name -> [size, mtime_ns]
+
+
+def damaged_files(path: Path, *, trust_checked: bool = True) -> list[str]:
     """Problems with the files of the index committed in ``path`` (empty: all check out, or no index).
 
-    Reads every segment file once (CRC32 at a few GB/s: ~30 ms for the 75 MB index of 185k papers).
-    A segment merged away by another process meanwhile is not damage: the listing is then re-read.
+    Reading every segment file costs ~0.1 s for the 96 MB index of 200k papers and ~0.6 s at 1M (1 GB,
+    page cache warm), so files that passed before, unchanged since (size and mtime, in ``checked.json``;
+    segment files are never rewritten), are skipped unless ``trust_checked`` is False (``paperfeed
+    check``). A segment merged away by another process meanwhile is not damage: the listing is re-read.
     """
+    checked: dict[str, list[int]] = {}
+    if trust_checked:
+        try:
+            loaded = json.loads((path / _CHECKED).read_text())
+            checked = loaded if isinstance(loaded, dict) else {}
+        except (OSError, ValueError):
+            pass
+    passed: dict[str, list[int]] = {}
     problems: list[str] = []
     for _attempt in range(3):
         try:
@@ -229,11 +242,15 @@ def damaged_files(path: Path) -> list[str]:
                     if not name.startswith(prefix + ".") or (name.endswith(".del") and name != wanted):
                         continue
                     try:
-                        problem = _file_problem(path / name)
+                        stat = (path / name).stat()
+                        seen = [stat.st_size, stat.st_mtime_ns]
+                        problem = None if checked.get(name) == seen else _file_problem(path / name)
                     except FileNotFoundError:
                         problem = "missing"
                     if problem:
                         problems.append(f"{name}: {problem}")
+                    else:
+                        passed[name] = seen
         except (ValueError, KeyError, TypeError) as exc:
             return [f"meta.json: unreadable ({exc})"]
         try:
@@ -241,7 +258,14 @@ def damaged_files(path: Path) -> list[str]:
         except OSError:
             unchanged = False
         if not problems or unchanged:
-            return problems
+            break
+    if trust_checked and not problems and passed != checked:
+        tmp = path / f"{_CHECKED}.{os.getpid()}.tmp"
+        try:
+            tmp.write_text(json.dumps(passed))
+            os.replace(tmp, path / _CHECKED)
+        except OSError:
+            pass  # a read-only folder: check again next time
     return problems
 
 
