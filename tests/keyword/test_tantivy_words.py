@@ -1,5 +1,6 @@
-"""Tantivy's handling of a query's loose words: stop words dropped, hyphenated words kept whole, and the
-flat disjunction (top-k pruning) scoring exactly as the per-word nesting did."""
+"""Tantivy's handling of a query's loose words: stop words dropped, hyphenated words split into their
+parts (quotes keep the phrase), and the flat disjunction (top-k pruning) scoring exactly as the per-word
+nesting did."""
 
 from __future__ import annotations
 
@@ -73,9 +74,11 @@ def test_possessive_s_and_single_letters_are_not_searched(index: TantivyKeywordI
     assert ids(index, "That's model's") == {"model"}
 
 
-def test_hyphenated_words_stay_one_phrase_with_their_stop_words(index: TantivyKeywordIndex) -> None:
-    assert ids(index, "state-of-the-art") == {"state"}
-    assert ids(index, "GPT-4") == {"gpt"}
+def test_hyphenated_words_search_their_parts_and_quotes_keep_the_phrase(index: TantivyKeywordIndex) -> None:
+    assert ids(index, "state-of-the-art") == {"state", "split"}
+    assert ids(index, "GPT-4") == {"gpt", "gpt3"}
+    assert ids(index, '"GPT-4"') == {"gpt"}
+    assert ids(index, '"state-of-the-art"') == {"state"}
 
 
 def test_stop_words_inside_quotes_are_kept(index: TantivyKeywordIndex) -> None:
