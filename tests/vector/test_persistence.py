@@ -102,7 +102,6 @@ def test_reload_refuses_a_swapped_in_index_of_another_model(
         ("garbage-manifest", "unreadable manifest"),
         ("missing-manifest", "manifest is missing"),
         ("missing-generation", "generation folder is missing"),
-        ("garbage-graph-same-size", "unreadable HNSW graph"),
         ("nan-in-vectors", "non-finite values"),
     ],
 )
@@ -131,15 +130,27 @@ def test_damaged_files_raise_a_catchable_error(
         data = np.load(gen / "vectors.npy")
         data[len(data) // 2, 3] = np.nan
         np.save(gen / "vectors.npy", data)  # same size, valid header: only the values are wrong
-    elif damage == "garbage-graph-same-size":
-        if not (gen / "hnsw.faiss").exists():
-            pytest.skip("the exact index has no graph file")
-        size = (gen / "hnsw.faiss").stat().st_size
-        (gen / "hnsw.faiss").write_bytes(b"\x07" * size)
     with pytest.raises(VectorIndexUnavailable, match=message) as caught:
         open_index(filled.path)
     assert isinstance(caught.value, VectorIndexError)
     assert str(filled.path) in str(caught.value)
+
+
+@pytest.mark.parametrize("policy", ["hnsw", "auto"])
+def test_a_garbage_graph_of_the_same_size_raises_a_catchable_error(
+    tmp_path: Path, corpus: Corpus, policy: str
+) -> None:
+    """Only graph indexes have the file (the exact variant of the test above has nothing to damage)."""
+    path = tmp_path / "vectors"
+    index = StoredVectorIndex(path, model_id=MODEL, dimension=DIM, policy="hnsw")
+    index.upsert(corpus.records)
+    index.save()
+    graph = generation(path) / "hnsw.faiss"
+    graph.write_bytes(b"\x07" * graph.stat().st_size)
+    with pytest.raises(VectorIndexUnavailable, match="unreadable HNSW graph") as caught:
+        StoredVectorIndex(path, model_id=MODEL, dimension=DIM, policy=policy)  # type: ignore[arg-type]
+    assert isinstance(caught.value, VectorIndexError)
+    assert str(path) in str(caught.value)
 
 
 def test_a_reader_keeps_working_while_a_new_index_is_saved(
