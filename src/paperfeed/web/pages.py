@@ -64,7 +64,7 @@ from .views import (
     safe_url,
 )
 
-__all__ = ["error_page", "form_categories", "form_day", "router"]
+__all__ = ["error_page", "form_categories", "form_day", "render_page", "router"]
 
 SITE_NAME = "paperfeed"
 _HERE = Path(__file__).resolve().parent
@@ -135,7 +135,7 @@ _env.filters.update(rich=render_text, plain=plain_text)
 templates = Jinja2Templates(env=_env)
 
 
-def _render(
+def render_page(
     request: Request,
     name: str,
     page: PageMeta,
@@ -144,6 +144,7 @@ def _render(
     context: dict[str, Any] | None = None,
     **values: object,
 ) -> HTMLResponse:
+    """A page of the site: the template with its meta, the active nav item and its values."""
     return templates.TemplateResponse(
         request,
         name,
@@ -185,7 +186,7 @@ def error_page(
     """A styled error page with a search box, in the site's layout (for error handlers to give browsers)."""
     missing = MissingView(heading, message, query, arxiv_url, status)
     page = PageMeta(heading, message, _absolute(request, request.url.path), noindex=True)
-    response = _render(request, "not_found.html", page, nav="", status_code=status, missing=missing)
+    response = render_page(request, "not_found.html", page, nav="", status_code=status, missing=missing)
     response.headers.update(headers or {})
     return response
 
@@ -329,7 +330,7 @@ def _feed_response(
     top = ", ".join(v.title_text for v in view.items[:3])
     description = f"{view.subheading}." + (f" Top: {top}" if top else "")
     page = PageMeta(title, _clip(description), _absolute(request, path), feeds=rss)
-    return _render(request, "feed.html", page, nav="daily", feed=view)
+    return render_page(request, "feed.html", page, nav="daily", feed=view)
 
 
 def _clip(text: str, limit: int = 200) -> str:
@@ -491,7 +492,7 @@ def trending_page(request: Request) -> HTMLResponse:
         _absolute(request, "/trending"),
         feeds=(("Trending papers", "/rss/trending"),),
     )
-    return _render(request, "trending.html", page, nav="trending", trending=view)
+    return render_page(request, "trending.html", page, nav="trending", trending=view)
 
 
 # -- search -------------------------------------------------------------------------------------------
@@ -684,7 +685,7 @@ def search_page(
     path = _search_url(view.q, view.date_from, view.date_to, view.cat, view.has_code, view.page_number)
     rss = ((f"Search: {_clip(view.q, 60)}", "/rss/search?" + urlencode({"q": view.q})),) if view.q else ()
     meta = PageMeta(title, _clip(description), _absolute(request, path), noindex=bool(view.q), feeds=rss)
-    return _render(request, "search.html", meta, nav="search", search=view)
+    return render_page(request, "search.html", meta, nav="search", search=view)
 
 
 # -- paper pages ----------------------------------------------------------------------------------------
@@ -773,4 +774,4 @@ def paper_page(request: Request, paper_id: str) -> Response:
         "license_url": safe_url(paper.license),
         "doi_url": "https://doi.org/" + quote(paper.doi, safe="/") if paper.doi else None,
     }
-    return _render(request, "paper.html", meta, nav="", context=context)
+    return render_page(request, "paper.html", meta, nav="", context=context)

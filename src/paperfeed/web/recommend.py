@@ -21,7 +21,7 @@ from paperfeed.services.recommend import ForYou, UnknownTag
 from .api import ErrorModel, PaperModel, _Open
 from .errors import ApiError, JsonResponse
 from .hf_json import daily_item
-from .pages import _render, error_page
+from .pages import error_page, render_page
 from .security import require_user
 from .views import PageMeta, PaperView, paper_url, paper_view
 
@@ -83,7 +83,7 @@ def for_you_page(request: Request, user: Signed, tag: str = "") -> HTMLResponse:
         str(request.base_url).rstrip("/") + "/for-you",
         noindex=True,
     )
-    response = _render(
+    response = render_page(
         request,
         "recommend/for_you.html",
         page,
