@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from datetime import date
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,7 @@ from paperfeed.domain.search import (
     VectorIndexUnavailable,
 )
 from tests.vector.conftest import Opener
-from tests.vector.corpus import DIM, MODEL, Corpus, make_corpus
+from tests.vector.corpus import DIM, MODEL, Corpus, make_corpus, passes
 
 
 def generation(path: Path) -> Path:
@@ -346,3 +347,38 @@ def test_a_graph_saved_with_int8_codes_still_loads_and_rescores_from_the_rows(
         truth = exact.search(query, 10)
         assert [h.paper_id for h in found] == [h.paper_id for h in truth]
         assert [h.score for h in found] == pytest.approx([h.score for h in truth], abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        SearchFilters(categories=("cs.DB",), date_from=date(2020, 1, 1), date_to=date(2020, 12, 31)),
+        SearchFilters(has_code=True, date_from=date(2021, 1, 1), date_to=date(2021, 12, 31)),
+        SearchFilters(categories=("cs.CL",), has_code=False),
+    ],
+    ids=["category-and-year", "code-and-year", "category-no-code"],
+)
+def test_small_filters_are_answered_exactly_from_the_float16_codes(
+    tmp_path: Path, corpus: Corpus, filters: SearchFilters
+) -> None:
+    """Filters leaving fewer rows than the brute-force share scan the graph's float16 codes (no graph
+    walk) and re-score from them: the same papers and scores as exact search over the allowed rows.
+
+    (Scoring just the allowed rows from the codes was tried: at 1M, 14.5k rows took 32 ms against 9 ms
+    for faiss's SIMD scan of every code through a bitmap: faiss widens one row per call.)"""
+    index = StoredVectorIndex(
+        tmp_path / "vectors", model_id=MODEL, dimension=DIM, policy="hnsw", brute_force_share=0.5
+    )
+    index.upsert(corpus.records)
+    index.save()
+    keep = passes(filters)
+    allowed = [i for i, r in enumerate(corpus.records) if keep(r)]
+    assert 100 < len(allowed) < 1500  # more rows than the graph's candidates, fewer than the share
+    left_out = allowed[0]
+    for i in (1, 1500, 2998):
+        query = corpus.vectors[i]
+        found = index.search(query, 10, filters, exclude=[corpus.ids[left_out]])
+        scores = {j: float(corpus.vectors[j] @ query) for j in allowed if j != left_out}
+        truth = sorted(scores, key=lambda j: (-scores[j], j))[:10]
+        assert [h.paper_id for h in found] == [corpus.ids[j] for j in truth]
+        assert [h.score for h in found] == pytest.approx([scores[j] for j in truth], abs=2e-3)
