@@ -7,13 +7,15 @@ vectors for exact re-scoring; ``auto`` behaves as ``exact`` below :data:`AUTO_HN
 switches to ``hnsw`` when a save finds the corpus has grown past it.
 
 Filtered search never starves: the filter is resolved to the exact set of allowed rows first. With a graph,
-a set below :data:`BRUTE_FORCE_SHARE` of the rows is brute-forced on the graph's int8 codes; a larger one is
+a set below :data:`BRUTE_FORCE_SHARE` of the rows is brute-forced on the graph's codes; a larger one is
 searched in the graph with the filter applied inside the traversal. Either way the candidates are re-scored
-exactly, and if fewer than ``k`` come back the exact path answers instead.
+exactly (from the graph's own float16 codes; from the float16 rows for graphs written with int8 codes), and
+if fewer than ``k`` come back the exact path answers instead.
 
 Updates: a replaced or removed paper's row is marked dead (masked out of every search) and dropped when a
-save compacts. New rows join the graph incrementally while its int8 quantiser still fits them; otherwise (a
-bulk load) the graph lags, the newer rows are scanned exactly, and the next save builds the graph once.
+save compacts. New rows join the graph incrementally (an int8 graph only while its quantiser still fits
+them); otherwise (a bulk load) the graph lags, the newer rows are scanned exactly, and the next save builds
+the graph once.
 
 Concurrency: one writer process at a time (the embedding job); any number of reader processes, which call
 :meth:`StoredVectorIndex.reload_if_changed` to pick up a newly saved generation. Within a process a lock
@@ -65,14 +67,14 @@ AUTO_HNSW_MIN_ROWS = 50_000
 """``auto`` switches to HNSW from here: below it an exact float32 scan takes under ~7 ms (200k: 26 ms)."""
 
 BRUTE_FORCE_SHARE = 0.03
-_RESCORE_CHUNK = 8_192  # rows widened to float32 at a time when scoring from graph codes (12 MB at 384-d)
-"""A filter allowing at most this share of the rows is answered by brute force over the int8 codes (faiss
+"""A filter allowing at most this share of the rows is answered by brute force over the graph's codes (faiss
 skips the others by bitmap; ~0.7 us per allowed row here) instead of a graph walk. Measured at 200k: a graph
 walk under a 1 % filter found recall@10 0.84 in 13 ms where brute force found 1.00 in 5 ms; from 5 % up the
 walk wins (1.00 in 1.4-1.9 ms against 12-16 ms)."""
+_RESCORE_CHUNK = 8_192  # rows widened to float32 at a time when scoring from graph codes (12 MB at 384-d)
 
 RESCORE_CANDIDATES = 100
-"""Graph hits re-scored exactly per query: int8 ranking errors below this depth are repaired."""
+"""Graph hits re-scored exactly per query: ranking errors of the walk below this depth are repaired."""
 
 COMPACT_DEAD_FRACTION = 0.2
 """Saving an HNSW index rebuilds it without dead rows once they exceed this share of its rows."""
