@@ -68,37 +68,26 @@ _Change = list[str] | tuple[list[Paper], datetime | None]
 TANTIVY_WEIGHTS = FieldWeights(title=0.2, abstract=1.0, authors=0.2)
 
 
-def analyzer(stemming: bool = True) -> tantivy.TextAnalyzer:
+def analyzer(stemming: bool = True, *, stop_words: bool = False) -> tantivy.TextAnalyzer:
     """Query-side twin of tantivy's built-in ``en_stem`` (``default`` without stemming) analyzer: runs of
     letters/digits, tokens over 40 bytes dropped, lower-cased, English Snowball stems.
 
     Documents are analysed by the built-in one, which costs ~25% less CPU than the same chain registered
     from Python; accents are folded beforehand by :func:`fold`.
+
+    ``stop_words`` adds tantivy's English stop-word list, for a query's loose words only: "the", "of",
+    "and" match nearly every abstract and add next to nothing to a BM25 ranking, yet each one is a long
+    posting list that defeats top-k pruning (at 1M papers, dropping them from 3-6-word title queries took
+    the keyword leg, k=100, from p50 11 / p99 44 ms to 4.3 / 18.5 ms). Phrases keep them ("the the" is a
+    band), and a query of nothing but stop words still searches for them.
     """
     builder = (
         tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
         .filter(tantivy.Filter.remove_long(40))
         .filter(tantivy.Filter.lowercase())
     )
-    if stemming:
-        builder = builder.filter(tantivy.Filter.stemmer("english"))
-    return builder.build()
-
-
-def word_analyzer(stemming: bool = True) -> tantivy.TextAnalyzer:
-    """:func:`analyzer` plus tantivy's English stop-word list, for a query's loose words only.
-
-    "the", "of", "and" match nearly every abstract and add next to nothing to a BM25 ranking, yet each one
-    is a long posting list that defeats top-k pruning: at 1M papers, dropping them from 3-6-word title
-    queries took the keyword leg (k=100) from p50 11 / p99 44 ms to 4.3 / 18.5 ms. Phrases keep them
-    ("the the" is a band), and a query of nothing but stop words still searches for them.
-    """
-    builder = (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-        .filter(tantivy.Filter.remove_long(40))
-        .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.stopword("english"))
-    )
+    if stop_words:
+        builder = builder.filter(tantivy.Filter.stopword("english"))
     if stemming:
         builder = builder.filter(tantivy.Filter.stemmer("english"))
     return builder.build()
@@ -331,7 +320,7 @@ class TantivyKeywordIndex:
         self._rebuild_heap_size = max(heap_size, rebuild_heap_size)
         self._writer_threads = writer_threads
         self._analyzer = analyzer(stemming)
-        self._word_analyzer = word_analyzer(stemming)
+        self._word_analyzer = analyzer(stemming, stop_words=True)
         self._highlight_cache: dict[ParsedQuery, tuple[frozenset[str], tuple[tuple[str, ...], ...]]] = {}
         self._analyzer_name = "stem" if stemming else "plain"
         self._lock = threading.RLock()
@@ -716,18 +705,11 @@ class TantivyKeywordIndex:
         tantivy's pruned path and read position lists of common tokens (at 1M papers ~280 MB of them
         mapped in); papers with all the parts still rank first, and quotes keep the exact phrase.
         """
-        every: list[list[str]] = []
-        kept: list[list[str]] = []
-        for term in query.terms:
-            word = _POSSESSIVE.sub("", fold(term))
-            tokens = self._tokens(word)
-            if not tokens:
-                continue
-            every.append(tokens)
-            kept.extend([t] for t in self._word_analyzer.analyze(word) if len(t) > 1 or t.isdigit())
+        words = [_POSSESSIVE.sub("", fold(term)) for term in query.terms]
+        kept = [[t] for word in words for t in self._word_analyzer.analyze(word) if len(t) > 1 or t.isdigit()]
         if kept or query.phrases or query.authors:
             return kept
-        return every
+        return [tokens for word in words if (tokens := self._tokens(word))]
 
     def _match(self, field: str, tokens: Sequence[str]) -> tantivy.Query:
         if len(tokens) == 1:
