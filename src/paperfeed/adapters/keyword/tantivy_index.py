@@ -403,10 +403,12 @@ class TantivyKeywordIndex:
 
     # -- writing ------------------------------------------------------------------------------------
 
-    def _writer_now(self) -> Any:
+    def _writer_now(self, heap_size: int | None = None) -> Any:
+        """The open writer, or a new one with ``heap_size`` (default: the everyday heap)."""
         if self._writer is None:
+            heap = heap_size or self._heap_size
             try:
-                self._writer = self._index.writer(heap_size=self._heap_size, num_threads=self._writer_threads)
+                self._writer = self._index.writer(heap_size=heap, num_threads=self._writer_threads)
             except ValueError as exc:
                 if "LockBusy" not in str(exc):
                     raise
@@ -641,11 +643,7 @@ class TantivyKeywordIndex:
             if self._writer is not None:
                 self._writer.wait_merging_threads()
                 self._writer = None
-            heap, self._heap_size = self._heap_size, self._rebuild_heap_size
-            try:
-                writer = self._writer_now()
-            finally:
-                self._heap_size = heap
+            writer = self._writer_now(self._rebuild_heap_size)
             writer.delete_all_documents()
             count = 0
             last = ""
