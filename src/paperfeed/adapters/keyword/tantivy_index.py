@@ -797,7 +797,6 @@ class TantivyKeywordIndex:
         hits.sort(key=lambda h: (-h[0], h[1]))  # stable order for equal scores
         return [ScoredId(pid, float(score)) for score, pid in hits]
 
-    @_unavailable_when_damaged
     def _highlight_terms(self, query: ParsedQuery) -> tuple[frozenset[str], tuple[tuple[str, ...], ...]]:
         """The query's single stems and multi-token runs, analysed once per query (a results page
         highlights twenty texts with the same query)."""
