@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["top_k"]
+__all__ = ["best_k", "top_k"]
 
 Rows = npt.NDArray[np.int64]
 Scores = npt.NDArray[np.float32]
@@ -46,6 +46,11 @@ def top_k(
         candidates = np.arange(len(matrix), dtype=np.int64)
         if valid is not None:
             scores, candidates = scores[valid], candidates[valid]
+    return best_k(candidates, scores, k)
+
+
+def best_k(candidates: Rows, scores: Scores, k: int) -> tuple[Rows, Scores]:
+    """The ``k`` best-scored candidates, best first (ties: lower row first)."""
     if len(scores) > k:
         part = np.argpartition(-scores, k - 1)[:k]
         scores, candidates = scores[part], candidates[part]

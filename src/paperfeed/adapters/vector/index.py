@@ -41,7 +41,7 @@ from paperfeed.adapters.vector.base import (
     check_compatible,
     utc_now,
 )
-from paperfeed.adapters.vector.exact import top_k
+from paperfeed.adapters.vector.exact import best_k, top_k
 from paperfeed.adapters.vector.hnsw import EF_SEARCH, GRAPH_FILE, HnswGraph
 from paperfeed.domain.search import (
     IndexManifest,
@@ -347,12 +347,7 @@ class StoredVectorIndex:
         if len(tail):
             tail_scores = np.asarray(store.vectors[tail], dtype=np.float32) @ query
             inside, scores = np.concatenate([inside, tail]), np.concatenate([scores, tail_scores])
-        scores = scores.astype(np.float32, copy=False)
-        if len(scores) > k:
-            part = np.argpartition(-scores, k - 1)[:k]
-            inside, scores = inside[part], scores[part]
-        order = np.lexsort((inside, -scores))
-        return inside[order], scores[order]
+        return best_k(inside, scores, k)
 
     def _load(self) -> tuple[RowStore, HnswGraph | None]:
         """Read the current generation (retrying once if a writer swapped it while we were reading)."""
