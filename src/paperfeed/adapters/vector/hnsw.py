@@ -87,7 +87,9 @@ class HnswGraph:
         self._index = index
         self._dimension = dimension
         self._trained_on = trained_on
-        self._mapped_from = path  # set while the int8 codes are memory-mapped from this (read-only) file
+        self._mapped_from = path  # set while the codes are memory-mapped from this (read-only) file
+        storage = faiss.downcast_index(index.storage)
+        self._lossless = bool(storage.sq.qtype == faiss.ScalarQuantizer.QT_fp16)  # fixed for its life
 
     @classmethod
     def empty(cls, dimension: int) -> HnswGraph:
@@ -119,8 +121,7 @@ class HnswGraph:
     @property
     def lossless(self) -> bool:
         """Whether the codes are float16 copies of the vectors (so they can re-score candidates)."""
-        storage = faiss.downcast_index(self._index.storage)
-        return bool(storage.sq.qtype == faiss.ScalarQuantizer.QT_fp16)
+        return self._lossless
 
     def can_absorb(self, extra: int) -> bool:
         """Whether ``extra`` more rows can be added without the int8 ranges going stale.
