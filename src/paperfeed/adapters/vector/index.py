@@ -154,11 +154,7 @@ class StoredVectorIndex:
                 self._dirty = True
 
     def vector(self, paper_id: str) -> Vectors | None:
-        with self._lock:
-            row = self._store.row_of.get(paper_id)
-            if row is None:
-                return None
-            return np.array(self._store.vectors[row], dtype=np.float32)
+        return self.vectors([paper_id]).get(paper_id)
 
     def vectors(self, paper_ids: Sequence[str]) -> dict[str, Vectors]:
         with self._lock:

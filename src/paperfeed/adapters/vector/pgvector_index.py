@@ -373,16 +373,7 @@ class PgVectorIndex:
         return bool(changed)
 
     def vector(self, paper_id: str) -> Vectors | None:
-        query = sql(
-            f"SELECT CAST(CAST(embedding AS vector) AS real[]) AS v FROM {self._target} WHERE paper_id = :id"
-        )
-        with self._lock:
-            if self._conn is not None:
-                row = self._conn.execute(query, {"id": paper_id}).first()
-                return None if row is None else np.asarray(row.v, dtype=np.float32)
-        with self.engine.connect() as conn:
-            row = conn.execute(query, {"id": paper_id}).first()
-        return None if row is None else np.asarray(row.v, dtype=np.float32)
+        return self.vectors([paper_id]).get(paper_id)
 
     def vectors(self, paper_ids: Sequence[str]) -> dict[str, Vectors]:
         ids = list(dict.fromkeys(paper_ids))
