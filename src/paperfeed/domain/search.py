@@ -72,6 +72,11 @@ class ParsedQuery:
         return " ".join(words)
 
     @property
+    def constrained(self) -> bool:
+        """Whether it has hard constraints (phrase, author, exclusion) only keyword search can enforce."""
+        return bool(self.phrases or self.authors or self.excluded)
+
+    @property
     def empty(self) -> bool:
         return not (self.terms or self.phrases or self.authors)
 

@@ -91,10 +91,9 @@ class HybridSearch:
         # keyword engine searches: ONNX Runtime, faiss and tantivy all release the GIL, so on two cores
         # the legs overlap instead of adding. Hard constraints make the dense list a re-ranking of the
         # keyword matches, so there only the embedding can start early.
-        reranks = bool(parsed.phrases or parsed.authors or parsed.excluded)
         dense_leg: Future[tuple[list[ScoredId] | None, list[str]]] | None = None
         if parsed.text:
-            if reranks:
+            if parsed.constrained:
                 self._start_embedding(parsed.text)
             else:
                 dense_leg = self._executor().submit(self._dense_alone, parsed, pool)
@@ -182,7 +181,7 @@ class HybridSearch:
         if vector is None:
             return None
         floor = self.settings.min_dense_score
-        if parsed.phrases or parsed.authors or parsed.excluded:
+        if parsed.constrained:
             return self._rerank(index, vector, keyword, floor)
         try:
             found = index.search(vector, pool, parsed.filters)
