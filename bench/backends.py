@@ -247,7 +247,7 @@ def measure(backend: str, sqlite_root: Path, url: str | None, queries_n: int) ->
 def keyword_quality() -> None:
     """SciFact (BEIR) nDCG@10 of PostgreSQL full-text search: ts_rank weights and normalisation chosen on
     train, test reported; the same protocol as bench/keyword_quality.py uses for FTS5 and tantivy."""
-    from tests.support.postgres import database, start_server, stop_server
+    from tests.support.postgres import database, make_template, start_server, stop_server
 
     from bench.ir_metrics import evaluate, load_qrels
     from bench.keyword_quality import DATA, load_corpus, run_queries
@@ -258,9 +258,7 @@ def keyword_quality() -> None:
     test_q, test_rel = load_qrels(DATA / "qrels_scifact.jsonl.gz", "test", "scifact:")
     server = start_server()
     try:
-        from tests.support.postgres import _make_template
-
-        _make_template(server)
+        make_template(server)
         with database(server) as url:
             store = open_store(url)
             print(f"SciFact: {load_corpus(store, DATA / 'scifact_corpus.jsonl.gz'):,} docs in PostgreSQL")

@@ -31,7 +31,7 @@ from bench.speed import COMMON
 
 
 def quality() -> None:
-    from tests.support.postgres import _make_template, database, start_server, stop_server
+    from tests.support.postgres import database, make_template, start_server, stop_server
 
     from bench.ir_metrics import evaluate, load_qrels
     from bench.keyword_quality import DATA, load_corpus, run_queries
@@ -43,7 +43,7 @@ def quality() -> None:
     }
     server = start_server()
     try:
-        _make_template(server)
+        make_template(server)
         with database(server) as url:
             store = open_store(url)
             print(f"SciFact: {load_corpus(store, DATA / 'scifact_corpus.jsonl.gz'):,} docs in PostgreSQL")

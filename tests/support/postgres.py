@@ -43,6 +43,7 @@ __all__ = [
     "database",
     "drop_database",
     "find_binaries",
+    "make_template",
     "release_server",
     "shared_database",
     "start_server",
@@ -301,7 +302,7 @@ def acquire_server(root: Path) -> PgServer:
             users = int(state["users"]) + 1  # type: ignore[call-overload]
         else:
             server = start_server()
-            _make_template(server)
+            make_template(server)
             users = 1
         _state_path(root).write_bytes(orjson.dumps({"server": asdict(server), "users": users}))
     return server
@@ -339,7 +340,7 @@ def _admin(server: PgServer, database: str = "postgres") -> psycopg.Connection[t
     )
 
 
-def _make_template(server: PgServer) -> None:
+def make_template(server: PgServer) -> None:
     """A database with pgvector and every migration applied, which each test database copies."""
     from paperfeed.adapters.store import open_store
 
