@@ -235,8 +235,8 @@ def main() -> None:
         for key, value in result.items():
             if isinstance(value, dict):
                 print(f"  {key:40s} {value['p50_ms']:8.1f} {value['p99_ms']:8.1f}")
-        shown = ("warmup", "ann_recall@10", "ann_recall@10 +filter", "vmrss_mb", "rssanon_mb", "rssfile_mb")
-        shown += ("index_kind",)
+        shown: tuple[str, ...] = ("warmup", "ann_recall@10", "ann_recall@10 +filter", "index_kind")
+        shown += ("vmrss_mb", "rssanon_mb", "rssfile_mb")
         for key in shown:
             print(f"  {key:40s} {result[key]}")
 
