@@ -29,6 +29,7 @@ PostgreSQL's trigger inline).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -36,14 +37,18 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sqlalchemy import text
 
 from bench.speed import CACHE, COMMON, SHARED
+
+if TYPE_CHECKING:
+    from paperfeed.adapters.store import SqlPaperStore
 
 IMPORT_FILE = "arxiv_oai_2007_2017_sample100k.jsonl.gz"
 # Durable like SQLite in WAL mode with synchronous=NORMAL (a crash of the process loses nothing, a power
@@ -244,49 +249,60 @@ def measure(backend: str, sqlite_root: Path, url: str | None, queries_n: int) ->
     return out
 
 
-def keyword_quality() -> None:
-    """SciFact (BEIR) nDCG@10 of PostgreSQL full-text search: ts_rank weights and normalisation chosen on
-    train, test reported; the same protocol as bench/keyword_quality.py uses for FTS5 and tantivy."""
+@contextlib.contextmanager
+def scifact_postgres() -> Iterator[SqlPaperStore]:
+    """The SciFact corpus in a store on a throwaway PostgreSQL server (stopped and removed afterwards)."""
     from tests.support.postgres import database, make_template, start_server, stop_server
 
-    from bench.ir_metrics import evaluate, load_qrels
-    from bench.keyword_quality import DATA, load_corpus, run_queries
-    from paperfeed.adapters.keyword.postgres_fts import PgFieldWeights, PostgresKeywordIndex
+    from bench.keyword_quality import DATA, load_corpus
     from paperfeed.adapters.store import open_store
 
-    train_q, train_rel = load_qrels(DATA / "qrels_scifact.jsonl.gz", "train", "scifact:")
-    test_q, test_rel = load_qrels(DATA / "qrels_scifact.jsonl.gz", "test", "scifact:")
     server = start_server()
     try:
         make_template(server)
         with database(server) as url:
             store = open_store(url)
-            print(f"SciFact: {load_corpus(store, DATA / 'scifact_corpus.jsonl.gz'):,} docs in PostgreSQL")
-            index = PostgresKeywordIndex(store.engine)
-            rows = []
-            for norm in (0, 1, 2, 32):
-                for title, abstract in ((1.0, 0.4), (1.0, 0.7), (1.0, 1.0), (0.5, 1.0), (0.3, 1.0)):
-                    index.weights = PgFieldWeights(
-                        title=title, abstract=abstract, authors=0.2, normalization=norm
-                    )
-                    run, ms = run_queries(index.search, train_q)
-                    tr = evaluate(run, train_rel)["ndcg@10"]
-                    run, _ = run_queries(index.search, test_q)
-                    te = evaluate(run, test_rel)["ndcg@10"]
-                    rows.append((tr, te, title, abstract, norm, ms))
-                    print(
-                        f"title={title:g} abstract={abstract:g} norm={norm:2d}  train nDCG@10 {tr:.4f} | "
-                        f"test {te:.4f} | {ms:5.1f} ms/q",
-                        flush=True,
-                    )
-            best = max(rows)
-            print(
-                f"best on train: title={best[2]:g} abstract={best[3]:g} norm={best[4]} -> "
-                f"train {best[0]:.4f}, test {best[1]:.4f} (tantivy: test 0.692; BEIR BM25 anchor 0.665)"
-            )
-            store.close()
+            try:
+                print(f"SciFact: {load_corpus(store, DATA / 'scifact_corpus.jsonl.gz'):,} docs in PostgreSQL")
+                yield store
+            finally:
+                store.close()
     finally:
         stop_server(server)
+
+
+def keyword_quality() -> None:
+    """SciFact (BEIR) nDCG@10 of PostgreSQL full-text search: ts_rank weights and normalisation chosen on
+    train, test reported; the same protocol as bench/keyword_quality.py uses for FTS5 and tantivy."""
+    from bench.ir_metrics import evaluate, load_qrels
+    from bench.keyword_quality import DATA, run_queries
+    from paperfeed.adapters.keyword.postgres_fts import PgFieldWeights, PostgresKeywordIndex
+
+    train_q, train_rel = load_qrels(DATA / "qrels_scifact.jsonl.gz", "train", "scifact:")
+    test_q, test_rel = load_qrels(DATA / "qrels_scifact.jsonl.gz", "test", "scifact:")
+    with scifact_postgres() as store:
+        index = PostgresKeywordIndex(store.engine)
+        rows = []
+        for norm in (0, 1, 2, 32):
+            for title, abstract in ((1.0, 0.4), (1.0, 0.7), (1.0, 1.0), (0.5, 1.0), (0.3, 1.0)):
+                index.weights = PgFieldWeights(
+                    title=title, abstract=abstract, authors=0.2, normalization=norm
+                )
+                run, ms = run_queries(index.search, train_q)
+                tr = evaluate(run, train_rel)["ndcg@10"]
+                run, _ = run_queries(index.search, test_q)
+                te = evaluate(run, test_rel)["ndcg@10"]
+                rows.append((tr, te, title, abstract, norm, ms))
+                print(
+                    f"title={title:g} abstract={abstract:g} norm={norm:2d}  train nDCG@10 {tr:.4f} | "
+                    f"test {te:.4f} | {ms:5.1f} ms/q",
+                    flush=True,
+                )
+        best = max(rows)
+        print(
+            f"best on train: title={best[2]:g} abstract={best[3]:g} norm={best[4]} -> "
+            f"train {best[0]:.4f}, test {best[1]:.4f} (tantivy: test 0.692; BEIR BM25 anchor 0.665)"
+        )
 
 
 ROWS = [

@@ -31,31 +31,25 @@ from bench.speed import COMMON
 
 
 def quality() -> None:
-    from tests.support.postgres import database, make_template, start_server, stop_server
-
+    from bench.backends import scifact_postgres
     from bench.ir_metrics import evaluate, load_qrels
-    from bench.keyword_quality import DATA, load_corpus, run_queries
+    from bench.keyword_quality import DATA, run_queries
     from paperfeed.adapters.keyword import postgres_fts
-    from paperfeed.adapters.store import open_store
 
     splits = {
         name: load_qrels(DATA / "qrels_scifact.jsonl.gz", name, "scifact:") for name in ("train", "test")
     }
-    server = start_server()
-    try:
-        make_template(server)
-        with database(server) as url:
-            store = open_store(url)
-            print(f"SciFact: {load_corpus(store, DATA / 'scifact_corpus.jsonl.gz'):,} docs in PostgreSQL")
-            with store.engine.connect() as conn:
-                conn.execution_options(isolation_level="AUTOCOMMIT").execute(text("ANALYZE papers"))
-            shipped = postgres_fts.COMMON_SHARE, postgres_fts.RANKED_ROWS
-            configs = [
-                ("every match ranked (as before)", 2.0, 10**9),
-                (f"candidates, COMMON_SHARE={shipped[0]}", shipped[0], 10**9),
-                (f"candidates, at most {shipped[1]:,} ranked (shipped)", *shipped),
-                (f"every match, at most {shipped[1]:,} ranked", 2.0, shipped[1]),
-            ]
+    with scifact_postgres() as store:
+        with store.engine.connect() as conn:
+            conn.execution_options(isolation_level="AUTOCOMMIT").execute(text("ANALYZE papers"))
+        shipped = postgres_fts.COMMON_SHARE, postgres_fts.RANKED_ROWS
+        configs = [
+            ("every match ranked (as before)", 2.0, 10**9),
+            (f"candidates, COMMON_SHARE={shipped[0]}", shipped[0], 10**9),
+            (f"candidates, at most {shipped[1]:,} ranked (shipped)", *shipped),
+            (f"every match, at most {shipped[1]:,} ranked", 2.0, shipped[1]),
+        ]
+        try:
             for label, share, ranked in configs:
                 postgres_fts.COMMON_SHARE, postgres_fts.RANKED_ROWS = share, ranked
                 index = postgres_fts.PostgresKeywordIndex(store.engine)
@@ -64,10 +58,8 @@ def quality() -> None:
                     run, ms = run_queries(index.search, queries)
                     scores.append(f"{name} nDCG@10 {evaluate(run, relevant)['ndcg@10']:.4f} ({ms:.1f} ms/q)")
                 print(f"{label:44s} " + ", ".join(scores), flush=True)
+        finally:
             postgres_fts.COMMON_SHARE, postgres_fts.RANKED_ROWS = shipped
-            store.close()
-    finally:
-        stop_server(server)
 
 
 def main() -> None:
