@@ -170,7 +170,7 @@ def test_paper_markdown(client: TestClient, hf_records: dict[str, Any]) -> None:
 
 
 def test_markdown_escapes_hostile_titles() -> None:
-    from paperfeed.services.feed import PaperDetail
+    from paperfeed.domain.feed import PaperDetail
     from paperfeed.web.paper_markdown import paper_markdown
 
     paper = Paper(

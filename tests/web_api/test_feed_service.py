@@ -13,11 +13,7 @@ import pytest
 from paperfeed.adapters.store import SqlPaperStore
 from paperfeed.adapters.store.feed_queries import SqlFeedQueries
 from paperfeed.bootstrap import App
-from paperfeed.domain.ids import InvalidPaperId
-from paperfeed.domain.ingest import Batch
-from paperfeed.domain.models import Listing, Paper
-from paperfeed.services.feed import (
-    FeedService,
+from paperfeed.domain.feed import (
     InvalidCursor,
     InvalidPeriod,
     Period,
@@ -27,6 +23,10 @@ from paperfeed.services.feed import (
     parse_week,
     trending_score,
 )
+from paperfeed.domain.ids import InvalidPaperId
+from paperfeed.domain.ingest import Batch
+from paperfeed.domain.models import Listing, Paper
+from paperfeed.services.feed import FeedService
 
 pytestmark = pytest.mark.shared
 

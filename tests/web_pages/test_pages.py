@@ -13,7 +13,7 @@ from fastapi import Request
 from fastapi.testclient import TestClient
 
 from paperfeed.bootstrap import build_app
-from paperfeed.services.feed import TRENDING_FORMULA
+from paperfeed.domain.feed import TRENDING_FORMULA
 from paperfeed.settings import Settings
 from paperfeed.web import create_app
 from paperfeed.web.pages import error_page

@@ -30,10 +30,11 @@ from fastapi.responses import PlainTextResponse, Response
 from pydantic import BaseModel, ConfigDict
 
 from paperfeed.bootstrap import App
+from paperfeed.domain.feed import FeedItem, Period, parse_day, parse_month, parse_week
 from paperfeed.domain.ids import normalize_paper_id
 from paperfeed.domain.models import Paper
 from paperfeed.domain.results import PaperSearch, SearchHit
-from paperfeed.services.feed import FeedItem, FeedService, Period, parse_day, parse_month, parse_week
+from paperfeed.services.feed import FeedService
 
 from .errors import ApiError, JsonResponse
 from .hf_json import daily_item, highlight, paper_object

@@ -24,8 +24,8 @@ from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import HTMLResponse, Response
 
+from paperfeed.domain.feed import InvalidCursor, InvalidPeriod
 from paperfeed.domain.ids import InvalidPaperId
-from paperfeed.services.feed import InvalidCursor, InvalidPeriod
 
 __all__ = ["ApiError", "JsonResponse", "error_response", "install"]
 

@@ -19,8 +19,8 @@ from fastapi.responses import Response
 from feedgen.feed import FeedGenerator
 
 from paperfeed import __version__
+from paperfeed.domain.feed import parse_day
 from paperfeed.domain.models import Paper
-from paperfeed.services.feed import parse_day
 
 from .api import MAX_QUERY_CHARS, base_url, checked_query, feeds_of, search_of
 

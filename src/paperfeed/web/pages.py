@@ -28,15 +28,9 @@ from starlette.types import Scope
 from paperfeed import __version__
 from paperfeed.adapters.sources.arxiv_subjects import SUBJECT_CODES
 from paperfeed.bootstrap import App
-from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
-from paperfeed.domain.models import Paper
-from paperfeed.domain.query import parse_query
-from paperfeed.domain.results import PaperSearch
-from paperfeed.domain.search import SearchFilters
-from paperfeed.services.feed import (
+from paperfeed.domain.feed import (
     DayFeed,
     FeedItem,
-    FeedService,
     InvalidPeriod,
     Period,
     PeriodFeed,
@@ -45,6 +39,12 @@ from paperfeed.services.feed import (
     parse_month,
     parse_week,
 )
+from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
+from paperfeed.domain.models import Paper
+from paperfeed.domain.query import parse_query
+from paperfeed.domain.results import PaperSearch
+from paperfeed.domain.search import SearchFilters
+from paperfeed.services.feed import FeedService
 
 from .citation import bibtex
 from .markup import plain_text, render_text

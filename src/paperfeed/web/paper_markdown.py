@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from paperfeed.services.feed import PaperDetail
+from paperfeed.domain.feed import PaperDetail
 
 __all__ = ["paper_markdown"]
 

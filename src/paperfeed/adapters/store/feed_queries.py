@@ -1,4 +1,4 @@
-"""Reads behind the feeds (:class:`~paperfeed.services.feed.FeedQueries`) on the store's SQL engine.
+"""Reads behind the feeds (:class:`~paperfeed.domain.feed.FeedQueries`) on the store's SQL engine.
 
 Portable SQLAlchemy Core only (SQLite and PostgreSQL). Every query is a range or key seek on an index:
 ``listings`` is keyed ``(day, source, paper_id)`` so day ranges are index ranges, ``ix_listings_paper_id``
@@ -16,8 +16,8 @@ from sqlalchemy.engine import Connection, Engine, Row
 from sqlalchemy.sql.elements import Label
 
 from paperfeed.domain.community import with_local_counts
+from paperfeed.domain.feed import ListedPaper, PaperCursor, TrendCandidate
 from paperfeed.domain.models import Paper
-from paperfeed.services.feed import ListedPaper, PaperCursor, TrendCandidate
 
 from .accounts import not_hidden
 from .community import community_version, local_comments, local_upvotes
@@ -66,7 +66,7 @@ def _ranked(agg: Any, *, by_day: bool) -> Select[Any]:
 
 
 class SqlFeedQueries:
-    """:class:`~paperfeed.services.feed.FeedQueries` over a SQLAlchemy engine.
+    """:class:`~paperfeed.domain.feed.FeedQueries` over a SQLAlchemy engine.
 
     Statements are built once here with bound parameters: building and hashing a Core statement per
     call cost more than running it (a day's query runs in ~0.3 ms on SQLite).
