@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, FastAPI, Form, Path, Request
+from fastapi import APIRouter, Depends, FastAPI, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import pass_context
 from markupsafe import Markup
@@ -24,22 +24,22 @@ from markupsafe import Markup
 from paperfeed.bootstrap import App
 from paperfeed.domain.accounts import User
 from paperfeed.domain.community import CommunityError, LimitReached, Submission
-from paperfeed.services.community import CommunityService
 
+from . import community_api
 from .comment_markup import render_comment
+from .community_params import CommentId, community_of
 from .errors import error_response
 from .pages import CSP, error_page, templates
 from .security import current_user, redirect_back, require_user, template_request, verify_csrf
 from .views import PageMeta, day_label, paper_url, plural
 
-__all__ = ["CommentId", "CommentView", "comment_view", "install", "router"]
+__all__ = ["CommentView", "comment_view", "install", "router"]
 
 router = APIRouter(include_in_schema=False)
 CsrfChecked = Depends(verify_csrf)
 SignedIn = Annotated[User, Depends(require_user)]
 NextField = Annotated[str, Form(max_length=2000)]
 BodyField = Annotated[str, Form(max_length=40_000)]
-CommentId = Annotated[int, Path(ge=1, le=2**31 - 1, description="A comment's id.")]  # an SQL INTEGER
 UPVOTERS_PAGE = 100
 _VOTED = "pf_community_voted"  # request-state key: {paper_id: voted} for the signed-in reader
 _HEADERS = {
@@ -53,10 +53,6 @@ _PRIVATE = {**_HEADERS, "Cache-Control": "no-store"}
 def _app(request: Request) -> App:
     app: App = request.state.app
     return app
-
-
-def community_of(request: Request) -> CommunityService:
-    return _app(request).community
 
 
 def _viewer(request: Request) -> User | None:
@@ -352,8 +348,6 @@ async def _community_error(request: Request, exc: Exception) -> Response:
 
 def install(app: FastAPI) -> None:
     """Register the community pages and API (before the catch-all paper routes) and their error replies."""
-    from . import community_api
-
     app.add_exception_handler(CommunityError, _community_error)
     app.include_router(community_api.router)
     app.include_router(router)

@@ -30,7 +30,7 @@ from paperfeed.domain.accounts import User
 from paperfeed.domain.community import MAX_COMMENT_CHARS, Comment, Submission, VoteState
 
 from .comment_markup import render_comment
-from .community import CommentId, community_of
+from .community_params import CommentId, community_of
 from .errors import ApiError, JsonResponse
 from .hf_json import hf_time, paper_object
 from .security import current_user, require_user, verify_csrf
