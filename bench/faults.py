@@ -53,7 +53,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # tests.support helpers (replay HTTP server, SMTP recorder)
 
 from paperfeed.bootstrap import build_app  # noqa: E402
-from paperfeed.services.check import CheckService  # noqa: E402
 from paperfeed.settings import Settings  # noqa: E402
 
 PAPERFEED = [sys.executable, "-c", "from paperfeed.cli import main; main()"]
@@ -166,13 +165,7 @@ def check_problems(data: Path, **settings: object) -> list[str]:
     """What ``paperfeed check`` finds, as short strings (empty: consistent)."""
     app = build_app(Settings(data_dir=data, database_url=None, embedding_backend="fake", **settings))  # type: ignore[arg-type]
     try:
-        report = CheckService(
-            engine=app.store.engine,
-            data_dir=data,
-            keyword_engine=app.settings.keyword_engine,
-            model_id=lambda: app.embedder.model_id,
-            indexing=lambda: app.indexing,
-        ).check()
+        report = app.checks.check()
     finally:
         app.close()
     return [f"check: {f.count} {f.problem}" for p in report.probes for f in p.findings]

@@ -19,15 +19,15 @@ if TYPE_CHECKING:
     from datetime import date
     from pathlib import Path
 
-    from paperfeed.adapters.keyword.factory import SyncedKeywordIndex
     from paperfeed.adapters.store.digests import SqlDigestStore
     from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
     from paperfeed.domain.digest_links import LinkSigner
     from paperfeed.domain.library import SavedSearch
     from paperfeed.domain.mail import SessionMailer
     from paperfeed.domain.models import Paper
-    from paperfeed.domain.search import Embedder, VectorIndex
+    from paperfeed.domain.search import Embedder, SyncedKeywordIndex, VectorIndex
     from paperfeed.services.accounts import AccountService
+    from paperfeed.services.check import CheckService
     from paperfeed.services.community import CommunityService
     from paperfeed.services.digest import SubscriptionService
     from paperfeed.services.digest_send import DigestService
@@ -87,9 +87,10 @@ class App:
     @cached_property
     def library_import(self) -> LibraryImporter:
         """BibTeX / CSL-JSON / id-list import into a library; missing papers come from the arXiv API."""
+        from paperfeed.adapters.sources.bibliography import parse_bibliography
         from paperfeed.services.library_import import LibraryImporter
 
-        return LibraryImporter(self.library, self.ingest, lambda: self.arxiv_api)
+        return LibraryImporter(self.library, self.ingest, lambda: self.arxiv_api, parse_bibliography)
 
     def _digest_papers_of(self, user_id: int) -> set[str]:
         """Every paper the reader's digest subscription already mailed them (For you never repeats one)."""
@@ -185,6 +186,17 @@ class App:
             self.embedder,
             self._open_vector_index,
             batch_size=self.settings.embedding_batch_size,
+        )
+
+    @cached_property
+    def checks(self) -> CheckService:
+        """``paperfeed check``: the indexes against the store, and their repair."""
+        from paperfeed.adapters.consistency import StoreInspector
+        from paperfeed.services.check import CheckService
+
+        inspector = StoreInspector(self.store.engine, self.settings.data_dir, self.settings.keyword_engine)
+        return CheckService(
+            inspector, model_id=lambda: self.embedder.model_id, indexing=lambda: self.indexing
         )
 
     @cached_property

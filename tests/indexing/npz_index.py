@@ -94,7 +94,7 @@ class NpzVectorIndex:
 
 
 class NpzIndexOpener:
-    """The :class:`~paperfeed.services.indexing.IndexOpener` for :class:`NpzVectorIndex` files."""
+    """The :class:`~paperfeed.domain.search.IndexOpener` for :class:`NpzVectorIndex` files."""
 
     def __init__(self, path: Path) -> None:
         self.path = path

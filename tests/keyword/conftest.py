@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from paperfeed.adapters.keyword.factory import SyncedKeywordIndex, open_keyword_index
+from paperfeed.adapters.keyword.factory import open_keyword_index
 from paperfeed.adapters.store import open_store
+from paperfeed.domain.search import SyncedKeywordIndex
 from paperfeed.services.ingest import IngestService
 from tests.support import postgres
 

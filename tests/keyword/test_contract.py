@@ -8,9 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from paperfeed.adapters.keyword.factory import SyncedKeywordIndex
 from paperfeed.domain.query import parse_query, with_filters
-from paperfeed.domain.search import SearchFilters
+from paperfeed.domain.search import SearchFilters, SyncedKeywordIndex
 
 
 def ids(index: SyncedKeywordIndex, q: str, k: int = 10) -> list[str]:

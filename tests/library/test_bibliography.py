@@ -6,12 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from paperfeed.adapters.sources.bibliography import (
-    BibliographyError,
-    detect_format,
-    find_arxiv_id,
-    parse_bibliography,
-)
+from paperfeed.adapters.sources.bibliography import detect_format, find_arxiv_id, parse_bibliography
+from paperfeed.domain.library import BibliographyError
 
 
 @pytest.mark.parametrize(

@@ -10,11 +10,11 @@ import pytest
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
-from paperfeed.adapters.sources.bibliography import BibliographyError, CitedWork
-from paperfeed.adapters.sources.http import SourceUnavailable
 from paperfeed.adapters.store.schema_library import library_saves, library_tags
 from paperfeed.bootstrap import App
 from paperfeed.cli import app as cli
+from paperfeed.domain.library import BibliographyError, CitedWork
+from paperfeed.domain.ports import SourceUnavailable
 from tests.support.http_server import ReplayServer, Reply
 
 from .conftest import API_PATH, DATA

@@ -26,7 +26,6 @@ from sqlalchemy import func, select, text
 
 from paperfeed.adapters.store.schema import metadata
 from paperfeed.bootstrap import build_app
-from paperfeed.services.check import CheckService
 from paperfeed.web import create_app
 from paperfeed.web.security import CSRF_FIELD, CSRF_HEADER
 from tests.accounts.conftest import PAPER_IDS, load_papers, make_settings
@@ -160,13 +159,7 @@ def test_the_store_and_indexes_are_intact_afterwards(world: World) -> None:
     with world.app.store.engine.connect() as conn:
         assert conn.execute(text("PRAGMA quick_check")).scalar() == "ok"
     app = world.app
-    report = CheckService(
-        engine=app.store.engine,
-        data_dir=app.settings.data_dir,
-        keyword_engine=app.settings.keyword_engine,
-        model_id=lambda: app.embedder.model_id,
-        indexing=lambda: app.indexing,
-    ).check()
+    report = app.checks.check()
     assert report.ok, [f.problem for p in report.probes for f in p.findings]
 
 

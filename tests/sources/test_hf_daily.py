@@ -21,10 +21,11 @@ from paperfeed.adapters.sources.hf_daily import (
     parse_day,
     parse_item,
 )
-from paperfeed.adapters.sources.http import PoliteClient, SourceUnavailable
+from paperfeed.adapters.sources.http import PoliteClient
 from paperfeed.adapters.store import SqlPaperStore, open_store
 from paperfeed.cli import app
 from paperfeed.domain.ingest import Batch
+from paperfeed.domain.ports import SourceUnavailable
 from paperfeed.domain.validation import InvalidRecord, build_paper
 from paperfeed.services.ingest import IngestService
 from tests.support.http_server import ReplayServer, Reply

@@ -3,15 +3,17 @@
 Each probe looks at what is actually on disk or in the database — the tantivy documents, the FTS5 shadow
 tables, PostgreSQL's ``search_tsv`` column, the ``embeddings`` table, the vector index folder or pgvector
 table — without going through the adapters' own open paths, which repair quietly (tantivy catches up on
-open, the vector index swaps in a fresh one): a check must report a problem, not hide it. Repairs are in
-:mod:`paperfeed.services.check`, through the adapters' public rebuild/reindex operations.
+open, the vector index swaps in a fresh one): a check must report a problem, not hide it.
+:class:`StoreInspector` is the :class:`~paperfeed.domain.consistency.ConsistencyInspector` port over them;
+its repairs go through the adapters' public rebuild/reindex operations, and :mod:`paperfeed.services.check`
+decides which to run.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,14 +22,15 @@ from sqlalchemy import func, select
 from sqlalchemy import text as sql
 from sqlalchemy.engine import Engine
 
+from paperfeed.adapters.keyword.factory import KeywordEngine, resolve_engine
 from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
 from paperfeed.adapters.store.schema import embeddings, papers
+from paperfeed.domain.consistency import EmbeddingState, FindingKind, Probe
 from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
 from paperfeed.domain.search import VectorIndexError
 
 __all__ = [
-    "Finding",
-    "Probe",
+    "StoreInspector",
     "embeddings_probe",
     "fts5_probe",
     "pgvector_probe",
@@ -37,41 +40,8 @@ __all__ = [
     "vector_folder_probe",
 ]
 
-EXAMPLES = 5
 _PAGE = 5000
 _SAME_VECTOR = 0.995  # cosine between the index's copy (maybe float16) and the stored float32 vector
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One inconsistency: what, how many, a few paper ids to look at, and the ids a repair needs."""
-
-    problem: str
-    count: int
-    examples: tuple[str, ...] = ()
-    ids: frozenset[str] = frozenset()  # every affected paper id, when the repair can use them
-
-
-@dataclass
-class Probe:
-    """What one area (store, keyword index, embeddings, vector index) looks like and what is wrong."""
-
-    area: str
-    summary: str = ""
-    findings: list[Finding] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    kind: str = ""  # engine: tantivy / fts5 / postgres / exact / hnsw / pgvector
-    unusable: bool = False  # the index cannot be read at all: a rebuild, not a targeted repair
-
-    @property
-    def ok(self) -> bool:
-        return not self.findings
-
-    def add(self, problem: str, ids: Iterable[str] = (), count: int | None = None) -> None:
-        ordered = sorted(ids)
-        n = len(ordered) if count is None else count
-        if n:
-            self.findings.append(Finding(problem, n, tuple(ordered[:EXAMPLES]), frozenset(ordered)))
 
 
 def _paper_ids(engine: Engine) -> Iterator[list[str]]:
@@ -118,8 +88,8 @@ def store_probe(engine: Engine) -> tuple[Probe, set[str]]:
             odd.append(pid)
         bases.setdefault(parsed.base, []).append(pid)
     twice = [pid for group in bases.values() if len(group) > 1 for pid in group]
-    probe.add("papers stored under a non-canonical id", odd)
-    probe.add("papers stored twice under different spellings of one id", twice)
+    probe.add(FindingKind.non_canonical_id, "papers stored under a non-canonical id", odd)
+    probe.add(FindingKind.duplicate_id, "papers stored twice under different spellings of one id", twice)
     probe.summary = f"{len(ids):,} papers"
     return probe, ids
 
@@ -145,15 +115,21 @@ def tantivy_probe(path: Path, engine: Engine, store_ids: set[str], *, version: s
         state = None
     if not isinstance(state, dict) or state.get("version") != version or "watermark" not in state:
         probe.unusable = True
-        what = "missing" if not (path / "meta.json").exists() else "of another version or never completed"
-        probe.add(f"keyword index is {what} ({path})", count=max(1, len(store_ids)))
+        missing = not (path / "meta.json").exists()
+        what = "missing" if missing else "of another version or never completed"
+        kind = FindingKind.index_missing if missing else FindingKind.index_incompatible
+        probe.add(kind, f"keyword index is {what} ({path})", count=max(1, len(store_ids)))
         probe.summary = "no usable index"
         return probe
     damaged = damaged_files(path, trust_checked=False)  # tantivy never checks its checksums itself
     if damaged:
         probe.unusable = True
         what = "; ".join(damaged)[:200]
-        probe.add(f"keyword index files are damaged ({what})", count=max(1, len(store_ids)))
+        probe.add(
+            FindingKind.index_damaged,
+            f"keyword index files are damaged ({what})",
+            count=max(1, len(store_ids)),
+        )
         probe.summary = "unreadable"
         return probe
     try:
@@ -170,21 +146,39 @@ def tantivy_probe(path: Path, engine: Engine, store_ids: set[str], *, version: s
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             raise
         probe.unusable = True
-        probe.add(f"keyword index files are damaged ({str(exc)[:200]})", count=max(1, len(store_ids)))
+        probe.add(
+            FindingKind.index_damaged,
+            f"keyword index files are damaged ({str(exc)[:200]})",
+            count=max(1, len(store_ids)),
+        )
         probe.summary = "unreadable"
         return probe
     indexed = set(counts)
-    probe.add("papers missing from the keyword index", store_ids - indexed)
-    probe.add("keyword documents of papers that are not in the store", indexed - store_ids)
-    probe.add("papers indexed more than once", [pid for pid, n in counts.items() if n > 1])
+    probe.add(FindingKind.not_indexed, "papers missing from the keyword index", store_ids - indexed)
+    probe.add(
+        FindingKind.index_orphan, "keyword documents of papers that are not in the store", indexed - store_ids
+    )
+    probe.add(
+        FindingKind.indexed_twice,
+        "papers indexed more than once",
+        [pid for pid, n in counts.items() if n > 1],
+    )
     marks = [state[k] for k in ("watermark", "dirty_since") if isinstance(state.get(k), str)]
     try:
         since = datetime.fromisoformat(min(marks))
     except ValueError:
-        probe.add("keyword index state.json has an unreadable watermark", count=1)
+        probe.add(
+            FindingKind.index_watermark_unreadable,
+            "keyword index state.json has an unreadable watermark",
+            count=1,
+        )
     else:
         since = since if since.tzinfo else since.replace(tzinfo=UTC)
-        probe.add("papers changed since they were indexed", _modified_since(engine, since) & indexed)
+        probe.add(
+            FindingKind.index_stale,
+            "papers changed since they were indexed",
+            _modified_since(engine, since) & indexed,
+        )
     probe.summary = f"{total:,} documents"
     return probe
 
@@ -205,15 +199,19 @@ def fts5_probe(engine: Engine, store_ids: set[str]) -> Probe:
             ).scalar_one()
         )
         docs = int(conn.execute(sql("SELECT count(*) FROM papers_fts_docsize")).scalar_one())
-    probe.add("changes queued but not yet in the keyword index", count=queued)
-    probe.add("papers missing from the keyword index", missing)
-    probe.add("keyword documents of papers that are not in the store", count=extra)
+    probe.add(FindingKind.index_queued, "changes queued but not yet in the keyword index", count=queued)
+    probe.add(FindingKind.not_indexed, "papers missing from the keyword index", missing)
+    probe.add(FindingKind.index_orphan, "keyword documents of papers that are not in the store", count=extra)
     if not queued and not missing and not extra:
         try:
             with engine.begin() as conn:  # FTS5 compares every indexed token with the content table
                 conn.execute(sql("INSERT INTO papers_fts(papers_fts, rank) VALUES ('integrity-check', 1)"))
         except Exception as exc:  # sqlite reports a mismatch as "database disk image is malformed"
-            probe.add(f"keyword index content differs from the papers ({str(exc)[:120]})", count=1)
+            probe.add(
+                FindingKind.index_content_differs,
+                f"keyword index content differs from the papers ({str(exc)[:120]})",
+                count=1,
+            )
     probe.summary = f"{docs:,} documents"
     return probe
 
@@ -232,21 +230,13 @@ def postgres_fts_probe(engine: Engine) -> Probe:
             ).scalars()
         )
         docs = int(conn.execute(sql("SELECT count(*) FROM papers WHERE search_tsv IS NOT NULL")).scalar_one())
-    probe.add("papers without a search document", missing)
-    probe.add("papers whose search document is out of date", stale)
+    probe.add(FindingKind.not_indexed, "papers without a search document", missing)
+    probe.add(FindingKind.index_stale, "papers whose search document is out of date", stale)
     probe.summary = f"{docs:,} documents"
     return probe
 
 
 # -- embeddings ------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class EmbeddingState:
-    model_id: str
-    vectors: int  # rows of the configured model
-    ids: frozenset[str]  # papers of the store with a vector of the configured model (current or stale)
-    dimension: int | None
 
 
 def embeddings_probe(engine: Engine, model_id: str, store_ids: set[str]) -> tuple[Probe, EmbeddingState]:
@@ -288,10 +278,12 @@ def embeddings_probe(engine: Engine, model_id: str, store_ids: set[str]) -> tupl
     orphans = (ids | set(others)) - store_ids
     in_use = bool(ids or others)
     if in_use:
-        probe.add("papers with no vector", store_ids - ids - set(others))
-        probe.add("vectors made from an older version of the paper's text", stale)
-        probe.add("vectors of another model (a model change not finished)", others)
-    probe.add("vectors of papers that are not in the store", orphans)
+        probe.add(FindingKind.no_vector, "papers with no vector", store_ids - ids - set(others))
+        probe.add(FindingKind.stale_vector, "vectors made from an older version of the paper's text", stale)
+        probe.add(
+            FindingKind.other_model_vector, "vectors of another model (a model change not finished)", others
+        )
+    probe.add(FindingKind.orphan_vector, "vectors of papers that are not in the store", orphans)
     if not in_use:
         probe.notes.append("no paper is embedded yet: semantic search is off until `paperfeed index`")
     probe.summary = f"{len(ids):,} vectors of {model_id}"
@@ -320,8 +312,8 @@ def _compare_vectors(engine: Engine, model_id: str, rows_of: dict[str, int], mat
 
 def _index_vs_table(probe: Probe, indexed: Iterable[str], state: EmbeddingState) -> None:
     held = set(indexed)
-    probe.add("vectors missing from the vector index", state.ids - held)
-    probe.add("vector index entries with no stored vector", held - state.ids)
+    probe.add(FindingKind.not_indexed, "vectors missing from the vector index", state.ids - held)
+    probe.add(FindingKind.index_orphan, "vector index entries with no stored vector", held - state.ids)
 
 
 def vector_folder_probe(path: Path, engine: Engine, state: EmbeddingState) -> Probe:
@@ -335,7 +327,7 @@ def vector_folder_probe(path: Path, engine: Engine, state: EmbeddingState) -> Pr
         if found is None:
             if state.vectors:
                 probe.unusable = True
-                probe.add(f"vector index is missing ({path})", count=state.vectors)
+                probe.add(FindingKind.index_missing, f"vector index is missing ({path})", count=state.vectors)
             probe.summary = "none"
             return probe
         stored, _stamp = found
@@ -346,6 +338,7 @@ def vector_folder_probe(path: Path, engine: Engine, state: EmbeddingState) -> Pr
         ):
             probe.unusable = True
             probe.add(
+                FindingKind.index_incompatible,
                 f"vector index was built with {manifest.model_id} (dimension {manifest.dimension}), "
                 f"the configured model is {state.model_id}",
                 count=max(1, manifest.count),
@@ -356,16 +349,20 @@ def vector_folder_probe(path: Path, engine: Engine, state: EmbeddingState) -> Pr
         rows = RowStore.read(generation, dimension=manifest.dimension, rows=stored.rows, dtype=np.float32)
     except VectorIndexError as exc:
         probe.unusable = True
-        probe.add(f"vector index is unreadable: {exc}", count=max(1, state.vectors))
+        probe.add(
+            FindingKind.index_damaged, f"vector index is unreadable: {exc}", count=max(1, state.vectors)
+        )
         probe.summary = "unreadable"
         return probe
     if rows.live_count != manifest.count:
         probe.add(
+            FindingKind.index_miscounted,
             f"manifest says {manifest.count:,} vectors, the files hold {rows.live_count:,}",
             count=abs(manifest.count - rows.live_count),
         )
     _index_vs_table(probe, rows.row_of.keys(), state)
     probe.add(
+        FindingKind.index_stale,
         "vectors in the index differ from the stored ones",
         _compare_vectors(engine, state.model_id, rows.row_of, rows.vectors),
     )
@@ -383,7 +380,7 @@ def pgvector_probe(engine: Engine, state: EmbeddingState, mark: datetime | None)
     if manifest is None:
         if state.vectors:
             probe.unusable = True
-            probe.add("vector index table is missing", count=state.vectors)
+            probe.add(FindingKind.index_missing, "vector index table is missing", count=state.vectors)
         probe.summary = "none"
         return probe
     if manifest.model_id != state.model_id or (
@@ -391,6 +388,7 @@ def pgvector_probe(engine: Engine, state: EmbeddingState, mark: datetime | None)
     ):
         probe.unusable = True
         probe.add(
+            FindingKind.index_incompatible,
             f"vector index was built with {manifest.model_id}, the configured model is {state.model_id}",
             count=max(1, manifest.count),
         )
@@ -410,10 +408,92 @@ def pgvector_probe(engine: Engine, state: EmbeddingState, mark: datetime | None)
             newer = state.vectors
     if len(held) != manifest.count:
         probe.add(
+            FindingKind.index_miscounted,
             f"index metadata says {manifest.count:,} vectors, the table holds {len(held):,}",
             count=abs(manifest.count - len(held)),
         )
     _index_vs_table(probe, held, state)
-    probe.add("vectors stored since the index was last synced", count=newer)
+    probe.add(FindingKind.index_stale, "vectors stored since the index was last synced", count=newer)
     probe.summary = f"{len(held):,} vectors, built {manifest.built_at}"
     return probe
+
+
+# -- the port --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class StoreInspector:
+    """:class:`~paperfeed.domain.consistency.ConsistencyInspector` of one data folder or database."""
+
+    engine: Engine
+    data_dir: Path
+    keyword_engine: KeywordEngine
+
+    @property
+    def _postgres(self) -> bool:
+        return self.engine.dialect.name == "postgresql"
+
+    def probe(self, model_id: str) -> list[Probe]:
+        from paperfeed.adapters.keyword.tantivy_index import INDEX_VERSION
+
+        store, ids = store_probe(self.engine)
+        chosen = resolve_engine(self.keyword_engine, self.engine)
+        if chosen == "tantivy":
+            keyword = tantivy_probe(self.data_dir / "keyword", self.engine, ids, version=INDEX_VERSION)
+        elif chosen == "fts5":
+            keyword = fts5_probe(self.engine, ids)
+        else:
+            keyword = postgres_fts_probe(self.engine)
+        vectors_probe, state = embeddings_probe(self.engine, model_id, ids)
+        return [store, keyword, vectors_probe, self._vector_probe(state)]
+
+    def _vector_probe(self, state: EmbeddingState) -> Probe:
+        if self._postgres:
+            mark = SqlEmbeddingStore(self.engine).get_mark(f"vector-index:{state.model_id}")
+            return pgvector_probe(self.engine, state, mark)
+        return vector_folder_probe(self.data_dir / "vectors", self.engine, state)
+
+    def vector_index_consistent(self, model_id: str) -> bool:
+        _store, ids = store_probe(self.engine)
+        _probe, state = embeddings_probe(self.engine, model_id, ids)
+        return not state.vectors or self._vector_probe(state).ok
+
+    def delete_vectors(self, paper_ids: Sequence[str]) -> int:
+        return SqlEmbeddingStore(self.engine).delete(paper_ids)
+
+    def repair_keyword(self, probe: Probe) -> str:
+        if probe.kind == "tantivy":
+            from paperfeed.adapters.keyword.tantivy_index import KeywordIndexBusy, TantivyKeywordIndex
+
+            folder = self.data_dir / "keyword"
+            if probe.unusable and folder.is_dir():  # derived data: damaged files may panic tantivy on open
+                for item in folder.iterdir():
+                    if item.is_file():
+                        item.unlink()
+            try:
+                index = TantivyKeywordIndex(folder, self.engine, catch_up=False, background=False)
+                try:
+                    if probe.unusable:
+                        return f"keyword index rebuilt from the store ({index.rebuild():,} papers)"
+                    ids: set[str] = set()
+                    for finding in probe.findings:
+                        ids |= finding.ids
+                    done = index.reindex(sorted(ids))
+                    caught = index.catch_up()
+                    return f"keyword index: {done:,} papers re-indexed, {caught:,} caught up"
+                finally:
+                    index.close()
+            except KeywordIndexBusy as exc:
+                return f"keyword index not repaired: {exc}; stop that process and run check --repair again"
+        if probe.kind == "fts5":
+            from paperfeed.adapters.keyword.fts5 import Fts5KeywordIndex
+
+            index5 = Fts5KeywordIndex(self.engine, sync=False)
+            try:
+                index5.rebuild()
+            finally:
+                index5.close()
+            return "keyword index (FTS5) rebuilt from the store"
+        from paperfeed.adapters.keyword.postgres_fts import PostgresKeywordIndex
+
+        return f"keyword index: {PostgresKeywordIndex(self.engine).rebuild():,} search documents recomputed"

@@ -7,22 +7,11 @@ from typing import Annotated
 import orjson
 import typer
 
-from paperfeed.adapters.consistency import Probe
 from paperfeed.adapters.embed import EmbedderUnavailable
-from paperfeed.services.check import CheckReport, CheckService
+from paperfeed.domain.consistency import Probe
+from paperfeed.services.check import CheckReport
 
 from .context import Context, fail
-
-
-def _service(c: Context) -> CheckService:
-    app = c.app
-    return CheckService(
-        engine=app.store.engine,
-        data_dir=app.settings.data_dir,
-        keyword_engine=app.settings.keyword_engine,
-        model_id=lambda: app.embedder.model_id,
-        indexing=lambda: app.indexing,
-    )
 
 
 def _lines(probes: list[Probe]) -> list[str]:
@@ -83,7 +72,7 @@ def register(app: typer.Typer) -> None:
         were all repaired; the report says whether a re-check is clean).
         """
         c: Context = ctx.obj
-        service = _service(c)
+        service = c.app.checks
         try:
             report = service.check()
             if repair and not report.ok:

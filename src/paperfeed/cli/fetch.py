@@ -9,9 +9,9 @@ import typer
 
 from paperfeed.adapters.sources.arxiv_api import ArxivApiSource
 from paperfeed.adapters.sources.arxiv_atom import ArxivApiError, MalformedFeed
-from paperfeed.adapters.sources.http import SourceUnavailable
 from paperfeed.domain.ids import InvalidPaperId, parse_arxiv_id
 from paperfeed.domain.ingest import IngestSummary
+from paperfeed.domain.ports import SourceUnavailable
 
 from .context import Context, fail
 from .progress import RichProgress, print_summary

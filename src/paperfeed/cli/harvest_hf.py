@@ -15,8 +15,8 @@ import typer
 from rich.markup import escape
 
 from paperfeed.adapters.sources.hf_daily import HfDailySource
-from paperfeed.adapters.sources.http import SourceUnavailable
 from paperfeed.domain.ingest import IngestSummary
+from paperfeed.domain.ports import SourceUnavailable
 
 from .context import Context, fail
 from .progress import RichProgress, print_summary

@@ -8,10 +8,8 @@ from typing import Annotated
 
 import typer
 
-from paperfeed.adapters.sources.arxiv_atom import ArxivApiError, MalformedFeed
-from paperfeed.adapters.sources.bibliography import BibliographyError, Format
-from paperfeed.adapters.sources.http import SourceUnavailable
-from paperfeed.domain.library import DEFAULT_TAG, InvalidLibraryInput
+from paperfeed.domain.library import DEFAULT_TAG, BibliographyError, Format, InvalidLibraryInput
+from paperfeed.domain.ports import SourceAnswerError, SourceUnavailable
 from paperfeed.services.library import LibraryNotFound
 
 from .context import Context, fail
@@ -76,7 +74,7 @@ def import_library(
         raise fail(str(exc)) from None
     except SourceUnavailable as exc:
         raise fail(f"arXiv API unreachable: {exc}; nothing was saved, run the import again", 3) from None
-    except (ArxivApiError, MalformedFeed) as exc:
+    except SourceAnswerError as exc:
         raise fail(f"arXiv API: {exc}; nothing was saved", 3) from None
     for work in report.problems[:100]:
         c.err.print(f"  not saved {work.where}: {work.problem}", highlight=False, markup=False)

@@ -21,8 +21,9 @@ import uvicorn
 from rich.markup import escape
 
 from paperfeed.adapters.sources.hf_daily import HfDailySource
-from paperfeed.adapters.sources.http import PoliteClient, SourceUnavailable
+from paperfeed.adapters.sources.http import PoliteClient
 from paperfeed.bootstrap import build_app
+from paperfeed.domain.ports import SourceUnavailable
 from paperfeed.secret_key import SECRET_FILE, InsecureSecret, check_secret, configured_secret
 from paperfeed.settings import Settings
 from paperfeed.web import create_app

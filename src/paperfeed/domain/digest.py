@@ -37,10 +37,14 @@ __all__ = [
     "InvalidPreferences",
     "Pick",
     "Preferences",
+    "Recommender",
     "Section",
     "SectionProvider",
     "SectionRequest",
+    "SignedInUser",
+    "StoredSubscriptionLike",
     "Subscription",
+    "SubscriptionRecords",
     "SubscriptionStatus",
     "compose",
     "latest_slot",
@@ -392,3 +396,84 @@ def compose(
 
 
 LinkPurpose = Literal["confirm", "preferences", "unsubscribe"]
+
+
+# -- ports of the subscription service (``adapters/store/digests.py`` implements them) ----------------
+
+
+class StoredSubscriptionLike(Protocol):
+    """A stored subscription with its pending confirmation (the store's row type satisfies it)."""
+
+    @property
+    def subscription(self) -> Subscription: ...
+
+    @property
+    def confirm_nonce(self) -> str | None: ...
+
+    @property
+    def confirm_sent_at(self) -> datetime | None: ...
+
+
+class SubscriptionRecords(Protocol):
+    """The subscription rows (``adapters/store/digests.py``)."""
+
+    def subscription(self, subscription_id: int) -> StoredSubscriptionLike | None: ...
+
+    def subscription_by_email(self, email: str) -> StoredSubscriptionLike | None: ...
+
+    def subscription_of_user(self, user_id: int) -> StoredSubscriptionLike | None: ...
+
+    def create_subscription(
+        self,
+        email: str,
+        prefs: Preferences,
+        *,
+        status: SubscriptionStatus,
+        user_id: int | None,
+        now: datetime,
+    ) -> StoredSubscriptionLike: ...
+
+    def update_subscription(
+        self,
+        subscription_id: int,
+        *,
+        now: datetime,
+        prefs: Preferences | None = None,
+        status: SubscriptionStatus | None = None,
+        user_id: int | None = None,
+        new_nonce: bool = False,
+        confirm_sent_at: datetime | None = None,
+        clear_nonce: bool = False,
+    ) -> StoredSubscriptionLike | None: ...
+
+
+class SignedInUser(Protocol):
+    """The account subscribing, when signed in (a verified address needs no confirmation mail)."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def email(self) -> str: ...
+
+    @property
+    def email_verified(self) -> bool: ...
+
+
+# -- ports of the services that build digests ---------------------------------------------------------
+
+
+class _Recommendation(Protocol):
+    @property
+    def paper(self) -> Paper: ...
+
+    @property
+    def reason(self) -> str: ...
+
+
+class Recommender(Protocol):
+    """The "For you" feed a digest section draws on (``services/recommend.py``)."""
+
+    def for_you(
+        self, user_id: int, *, limit: int = 20, tag: str | None = None, exclude: Collection[str] = frozenset()
+    ) -> Sequence[_Recommendation]: ...

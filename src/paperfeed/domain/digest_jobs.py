@@ -1,13 +1,26 @@
-"""Records of the send ledger and of job runs, as the services and the store exchange them."""
+"""Records of the send ledger and of job runs, as the services and the store exchange them, and the ports
+through which the job and digest services keep them (``adapters/store/digests.py`` implements them)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Protocol
 
-from paperfeed.domain.digest import Digest, DigestStatus
+from paperfeed.domain.digest import Digest, DigestStatus, Subscription
+from paperfeed.domain.models import Paper
 
-__all__ = ["JobRun", "LedgerEntry", "NewDigest", "StepReport"]
+__all__ = [
+    "DigestLedger",
+    "JobRun",
+    "LeaseStore",
+    "LedgerEntry",
+    "NewDigest",
+    "PaperLookup",
+    "RunStore",
+    "StepReport",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,3 +105,75 @@ class JobRun:
         if self.finished_at is None:
             return None
         return (self.finished_at - self.started_at).total_seconds()
+
+
+class LeaseStore(Protocol):
+    """Named leases with expiry, taken by compare-and-set (``services/jobs.py`` explains why)."""
+
+    def lease(self, name: str) -> tuple[str, datetime] | None: ...
+
+    def try_lease(
+        self, name: str, holder: str, until: datetime, now: datetime, *, take_from: str | None = None
+    ) -> bool: ...
+
+    def renew_lease(self, name: str, holder: str, until: datetime) -> bool: ...
+
+    def release_lease(self, name: str, holder: str) -> None: ...
+
+
+class RunStore(LeaseStore, Protocol):
+    """The ``job_runs`` records of the job service."""
+
+    def start_run(self, job: str, slot: datetime | None, trigger: str, holder: str, now: datetime) -> int: ...
+
+    def save_steps(self, run_id: int, steps: Sequence[StepReport]) -> None: ...
+
+    def finish_run(
+        self, run_id: int, status: str, steps: Sequence[StepReport], error: str | None, now: datetime
+    ) -> None: ...
+
+    def runs(self, *, job: str | None = None, limit: int = 20) -> list[JobRun]: ...
+
+    def runs_for_slot(self, job: str, slot: datetime) -> list[JobRun]: ...
+
+    def interrupt_dead_runs(self, is_dead: Callable[[str], bool], now: datetime) -> int: ...
+
+
+class DigestLedger(LeaseStore, Protocol):
+    """What the digest service keeps (``adapters/store/digests.py``)."""
+
+    def active_subscriptions(self, batch: int = 2000) -> Iterator[list[Subscription]]: ...
+
+    def settled_periods(
+        self, subscription_ids: Sequence[int], periods: Iterable[str]
+    ) -> set[tuple[int, str]]: ...
+
+    def sent_papers(self, subscription_ids: Sequence[int]) -> dict[int, set[str]]: ...
+
+    def add_digests(self, items: Sequence[NewDigest], now: datetime) -> int: ...
+
+    def recover(self, now: datetime) -> tuple[int, int]: ...
+
+    def due(self, now: datetime, *, after_id: int = 0, limit: int = 200) -> list[LedgerEntry]: ...
+
+    def claim(self, digest_ids: Sequence[int], now: datetime) -> set[int]: ...
+
+    def mark_sent(self, digest_ids: Sequence[int], now: datetime) -> int: ...
+
+    def unclaim(self, now: datetime) -> int: ...
+
+    def transition(
+        self, digest_id: int, expected: DigestStatus, to: DigestStatus, now: datetime, **values: object
+    ) -> bool: ...
+
+    def add_bounce(self, email: str, reason: str, now: datetime) -> None: ...
+
+    def bounced(self, emails: Sequence[str]) -> set[str]: ...
+
+    def subscriptions_by_id(self, ids: Sequence[int]) -> dict[int, Subscription]: ...
+
+
+class PaperLookup(Protocol):
+    """Papers by id, for rendering a composed digest (the paper store)."""
+
+    def get_papers(self, paper_ids: Sequence[str]) -> dict[str, Paper]: ...

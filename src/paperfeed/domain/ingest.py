@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from .models import Listing, Paper
 
-__all__ = ["Batch", "BatchResult", "IngestSummary", "RawRecord", "Realized", "Reject"]
+__all__ = [
+    "Batch",
+    "BatchResult",
+    "DerivedIndex",
+    "IngestSummary",
+    "RawRecord",
+    "Realized",
+    "Reject",
+    "StagingIndex",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,3 +120,27 @@ class IngestSummary:
     @property
     def seen(self) -> int:
         return self.added + self.updated + self.unchanged + self.rejected
+
+
+class DerivedIndex(Protocol):
+    """An index derived from the store (keyword search) that every batch of an import keeps in step."""
+
+    def on_papers_changed(self, changed: BatchResult) -> None:
+        """The batch committed: make its changed papers searchable before returning (or queue them)."""
+        ...
+
+
+@runtime_checkable
+class StagingIndex(Protocol):
+    """A :class:`DerivedIndex` that starts on a batch's papers while the store writes them.
+
+    ``stage_papers`` runs inside the batch's transaction, before the rows are written (an index with
+    threads of its own then works alongside the database); ``on_papers_changed`` after the commit
+    publishes what was staged; ``discard_staged`` drops it when the transaction failed.
+    """
+
+    def stage_papers(self, papers: Sequence[Paper], written_at: datetime) -> None: ...
+
+    def on_papers_changed(self, changed: BatchResult) -> None: ...
+
+    def discard_staged(self) -> None: ...

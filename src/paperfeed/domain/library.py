@@ -8,27 +8,37 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal, Protocol
 
 from .search import SearchFilters
 
 __all__ = [
     "DEFAULT_TAG",
     "MAX_AUTHOR_CHARS",
+    "MAX_FILE_BYTES",
     "MAX_NOTE_CHARS",
     "MAX_QUERY_CHARS",
     "MAX_SEARCH_NAME_CHARS",
     "MAX_TAG_CHARS",
+    "BibliographyError",
+    "BibliographyParser",
+    "CitedWork",
     "FollowedAuthor",
+    "Format",
     "InvalidLibraryInput",
     "LibraryItem",
+    "LibraryRecords",
     "Note",
     "Owner",
+    "ReadFilter",
     "ReaderSignals",
     "SavedPaper",
     "SavedSearch",
     "Tag",
+    "arxiv_ids",
     "author_key",
     "check_author",
     "check_note",
@@ -238,3 +248,91 @@ class ReaderSignals:
     def followed_author_keys(self) -> frozenset[str]:
         """Keys to match paper authors against (see :func:`author_key`)."""
         return frozenset(author_key(name) for name in self.followed_authors)
+
+
+ReadFilter = Literal["all", "read", "unread"]
+
+
+class LibraryRecords(Protocol):
+    """What the service needs from the store (``adapters/store/library.py`` implements it)."""
+
+    def user_id_for_email(self, email: str) -> int | None: ...
+    def owner(self, user_id: int) -> Owner | None: ...
+    def existing_papers(self, paper_ids: Sequence[str]) -> set[str]: ...
+    def hidden_among(self, paper_ids: Sequence[str]) -> set[str]: ...
+    def reader_marks(self, user_id: int) -> tuple[dict[str, tuple[str, ...]], set[str], set[str]]: ...
+    def create_tag(self, user_id: int, name: str, *, public: bool = False) -> Tag: ...
+    def tags(self, user_id: int) -> list[Tag]: ...
+    def tag(self, tag_id: int) -> Tag | None: ...
+    def tag_named(self, user_id: int, name: str) -> Tag | None: ...
+    def update_tag(self, tag_id: int, *, name: str | None = None, public: bool | None = None) -> bool: ...
+    def delete_tag(self, tag_id: int) -> None: ...
+    def save(self, user_id: int, paper_ids: Sequence[str], tag_names: Sequence[str]) -> int: ...
+    def set_paper_tags(self, user_id: int, paper_id: str, tag_names: Sequence[str]) -> None: ...
+    def unsave(self, user_id: int, paper_id: str, tag_id: int | None = None) -> int: ...
+    def paper_tags(self, user_id: int, paper_ids: Sequence[str]) -> dict[str, tuple[str, ...]]: ...
+    def items(
+        self,
+        user_id: int,
+        *,
+        tag_id: int | None = None,
+        read: ReadFilter = "all",
+        limit: int = 50,
+        offset: int = 0,
+    ) -> tuple[list[LibraryItem], int]: ...
+    def tag_papers(
+        self, tag_id: int, limit: int = 50, offset: int = 0
+    ) -> tuple[list[tuple[str, datetime]], int]: ...
+    def set_read(self, user_id: int, paper_id: str, read: bool) -> None: ...
+    def set_dismissed(self, user_id: int, paper_id: str, dismissed: bool) -> None: ...
+    def marks(self, user_id: int, paper_ids: Sequence[str]) -> dict[str, tuple[bool, bool]]: ...
+    def dismissed(
+        self, user_id: int, limit: int = 50, offset: int = 0
+    ) -> tuple[list[tuple[str, datetime]], int]: ...
+    def set_note(self, user_id: int, paper_id: str, body: str) -> None: ...
+    def note(self, user_id: int, paper_id: str) -> Note | None: ...
+    def follow(self, user_id: int, name: str) -> bool: ...
+    def unfollow(self, user_id: int, name: str) -> bool: ...
+    def followed(self, user_id: int) -> list[FollowedAuthor]: ...
+    def add_search(
+        self, user_id: int, name: str, query: str, filters: SearchFilters
+    ) -> SavedSearch | None: ...
+    def searches(self, user_id: int) -> list[SavedSearch]: ...
+    def saved_search(self, search_id: int) -> SavedSearch | None: ...
+    def search_feed_token(self, search_id: int) -> str | None: ...
+    def search_by_token(self, token: str) -> SavedSearch | None: ...
+    def mark_search_seen(self, search_id: int, at: datetime) -> None: ...
+    def delete_search(self, search_id: int) -> None: ...
+    def signals(self, user_id: int) -> ReaderSignals: ...
+
+
+# -- importing a library from a bibliography file (``services/library_import.py``) -------------------------
+
+MAX_FILE_BYTES = 20 * 2**20  # the largest bibliography file read
+Format = Literal["auto", "bibtex", "csl-json", "ids"]
+
+
+class BibliographyError(ValueError):
+    """The file cannot be read as a bibliography; the message names the file and line or entry."""
+
+
+@dataclass(frozen=True, slots=True)
+class CitedWork:
+    """One entry of a bibliography."""
+
+    where: str  # "library.bib:12 (smith2020)", "zotero.json: item 3 (id abc)", "ids.txt:4"
+    arxiv_id: str | None  # version-less arXiv id, when one was recognised
+    title: str | None = None
+    problem: str | None = None  # why there is no arXiv id (or why the entry was skipped)
+
+
+def arxiv_ids(works: Iterable[CitedWork]) -> list[str]:
+    """The distinct arXiv ids of ``works``, in first-seen order."""
+    return list(dict.fromkeys(w.arxiv_id for w in works if w.arxiv_id))
+
+
+class BibliographyParser(Protocol):
+    """Reads the bytes of a bibliography file called ``name`` (``adapters/sources/bibliography.py``:
+    BibTeX, CSL-JSON or a list of ids); raises :class:`BibliographyError` for a file it cannot read."""
+
+    def __call__(self, data: bytes, name: str, fmt: Format = "auto") -> list[CitedWork]: ...

@@ -10,7 +10,25 @@ from typing import Protocol, runtime_checkable
 from .ingest import Batch, BatchResult, RawRecord, Realized
 from .models import Listing, Paper
 
-__all__ = ["BeforeWrite", "PaperSource", "PaperStore", "ProgressReporter", "RecordRealizer", "StoreStats"]
+__all__ = [
+    "BeforeWrite",
+    "PaperFetcher",
+    "PaperSource",
+    "PaperStore",
+    "ProgressReporter",
+    "RecordRealizer",
+    "SourceAnswerError",
+    "SourceUnavailable",
+    "StoreStats",
+]
+
+
+class SourceUnavailable(RuntimeError):
+    """A source could not be reached or kept failing after all retries; the message says which and why."""
+
+
+class SourceAnswerError(ValueError):
+    """A source answered, but with nothing usable (its own error document, or bytes that are not a feed)."""
 
 
 # Told, inside a batch's transaction, the papers about to be written and their modified_at.
@@ -89,3 +107,15 @@ class ProgressReporter(Protocol):
     """Told how a long job advances; the CLI draws a progress bar, tests may record."""
 
     def update(self, position: int, total: int | None, added: int, updated: int, rejected: int) -> None: ...
+
+
+class PaperFetcher(Protocol):
+    """Named papers from an upstream catalogue (the arXiv API, ``adapters/sources/arxiv_api.py``), as a
+    source the ingest service imports like any harvest: services fetch without knowing the adapter.
+
+    Reading the source raises :class:`SourceUnavailable` when the catalogue cannot be reached and
+    :class:`SourceAnswerError` when it answers with something that is not a list of papers; an id it does
+    not know comes back as a reject.
+    """
+
+    def papers(self, ids: Sequence[str]) -> PaperSource: ...

@@ -24,11 +24,13 @@ import hashlib
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from datetime import datetime
+from typing import Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from .library import ReaderSignals
 from .models import Paper
 
 __all__ = [
@@ -36,7 +38,9 @@ __all__ = [
     "ReaderModel",
     "Reason",
     "ReasonKind",
+    "RecommendQueries",
     "Recommendation",
+    "SignalsSource",
     "fit_reader_model",
     "nearest",
     "sample_ids",
@@ -230,3 +234,23 @@ def _standardised(model: ReaderModel, ids: Sequence[str], rand: Vectors) -> Read
     ref = model.raw(ids, rand)
     std = float(ref.std())
     return replace(model, ref_mean=float(ref.mean()), ref_std=std if std > 1e-9 else 1.0)
+
+
+class SignalsSource(Protocol):
+    """The library's read of one reader (``LibraryService.signals``)."""
+
+    def signals(self, user_id: int) -> ReaderSignals: ...
+
+
+class RecommendQueries(Protocol):
+    """Store reads (``adapters/store/recommend_queries.py``)."""
+
+    def latest_published(self) -> datetime | None: ...
+
+    def version(self, model_id: str) -> str:
+        """Changes whenever papers or ``model_id`` vectors change."""
+        ...
+
+    def recent(self, model_id: str, since: datetime, until: datetime) -> list[tuple[str, tuple[str, ...]]]:
+        """(paper id, author keys) of papers published in ``[since, until)`` with a ``model_id`` vector."""
+        ...

@@ -14,15 +14,19 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from .ingest import BatchResult
+
 __all__ = [
     "Embedder",
     "IndexManifest",
+    "IndexOpener",
     "KeywordIndex",
     "KeywordIndexUnavailable",
     "ParsedQuery",
     "ScoredId",
     "SearchFilters",
     "Span",
+    "SyncedKeywordIndex",
     "VectorIndex",
     "VectorIndexError",
     "VectorIndexMismatch",
@@ -191,3 +195,33 @@ class KeywordIndex(Protocol):
     def highlight(self, query: ParsedQuery, text: str) -> list[Span]:
         """Spans of ``text`` matching the query's terms/phrases (for highlightedTitle/Summary)."""
         ...
+
+
+class IndexOpener(Protocol):
+    """Opens the vector index for a model: the stored one (``fresh=False``) or a new, empty one that
+    replaces it when saved (``fresh=True``). Raises a ``VectorIndexError`` when the stored one is unusable
+    (another model, corrupt files); the service then asks for a fresh one."""
+
+    def __call__(self, *, model_id: str, dimension: int, fresh: bool) -> VectorIndex: ...
+
+
+class SyncedKeywordIndex(Protocol):
+    """A :class:`~paperfeed.domain.search.KeywordIndex` the ingest service keeps in step with the store."""
+
+    name: str
+
+    def search(self, query: ParsedQuery, k: int) -> list[ScoredId]: ...
+
+    def highlight(self, query: ParsedQuery, text: str) -> list[Span]: ...
+
+    def on_papers_changed(self, changed: Sequence[str] | BatchResult) -> None:
+        """Ingest listener: a committed batch's result, or just the ids of papers that changed."""
+        ...
+
+    def flush(self) -> None:
+        """Block until every change passed to ``on_papers_changed`` is searchable."""
+        ...
+
+    def rebuild(self) -> object: ...
+
+    def close(self) -> None: ...

@@ -1,8 +1,9 @@
 """``paperfeed check``: are the keyword index and the vector index consistent with the store? And repair.
 
 The store is the truth; both indexes are derived from it. The check reads every area without changing
-anything (see :mod:`paperfeed.adapters.consistency`); a repair then does the least that fixes what was
-found, through the adapters' own operations:
+anything, through the :class:`~paperfeed.domain.consistency.ConsistencyInspector` port
+(``adapters/consistency.py``); a repair then does the least that fixes what was found, chosen by each
+finding's :class:`~paperfeed.domain.consistency.FindingKind`, through the adapters' own operations:
 
 * keyword index: re-index the papers that are missing, stale or doubled and drop documents of papers the
   store no longer has (tantivy); apply the queue or rebuild (FTS5); recompute stale documents
@@ -20,23 +21,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from sqlalchemy.engine import Engine
-
-from paperfeed.adapters.consistency import (
-    EmbeddingState,
-    Probe,
-    embeddings_probe,
-    fts5_probe,
-    pgvector_probe,
-    postgres_fts_probe,
-    store_probe,
-    tantivy_probe,
-    vector_folder_probe,
-)
-from paperfeed.adapters.keyword.factory import KeywordEngine, resolve_engine
-from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
+from paperfeed.domain.consistency import ConsistencyInspector, FindingKind, Probe
 from paperfeed.services.indexing import IndexingService
 
 __all__ = ["CheckReport", "CheckService"]
@@ -68,15 +54,9 @@ class CheckReport:
 class CheckService:
     """Checks (and repairs) one data folder or database."""
 
-    engine: Engine
-    data_dir: Path
-    keyword_engine: KeywordEngine
+    inspector: ConsistencyInspector
     model_id: Callable[[], str]  # the configured embedder's model (cheap: no model is loaded)
     indexing: Callable[[], IndexingService]  # built only for a repair that needs it
-
-    @property
-    def _postgres(self) -> bool:
-        return self.engine.dialect.name == "postgresql"
 
     def check(self) -> CheckReport:
         started = time.monotonic()
@@ -84,25 +64,7 @@ class CheckService:
         return CheckReport(probes, time.monotonic() - started)
 
     def _probe(self) -> list[Probe]:
-        from paperfeed.adapters.keyword.tantivy_index import INDEX_VERSION
-
-        store, ids = store_probe(self.engine)
-        chosen = resolve_engine(self.keyword_engine, self.engine)
-        if chosen == "tantivy":
-            keyword = tantivy_probe(self.data_dir / "keyword", self.engine, ids, version=INDEX_VERSION)
-        elif chosen == "fts5":
-            keyword = fts5_probe(self.engine, ids)
-        else:
-            keyword = postgres_fts_probe(self.engine)
-        model_id = self.model_id()
-        vectors_probe, state = embeddings_probe(self.engine, model_id, ids)
-        return [store, keyword, vectors_probe, self._vector_probe(state)]
-
-    def _vector_probe(self, state: EmbeddingState) -> Probe:
-        if self._postgres:
-            mark = SqlEmbeddingStore(self.engine).get_mark(f"vector-index:{state.model_id}")
-            return pgvector_probe(self.engine, state, mark)
-        return vector_folder_probe(self.data_dir / "vectors", self.engine, state)
+        return self.inspector.probe(self.model_id())
 
     # -- repair -------------------------------------------------------------------------------------------
 
@@ -112,7 +74,7 @@ class CheckService:
         started = time.monotonic()
         by_area = {p.area: p for p in report.probes}
         if not by_area["keyword"].ok:
-            report.actions.append(self._repair_keyword(by_area["keyword"]))
+            report.actions.append(self.inspector.repair_keyword(by_area["keyword"]))
         if not by_area["embeddings"].ok or not by_area["vector index"].ok:
             report.actions.extend(self._repair_vectors(by_area["embeddings"], by_area["vector index"]))
         if not by_area["store"].ok:
@@ -124,59 +86,18 @@ class CheckService:
         report.seconds += time.monotonic() - started
         return report
 
-    def _repair_keyword(self, probe: Probe) -> str:
-        if probe.kind == "tantivy":
-            from paperfeed.adapters.keyword.tantivy_index import KeywordIndexBusy, TantivyKeywordIndex
-
-            folder = self.data_dir / "keyword"
-            if probe.unusable and folder.is_dir():  # derived data: damaged files may panic tantivy on open
-                for item in folder.iterdir():
-                    if item.is_file():
-                        item.unlink()
-            try:
-                index = TantivyKeywordIndex(folder, self.engine, catch_up=False, background=False)
-                try:
-                    if probe.unusable:
-                        return f"keyword index rebuilt from the store ({index.rebuild():,} papers)"
-                    ids: set[str] = set()
-                    for finding in probe.findings:
-                        ids |= finding.ids
-                    done = index.reindex(sorted(ids))
-                    caught = index.catch_up()
-                    return f"keyword index: {done:,} papers re-indexed, {caught:,} caught up"
-                finally:
-                    index.close()
-            except KeywordIndexBusy as exc:
-                return f"keyword index not repaired: {exc}; stop that process and run check --repair again"
-        if probe.kind == "fts5":
-            from paperfeed.adapters.keyword.fts5 import Fts5KeywordIndex
-
-            index5 = Fts5KeywordIndex(self.engine, sync=False)
-            try:
-                index5.rebuild()
-            finally:
-                index5.close()
-            return "keyword index (FTS5) rebuilt from the store"
-        from paperfeed.adapters.keyword.postgres_fts import PostgresKeywordIndex
-
-        return f"keyword index: {PostgresKeywordIndex(self.engine).rebuild():,} search documents recomputed"
-
     def _repair_vectors(self, table: Probe, index: Probe) -> list[str]:
         actions: list[str] = []
-        embeddings = SqlEmbeddingStore(self.engine)
         for finding in table.findings:
-            if finding.problem.startswith("vectors of papers that are not in the store"):
-                actions.append(
-                    f"deleted {embeddings.delete(sorted(finding.ids)):,} vectors of deleted papers"
-                )
+            if finding.kind is FindingKind.orphan_vector:
+                deleted = self.inspector.delete_vectors(sorted(finding.ids))
+                actions.append(f"deleted {deleted:,} vectors of deleted papers")
         service = self.indexing()
-        backlog = any(not f.problem.startswith("vectors of papers that") for f in table.findings)
+        backlog = any(f.kind is not FindingKind.orphan_vector for f in table.findings)
         if backlog:
             summary = service.run()
             actions.append(f"embedded {summary.embedded:,} papers that had no current vector")
-        _store, ids = store_probe(self.engine)
-        _probe, state = embeddings_probe(self.engine, self.model_id(), ids)
-        if state.vectors and not self._vector_probe(state).ok:
+        if not self.inspector.vector_index_consistent(self.model_id()):
             synced = service.sync_index(full=True)
             actions.append(f"vector index rebuilt from the stored vectors ({synced.size:,} vectors)")
         elif not index.ok:

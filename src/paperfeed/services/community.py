@@ -23,9 +23,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from paperfeed.adapters.sources.arxiv_api import ArxivApiClient, ArxivApiSource
-from paperfeed.adapters.sources.arxiv_atom import ArxivFeedError
-from paperfeed.adapters.sources.http import SourceUnavailable
 from paperfeed.domain.accounts import User
 from paperfeed.domain.community import (
     ArxivUnreachable,
@@ -46,6 +43,7 @@ from paperfeed.domain.community import (
 )
 from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id, parse_arxiv_id
 from paperfeed.domain.models import Paper
+from paperfeed.domain.ports import PaperFetcher, SourceAnswerError, SourceUnavailable
 from paperfeed.services.ingest import IngestService
 
 __all__ = ["CommunityLimits", "CommunityService"]
@@ -66,13 +64,13 @@ class CommunityService:
         self,
         store: CommunityStore,
         ingest: Callable[[], IngestService],  # both built on first use: most requests never fetch, and
-        arxiv: Callable[[], ArxivApiClient],  # the ingest service opens the keyword index
+        fetcher: Callable[[], PaperFetcher],  # the ingest service opens the keyword index (the arXiv API)
         limits: CommunityLimits | None = None,
         clock: Callable[[], datetime] = _utc_now,
     ) -> None:
         self.store = store
         self.ingest = ingest
-        self.arxiv = arxiv
+        self.fetcher = fetcher
         self.limits = limits or CommunityLimits()
         self.clock = clock
 
@@ -186,12 +184,12 @@ class CommunityService:
     def _fetch(self, pid: str) -> None:
         """Import the paper from the arXiv API through the ingest service."""
         try:
-            summary = self.ingest().run(ArxivApiSource(self.arxiv(), ids=(pid,)))
+            summary = self.ingest().run(self.fetcher().papers((pid,)))
         except SourceUnavailable:
             raise ArxivUnreachable(
                 f"arXiv could not be reached to look up {pid}. Nothing was submitted; try again later."
             ) from None
-        except ArxivFeedError as exc:
+        except SourceAnswerError as exc:
             raise ArxivUnreachable(
                 f"arXiv did not give a usable answer for {pid} ({str(exc)[:200]}). Nothing was submitted; "
                 "try again later."

@@ -16,12 +16,15 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Literal, Protocol
+from typing import Literal
 
 from paperfeed.domain.digest import (
     InvalidPreferences,
     Preferences,
+    SignedInUser,
+    StoredSubscriptionLike,
     Subscription,
+    SubscriptionRecords,
     SubscriptionStatus,
     normalize_email,
 )
@@ -34,55 +37,10 @@ __all__ = [
     "InvalidToken",
     "SubscribeResult",
     "SubscriptionMailFailed",
-    "SubscriptionRecords",
     "SubscriptionService",
 ]
 
 log = logging.getLogger("paperfeed.digest")
-
-
-class StoredSubscriptionLike(Protocol):
-    @property
-    def subscription(self) -> Subscription: ...
-
-    @property
-    def confirm_nonce(self) -> str | None: ...
-
-    @property
-    def confirm_sent_at(self) -> datetime | None: ...
-
-
-class SubscriptionRecords(Protocol):
-    """The subscription rows (``adapters/store/digests.py``)."""
-
-    def subscription(self, subscription_id: int) -> StoredSubscriptionLike | None: ...
-
-    def subscription_by_email(self, email: str) -> StoredSubscriptionLike | None: ...
-
-    def subscription_of_user(self, user_id: int) -> StoredSubscriptionLike | None: ...
-
-    def create_subscription(
-        self,
-        email: str,
-        prefs: Preferences,
-        *,
-        status: SubscriptionStatus,
-        user_id: int | None,
-        now: datetime,
-    ) -> StoredSubscriptionLike: ...
-
-    def update_subscription(
-        self,
-        subscription_id: int,
-        *,
-        now: datetime,
-        prefs: Preferences | None = None,
-        status: SubscriptionStatus | None = None,
-        user_id: int | None = None,
-        new_nonce: bool = False,
-        confirm_sent_at: datetime | None = None,
-        clear_nonce: bool = False,
-    ) -> StoredSubscriptionLike | None: ...
 
 
 class SubscriptionMailFailed(Exception):
@@ -95,17 +53,6 @@ class SubscribeResult:
 
     outcome: Literal["check-inbox", "subscribed"]
     subscription: Subscription | None = None
-
-
-class SignedInUser(Protocol):
-    @property
-    def id(self) -> int: ...
-
-    @property
-    def email(self) -> str: ...
-
-    @property
-    def email_verified(self) -> bool: ...
 
 
 class SubscriptionService:

@@ -7,29 +7,14 @@ or the followed author who wrote it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime
-from typing import Protocol
 
-from paperfeed.domain.digest import Pick, Section, SectionRequest
+from paperfeed.domain.digest import Pick, Recommender, Section, SectionRequest
 from paperfeed.domain.library import FollowedAuthor, SavedSearch
 from paperfeed.domain.models import Paper
 
 __all__ = ["AlertsSection", "AuthorsSection", "ForYouSection"]
-
-
-class _Recommendation(Protocol):
-    @property
-    def paper(self) -> Paper: ...
-
-    @property
-    def reason(self) -> str: ...
-
-
-class Recommender(Protocol):
-    def for_you(
-        self, user_id: int, *, limit: int = 20, tag: str | None = None, exclude: Collection[str] = frozenset()
-    ) -> Sequence[_Recommendation]: ...
 
 
 def _user(request: SectionRequest) -> int | None:

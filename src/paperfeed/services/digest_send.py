@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
 
 from paperfeed.domain.digest import (
     MAX_ITEMS,
@@ -45,7 +44,7 @@ from paperfeed.domain.digest import (
     period_of,
     window_days,
 )
-from paperfeed.domain.digest_jobs import LedgerEntry, NewDigest
+from paperfeed.domain.digest_jobs import DigestLedger, LedgerEntry, NewDigest, PaperLookup
 from paperfeed.domain.mail import (
     MailDeliveryUnknown,
     MailError,
@@ -57,11 +56,10 @@ from paperfeed.domain.mail import (
 )
 from paperfeed.domain.models import Paper
 from paperfeed.services.digest_render import DigestRenderer
-from paperfeed.services.jobs import Lease, LeaseStore
+from paperfeed.services.jobs import Lease
 
 __all__ = [
     "ComposeSummary",
-    "DigestLedger",
     "DigestService",
     "DigestSettings",
     "Preview",
@@ -72,44 +70,6 @@ __all__ = [
 log = logging.getLogger("paperfeed.digest")
 
 RETRY_DELAYS = (60.0, 300.0, 1800.0, 7200.0)  # seconds before the 2nd, 3rd, 4th and 5th attempts
-
-
-class DigestLedger(LeaseStore, Protocol):
-    """What the digest service keeps (``adapters/store/digests.py``)."""
-
-    def active_subscriptions(self, batch: int = 2000) -> Iterator[list[Subscription]]: ...
-
-    def settled_periods(
-        self, subscription_ids: Sequence[int], periods: Iterable[str]
-    ) -> set[tuple[int, str]]: ...
-
-    def sent_papers(self, subscription_ids: Sequence[int]) -> dict[int, set[str]]: ...
-
-    def add_digests(self, items: Sequence[NewDigest], now: datetime) -> int: ...
-
-    def recover(self, now: datetime) -> tuple[int, int]: ...
-
-    def due(self, now: datetime, *, after_id: int = 0, limit: int = 200) -> list[LedgerEntry]: ...
-
-    def claim(self, digest_ids: Sequence[int], now: datetime) -> set[int]: ...
-
-    def mark_sent(self, digest_ids: Sequence[int], now: datetime) -> int: ...
-
-    def unclaim(self, now: datetime) -> int: ...
-
-    def transition(
-        self, digest_id: int, expected: DigestStatus, to: DigestStatus, now: datetime, **values: object
-    ) -> bool: ...
-
-    def add_bounce(self, email: str, reason: str, now: datetime) -> None: ...
-
-    def bounced(self, emails: Sequence[str]) -> set[str]: ...
-
-    def subscriptions_by_id(self, ids: Sequence[int]) -> dict[int, Subscription]: ...
-
-
-class PaperLookup(Protocol):
-    def get_papers(self, paper_ids: Sequence[str]) -> dict[str, Paper]: ...
 
 
 @dataclass(frozen=True)

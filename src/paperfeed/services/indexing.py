@@ -17,26 +17,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal
 
 import numpy as np
 
 from paperfeed.domain.embedding import EmbeddingStore
 from paperfeed.domain.ports import ProgressReporter
-from paperfeed.domain.search import Embedder, VectorIndex, VectorIndexError
+from paperfeed.domain.search import Embedder, IndexOpener, VectorIndex, VectorIndexError
 
-__all__ = ["IndexOpener", "IndexPlan", "IndexSync", "IndexingService", "IndexingSummary"]
+__all__ = ["IndexPlan", "IndexSync", "IndexingService", "IndexingSummary"]
 
 DEFAULT_BATCH = 128
 SYNC_EVERY_SECONDS = 600.0  # a long job refreshes the index this often, so search sees papers early
-
-
-class IndexOpener(Protocol):
-    """Opens the vector index for a model: the stored one (``fresh=False``) or a new, empty one that
-    replaces it when saved (``fresh=True``). Raises a ``VectorIndexError`` when the stored one is unusable
-    (another model, corrupt files); the service then asks for a fresh one."""
-
-    def __call__(self, *, model_id: str, dimension: int, fresh: bool) -> VectorIndex: ...
 
 
 @dataclass(frozen=True, slots=True)

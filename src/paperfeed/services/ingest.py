@@ -24,9 +24,18 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from multiprocessing import get_context
 from operator import attrgetter
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
-from paperfeed.domain.ingest import Batch, BatchResult, IngestSummary, RawRecord, Realized, Reject
+from paperfeed.domain.ingest import (
+    Batch,
+    BatchResult,
+    DerivedIndex,
+    IngestSummary,
+    RawRecord,
+    Realized,
+    Reject,
+    StagingIndex,
+)
 from paperfeed.domain.models import Listing, Paper
 from paperfeed.domain.ports import PaperSource, PaperStore, ProgressReporter, RecordRealizer
 
@@ -34,7 +43,7 @@ from paperfeed.domain.ports import PaperSource, PaperStore, ProgressReporter, Re
 # the papers as stored (derived indexes refresh them without reading them back).
 ChangeListener = Callable[[BatchResult], None]
 
-__all__ = ["ChangeListener", "DerivedIndex", "IngestService", "StagingIndex"]
+__all__ = ["ChangeListener", "IngestService"]
 
 
 # An import allocates a few million short-lived containers that reference counting frees; the cycle
@@ -95,30 +104,6 @@ def _realize_packed(source: RecordRealizer, records: list[tuple[Any, ...]]) -> _
 def _unpack(packed: _Packed) -> Realized:
     papers, listings, rejects, fingerprints = packed
     return Realized([Paper(*p) for p in papers], [Listing(*x) for x in listings], rejects, fingerprints)
-
-
-class DerivedIndex(Protocol):
-    """An index derived from the store (keyword search) that every batch of an import keeps in step."""
-
-    def on_papers_changed(self, changed: BatchResult) -> None:
-        """The batch committed: make its changed papers searchable before returning (or queue them)."""
-        ...
-
-
-@runtime_checkable
-class StagingIndex(Protocol):
-    """A :class:`DerivedIndex` that starts on a batch's papers while the store writes them.
-
-    ``stage_papers`` runs inside the batch's transaction, before the rows are written (an index with
-    threads of its own then works alongside the database); ``on_papers_changed`` after the commit
-    publishes what was staged; ``discard_staged`` drops it when the transaction failed.
-    """
-
-    def stage_papers(self, papers: Sequence[Paper], written_at: datetime) -> None: ...
-
-    def on_papers_changed(self, changed: BatchResult) -> None: ...
-
-    def discard_staged(self) -> None: ...
 
 
 def _stage_all(indexes: list[StagingIndex]) -> Callable[[Sequence[Paper], datetime], None]:

@@ -30,9 +30,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
-from typing import Protocol
 
-from paperfeed.domain.digest_jobs import JobRun, StepReport
+from paperfeed.domain.digest_jobs import JobRun, LeaseStore, RunStore, StepReport
 
 __all__ = [
     "JobSchedule",
@@ -40,8 +39,6 @@ __all__ = [
     "Lease",
     "LeaseBusy",
     "LeaseLost",
-    "LeaseStore",
-    "RunStore",
     "Scheduler",
     "Step",
     "holder_is_dead",
@@ -91,18 +88,6 @@ def holder_is_dead(holder: str) -> bool:
 
 
 # -- leases ---------------------------------------------------------------------------------------------
-
-
-class LeaseStore(Protocol):
-    def lease(self, name: str) -> tuple[str, datetime] | None: ...
-
-    def try_lease(
-        self, name: str, holder: str, until: datetime, now: datetime, *, take_from: str | None = None
-    ) -> bool: ...
-
-    def renew_lease(self, name: str, holder: str, until: datetime) -> bool: ...
-
-    def release_lease(self, name: str, holder: str) -> None: ...
 
 
 class LeaseBusy(RuntimeError):
@@ -195,22 +180,6 @@ class Lease:
 
 
 # -- steps, runs, jobs ----------------------------------------------------------------------------------
-
-
-class RunStore(LeaseStore, Protocol):
-    def start_run(self, job: str, slot: datetime | None, trigger: str, holder: str, now: datetime) -> int: ...
-
-    def save_steps(self, run_id: int, steps: Sequence[StepReport]) -> None: ...
-
-    def finish_run(
-        self, run_id: int, status: str, steps: Sequence[StepReport], error: str | None, now: datetime
-    ) -> None: ...
-
-    def runs(self, *, job: str | None = None, limit: int = 20) -> list[JobRun]: ...
-
-    def runs_for_slot(self, job: str, slot: datetime) -> list[JobRun]: ...
-
-    def interrupt_dead_runs(self, is_dead: Callable[[str], bool], now: datetime) -> int: ...
 
 
 StepCounts = Mapping[str, int | float | str]

@@ -1,7 +1,8 @@
 """Importing a reader's library from BibTeX, CSL-JSON or a list of arXiv ids.
 
 1. The whole file is parsed first: a broken file raises
-   :class:`~paperfeed.adapters.sources.bibliography.BibliographyError` before anything is written.
+   :class:`~paperfeed.domain.library.BibliographyError` (the bibliography parser port) before anything
+   is written.
 2. Papers not yet in the store are fetched from the arXiv API in batches (100 ids a request) and go
    through the ingest service like any other source; ids arXiv does not know are reported.
 3. All found papers are saved to the chosen tag in one transaction.
@@ -17,16 +18,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from paperfeed.adapters.sources.arxiv_api import ArxivApiClient, ArxivApiSource
-from paperfeed.adapters.sources.bibliography import (
+from paperfeed.domain.library import (
+    DEFAULT_TAG,
     BibliographyError,
+    BibliographyParser,
     CitedWork,
     Format,
     arxiv_ids,
-    parse_bibliography,
+    check_tag_name,
 )
-from paperfeed.domain.library import DEFAULT_TAG, check_tag_name
-from paperfeed.domain.ports import ProgressReporter
+from paperfeed.domain.ports import PaperFetcher, ProgressReporter
 from paperfeed.services.ingest import IngestService
 from paperfeed.services.library import LibraryService
 
@@ -55,7 +56,8 @@ class ImportReport:
 class LibraryImporter:
     library: LibraryService
     ingest: IngestService
-    arxiv: Callable[[], ArxivApiClient]  # built on first use: an import of known papers needs no network
+    fetcher: Callable[[], PaperFetcher]  # built on first use: an import of known papers needs no network
+    parse: BibliographyParser
 
     def import_file(
         self,
@@ -94,7 +96,7 @@ class LibraryImporter:
         reported as not fetched.
         """
         tag_name = check_tag_name(tag)
-        works = parse_bibliography(data, name, fmt)
+        works = self.parse(data, name, fmt)
         report = ImportReport(source=name, tag=tag_name, entries=len(works))
         ids = arxiv_ids(works)
         report.with_arxiv_id = sum(1 for w in works if w.arxiv_id)
@@ -106,7 +108,7 @@ class LibraryImporter:
             wanted = missing if max_fetch is None else missing[: max(0, max_fetch)]
             skipped = set(missing[len(wanted) :])
             if wanted:
-                summary = self.ingest.run(ArxivApiSource(self.arxiv(), ids=tuple(wanted)), progress)
+                summary = self.ingest.run(self.fetcher().papers(wanted), progress)
                 report.fetched = summary.added
             present = records.existing_papers(ids)
         elif missing:

@@ -29,7 +29,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
-from typing import Literal, Protocol
+from typing import Literal
 
 import numpy as np
 
@@ -42,6 +42,8 @@ from paperfeed.domain.recommend import (
     ReaderModel,
     Reason,
     Recommendation,
+    RecommendQueries,
+    SignalsSource,
     fit_reader_model,
     nearest,
     sample_ids,
@@ -52,10 +54,8 @@ __all__ = [
     "AlertMatcher",
     "ForYou",
     "Mode",
-    "RecommendQueries",
     "RecommendSettings",
     "RecommendationService",
-    "SignalsSource",
     "UnknownTag",
     "with_window",
 ]
@@ -67,26 +67,6 @@ TrendingSource = Callable[[int], Sequence[Paper]]  # limit -> trending papers, b
 
 class UnknownTag(LookupError):
     """The reader has no saved paper under that tag name."""
-
-
-class SignalsSource(Protocol):
-    """The library's read of one reader (``LibraryService.signals``)."""
-
-    def signals(self, user_id: int) -> ReaderSignals: ...
-
-
-class RecommendQueries(Protocol):
-    """Store reads (``adapters/store/recommend_queries.py``)."""
-
-    def latest_published(self) -> datetime | None: ...
-
-    def version(self, model_id: str) -> str:
-        """Changes whenever papers or ``model_id`` vectors change."""
-        ...
-
-    def recent(self, model_id: str, since: datetime, until: datetime) -> list[tuple[str, tuple[str, ...]]]:
-        """(paper id, author keys) of papers published in ``[since, until)`` with a ``model_id`` vector."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,12 +18,17 @@ from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import pass_context
 
-from paperfeed.adapters.sources.arxiv_atom import ArxivApiError, MalformedFeed
-from paperfeed.adapters.sources.bibliography import BibliographyError, Format
-from paperfeed.adapters.sources.http import SourceUnavailable
 from paperfeed.bootstrap import App
 from paperfeed.domain.accounts import User
-from paperfeed.domain.library import DEFAULT_TAG, InvalidLibraryInput, Tag
+from paperfeed.domain.library import (
+    DEFAULT_TAG,
+    MAX_FILE_BYTES,
+    BibliographyError,
+    Format,
+    InvalidLibraryInput,
+    Tag,
+)
+from paperfeed.domain.ports import SourceAnswerError, SourceUnavailable
 from paperfeed.domain.search import SearchFilters
 from paperfeed.services.library import LibraryNotFound, LibraryService, PaperState
 
@@ -431,8 +436,6 @@ async def import_upload(
     """Import an uploaded .bib / CSL-JSON / id list (at most 100 papers are fetched from arXiv per upload)."""
     from starlette.concurrency import run_in_threadpool
 
-    from paperfeed.adapters.sources.bibliography import MAX_FILE_BYTES
-
     data = await file.read(MAX_FILE_BYTES + 1)
     name = (file.filename or "upload").rsplit("/", 1)[-1][:100] or "upload"
     chosen: Format = fmt if fmt in ("auto", "bibtex", "csl-json", "ids") else "auto"  # type: ignore[assignment]
@@ -457,7 +460,7 @@ async def import_upload(
             error=f"{exc}; nothing was imported.",
             tag=tag,
         )
-    except (SourceUnavailable, ArxivApiError, MalformedFeed) as exc:
+    except (SourceUnavailable, SourceAnswerError) as exc:
         message = f"arXiv could not be reached ({exc}); nothing was saved. Try again later."
         return _page(request, "import", "Import a library", status=503, report=None, error=message, tag=tag)
     return _page(request, "import", "Import a library", report=report, error=None, tag=tag)

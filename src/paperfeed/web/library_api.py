@@ -32,13 +32,20 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from pydantic import BaseModel, ConfigDict, Field
 
-from paperfeed.adapters.sources.arxiv_atom import ArxivApiError, MalformedFeed
-from paperfeed.adapters.sources.bibliography import MAX_FILE_BYTES, BibliographyError, Format
-from paperfeed.adapters.sources.http import SourceUnavailable
 from paperfeed.bootstrap import App
 from paperfeed.domain.accounts import User
-from paperfeed.domain.library import DEFAULT_TAG, FollowedAuthor, InvalidLibraryInput, SavedSearch, Tag
+from paperfeed.domain.library import (
+    DEFAULT_TAG,
+    MAX_FILE_BYTES,
+    BibliographyError,
+    FollowedAuthor,
+    Format,
+    InvalidLibraryInput,
+    SavedSearch,
+    Tag,
+)
 from paperfeed.domain.models import Paper
+from paperfeed.domain.ports import SourceAnswerError, SourceUnavailable
 from paperfeed.domain.search import SearchFilters
 from paperfeed.services.library import AlertPage, LibraryNotFound, LibraryService, PaperState
 
@@ -468,7 +475,7 @@ async def import_library(
         raise ApiError(400, f"{exc}; nothing was imported") from None
     except InvalidLibraryInput as exc:
         raise _bad(exc) from None
-    except (SourceUnavailable, ArxivApiError, MalformedFeed) as exc:
+    except (SourceUnavailable, SourceAnswerError) as exc:
         raise ApiError(503, f"arXiv could not be reached ({exc}); nothing was saved") from None
     return JsonResponse(
         {

@@ -26,8 +26,8 @@ from markupsafe import Markup
 from starlette.types import Scope
 
 from paperfeed import __version__
-from paperfeed.adapters.sources.arxiv_subjects import SUBJECT_CODES
 from paperfeed.bootstrap import App
+from paperfeed.domain.arxiv_subjects import SUBJECT_CODES
 from paperfeed.domain.feed import (
     DayFeed,
     FeedItem,

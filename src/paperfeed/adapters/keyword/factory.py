@@ -5,44 +5,20 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal
 
 from sqlalchemy.engine import Engine
 
-from paperfeed.domain.ingest import BatchResult
-from paperfeed.domain.search import ParsedQuery, ScoredId, Span
+from paperfeed.domain.search import SyncedKeywordIndex
 
 from .fts5 import FieldWeights, Fts5KeywordIndex, fts5_available, suspend_fts5
 
-__all__ = ["KeywordEngine", "SyncedKeywordIndex", "open_keyword_index", "resolve_engine"]
+__all__ = ["KeywordEngine", "open_keyword_index", "resolve_engine"]
 
 log = logging.getLogger(__name__)
 
 KeywordEngine = Literal["auto", "fts5", "tantivy", "postgres"]
-
-
-class SyncedKeywordIndex(Protocol):
-    """A :class:`~paperfeed.domain.search.KeywordIndex` the ingest service keeps in step with the store."""
-
-    name: str
-
-    def search(self, query: ParsedQuery, k: int) -> list[ScoredId]: ...
-
-    def highlight(self, query: ParsedQuery, text: str) -> list[Span]: ...
-
-    def on_papers_changed(self, changed: Sequence[str] | BatchResult) -> None:
-        """Ingest listener: a committed batch's result, or just the ids of papers that changed."""
-        ...
-
-    def flush(self) -> None:
-        """Block until every change passed to ``on_papers_changed`` is searchable."""
-        ...
-
-    def rebuild(self) -> object: ...
-
-    def close(self) -> None: ...
 
 
 def resolve_engine(requested: KeywordEngine, engine: Engine) -> Literal["fts5", "tantivy", "postgres"]:

@@ -45,6 +45,10 @@ class ArxivApiClient:
     url: str = "https://export.arxiv.org/api/query"
     now: Callable[[], datetime] = _utc_now
 
+    def papers(self, ids: Sequence[str]) -> ArxivApiSource:
+        """The :class:`~paperfeed.domain.ports.PaperFetcher` port: a source importing ``ids``."""
+        return ArxivApiSource(self, ids=tuple(ids))
+
     def fetch_page(self, params: dict[str, str]) -> FeedPage:
         """One request. arXiv sends its error feed with HTTP 400, so that status is read, not retried.
 

@@ -19,6 +19,7 @@ from lxml import etree
 from paperfeed.domain.ids import InvalidPaperId, parse_arxiv_id
 from paperfeed.domain.ingest import Reject
 from paperfeed.domain.models import Paper
+from paperfeed.domain.ports import SourceAnswerError
 from paperfeed.domain.validation import InvalidRecord, build_paper
 
 __all__ = [
@@ -44,7 +45,7 @@ _PARSER = etree.XMLParser(
 )
 
 
-class ArxivFeedError(ValueError):
+class ArxivFeedError(SourceAnswerError):
     """A response that yields no papers at all: arXiv's own error, or bytes that are not a feed."""
 
 

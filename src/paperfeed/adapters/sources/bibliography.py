@@ -15,8 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,13 +23,9 @@ from bibtexparser.entrypoint import parse_string as parse_bibtex_string
 from bibtexparser.model import DuplicateBlockKeyBlock
 
 from paperfeed.domain.ids import InvalidPaperId, parse_arxiv_id
+from paperfeed.domain.library import MAX_FILE_BYTES, BibliographyError, CitedWork, Format
 
 __all__ = [
-    "MAX_FILE_BYTES",
-    "BibliographyError",
-    "CitedWork",
-    "Format",
-    "arxiv_ids",
     "detect_format",
     "find_arxiv_id",
     "parse_bibliography",
@@ -40,8 +35,6 @@ __all__ = [
     "read_bibliography",
 ]
 
-MAX_FILE_BYTES = 20 * 2**20
-Format = Literal["auto", "bibtex", "csl-json", "ids"]
 
 _ID = r"(?:\d{4}\.\d{4,5}|[a-z]+(?:-[a-z]+)*(?:\.[A-Za-z]{2})?/\d{7})(?:v\d+)?"
 _IN_URL = re.compile(rf"arxiv\.org/(?:abs|pdf|html)/({_ID})", re.IGNORECASE)
@@ -53,20 +46,6 @@ _ENTRY_KEY = re.compile(r"@\w+\s*[{(]\s*([^,\s]+)")
 # bibtexparser logs each broken block; we report them ourselves (BibliographyError), once, with the file.
 logging.getLogger("bibtexparser").addHandler(logging.NullHandler())
 logging.getLogger("bibtexparser").propagate = False
-
-
-class BibliographyError(ValueError):
-    """The file cannot be read as a bibliography; the message names the file and line or entry."""
-
-
-@dataclass(frozen=True, slots=True)
-class CitedWork:
-    """One entry of a bibliography."""
-
-    where: str  # "library.bib:12 (smith2020)", "zotero.json: item 3 (id abc)", "ids.txt:4"
-    arxiv_id: str | None  # version-less arXiv id, when one was recognised
-    title: str | None = None
-    problem: str | None = None  # why there is no arXiv id (or why the entry was skipped)
 
 
 def _canonical(text: str) -> str | None:
@@ -241,8 +220,3 @@ def parse_bibliography(
     kind = detect_format(path or Path(name), text) if fmt == "auto" else fmt
     parsers = {"bibtex": parse_bibtex, "csl-json": parse_csl_json, "ids": parse_id_list}
     return parsers[kind](text, name)
-
-
-def arxiv_ids(works: Iterable[CitedWork]) -> list[str]:
-    """The distinct arXiv ids of ``works``, in first-seen order."""
-    return list(dict.fromkeys(w.arxiv_id for w in works if w.arxiv_id))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime
-from typing import Any, Literal
+from typing import Any
 
 from sqlalchemy import and_, delete, func, select, true, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -21,6 +21,7 @@ from paperfeed.domain.library import (
     Note,
     Owner,
     ReaderSignals,
+    ReadFilter,
     SavedPaper,
     SavedSearch,
     Tag,
@@ -43,10 +44,9 @@ from .schema_library import (
     library_tags,
 )
 
-__all__ = ["ReadFilter", "SqlLibraryStore", "filters_from_json", "filters_to_json"]
+__all__ = ["SqlLibraryStore", "filters_from_json", "filters_to_json"]
 
 _CHUNK = 900  # ids per IN (...): under every SQLite build's variable limit
-ReadFilter = Literal["all", "read", "unread"]
 
 
 def _aware(value: datetime | None) -> datetime | None:

@@ -39,7 +39,7 @@ def _keys(names: object) -> tuple[str, ...]:
 
 
 class SqlRecommendQueries:
-    """:class:`~paperfeed.services.recommend.RecommendQueries` on the paper store's engine."""
+    """:class:`~paperfeed.domain.recommend.RecommendQueries` on the paper store's engine."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
