@@ -30,6 +30,7 @@ test: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	scripts/ensure-browser
 	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
 
