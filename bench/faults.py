@@ -349,7 +349,7 @@ NOW = "2025-03-20T09:00Z"
 
 
 def digest_trials(work: Path, trials: int, rng: random.Random, log: Callable[[Trial], None]) -> list[Trial]:
-    from tests.digests.conftest import BASE_URL, SECRET, digest_settings, load_papers, subscribe_active
+    from tests.support.digests import BASE_URL, SECRET, digest_settings, load_papers, subscribe_active
     from tests.support.smtp_server import smtp_test_server
 
     template = work / "digest-template"

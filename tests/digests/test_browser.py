@@ -15,10 +15,10 @@ import pytest
 
 from paperfeed.bootstrap import build_app
 from paperfeed.domain.digest import SubscriptionStatus
-from tests.digests.conftest import digest_settings, load_papers
+from tests.support.browser import CHROMIUM_ARGS, chromium_path
+from tests.support.digests import digest_settings, load_papers
 from tests.support.live_server import live_server
 from tests.support.smtp_server import SmtpTestServer
-from tests.web_pages.conftest import CHROMIUM_ARGS, chromium_path
 
 pytestmark = pytest.mark.slow
 

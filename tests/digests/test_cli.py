@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from paperfeed.bootstrap import build_app
 from paperfeed.cli import app as cli
-from tests.digests.conftest import BASE_URL, SECRET, digest_settings, load_papers, subscribe_active
+from tests.support.digests import BASE_URL, SECRET, digest_settings, load_papers, subscribe_active
 from tests.support.smtp_server import SmtpTestServer
 
 NOW = "2025-03-20T09:00Z"

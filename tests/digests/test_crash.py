@@ -21,7 +21,7 @@ import pytest
 
 from paperfeed.bootstrap import build_app
 from paperfeed.domain.digest import DigestStatus
-from tests.digests.conftest import BASE_URL, SECRET, digest_settings, load_papers, subscribe_active
+from tests.support.digests import BASE_URL, SECRET, digest_settings, load_papers, subscribe_active
 from tests.support.smtp_server import Received, SmtpTestServer
 
 pytestmark = pytest.mark.slow

@@ -14,7 +14,7 @@ from paperfeed.adapters.mail import SmtpMailer
 from paperfeed.adapters.store.schema_digests import mail_bounces
 from paperfeed.bootstrap import App
 from paperfeed.domain.digest import Cadence, DigestStatus, Section
-from tests.digests.conftest import BASE_URL, Clock, add_user, subscribe_active
+from tests.support.digests import BASE_URL, Clock, add_user, subscribe_active
 from tests.support.smtp_server import SmtpTestServer
 
 

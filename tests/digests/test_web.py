@@ -16,7 +16,7 @@ from paperfeed.domain.digest import SubscriptionStatus
 from paperfeed.settings import Settings
 from paperfeed.web import create_app
 from paperfeed.web.security import SESSION_COOKIE
-from tests.digests.conftest import BASE_URL, digest_settings, load_papers
+from tests.support.digests import BASE_URL, digest_settings, load_papers
 from tests.support.smtp_server import SmtpTestServer
 
 HTML = {"accept": "text/html"}

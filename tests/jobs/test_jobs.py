@@ -28,7 +28,7 @@ from paperfeed.services.jobs import (
     holder_is_dead,
     process_identity,
 )
-from tests.digests.conftest import Clock
+from tests.support.digests import Clock
 from tests.support.http_server import ReplayServer, Reply
 
 
