@@ -13,16 +13,18 @@ from typing import Any
 
 from paperfeed.domain.accounts import LinkPurpose
 from paperfeed.services.accounts import hash_secret
-from tests.support.authz import PASSWORD, SIGNIN, Route, World
+from tests.support.authz import PASSWORD, SIGNIN, Actor, Route, World
+
+Outcomes = dict[Actor, int | str]  # expected status (or SIGNIN) per actor
 
 __all__ = ["ROUTES"]
 
-EVERYONE_PAGE = {"anonymous": 200, "user": 200, "other": 200, "admin": 200}
-EVERYONE_REDIRECT = {"anonymous": 303, "user": 303, "other": 303, "admin": 303}
-OWN_PAGE = {"anonymous": SIGNIN, "user": 303, "other": 303, "admin": 303}
-OWNER_ONLY_PAGE = {"anonymous": SIGNIN, "user": 303, "other": 404, "admin": 404}
-OWNER_ONLY_API = {"anonymous": 401, "user": 204, "other": 404, "admin": 404}
-ADMIN_PAGE = {"anonymous": SIGNIN, "user": 403, "other": 403, "admin": 303}
+EVERYONE_PAGE: Outcomes = {"anonymous": 200, "user": 200, "other": 200, "admin": 200}
+EVERYONE_REDIRECT: Outcomes = {"anonymous": 303, "user": 303, "other": 303, "admin": 303}
+OWN_PAGE: Outcomes = {"anonymous": SIGNIN, "user": 303, "other": 303, "admin": 303}
+OWNER_ONLY_PAGE: Outcomes = {"anonymous": SIGNIN, "user": 303, "other": 404, "admin": 404}
+OWNER_ONLY_API: Outcomes = {"anonymous": 401, "user": 204, "other": 404, "admin": 404}
+ADMIN_PAGE: Outcomes = {"anonymous": SIGNIN, "user": 403, "other": 403, "admin": 303}
 
 
 def _link(w: World, purpose: LinkPurpose) -> dict[str, Any]:

@@ -79,7 +79,8 @@ def fill(client: TestClient, page: str, action: str, data: dict[str, str], **hea
     got = client.get(page, headers={"accept": "text/html"})
     assert got.status_code in (200, 400), (page, got.status_code)
     form = {**data, "csrf_token": csrf_from(got.text)}
-    return client.post(action, data=form, headers={"accept": "text/html", **headers})
+    # starlette's TestClient answers with httpx2's Response where httpx2 is installed (else unused)
+    return client.post(action, data=form, headers={"accept": "text/html", **headers})  # type: ignore[return-value, unused-ignore]
 
 
 @dataclass

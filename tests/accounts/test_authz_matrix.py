@@ -33,7 +33,7 @@ TESTS = Path(__file__).resolve().parents[1]
 
 
 def _all_routes() -> list[tuple[str, Route]]:
-    found = []
+    found: list[tuple[str, Route]] = []
     for path in sorted(TESTS.glob("*/authz_routes.py")):
         module = importlib.import_module(f"tests.{path.parent.name}.authz_routes")
         found.extend((path.parent.name, route) for route in module.ROUTES)

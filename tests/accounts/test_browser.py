@@ -52,7 +52,12 @@ def test_sign_up_confirm_sign_in_sign_out(
     problems: list[str] = []
     page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
-    page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
+
+    def on_dialog(dialog: Any) -> None:  # playwright.sync_api.Dialog (imported lazily here)
+        problems.append(f"dialog: {dialog.message}")
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
     try:
         page.goto(url + "/")
         page.get_by_role("link", name="Sign in", exact=True).click()

@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 
 from paperfeed.bootstrap import build_app
+from tests.support.browser import CHROMIUM_ARGS, chromium_path
 from tests.support.live_server import live_server
-from tests.web_pages.conftest import ARTIFACTS, CHROMIUM_ARGS, chromium_path
+from tests.web_pages.conftest import ARTIFACTS
 
 from .conftest import DAY, load_papers, make_settings
 

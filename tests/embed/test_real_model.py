@@ -16,7 +16,7 @@ from paperfeed.adapters.embed.sentence_transformers import SentenceTransformerEm
 pytestmark = pytest.mark.shared
 
 
-def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:  # type: ignore[type-arg]
+def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a * b).sum(axis=1)  # type: ignore[no-any-return]
 
 

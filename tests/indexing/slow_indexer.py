@@ -24,7 +24,7 @@ class SlowEmbedder(FakeEmbedder):
         super().__init__(64)
         self.delay = delay
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:  # type: ignore[type-arg]
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
         time.sleep(self.delay)
         return super().embed(texts)
 

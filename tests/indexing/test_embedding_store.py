@@ -84,7 +84,7 @@ def test_one_batch_is_one_transaction(store: SqlPaperStore, emb: SqlEmbeddingSto
     good = emb.backlog(MODEL)[0]
     ghost = PendingPaper("9999.99999", "no such paper", "", "0" * 32, has_vector=False)
     with pytest.raises(IntegrityError):  # the foreign key refuses the ghost ...
-        emb.save_vectors(MODEL, [good, ghost], np.ones((2, 64), np.float32) / 8)
+        emb.save_vectors(MODEL, [good, ghost], np.full((2, 64), 1 / 8, np.float32))
     assert emb.model_counts() == {}  # ... and the good row went down with it
 
 

@@ -32,7 +32,7 @@ class RecordingEmbedder:
     def dimension(self) -> int:
         return self.inner.dimension
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:  # type: ignore[type-arg]
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
         self.texts.extend(texts)
         return self.inner.embed(texts)
 
@@ -204,7 +204,7 @@ def test_a_lost_index_file_is_rebuilt_from_stored_vectors(
 
 def test_an_embedder_returning_garbage_stores_nothing(store: SqlPaperStore, emb: SqlEmbeddingStore) -> None:
     class Broken(RecordingEmbedder):
-        def embed(self, texts: Sequence[str]) -> np.ndarray:  # type: ignore[type-arg]
+        def embed(self, texts: Sequence[str]) -> np.ndarray:
             return np.full((len(texts), 64), np.nan, dtype=np.float32)
 
     add_papers(store, [paper(i) for i in range(3)])

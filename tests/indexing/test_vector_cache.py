@@ -17,7 +17,7 @@ class CountingEmbedder(FakeEmbedder):
         self.calls = 0
         self.embedded = 0
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:  # type: ignore[type-arg]
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
         self.calls += 1
         self.embedded += len(texts)
         return super().embed(texts)
@@ -59,7 +59,7 @@ def test_a_second_filler_skips_what_the_first_already_stored(tmp_path: Path) -> 
     class Racing(CountingEmbedder):
         """Before its first chunk, "another process" stores every doc of the corpus."""
 
-        def embed(self, texts: Sequence[str]) -> np.ndarray:  # type: ignore[type-arg]
+        def embed(self, texts: Sequence[str]) -> np.ndarray:
             if self.calls == 0:
                 VectorCache(FakeEmbedder(32), tmp_path).vectors("demo", DOCS, chunk=7)
             return super().embed(texts)

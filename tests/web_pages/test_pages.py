@@ -22,6 +22,12 @@ from tests.web_pages.conftest import HOSTILE_DAY
 Records = dict[str, dict[str, Any]]
 
 
+def _text(element: object) -> str:
+    """An element's text content (lxml's stubs give cssselect() results the base element type)."""
+    assert isinstance(element, lxml.html.HtmlElement)
+    return str(element.text_content())
+
+
 def _get(client: TestClient, path: str, status: int = 200) -> tuple[Any, Any]:
     response = client.get(path)
     assert response.status_code == status, (path, response.status_code, response.text[:300])
@@ -81,7 +87,7 @@ def test_a_day_without_papers_points_to_the_nearest_days(client: TestClient, hf_
     empty = next(d for d in (days[10] + timedelta(n) for n in range(1, 10)) if d not in listed)
     _, doc = _get(client, f"/papers/date/{empty.isoformat()}")
     assert doc.cssselect("ol.cards") == []
-    text = doc.cssselect(".empty")[0].text_content()
+    text = _text(doc.cssselect(".empty")[0])
     assert "No papers" in text
     before = max(d for d in days if d < empty)
     assert doc.cssselect(".empty a")[0].get("href") == f"/papers/date/{before.isoformat()}"
@@ -92,7 +98,7 @@ def test_week_and_month_views_with_the_period_switch(client: TestClient, hf_reco
     monday = date(2025, 3, 17)
     in_week = {rec["id"] for d, recs in days.items() if monday <= d <= monday + timedelta(6) for rec in recs}
     _, doc = _get(client, "/papers/week/2025-W12")
-    assert f"{len(in_week)} papers" in doc.cssselect(".lede")[0].text_content()
+    assert f"{len(in_week)} papers" in _text(doc.cssselect(".lede")[0])
     switch = {a.text_content(): a for a in doc.cssselect("nav.segmented a")}
     assert switch["Week"].get("aria-current") == "page"
     assert switch["Day"].get("href") == "/papers/date/2025-03-17"
@@ -103,7 +109,7 @@ def test_week_and_month_views_with_the_period_switch(client: TestClient, hf_reco
 
     in_month = {rec["id"] for d, recs in days.items() if (d.year, d.month) == (2025, 3) for rec in recs}
     _, doc = _get(client, "/papers/month/2025-03")
-    assert f"{len(in_month)} papers" in doc.cssselect(".lede")[0].text_content()
+    assert f"{len(in_month)} papers" in _text(doc.cssselect(".lede")[0])
     first_page = _card_ids(doc)
     pages = doc.cssselect("nav.pagination li a")
     assert pages
@@ -359,9 +365,9 @@ def test_error_page_for_error_handlers() -> None:
     assert response.headers["retry-after"] == "5"
     assert "script-src 'self'" in response.headers["content-security-policy"]
     doc = lxml.html.fromstring(bytes(response.body))
-    assert doc.cssselect(".status-code")[0].text_content() == "503"
+    assert _text(doc.cssselect(".status-code")[0]) == "503"
     assert doc.findtext(".//h1") == "Search is warming up"
-    assert doc.cssselect(".lede")[0].text_content() == "Try again <soon>."
+    assert _text(doc.cssselect(".lede")[0]) == "Try again <soon>."
     assert doc.cssselect('link[rel="canonical"]')[0].get("href") == "http://example.org/api/x"
 
 
@@ -372,6 +378,6 @@ def test_an_empty_instance_says_how_to_get_papers(tmp_path: Path) -> None:
             response = fresh.get(path)
             assert response.status_code == 200, path
         doc = lxml.html.fromstring(fresh.get("/").text)
-        assert doc.cssselect(".empty h2")[0].text_content() == "No papers yet"
-        assert "paperfeed import" in doc.cssselect(".empty")[0].text_content()
+        assert _text(doc.cssselect(".empty h2")[0]) == "No papers yet"
+        assert "paperfeed import" in _text(doc.cssselect(".empty")[0])
         assert fresh.get("/papers/2401.09603").status_code == 404

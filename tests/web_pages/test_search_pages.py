@@ -107,6 +107,7 @@ def test_no_results_give_suggestions(client: TestClient) -> None:
 def test_author_links_search_by_author(client: TestClient) -> None:
     _, doc = None, lxml.html.fromstring(client.get("/papers/2405.00003").text)
     link = doc.cssselect(".authors.full a")[0].get("href")
+    assert isinstance(link, str)
     assert parse_qs(urlsplit(link).query) == {"q": ['author:"Ada Lovelace"']}
     found = _search(client, "?" + urlsplit(link).query)
     ids = [h.cssselect(".card-title a")[0].get("href") for h in _hits(found)]
@@ -132,4 +133,5 @@ def test_paper_page_lists_similar_papers(client: TestClient) -> None:
     assert "/papers/2401.09603" not in links
     assert len(set(links)) == len(links)
     for href in links[:2]:
+        assert href is not None
         assert client.get(href).status_code == 200
