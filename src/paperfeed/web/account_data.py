@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Form, Request
+from fastapi import APIRouter, Depends, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from paperfeed.domain.accounts import AccountError, InvalidLink, NotFound, RateLimited, User
@@ -68,7 +68,10 @@ def _download(archive: ExportArchive) -> Response:
 @router.post("/account/export", dependencies=[CsrfChecked])
 def account_export(request: Request, user: Signed) -> Response:
     """Download everything kept about the signed-in reader as a zip."""
-    return _download(_service(request).export(user))
+    try:
+        return _download(_service(request).export(user))
+    except NotFound as exc:  # deleted by another request meanwhile
+        raise HTTPException(404, str(exc)) from None
 
 
 @api_router.get("/me/export", response_class=Response)
