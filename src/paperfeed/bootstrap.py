@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from paperfeed.domain.mail import SessionMailer
     from paperfeed.domain.models import Paper
     from paperfeed.domain.search import Embedder, SyncedKeywordIndex, VectorIndex
+    from paperfeed.services.account_data import AccountDataService
     from paperfeed.services.accounts import AccountService
     from paperfeed.services.check import CheckService
     from paperfeed.services.community import CommunityService
@@ -154,6 +155,22 @@ class App:
         )
         self._closers.append(service)
         return service
+
+    @cached_property
+    def account_data(self) -> AccountDataService:
+        """A reader's data export (a zip) and self-service account deletion."""
+        from paperfeed.adapters.store.account_data import SqlReaderDataStore
+        from paperfeed.domain.citation import bibtex
+        from paperfeed.services.account_data import AccountDataService
+
+        return AccountDataService(
+            SqlReaderDataStore(self.store.engine),
+            self.accounts.store,
+            papers=self.store.get_papers,
+            bibtex=bibtex,
+            mailer=lambda: self.mailer,
+            secret=lambda: self.secret_key,
+        )
 
     @cached_property
     def embedder(self) -> Embedder:

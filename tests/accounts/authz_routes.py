@@ -61,6 +61,19 @@ def _is_hidden(w: World, ctx: dict[str, Any]) -> bool:
     return any(h.paper_id == ctx["paper"] for h in w.app.accounts.hidden_papers())
 
 
+def _deletion_link(w: World) -> dict[str, Any]:
+    """A password-less throwaway account with a mailed account-deletion link (as if it had asked)."""
+    return _link(w, "delete")
+
+
+def _person_gone(w: World, ctx: dict[str, Any]) -> bool:
+    return w.app.accounts.store.user_by_id(ctx["person"].id) is None
+
+
+def _user_gone(w: World, ctx: dict[str, Any]) -> bool:
+    return w.app.accounts.store.user_by_id(w.users["user"].id) is None
+
+
 def _visible_victim(w: World) -> dict[str, Any]:
     victim = w.new_user("victim@example.org", password=False)
     w.app.accounts.unhide_user(victim.id)
@@ -154,6 +167,41 @@ ROUTES: list[Route] = [
         "/api/tokens",
         {"anonymous": 401, "user": 201, "other": 201, "admin": 201},
         json={"name": "matrix"},
+    ),
+    # the caller's own data (routes take no account id: nobody can name someone else's account)
+    Route(
+        "download my data",
+        "POST",
+        "/account/export",
+        {"anonymous": SIGNIN, "user": 200, "other": 200, "admin": 200},
+        form={},
+    ),
+    # Deleting for real would delete the matrix's own people, so: a wrong password must delete nothing
+    # (tests/accounts/test_account_data.py deletes for real), and a mailed deletion link of someone else
+    # must not work for anyone (they all have passwords, and the link is not theirs).
+    Route(
+        "delete my account with a wrong password",
+        "POST",
+        "/account/delete",
+        {"anonymous": SIGNIN, "user": 400, "other": 400, "admin": 400},
+        form={"password": "not the password"},
+        changed=_user_gone,
+    ),
+    Route(
+        "delete an account with its owner's mailed link",
+        "POST",
+        "/account/delete",
+        {"anonymous": SIGNIN, "user": 400, "other": 400, "admin": 400},
+        setup=_deletion_link,
+        form=lambda w, c: {"token": c["token"]},
+        changed=_person_gone,
+    ),
+    Route(
+        "mail me an account-deletion link (accounts with a password type it instead)",
+        "POST",
+        "/account/delete/mail",
+        {"anonymous": SIGNIN, "user": 400, "other": 400, "admin": 400},
+        form={},
     ),
     # someone's token
     Route(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import orjson
@@ -46,6 +47,32 @@ def test_promote_demote_list_hide(app: App) -> None:
     code, out = _run(data, "users", "promote", "ghost@example.org")
     assert code == 2
     assert "No account has the address ghost@example.org" in out
+
+
+def test_export_and_delete_a_user(app: App, tmp_path: Path) -> None:
+    data = app.settings.data_dir
+    app.accounts.sign_up("gone@example.org", None, None, client="t", base_url="http://x")
+    app.accounts.sign_up("stays@example.org", None, None, client="t", base_url="http://x")
+    gone, stays = (app.accounts.user_by_email(e) for e in ("gone@example.org", "stays@example.org"))
+    for user in (gone, stays):
+        app.community.upvote(user, PAPER_IDS[0])
+    target = tmp_path / "out.zip"
+    code, out = _run(data, "users", "export", "gone@example.org", "-o", str(target))
+    assert code == 0, out
+    with zipfile.ZipFile(target) as archive:
+        assert orjson.loads(archive.read("account.json"))["email"] == "gone@example.org"
+    refused = CliRunner().invoke(
+        cli, ["--data-dir", str(data), "users", "delete", "gone@example.org"], input="n\n"
+    )
+    assert refused.exit_code == 2
+    assert app.accounts.store.user_by_email("gone@example.org") is not None
+    code, out = _run(data, "users", "delete", "GONE@example.org", "--yes")
+    assert code == 0, out
+    assert "gone@example.org is deleted" in out
+    assert app.accounts.store.user_by_email("gone@example.org") is None
+    assert app.community.votes(PAPER_IDS[0]).local == 1
+    assert _run(data, "users", "delete", "gone@example.org", "--yes")[0] == 2
+    assert _run(data, "users", "export", "gone@example.org")[0] == 2
 
 
 def test_hide_and_unhide_papers(app: App) -> None:

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from paperfeed.domain.citation import bibtex, bibtex_key
 from paperfeed.domain.models import Paper
 from paperfeed.domain.search import Span
-from paperfeed.web.citation import bibtex, bibtex_key
 from paperfeed.web.markup import plain_text, render_text, segments, snippet
 from paperfeed.web.views import count_label, page_links, paper_url, safe_url
 

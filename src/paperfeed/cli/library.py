@@ -104,7 +104,7 @@ def export_library(
     ] = None,
 ) -> None:
     """Write a reader's saved papers as BibTeX or as a list of ids (newest save first)."""
-    from paperfeed.web.citation import bibtex
+    from paperfeed.domain.citation import bibtex
 
     c: Context = ctx.obj
     if fmt not in ("bibtex", "ids"):

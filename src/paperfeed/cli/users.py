@@ -6,6 +6,7 @@ more admins.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import orjson
@@ -20,7 +21,9 @@ from .context import Context, fail
 
 __all__ = ["papers_app", "users_app"]
 
-users_app = typer.Typer(help="List people, make or unmake administrators, hide or show accounts.")
+users_app = typer.Typer(
+    help="List people, make or unmake administrators, hide or show accounts, export or delete their data."
+)
 papers_app = typer.Typer(help="Hide papers from feeds, search, the API and pages, or show them again.")
 
 
@@ -114,6 +117,49 @@ def unhide_user(
     except AccountError as exc:
         raise fail(str(exc)) from None
     c.console.print(f"{escape(user.email)} can sign in again", highlight=False)
+
+
+@users_app.command("export")
+def export_user(
+    ctx: typer.Context,
+    email: Annotated[str, typer.Argument(help="The account's email.")],
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="The zip to write (default: its usual name, here).")
+    ] = None,
+) -> None:
+    """Write everything kept about an account as the zip the reader gets from their account page."""
+    c: Context = ctx.obj
+    try:
+        archive = c.app.account_data.export(c.app.accounts.user_by_email(email))
+    except AccountError as exc:
+        raise fail(str(exc)) from None
+    target = output or Path(archive.filename)
+    target.write_bytes(archive.content)
+    c.console.print(f"wrote {escape(str(target))} ({len(archive.content):,} bytes)", highlight=False)
+
+
+@users_app.command("delete")
+def delete_user(
+    ctx: typer.Context,
+    email: Annotated[str, typer.Argument(help="The account's email.")],
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Delete an account and everything of it (library, notes, comments, upvotes, digest subscription,
+    sessions, tokens) at once and for good; papers it put on the daily feed stay listed."""
+    c: Context = ctx.obj
+    try:
+        user = c.app.accounts.user_by_email(email)
+    except AccountError as exc:
+        raise fail(str(exc)) from None
+    if not yes and not typer.confirm(f"Delete {user.email} and all its data for good?", default=False):
+        raise fail("nothing deleted")
+    try:
+        deleted = c.app.account_data.delete_user(user.id)
+    except AccountError as exc:
+        raise fail(str(exc)) from None
+    c.console.print(
+        f"{escape(user.email)} is deleted ({deleted.total:,} rows removed or detached)", highlight=False
+    )
 
 
 def _paper_id(text: str) -> str:

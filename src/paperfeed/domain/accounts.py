@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 ROLES = ("user", "admin")
-LinkPurpose = Literal["verify", "signin", "reset"]
+LinkPurpose = Literal["verify", "signin", "reset", "delete"]  # delete: confirms account deletion
 
 
 @dataclass(frozen=True)

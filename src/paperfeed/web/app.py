@@ -11,6 +11,7 @@ from paperfeed import __version__
 from paperfeed.bootstrap import App, build_app
 
 from . import (
+    account_data,
     api,
     auth,
     community,
@@ -57,10 +58,12 @@ def create_app(build: Callable[[], App]) -> FastAPI:
     web.add_middleware(ServerTimingMiddleware)
     # Order matters: /papers/{id}.md (api) must match before the HTML page's /papers/{id:path}.
     web.include_router(auth.api_router)
+    web.include_router(account_data.api_router)
     web.include_router(recommend.api_router)
     community.install(web)  # its /api/papers/{id}/… and /papers/{id}/… routes precede the catch-alls
     web.include_router(api.router)
     web.include_router(auth.router)
+    web.include_router(account_data.router)
     web.include_router(recommend.router)
     web.include_router(subscriptions.router)
     web.include_router(library_api.router)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 
 from latex2mathml.converter import convert as _latex_to_mathml
@@ -19,10 +18,10 @@ from lxml import etree
 from markupsafe import Markup, escape
 
 from paperfeed.domain.search import Span
+from paperfeed.domain.tex import Segment, segments
 
 __all__ = ["Segment", "plain_text", "render_text", "segments", "snippet"]
 
-_MAX_MATH = 400  # longer "$…$" runs are almost certainly two prices or stray dollars, not math
 _MATHML_NS = "http://www.w3.org/1998/Math/MathML"
 
 # MathML Core elements (plus menclose, which latex2mathml emits for \boxed) and their harmless attributes.
@@ -94,70 +93,7 @@ _ATTRIBUTES = frozenset(
         "voffset",
     ]
 )
-_HTML_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
 _SAFE_VALUE = re.compile(r"[A-Za-z0-9 .%#+\-]{0,40}")
-
-
-@dataclass(frozen=True, slots=True)
-class Segment:
-    """A run of a field's text: ``tex`` is set for a math run (``text`` keeps its ``$`` delimiters)."""
-
-    start: int
-    end: int
-    text: str
-    tex: str | None = None
-    display: bool = False
-
-
-def _closing(text: str, start: int, delim: str) -> int:
-    """Index of the ``delim`` closing math opened at ``start``, or -1 when this is no math.
-
-    Pandoc's rules, made stricter: the opener has a non-space on its right; the *next* unescaped
-    ``delim`` must close it, with a non-space on its left and no digit on its right. So in "costs $5
-    and $10" neither dollar opens math, and a stray ``$`` never swallows the text up to a later one.
-    """
-    inner = start + len(delim)
-    if inner >= len(text) or text[inner].isspace():
-        return -1
-    i = inner
-    while True:
-        i = text.find(delim, i)
-        if i < 0 or i - inner > _MAX_MATH:
-            return -1
-        if text[i - 1] == "\\":  # an escaped \$ inside math
-            i += 1
-            continue
-        after = i + len(delim)
-        if i == inner or text[i - 1].isspace() or (after < len(text) and text[after].isdigit()):
-            return -1
-        if _HTML_TAG.search(text, inner, i):
-            return -1  # "$<b>…</b>$" is markup someone pasted, not TeX: show it as text
-        return i
-
-
-def segments(text: str) -> list[Segment]:
-    """Split ``text`` into plain and ``$…$`` / ``$$…$$`` math runs; unbalanced ``$`` stays plain."""
-    out: list[Segment] = []
-    plain_from = 0
-    i = 0
-    n = len(text)
-    while i < n:
-        if text[i] != "$" or (i > 0 and text[i - 1] == "\\"):
-            i += 1
-            continue
-        delim = "$$" if text.startswith("$$", i) else "$"
-        end = _closing(text, i, delim)
-        if end < 0:
-            i += len(delim)
-            continue
-        if plain_from < i:
-            out.append(Segment(plain_from, i, text[plain_from:i]))
-        stop = end + len(delim)
-        out.append(Segment(i, stop, text[i:stop], text[i + len(delim) : end], delim == "$$"))
-        plain_from = i = stop
-    if plain_from < n:
-        out.append(Segment(plain_from, n, text[plain_from:]))
-    return out
 
 
 def _clean(node: etree._Element) -> etree._Element | None:

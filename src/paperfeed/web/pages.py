@@ -28,6 +28,7 @@ from starlette.types import Scope
 from paperfeed import __version__
 from paperfeed.bootstrap import App
 from paperfeed.domain.arxiv_subjects import SUBJECT_CODES
+from paperfeed.domain.citation import bibtex
 from paperfeed.domain.feed import (
     DayFeed,
     FeedItem,
@@ -46,7 +47,6 @@ from paperfeed.domain.results import PaperSearch
 from paperfeed.domain.search import SearchFilters
 from paperfeed.services.feed import FeedService
 
-from .citation import bibtex
 from .markup import plain_text, render_text
 from .views import (
     NavLink,

@@ -67,7 +67,7 @@ one_time_links = Table(
     metadata,
     Column("token_hash", String(64), primary_key=True),  # sha256 hex of the token in the mailed link
     Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
-    Column("purpose", String(16), nullable=False),  # verify | signin | reset
+    Column("purpose", String(16), nullable=False),  # verify | signin | reset | delete
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("expires_at", DateTime(timezone=True), nullable=False),
     Column("used_at", DateTime(timezone=True)),

@@ -11,8 +11,7 @@ import re
 import unicodedata
 
 from paperfeed.domain.models import Paper
-
-from .markup import segments
+from paperfeed.domain.tex import segments
 
 __all__ = ["bibtex", "bibtex_key"]
 
