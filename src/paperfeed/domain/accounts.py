@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, Protocol
 
+from .email_address import InvalidEmailAddress, parse_email_address
+
 __all__ = [
     "ROLES",
     "AccountError",
@@ -152,21 +154,11 @@ class RateLimited(AccountError):
 
 
 def normalize_email(text: str) -> str:
-    """Trim and lower-case an address and check its shape (the mail server has the last word)."""
-    email = text.strip().lower()
-    local, at, domain = email.partition("@")
-    if (
-        not at
-        or not local
-        or "." not in domain
-        or domain.startswith(".")
-        or domain.endswith(".")
-        or len(email) > 320
-        or any(c.isspace() or c in '<>()[],;:\\"' for c in email)
-        or "@" in domain
-    ):
-        raise InvalidEmail(f"“{text.strip()[:80]}” is not an email address like name@example.org.")
-    return email
+    """The address in normal form, or :class:`InvalidEmail` naming the field (rules: ``email_address``)."""
+    try:
+        return parse_email_address(text)
+    except InvalidEmailAddress as exc:
+        raise InvalidEmail(f"Email: {exc}.") from None
 
 
 class AccountStore(Protocol):
