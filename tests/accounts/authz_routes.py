@@ -152,6 +152,7 @@ ROUTES: list[Route] = [
         "/api/tokens",
         {"anonymous": 401, "user": 201, "other": 201, "admin": 201},
         json={"name": "matrix"},
+        bearer={"user": 403, "other": 403, "admin": 403},  # a token cannot mint tokens (issue #12)
     ),
     # someone's token
     Route(

@@ -129,7 +129,14 @@ class InvalidCredentials(AccountError):
 
 
 class EmailNotVerified(AccountError):
-    """Right password, but the address is not confirmed yet (a new link has been sent)."""
+    """Right password, but the address is not confirmed yet (a new link has been sent).
+
+    ``proof`` is what the browser that knew the password keeps, so that confirming there keeps it
+    (see :meth:`~paperfeed.services.accounts.AccountService.verify_email`)."""
+
+    def __init__(self, message: str, proof: str = "") -> None:
+        super().__init__(message)
+        self.proof = proof
 
 
 class InvalidLink(AccountError):
@@ -181,6 +188,12 @@ class AccountStore(Protocol):
     def set_display_name(self, user_id: int, display_name: str | None) -> None: ...
 
     def mark_verified(self, user_id: int, now: datetime) -> None: ...
+
+    def confirm_address(self, user_id: int, now: datetime, *, drop_unproven: bool) -> bool:
+        """Mark an unconfirmed address confirmed, in one statement; with ``drop_unproven`` also clear
+        what the sign-up set before the address was proven (password, display name). False if the
+        address was confirmed already (then nothing changes)."""
+        ...
 
     def set_role(self, user_id: int, role: str) -> None: ...
 
