@@ -47,5 +47,5 @@ def parse_email_address(text: str) -> str:
             allow_display_name=False,
         )
     except EmailNotValidError as exc:
-        raise InvalidEmailAddress(f"not an address such as name@example.org ({exc})") from None
+        raise InvalidEmailAddress(f"enter an address such as name@example.org ({exc})") from None
     return checked.normalized.lower()
