@@ -223,3 +223,30 @@ def test_the_issue_reproduction_over_real_http(settings: Settings, mailbox: Mail
         with httpx.Client(base_url=url, follow_redirects=False, timeout=30) as later:
             ok = _post_form(later, "/signin", "/signin", {"email": VICTIM, "password": OWNERS})
             assert ok.status_code == 303
+
+
+def test_the_proof_follows_a_password_rehashed_at_sign_in(app: App, mailbox: Mailbox) -> None:
+    """A sign-in that re-hashes the password (new argon2 parameters) hands out the proof of the new hash."""
+    from dataclasses import replace
+
+    from argon2 import PasswordHasher
+
+    from paperfeed.domain.accounts import EmailNotVerified
+
+    old = replace(app.accounts)
+    object.__setattr__(old, "_hasher", PasswordHasher(time_cost=1, memory_cost=8 * 1024, parallelism=1))
+    old.sign_up("re@example.org", PASSWORD, None, client="c", base_url="http://x")
+    try:
+        app.accounts.sign_in("re@example.org", PASSWORD, client="c", base_url="http://x")
+    except EmailNotVerified as exc:
+        proof = exc.proof
+    else:
+        raise AssertionError("an unconfirmed address signed in")
+    stored = app.accounts.store.user_by_email("re@example.org")
+    assert stored is not None
+    assert stored.password_hash is not None
+    assert "m=65536" in stored.password_hash  # re-hashed with the current parameters
+    link = mailbox.link("re@example.org", "confirm your email", "/verify")
+    confirmed = app.accounts.verify_email(link.split("token=", 1)[1], proof=proof)
+    assert confirmed.password_kept
+    app.accounts.sign_in("re@example.org", PASSWORD, client="c", base_url="http://x")

@@ -235,8 +235,10 @@ class AccountService:
         user = stored.user
         if stored.hidden:
             raise AccountError("This account has been suspended by an administrator.")
-        if self._hasher.check_needs_rehash(stored.password_hash):
-            self.store.set_password_hash(user.id, self._hasher.hash(password))
+        password_hash = stored.password_hash
+        if self._hasher.check_needs_rehash(password_hash):
+            password_hash = self._hasher.hash(password)
+            self.store.set_password_hash(user.id, password_hash)
         if not user.email_verified:
             try:
                 self._limit_mail(address, client)
@@ -247,7 +249,7 @@ class AccountService:
             raise EmailNotVerified(
                 f"Confirm your email address first: we have sent a link to {user.email}. "
                 "Open it, then sign in again.",
-                proof=self._proof(user.id, stored.password_hash),
+                proof=self._proof(user.id, password_hash),  # of the hash now stored
             )
         return self._new_session(user)
 
