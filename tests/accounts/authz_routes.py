@@ -167,6 +167,7 @@ ROUTES: list[Route] = [
         "/api/tokens",
         {"anonymous": 401, "user": 201, "other": 201, "admin": 201},
         json={"name": "matrix"},
+        bearer={"user": 403, "other": 403, "admin": 403},  # a token cannot mint tokens (issue #12)
     ),
     # the caller's own data (routes take no account id: nobody can name someone else's account)
     Route(

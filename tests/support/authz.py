@@ -111,6 +111,7 @@ class Route:
     json: Payload = None  # a JSON API call (the CSRF header is added; Bearer runs need none)
     setup: Callable[[World], dict[str, Any]] | None = None
     changed: Callable[[World, dict[str, Any]], bool] | None = None
+    bearer: Mapping[Actor, int] | None = None  # what a Bearer token gets, when not ``expect``
 
     @property
     def api(self) -> bool:

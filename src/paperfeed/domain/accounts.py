@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, Protocol
 
+from .email_address import InvalidEmailAddress, parse_email_address
+
 __all__ = [
     "ROLES",
     "AccountError",
@@ -127,7 +129,14 @@ class InvalidCredentials(AccountError):
 
 
 class EmailNotVerified(AccountError):
-    """Right password, but the address is not confirmed yet (a new link has been sent)."""
+    """Right password, but the address is not confirmed yet (a new link has been sent).
+
+    ``proof`` is what the browser that knew the password keeps, so that confirming there keeps it
+    (see :meth:`~paperfeed.services.accounts.AccountService.verify_email`)."""
+
+    def __init__(self, message: str, proof: str = "") -> None:
+        super().__init__(message)
+        self.proof = proof
 
 
 class InvalidLink(AccountError):
@@ -152,21 +161,11 @@ class RateLimited(AccountError):
 
 
 def normalize_email(text: str) -> str:
-    """Trim and lower-case an address and check its shape (the mail server has the last word)."""
-    email = text.strip().lower()
-    local, at, domain = email.partition("@")
-    if (
-        not at
-        or not local
-        or "." not in domain
-        or domain.startswith(".")
-        or domain.endswith(".")
-        or len(email) > 320
-        or any(c.isspace() or c in '<>()[],;:\\"' for c in email)
-        or "@" in domain
-    ):
-        raise InvalidEmail(f"“{text.strip()[:80]}” is not an email address like name@example.org.")
-    return email
+    """The address in normal form, or :class:`InvalidEmail` naming the field (rules: ``email_address``)."""
+    try:
+        return parse_email_address(text)
+    except InvalidEmailAddress as exc:
+        raise InvalidEmail(f"Email: {exc}.") from None
 
 
 class AccountStore(Protocol):
@@ -189,6 +188,12 @@ class AccountStore(Protocol):
     def set_display_name(self, user_id: int, display_name: str | None) -> None: ...
 
     def mark_verified(self, user_id: int, now: datetime) -> None: ...
+
+    def confirm_address(self, user_id: int, now: datetime, *, drop_unproven: bool) -> bool:
+        """Mark an unconfirmed address confirmed, in one statement; with ``drop_unproven`` also clear
+        what the sign-up set before the address was proven (password, display name). False if the
+        address was confirmed already (then nothing changes)."""
+        ...
 
     def set_role(self, user_id: int, role: str) -> None: ...
 

@@ -22,6 +22,7 @@ from enum import StrEnum
 from typing import Literal, Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
+from paperfeed.domain.email_address import InvalidEmailAddress, parse_email_address
 from paperfeed.domain.models import Paper
 
 __all__ = [
@@ -56,8 +57,6 @@ __all__ = [
 MAX_ITEMS = 50  # the hard cap on papers in one digest, whatever a subscriber asks for
 DEFAULT_ITEMS = 20
 MAX_CATEGORIES = 20
-_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-_EMAIL = re.compile(rf"^[^@\s<>()\[\],;:\"\\]{{1,64}}@{_LABEL}(?:\.{_LABEL})+$")
 _CATEGORY = re.compile(r"^[a-z][a-z-]{0,20}(?:\.[A-Za-z][A-Za-z-]{0,20})?$")
 
 
@@ -119,11 +118,11 @@ class InvalidPreferences(ValueError):
 
 
 def normalize_email(value: str) -> str:
-    """Trimmed and lower-cased, or :class:`InvalidPreferences` when it is not a plausible address."""
-    text = (value or "").strip().lower()
-    if len(text) > 254 or not _EMAIL.fullmatch(text):
-        raise InvalidPreferences("email", "enter an address such as name@example.org")
-    return text
+    """The address in normal form, or :class:`InvalidPreferences` for ``email`` (rules: ``email_address``)."""
+    try:
+        return parse_email_address(value)
+    except InvalidEmailAddress as exc:
+        raise InvalidPreferences("email", str(exc)) from None
 
 
 def zone(name: str) -> ZoneInfo:

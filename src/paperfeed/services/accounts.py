@@ -11,10 +11,18 @@ What the design protects against, and how:
   account, in a sliding-window log kept in the database so every worker shares it.
 - One-time links expire, work once (a conditional UPDATE) and only for their purpose; using a reset link
   signs out every session.
+- Accounts claimed before their owner signs up (issue #12): a password set at sign-up is usable only once
+  the address is confirmed, and only if the confirmation comes from a browser that set or proved that
+  password (a "sign-up proof" bound to the account and the password hash). Any other proof of the address
+  (a sign-in link, the confirmation link opened elsewhere) drops the unproven password and display name,
+  so a stranger's sign-up never survives the owner's first click. A reset sets a new password anyway.
+- A new password (changed or reset) revokes every API token and stops every outstanding mailed link; a
+  reset also ends every session, a change every other session.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import logging
@@ -52,6 +60,7 @@ from paperfeed.domain.mail import Mailer, MailError, OutgoingMail
 
 __all__ = [
     "AccountService",
+    "Confirmed",
     "Limit",
     "RateLimits",
     "SignedIn",
@@ -103,6 +112,22 @@ class SignedIn:
     session: str
 
 
+@dataclass(frozen=True)
+class Confirmed:
+    """The outcome of a confirmation link.
+
+    ``password_kept``: the sign-up's password survived because the confirming browser set or proved it;
+    then the person signs in with it as usual (``signed_in`` is None). Otherwise no usable password
+    remains and the link, which proves the address like a sign-in link, signed them in (``signed_in``);
+    ``dropped`` says a stranger-set password was cleared (the page asks them to choose one).
+    """
+
+    user: User
+    password_kept: bool
+    dropped: bool
+    signed_in: SignedIn | None
+
+
 @dataclass
 class AccountService:
     """Every account operation; web routes and the CLI only translate to and from it."""
@@ -124,8 +149,12 @@ class AccountService:
 
     def sign_up(
         self, email: str, password: str | None, display_name: str | None, *, client: str, base_url: str
-    ) -> None:
-        """Create an unverified account and mail a confirmation link (same reply if the address is taken)."""
+    ) -> str:
+        """Create an unverified account and mail a confirmation link (same reply if the address is taken).
+
+        Returns the sign-up proof for the browser that signed up (see :meth:`verify_email`); when the
+        address is taken or no password was given it is a random decoy of the same shape, so the reply
+        says nothing about the address."""
         address = normalize_email(email)
         name = clean_display_name(display_name)
         if password:
@@ -148,8 +177,9 @@ class AccountService:
                     ),
                 )
             )
-            return
+            return self._decoy_proof()
         self._mail_link(user, "verify", base_url)
+        return self._proof(user.id, hashed) if hashed else self._decoy_proof()
 
     def resend_verification(self, email: str, *, client: str, base_url: str) -> None:
         address = normalize_email(email)
@@ -158,12 +188,28 @@ class AccountService:
         if stored is not None and not stored.hidden and not stored.user.email_verified:
             self._mail_link(stored.user, "verify", base_url)
 
-    def verify_email(self, token: str) -> User:
-        user_id = self.store.consume_link(hash_secret(token), "verify", self.clock())
+    def verify_email(self, token: str, *, proof: str = "") -> Confirmed:
+        """Use a confirmation link. ``proof`` is the sign-up proof the confirming browser holds (if any).
+
+        The rule (issue #12): the sign-up's password is kept only when ``proof`` matches this account and
+        its current password hash, i.e. the browser that set the password (or later signed in with it) is
+        the one confirming. Anyone else who can open the mail proves the address but not the password: it
+        is dropped and they are signed in to choose their own. Nobody but the address's owner gets the
+        link, so an attacker's password can never be confirmed by the owner's click."""
+        now = self.clock()
+        user_id = self.store.consume_link(hash_secret(token), "verify", now)
         if user_id is None:
             raise InvalidLink()
-        self.store.mark_verified(user_id, self.clock())
-        return self._visible(user_id)
+        stored = self.store.user_by_id(user_id)
+        if stored is None or stored.hidden:
+            raise InvalidLink()
+        if stored.user.email_verified:  # confirmed earlier: what is there was proven then
+            return Confirmed(stored.user, stored.password_hash is not None, False, None)
+        keep = stored.password_hash is not None and self._proof_matches(proof, user_id, stored.password_hash)
+        dropped = stored.password_hash is not None and not keep
+        self._confirm(user_id, drop_unproven=not keep)
+        user = self._visible(user_id)
+        return Confirmed(user, keep, dropped, None if keep else self._new_session(user))
 
     def link_is_usable(self, token: str, purpose: LinkPurpose) -> bool:
         """For the confirmation page a link opens (the link is used by the button, never by a GET)."""
@@ -189,8 +235,10 @@ class AccountService:
         user = stored.user
         if stored.hidden:
             raise AccountError("This account has been suspended by an administrator.")
-        if self._hasher.check_needs_rehash(stored.password_hash):
-            self.store.set_password_hash(user.id, self._hasher.hash(password))
+        password_hash = stored.password_hash
+        if self._hasher.check_needs_rehash(password_hash):
+            password_hash = self._hasher.hash(password)
+            self.store.set_password_hash(user.id, password_hash)
         if not user.email_verified:
             try:
                 self._limit_mail(address, client)
@@ -200,7 +248,8 @@ class AccountService:
                 self._mail_link(user, "verify", base_url)
             raise EmailNotVerified(
                 f"Confirm your email address first: we have sent a link to {user.email}. "
-                "Open it, then sign in again."
+                "Open it, then sign in again.",
+                proof=self._proof(user.id, password_hash),  # of the hash now stored
             )
         return self._new_session(user)
 
@@ -216,7 +265,8 @@ class AccountService:
         user_id = self.store.consume_link(hash_secret(token), "signin", self.clock())
         if user_id is None:
             raise InvalidLink()
-        self.store.mark_verified(user_id, self.clock())  # the link proves the address
+        # The link proves the address, not a password set before it was proven: that one is dropped.
+        self._confirm(user_id, drop_unproven=True)
         return self._new_session(self._visible(user_id))
 
     def create_session(self, user: User) -> SignedIn:
@@ -257,7 +307,8 @@ class AccountService:
             self._mail_link(stored.user, "reset", base_url)
 
     def reset_password(self, token: str, new_password: str) -> SignedIn:
-        """Set a new password with a mailed link: every other session ends, then a new one starts."""
+        """Set a new password with a mailed link: every session, API token and other mailed link ends,
+        then a new session starts."""
         token_hash = hash_secret(token)
         now = self.clock()
         user_id = self.store.peek_link(token_hash, "reset", now)
@@ -269,14 +320,17 @@ class AccountService:
         check_password(new_password, stored.user.email)  # before using the link: a typo can be retried
         if self.store.consume_link(token_hash, "reset", now) != user_id:
             raise InvalidLink()
-        self.store.expire_links(user_id, "reset", now)
+        self._confirm(user_id, drop_unproven=True)  # the new password below is the prover's own
         self.store.set_password_hash(user_id, self._hasher.hash(new_password))
-        self.store.mark_verified(user_id, now)
-        self.store.delete_sessions(user_id)
+        self._password_replaced(user_id, keep_session=None)
         return self._new_session(self._visible(user_id))
 
     def change_password(self, user: User, current: str, new: str, *, keep_session: str) -> int:
-        """Change (or first set) a password; other sessions end. Returns how many ended."""
+        """Change (or first set) a password; other sessions, every API token and every outstanding mailed
+        link end. Returns how many sessions ended.
+
+        An account without a password (link-only, or one whose unproven sign-up password was dropped
+        when its owner proved the address) sets one without a current password."""
         stored = self.store.user_by_id(user.id)
         if stored is None:
             raise NotFound("No such account.")
@@ -284,7 +338,7 @@ class AccountService:
             raise AccountError("The current password is not right.")
         check_password(new, user.email)
         self.store.set_password_hash(user.id, self._hasher.hash(new))
-        return self.store.delete_sessions(user.id, keep=hash_secret(keep_session) if keep_session else None)
+        return self._password_replaced(user.id, keep_session=keep_session or None)
 
     def has_password(self, user: User) -> bool:
         stored = self.store.user_by_id(user.id)
@@ -390,6 +444,34 @@ class AccountService:
             outbox, self._outbox = self._outbox, None
         if outbox is not None:
             outbox.shutdown(wait=True)
+
+    def _confirm(self, user_id: int, *, drop_unproven: bool) -> None:
+        """Mark the address proven; every confirmation link still out is then useless, so it is dropped."""
+        now = self.clock()
+        if self.store.confirm_address(user_id, now, drop_unproven=drop_unproven):
+            self.store.expire_links(user_id, "verify", now)
+
+    def _password_replaced(self, user_id: int, *, keep_session: str | None) -> int:
+        """After a new password: revoke API tokens, stop mailed links, end sessions (but ``keep_session``)."""
+        now = self.clock()
+        for purpose in LINK_LIFETIMES:
+            self.store.expire_links(user_id, purpose, now)
+        self.store.delete_tokens(user_id)
+        return self.store.delete_sessions(user_id, keep=hash_secret(keep_session) if keep_session else None)
+
+    def _proof(self, user_id: int, password_hash: str) -> str:
+        """The sign-up proof: a keyed digest of the account and its password hash (a new password, or
+        another account, gives another proof; without the instance secret none can be made)."""
+        mac = hmac.new(self.secret(), f"signup-proof|{user_id}|{password_hash}".encode(), hashlib.sha256)
+        return base64.urlsafe_b64encode(mac.digest()).rstrip(b"=").decode()
+
+    def _decoy_proof(self) -> str:
+        return secrets.token_urlsafe(32)  # 43 characters, like a real proof
+
+    def _proof_matches(self, proof: str, user_id: int, password_hash: str) -> bool:
+        return bool(proof) and hmac.compare_digest(
+            proof.encode(), self._proof(user_id, password_hash).encode()
+        )
 
     def _visible(self, user_id: int) -> User:
         stored = self.store.user_by_id(user_id)

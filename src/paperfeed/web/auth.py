@@ -28,6 +28,7 @@ from .errors import ApiError, JsonResponse
 from .pages import CSP, templates
 from .security import (
     SESSION_COOKIE,
+    Forbidden,
     accounts_of,
     clear_session_cookie,
     client_address,
@@ -57,12 +58,24 @@ _HEADERS = {
 _DONE = {
     "signed-in": "You are signed in.",
     "signed-out": "You are signed out.",
-    "password": "Your password is changed; other sessions were signed out.",
-    "reset": "Your password is set and you are signed in. Every other session was signed out.",
+    "password": "Your password is changed; other sessions were signed out and your API tokens were revoked.",
+    "reset": (
+        "Your password is set and you are signed in. Every other session was signed out and every API "
+        "token revoked."
+    ),
     "profile": "Your display name is saved.",
     "revoked": "The token is revoked: it stops working at once.",
     "everywhere": "Every session was signed out.",
     "verified": "Your email address is confirmed. Sign in to continue.",
+    "verified-in": (
+        "Your email address is confirmed and you are signed in. Set a password below if you want one, "
+        "or keep signing in with emailed links."
+    ),
+    "verified-dropped": (
+        "Your email address is confirmed and you are signed in. The password given at sign-up was not kept, "
+        "because it was not set in this browser: choose a password below. (If you did not sign up "
+        "yourself, someone else tried to with your address; nothing they chose was kept.)"
+    ),
     "hidden": "Done.",
 }
 
@@ -87,9 +100,43 @@ def _page(
 
 
 def _signed_in_redirect(request: Request, session: str, to: str) -> RedirectResponse:
+    # A fresh random session id at every sign-in: a session id planted before cannot be ridden.
+    old = request.cookies.get(SESSION_COOKIE)
+    if old:
+        accounts_of(request).sign_out(old)
     response = RedirectResponse(to, status_code=303)
     set_session_cookie(response, request, session)
     return response
+
+
+# -- the sign-up proof (issue #12) -------------------------------------------------------------------------
+# The browser that set a password at sign-up (or signed in with it while unconfirmed) keeps a proof
+# (services/accounts.py: a keyed digest of the account and its password hash); confirming the address from
+# that browser keeps the password, from any other drops it. On https the cookie is ``__Host-`` prefixed
+# (host-only, Secure, Path=/), so a sibling subdomain cannot plant one; on plain http it is sent to /verify
+# only. HttpOnly, SameSite=Lax (the confirmation is a same-site form post), gone after 48 hours.
+
+_PROOF_COOKIE = "pf_signup"
+_PROOF_AGE = 48 * 3600  # as long as a confirmation link lives
+
+
+def _proof_cookie(request: Request) -> tuple[str, str, bool]:
+    """The proof cookie's name, path and Secure flag for this site."""
+    secure = (link_base_url(request).startswith("https://")) or request.url.scheme == "https"
+    return (f"__Host-{_PROOF_COOKIE}", "/", True) if secure else (_PROOF_COOKIE, "/verify", False)
+
+
+def _keep_proof(response: Response, request: Request, proof: str) -> None:
+    name, path, secure = _proof_cookie(request)
+    response.set_cookie(
+        name, proof, max_age=_PROOF_AGE, path=path, secure=secure, httponly=True, samesite="lax"
+    )
+
+
+def _drop_proof(request: Request, response: Response) -> None:
+    """A proof is good for one confirmation: the reply to it deletes the cookie."""
+    name, path, secure = _proof_cookie(request)
+    response.delete_cookie(name, path=path, secure=secure, httponly=True, samesite="lax")
 
 
 def _rate_limited(request: Request, name: str, title: str, exc: RateLimited, **context: Any) -> HTMLResponse:
@@ -154,20 +201,26 @@ def signup(
     password: Annotated[str, Form(max_length=2000)] = "",
     display_name: Annotated[str, Form(max_length=400)] = "",
 ) -> HTMLResponse:
-    return _mail_link(
+    proofs: list[str] = []
+    page = _mail_link(
         request,
-        lambda: accounts_of(request).sign_up(
-            email,
-            password or None,
-            display_name or None,
-            client=client_address(request),
-            base_url=link_base_url(request),
+        lambda: proofs.append(
+            accounts_of(request).sign_up(
+                email,
+                password or None,
+                display_name or None,
+                client=client_address(request),
+                base_url=link_base_url(request),
+            )
         ),
         "verify",
         ("signup", "Sign up"),
         email=email,
         display_name=display_name,
     )
+    if proofs:  # every accepted sign-up sets one (a decoy when the address is taken: no enumeration)
+        _keep_proof(page, request, proofs[0])
+    return page
 
 
 @router.get("/verify", response_class=HTMLResponse)
@@ -177,14 +230,25 @@ def verify_page(request: Request, token: str = "") -> HTMLResponse:
 
 @router.post("/verify", response_model=None, dependencies=[CsrfChecked])
 def verify(request: Request, token: Annotated[str, Form(max_length=200)] = "") -> Response:
+    """Confirm an address. The sign-up's password survives only if this browser set or proved it (see
+    ``AccountService.verify_email``); otherwise the link, which proves the address, signs the person in
+    to choose their own."""
+    proof = request.cookies.get(_proof_cookie(request)[0], "")
     try:
-        user = accounts_of(request).verify_email(token)
+        confirmed = accounts_of(request).verify_email(token, proof=proof)
     except InvalidLink as exc:
         return _confirm_page(request, "verify", "", False, str(exc))
-    signed_in = current_user(request)
-    if signed_in is not None and signed_in.id == user.id:
-        return RedirectResponse("/account?done=verified", status_code=303)
-    return RedirectResponse("/signin?done=verified", status_code=303)
+    response: Response
+    if confirmed.signed_in is not None:
+        done = "verified-dropped" if confirmed.dropped else "verified-in"
+        response = _signed_in_redirect(request, confirmed.signed_in.session, f"/account?done={done}")
+    else:
+        signed_in = current_user(request)
+        mine = signed_in is not None and signed_in.id == confirmed.user.id
+        to = "/account?done=verified" if mine else "/signin?done=verified"
+        response = RedirectResponse(to, status_code=303)
+    _drop_proof(request, response)
+    return response
 
 
 @router.post("/verify/resend", response_class=HTMLResponse, dependencies=[CsrfChecked])
@@ -225,13 +289,12 @@ def signin(
     except RateLimited as exc:
         return _rate_limited(request, "signin", "Sign in", exc, **form)
     except EmailNotVerified as exc:
-        return _page(request, "signin", "Sign in", status=403, error=str(exc), unverified=True, **form)
+        page = _page(request, "signin", "Sign in", status=403, error=str(exc), unverified=True, **form)
+        if exc.proof:  # this browser knows the password: confirming here keeps it
+            _keep_proof(page, request, exc.proof)
+        return page
     except AccountError as exc:
         return _page(request, "signin", "Sign in", status=400, error=str(exc), **form)
-    # A fresh random session id at every sign-in: a session id planted before cannot be ridden.
-    old = request.cookies.get(SESSION_COOKIE)
-    if old:
-        accounts_of(request).sign_out(old)
     return _signed_in_redirect(request, signed.session, back)
 
 
@@ -264,9 +327,6 @@ def signin_with_link(request: Request, token: Annotated[str, Form(max_length=200
         signed = accounts_of(request).sign_in_with_link(token)
     except InvalidLink as exc:
         return _confirm_page(request, "signin", "", False, str(exc))
-    old = request.cookies.get(SESSION_COOKIE)
-    if old:
-        accounts_of(request).sign_out(old)
     return _signed_in_redirect(request, signed.session, "/?done=signed-in")
 
 
@@ -349,6 +409,24 @@ def _account_page(
 Signed = Annotated[User, Depends(require_user)]
 
 
+def require_session_user(request: Request, user: Signed) -> User:
+    """The signed-in user, when signed in with a session rather than an API token.
+
+    Minting tokens and setting a password need a browser session: a token that could create tokens would
+    leave copies that outlive its own revocation, and one that could set a password would turn into a
+    full sign-in."""
+    scheme = request.headers.get("authorization", "").partition(" ")[0]
+    if scheme.lower() == "bearer":
+        raise Forbidden(
+            "An API token cannot create API tokens or change the password: "
+            "do that on your account page, signed in with a browser."
+        )
+    return user
+
+
+SessionSigned = Annotated[User, Depends(require_session_user)]
+
+
 @router.get("/account", response_class=HTMLResponse)
 def account(request: Request, user: Signed) -> HTMLResponse:
     return _account_page(request, user)
@@ -365,7 +443,7 @@ def account_profile(
 @router.post("/account/password", response_model=None, dependencies=[CsrfChecked])
 def account_password(
     request: Request,
-    user: Signed,
+    user: SessionSigned,
     current: Annotated[str, Form(max_length=2000)] = "",
     password: Annotated[str, Form(max_length=2000)] = "",
 ) -> Response:
@@ -380,7 +458,7 @@ def account_password(
 
 @router.post("/account/tokens", response_class=HTMLResponse, dependencies=[CsrfChecked])
 def account_new_token(
-    request: Request, user: Signed, name: Annotated[str, Form(max_length=400)] = ""
+    request: Request, user: SessionSigned, name: Annotated[str, Form(max_length=400)] = ""
 ) -> HTMLResponse:
     try:
         _, secret = accounts_of(request).create_api_token(user, name)
@@ -537,8 +615,12 @@ def api_tokens(request: Request, user: Signed) -> JsonResponse:
 
 
 @api_router.post("/tokens", status_code=201, dependencies=[CsrfChecked])
-def api_create_token(request: Request, user: Signed, body: Annotated[TokenRequest, Body()]) -> JsonResponse:
-    """Create a token: the ``token`` field of the reply is the only time its secret is shown."""
+def api_create_token(
+    request: Request, user: SessionSigned, body: Annotated[TokenRequest, Body()]
+) -> JsonResponse:
+    """Create a token: the ``token`` field of the reply is the only time its secret is shown.
+
+    Only with a session (and its CSRF token): a request authenticated by a Bearer token gets a 403."""
     try:
         token, secret = accounts_of(request).create_api_token(user, body.name)
     except AccountError as exc:

@@ -17,6 +17,7 @@ from email.mime.multipart import MIMEMultipart
 from email.mime.nonmultipart import MIMENonMultipart
 from email.utils import formataddr, parseaddr
 
+from paperfeed.domain.email_address import InvalidEmailAddress, parse_email_address
 from paperfeed.domain.mail import MailPermanentError, OutgoingMail
 
 __all__ = ["build_message", "envelope_address", "to_bytes"]
@@ -39,8 +40,12 @@ def envelope_address(sender: str) -> str:
 
 
 def _check(mail: OutgoingMail) -> None:
-    if "\r" in mail.to or "\n" in mail.to or "@" not in mail.to:
-        raise MailPermanentError(f"not a mail address: {mail.to[:80]!r}")
+    """Refuse, before any SMTP command, a recipient the address rules refuse (NUL, line breaks, empty
+    labels…): whatever a caller forgot to check never reaches the server."""
+    try:
+        parse_email_address(mail.to)
+    except InvalidEmailAddress as exc:
+        raise MailPermanentError(f"not a mail address: {mail.to[:80]!r} ({exc})") from None
     for key, value in mail.headers.items():
         if "\r" in value or "\n" in value or "\r" in key or "\n" in key:
             raise ValueError(f"header {key} contains a line break")

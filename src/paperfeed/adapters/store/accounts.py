@@ -157,6 +157,18 @@ class SqlAccountStore:
                 .values(email_verified_at=now)
             )
 
+    def confirm_address(self, user_id: int, now: datetime, *, drop_unproven: bool) -> bool:
+        values: dict[str, Any] = {"email_verified_at": now}
+        if drop_unproven:
+            values.update(password_hash=None, display_name=None)
+        with self.engine.begin() as conn:
+            changed = conn.execute(
+                update(users)
+                .where(users.c.id == user_id, users.c.email_verified_at.is_(None))
+                .values(**values)
+            ).rowcount
+        return bool(changed == 1)
+
     def set_role(self, user_id: int, role: str) -> None:
         self._update_user(user_id, role=role)
 
