@@ -11,7 +11,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import and_, delete, func, insert, or_, select, update
@@ -30,6 +30,7 @@ from paperfeed.domain.digest import (
 )
 from paperfeed.domain.digest_jobs import JobRun, LedgerEntry, NewDigest, StepReport
 
+from .columns import as_date
 from .schema import listings, papers
 from .schema_digests import (
     digest_sent_papers,
@@ -43,21 +44,6 @@ from .schema_digests import (
 __all__ = ["SqlDigestStore", "StoredSubscription"]
 
 _CHUNK = 500
-
-
-def _aware(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def _as_date(value: Any) -> date:
-    """A DATE aggregate: a ``date`` on PostgreSQL, possibly text on SQLite."""
-    if isinstance(value, datetime):
-        return value.date()
-    if isinstance(value, date):
-        return value
-    return date.fromisoformat(str(value)[:10])
 
 
 def _now() -> datetime:
@@ -102,10 +88,10 @@ def _subscription(row: Row[Any]) -> StoredSubscription:
         status=SubscriptionStatus(m["status"]),
         preferences=prefs,
         user_id=m["user_id"],
-        created_at=_aware(m["created_at"]) or _now(),
-        confirmed_at=_aware(m["confirmed_at"]),
+        created_at=m["created_at"] or _now(),
+        confirmed_at=m["confirmed_at"],
     )
-    return StoredSubscription(sub, m["confirm_nonce"], _aware(m["confirm_sent_at"]))
+    return StoredSubscription(sub, m["confirm_nonce"], m["confirm_sent_at"])
 
 
 def _entry(row: Row[Any]) -> LedgerEntry:
@@ -114,14 +100,14 @@ def _entry(row: Row[Any]) -> LedgerEntry:
         id=m["id"],
         subscription_id=m["subscription_id"],
         period=m["period"],
-        slot=_aware(m["slot"]) or _now(),
+        slot=m["slot"] or _now(),
         email=m["email"],
         status=DigestStatus(m["status"]),
         digest=Digest.from_json(m["content"]),
         attempts=m["attempts"],
         last_error=m["last_error"],
-        composed_at=_aware(m["composed_at"]) or _now(),
-        sent_at=_aware(m["sent_at"]),
+        composed_at=m["composed_at"] or _now(),
+        sent_at=m["sent_at"],
     )
 
 
@@ -130,12 +116,12 @@ def _run(row: Row[Any]) -> JobRun:
     return JobRun(
         id=m["id"],
         job=m["job"],
-        slot=_aware(m["slot"]),
+        slot=m["slot"],
         trigger=m["trigger"],
         status=m["status"],
         holder=m["holder"],
-        started_at=_aware(m["started_at"]) or _now(),
-        finished_at=_aware(m["finished_at"]),
+        started_at=m["started_at"] or _now(),
+        finished_at=m["finished_at"],
         steps=tuple(StepReport.from_json(s) for s in m["steps"] or []),
         error=m["error"],
     )
@@ -368,14 +354,14 @@ class SqlDigestStore:
                 )
             )
             for pid, published in rows:
-                found[pid] = _aware(published) or since
+                found[pid] = published or since
             listed = conn.execute(
                 select(listings.c.paper_id, func.min(listings.c.day))
                 .where(listings.c.day >= since.date(), listings.c.day < until.date() + timedelta(days=1))
                 .group_by(listings.c.paper_id)
             )
             for pid, day in listed:
-                start = datetime.combine(_as_date(day), datetime.min.time(), UTC)
+                start = datetime.combine(as_date(day), datetime.min.time(), UTC)
                 if since <= start < until:
                     found[pid] = min(found.get(pid, start), start)
         return list(found.items())
@@ -494,7 +480,7 @@ class SqlDigestStore:
                     digests.c.status == DigestStatus.pending.value
                 )
             ).scalar()
-        return _aware(value)
+        return value
 
     # -- bounces ------------------------------------------------------------------------------------
 
@@ -593,7 +579,7 @@ class SqlDigestStore:
             ).first()
         if row is None:
             return None
-        return row[0], _aware(row[1]) or _now()
+        return row[0], row[1] or _now()
 
     def try_lease(
         self, name: str, holder: str, until: datetime, now: datetime, *, take_from: str | None = None
