@@ -45,7 +45,7 @@ from paperfeed.domain.digest import (
     period_of,
     window_days,
 )
-from paperfeed.domain.digest_jobs import LedgerEntry, NewDigest
+from paperfeed.domain.digest_ledger import LedgerEntry, NewDigest
 from paperfeed.domain.mail import (
     MailDeliveryUnknown,
     MailError,

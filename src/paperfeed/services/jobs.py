@@ -32,7 +32,7 @@ from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Protocol
 
-from paperfeed.domain.digest_jobs import JobRun, StepReport
+from paperfeed.domain.job_runs import JobRun, StepReport
 
 __all__ = [
     "JobSchedule",

@@ -1,12 +1,10 @@
-"""Tables for digests and the jobs that send them (on the shared ``schema.metadata``).
+"""Tables for digest mail (on the shared ``schema.metadata``); the jobs' tables are in ``schema_jobs``.
 
 - ``digest_subscriptions``: one row per address (with or without an account), its preferences.
 - ``digests``: the send ledger, one row per (subscription, period) — the idempotency key — holding the
   paper ids fixed at composition time and the delivery state (``domain.digest.DigestStatus``).
 - ``digest_sent_papers``: every paper a subscription was ever sent, so no paper comes twice.
 - ``mail_bounces``: addresses a server refused permanently (5xx); nothing is mailed to them any more.
-- ``job_runs``: one row per run of a job (start, end, per-step counts, error).
-- ``job_leases``: named leases with an expiry, the cross-process lock of the scheduler and senders.
 """
 
 from __future__ import annotations
@@ -31,8 +29,6 @@ __all__ = [
     "digest_sent_papers",
     "digest_subscriptions",
     "digests",
-    "job_leases",
-    "job_runs",
     "mail_bounces",
     "metadata",
 ]
@@ -109,30 +105,4 @@ mail_bounces = Table(
     Column("email", String(320), primary_key=True),  # lower-cased
     Column("reason", Text, nullable=False),
     Column("bounced_at", UtcDateTime(), nullable=False),
-)
-
-job_runs = Table(
-    "job_runs",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("job", String(32), nullable=False),
-    Column("slot", UtcDateTime()),  # the scheduled time it ran for; NULL when run by hand
-    Column("trigger", String(16), nullable=False),  # scheduler | manual
-    Column("status", String(16), nullable=False),  # running | ok | partial | failed | interrupted
-    Column("holder", String(200), nullable=False),  # host:pid of the process that ran it
-    Column("started_at", UtcDateTime(), nullable=False),
-    Column("finished_at", UtcDateTime()),
-    Column("steps", JSON, nullable=False),  # [{name, status, counts, error, seconds}]
-    Column("error", Text),
-    Index("ix_job_runs_job_slot", "job", "slot"),
-    Index("ix_job_runs_started_at", "started_at"),
-)
-
-job_leases = Table(
-    "job_leases",
-    metadata,
-    Column("name", String(64), primary_key=True),
-    Column("holder", String(200), nullable=False),  # host:pid:random of the owner
-    Column("acquired_at", UtcDateTime(), nullable=False),
-    Column("expires_at", UtcDateTime(), nullable=False),
 )

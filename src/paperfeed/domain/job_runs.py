@@ -1,41 +1,11 @@
-"""Records of the send ledger and of job runs, as the services and the store exchange them."""
+"""Records of job runs and their steps, as the job service, the store and the surfaces exchange them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from paperfeed.domain.digest import Digest, DigestStatus
-
-__all__ = ["JobRun", "LedgerEntry", "NewDigest", "StepReport"]
-
-
-@dataclass(frozen=True, slots=True)
-class NewDigest:
-    """A digest just composed, to be written to the ledger under its key (subscription, period)."""
-
-    subscription_id: int
-    period: str
-    slot: datetime
-    email: str
-    digest: Digest
-
-
-@dataclass(frozen=True, slots=True)
-class LedgerEntry:
-    """One row of the send ledger."""
-
-    id: int
-    subscription_id: int
-    period: str
-    slot: datetime
-    email: str
-    status: DigestStatus
-    digest: Digest
-    attempts: int
-    last_error: str | None
-    composed_at: datetime
-    sent_at: datetime | None
+__all__ = ["JobRun", "StepReport"]
 
 
 @dataclass(frozen=True, slots=True)
