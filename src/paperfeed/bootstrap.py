@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from paperfeed.adapters.store.digests import SqlDigestStore
     from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
+    from paperfeed.adapters.store.job_runs import SqlJobStore
     from paperfeed.domain.digest_links import LinkSigner
     from paperfeed.domain.library import SavedSearch
     from paperfeed.domain.mail import SessionMailer
@@ -316,10 +317,17 @@ class App:
 
     @cached_property
     def digest_store(self) -> SqlDigestStore:
-        """Digest subscriptions, the send ledger, bounces, job runs and leases."""
+        """Digest subscriptions, the send ledger, bounces (and the sender's lease)."""
         from paperfeed.adapters.store.digests import SqlDigestStore
 
         return SqlDigestStore(self.store.engine)
+
+    @cached_property
+    def job_store(self) -> SqlJobStore:
+        """Job runs and the leases that keep one runner per job and one scheduler."""
+        from paperfeed.adapters.store.job_runs import SqlJobStore
+
+        return SqlJobStore(self.store.engine)
 
     @cached_property
     def digest_links(self) -> LinkSigner:

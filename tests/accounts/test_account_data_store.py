@@ -28,7 +28,7 @@ from paperfeed.domain.digest import (
     Section,
     SubscriptionStatus,
 )
-from paperfeed.domain.digest_jobs import NewDigest
+from paperfeed.domain.digest_ledger import NewDigest
 from paperfeed.domain.search import SearchFilters
 from paperfeed.services.ingest import IngestService
 

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from paperfeed.adapters.store import SqlPaperStore
 from paperfeed.adapters.store.digests import SqlDigestStore
+from paperfeed.adapters.store.job_runs import SqlJobStore
 from paperfeed.domain.digest import (
     Digest,
     DigestEntry,
@@ -15,8 +16,9 @@ from paperfeed.domain.digest import (
     Section,
     SubscriptionStatus,
 )
-from paperfeed.domain.digest_jobs import NewDigest, StepReport
+from paperfeed.domain.digest_ledger import NewDigest
 from paperfeed.domain.ingest import Batch
+from paperfeed.domain.job_runs import StepReport
 from paperfeed.domain.models import Paper
 
 T = datetime(2025, 3, 20, 9, 0, tzinfo=UTC)
@@ -77,7 +79,7 @@ def test_sent_rows_are_marked_in_batches(store: SqlPaperStore) -> None:
 
 
 def test_leases_and_job_runs(store: SqlPaperStore) -> None:
-    ds = SqlDigestStore(store.engine)
+    ds = SqlJobStore(store.engine)
     assert ds.try_lease("job:x", "h:1:1:a", T + timedelta(minutes=2), T)
     assert not ds.try_lease("job:x", "h:2:1:b", T + timedelta(minutes=2), T)
     assert ds.try_lease("job:x", "h:2:1:b", T + timedelta(minutes=2), T, take_from="h:1:1:a")

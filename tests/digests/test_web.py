@@ -258,10 +258,8 @@ def test_admin_jobs_page_is_for_admins(client: TestClient, direct: App) -> None:
     direct.accounts.set_role("root@example.org", "admin")
     admin = direct.accounts.user_by_email("root@example.org")
     client.cookies.set(SESSION_COOKIE, direct.accounts.create_session(admin).session)
-    run_id = direct.digest_store.start_run("daily", None, "manual", "elsewhere:1:1", direct.digests.clock())
-    direct.digest_store.finish_run(
-        run_id, "partial", [], "harvest-arxiv: unreachable", direct.digests.clock()
-    )
+    run_id = direct.job_store.start_run("daily", None, "manual", "elsewhere:1:1", direct.digests.clock())
+    direct.job_store.finish_run(run_id, "partial", [], "harvest-arxiv: unreachable", direct.digests.clock())
     page = client.get("/admin/jobs", headers=HTML)
     assert page.status_code == 200
     assert "Recent runs" in page.text

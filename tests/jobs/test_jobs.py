@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from paperfeed.adapters.store import open_store
-from paperfeed.adapters.store.digests import SqlDigestStore
+from paperfeed.adapters.store.job_runs import SqlJobStore
 from paperfeed.cli import app as cli
 from paperfeed.services.jobs import (
     JobSchedule,
@@ -33,10 +33,10 @@ from tests.support.http_server import ReplayServer, Reply
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqlDigestStore]:
+def store(tmp_path: Path) -> Iterator[SqlJobStore]:
     paper_store = open_store(f"sqlite+pysqlite:///{tmp_path / 'jobs.db'}")
     try:
-        yield SqlDigestStore(paper_store.engine)
+        yield SqlJobStore(paper_store.engine)
     finally:
         paper_store.close()
 
@@ -54,7 +54,7 @@ def test_schedules_parse_and_find_their_latest_slot() -> None:
             JobSchedule.parse(bad)
 
 
-def test_a_lease_is_held_by_one_holder_at_a_time(store: SqlDigestStore) -> None:
+def test_a_lease_is_held_by_one_holder_at_a_time(store: SqlJobStore) -> None:
     first = Lease(store, "job:x").acquire()
     with pytest.raises(LeaseBusy, match=f"pid {os.getpid()}"):
         Lease(store, "job:x").acquire()
@@ -64,7 +64,7 @@ def test_a_lease_is_held_by_one_holder_at_a_time(store: SqlDigestStore) -> None:
     assert store.lease("job:x") is None
 
 
-def test_an_expired_lease_can_be_taken(store: SqlDigestStore) -> None:
+def test_an_expired_lease_can_be_taken(store: SqlJobStore) -> None:
     clock = Clock(datetime(2025, 3, 20, 9, 0, tzinfo=UTC))
     store.try_lease("job:y", "otherhost:1:1:ab", clock.now + timedelta(seconds=120), clock.now)
     with pytest.raises(LeaseBusy):
@@ -75,13 +75,13 @@ def test_an_expired_lease_can_be_taken(store: SqlDigestStore) -> None:
     lease.release()
 
 
-def test_a_lease_whose_holder_was_killed_is_taken_over_at_once(tmp_path: Path, store: SqlDigestStore) -> None:
+def test_a_lease_whose_holder_was_killed_is_taken_over_at_once(tmp_path: Path, store: SqlJobStore) -> None:
     code = (
         "import sys, time\n"
         "from paperfeed.adapters.store import open_store\n"
-        "from paperfeed.adapters.store.digests import SqlDigestStore\n"
+        "from paperfeed.adapters.store.job_runs import SqlJobStore\n"
         "from paperfeed.services.jobs import Lease\n"
-        f"s = SqlDigestStore(open_store({store.engine.url.render_as_string()!r}).engine)\n"
+        f"s = SqlJobStore(open_store({store.engine.url.render_as_string()!r}).engine)\n"
         "Lease(s, 'job:z').acquire()\n"
         "print('held', flush=True)\n"
         "time.sleep(60)\n"
@@ -104,7 +104,7 @@ def test_a_lease_whose_holder_was_killed_is_taken_over_at_once(tmp_path: Path, s
     assert not holder_is_dead(process_identity())
 
 
-def test_runs_are_recorded_with_step_counts_and_errors(store: SqlDigestStore) -> None:
+def test_runs_are_recorded_with_step_counts_and_errors(store: SqlJobStore) -> None:
     calls: list[str] = []
 
     def ok() -> dict[str, int]:
@@ -129,7 +129,7 @@ def test_runs_are_recorded_with_step_counts_and_errors(store: SqlDigestStore) ->
     assert service.status()[0].id == run.id
 
 
-def test_the_scheduler_runs_each_slot_once_and_catches_up_once(store: SqlDigestStore) -> None:
+def test_the_scheduler_runs_each_slot_once_and_catches_up_once(store: SqlJobStore) -> None:
     clock = Clock(datetime(2025, 3, 20, 6, 0, tzinfo=UTC))
     ran: list[str] = []
 
@@ -161,7 +161,7 @@ def test_the_scheduler_runs_each_slot_once_and_catches_up_once(store: SqlDigestS
     assert ran == ["daily", "digests", "digests", "daily", "digests"]
 
 
-def test_a_run_interrupted_by_a_crash_is_run_again(store: SqlDigestStore) -> None:
+def test_a_run_interrupted_by_a_crash_is_run_again(store: SqlJobStore) -> None:
     clock = Clock(datetime(2025, 3, 20, 6, 0, tzinfo=UTC))
     slot = datetime(2025, 3, 20, 5, 0, tzinfo=UTC)
     store.start_run("daily", slot, "scheduler", f"{process_identity().split(':')[0]}:999999:1:ab", clock.now)
@@ -170,7 +170,7 @@ def test_a_run_interrupted_by_a_crash_is_run_again(store: SqlDigestStore) -> Non
     assert [r.status for r in store.runs(job="daily")] == ["interrupted"]
 
 
-def test_only_one_scheduler_runs(store: SqlDigestStore) -> None:
+def test_only_one_scheduler_runs(store: SqlJobStore) -> None:
     service = JobService(store, {"digests": lambda: []})
     held = Lease(store, "scheduler").acquire()
     try:

@@ -96,9 +96,9 @@ def test_flat_disjunction_scores_as_the_nested_one(index: TantivyKeywordIndex) -
     """Same score per paper as a disjunction of per-word disjunctions (the sum is associative)."""
     query = parse_query("graph spectral search evaluate")
     flat = {h.paper_id: h.score for h in index.search(query, 10)}
-    words = [index._tokens(t) for t in query.terms]
+    words = [index.queries.tokens(t) for t in query.terms]
     nested = tantivy.Query.boolean_query(
-        [(tantivy.Occur.Should, index._fields_query(tokens)) for tokens in words]
+        [(tantivy.Occur.Should, index.queries.fields_query(tokens)) for tokens in words]
     )
     searcher = index._index.searcher()
     found = {

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from sqlalchemy import inspect, text
 
-from paperfeed.adapters.keyword.postgres_fts import PostgresKeywordIndex, fold
+from paperfeed.adapters.keyword.folding import fold
+from paperfeed.adapters.keyword.postgres_fts import PostgresKeywordIndex
 from paperfeed.adapters.store import migrate, open_store
 from paperfeed.adapters.store.schema import metadata
 from paperfeed.adapters.store.sql_store import make_engine, normalise_url
@@ -98,8 +99,8 @@ def test_sql_fold_is_pythons_fold(store_pg: object) -> None:
     chars = [chr(cp) for cp in range(0x20, 0x250) if chr(cp).isprintable()] + list("ŁłØøĐđĦħıŦŧάйİ한ﬁ²")
     with engine.connect() as conn:
         folded = conn.execute(text("SELECT paperfeed_fold(:t)"), {"t": "".join(chars)}).scalar_one()
-    assert folded == fold("".join(chars))
-    assert fold("Naïve résumé, Łódź") == "Naive resume, Lodz"
+    assert folded == fold("".join(chars), "marks")
+    assert fold("Naïve résumé, Łódź", "marks") == "Naive resume, Lodz"
 
 
 @pytest.fixture

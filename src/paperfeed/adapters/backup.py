@@ -29,6 +29,8 @@ from pathlib import Path
 
 import orjson
 
+from paperfeed.adapters.files import fsync
+
 __all__ = [
     "BACKUP_DB",
     "BACKUP_MANIFEST",
@@ -81,14 +83,6 @@ def _check_integrity(conn: sqlite3.Connection, where: Path) -> None:
         raise BackupError(f"{where}: the database copy is damaged ({problems})")
 
 
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def backup_sqlite(
     database: Path, data_dir: Path, dest: Path, *, progress: Callable[[int, int], None] | None = None
 ) -> BackupInfo:
@@ -123,7 +117,7 @@ def backup_sqlite(
         raise BackupError(f"{database}: backup failed ({exc})") from exc
     finally:
         source.close()
-    _fsync(partial)
+    fsync(partial)
     os.replace(partial, dest / BACKUP_DB)
     secret = data_dir / SECRET_FILE
     if secret.is_file():
@@ -147,8 +141,8 @@ def backup_sqlite(
         "indexes": "not included: restore rebuilds the keyword and vector indexes from the database",
     }
     (dest / BACKUP_MANIFEST).write_bytes(orjson.dumps(manifest, option=orjson.OPT_INDENT_2))
-    _fsync(dest / BACKUP_MANIFEST)
-    _fsync(dest)
+    fsync(dest / BACKUP_MANIFEST)
+    fsync(dest)
     return _timed(info, started)
 
 
@@ -227,7 +221,7 @@ def restore_sqlite(src: Path, data_dir: Path, *, force: bool = False) -> BackupI
     partial = data_dir / f".{BACKUP_DB}.restoring"
     partial.unlink(missing_ok=True)
     shutil.copyfile(src / BACKUP_DB, partial)
-    _fsync(partial)
+    fsync(partial)
     for name in found:
         path = data_dir / name
         if path.is_dir() and not path.is_symlink():
@@ -238,5 +232,5 @@ def restore_sqlite(src: Path, data_dir: Path, *, force: bool = False) -> BackupI
     if (src / SECRET_FILE).is_file():
         shutil.copy2(src / SECRET_FILE, data_dir / SECRET_FILE)
         os.chmod(data_dir / SECRET_FILE, 0o600)
-    _fsync(data_dir)
+    fsync(data_dir)
     return info

@@ -106,7 +106,7 @@ def tantivy_probe(path: Path, engine: Engine, store_ids: set[str], *, version: s
     """Every paper one document; none extra; no change newer than the index's watermark unindexed."""
     import tantivy
 
-    from paperfeed.adapters.keyword.tantivy_index import damaged_files
+    from paperfeed.adapters.keyword.tantivy_damage import damaged_files
 
     probe = Probe("keyword", kind="tantivy")
     try:

@@ -24,7 +24,7 @@ import typer
 from rich.markup import escape
 
 from paperfeed.bootstrap import App
-from paperfeed.domain.digest_jobs import JobRun, StepReport
+from paperfeed.domain.job_runs import JobRun, StepReport
 from paperfeed.services.jobs import JobSchedule, JobService, LeaseBusy, Scheduler, Step, StepCounts
 
 from .context import Context, fail
@@ -90,7 +90,7 @@ def pipeline(app: App) -> dict[str, Callable[[], list[Step]]]:
 
 
 def job_service(app: App) -> JobService:
-    return JobService(app.digest_store, pipeline(app))
+    return JobService(app.job_store, pipeline(app))
 
 
 def schedules(app: App) -> dict[str, JobSchedule]:
@@ -155,7 +155,7 @@ def status(
         c.console.print(
             f"{job}: {schedule}; next at {schedule.next_after(now):%Y-%m-%d %H:%M} UTC", highlight=False
         )
-    held = c.app.digest_store.lease("scheduler")
+    held = c.app.job_store.lease("scheduler")
     if held is not None and held[1] > now:
         c.console.print(f"scheduler running: {held[0]} (lease until {held[1]:%H:%M:%S} UTC)", highlight=False)
 

@@ -44,7 +44,7 @@ from paperfeed.domain.digest import (
     period_of,
     window_days,
 )
-from paperfeed.domain.digest_jobs import DigestLedger, LedgerEntry, NewDigest, PaperLookup
+from paperfeed.domain.digest_ledger import DigestLedger, LedgerEntry, NewDigest, PaperLookup
 from paperfeed.domain.mail import (
     MailDeliveryUnknown,
     MailError,

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 
-from paperfeed.domain.digest_jobs import JobRun, LeaseStore, RunStore, StepReport
+from paperfeed.domain.job_runs import JobRun, LeaseStore, RunStore, StepReport
 
 __all__ = [
     "JobSchedule",

@@ -409,17 +409,17 @@ def admin_jobs(request: Request, admin: Annotated[User, Depends(require_admin)])
     app = _app(request)
     from paperfeed.services.jobs import holder_is_dead
 
-    store = app.digest_store
-    store.interrupt_dead_runs(holder_is_dead, app.digests.clock())
+    store, jobs = app.digest_store, app.job_store
+    jobs.interrupt_dead_runs(holder_is_dead, app.digests.clock())
     return _page(
         request,
         "admin_jobs",
         "Jobs and digests",
         nav="admin",
-        runs=store.runs(limit=50),
+        runs=jobs.runs(limit=50),
         ledger=store.ledger_counts(),
         subscriptions=store.subscription_counts(),
         leases=[
-            (name, store.lease(name)) for name in ("scheduler", "job:daily", "job:digests", "digest-send")
+            (name, jobs.lease(name)) for name in ("scheduler", "job:daily", "job:digests", "digest-send")
         ],
     )

@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
+from paperfeed.adapters.files import fsync
 from paperfeed.domain.embedding import MAX_TOKENS
 
 from .base import EmbedderUnavailable, ModelSource, force_offline, normalise_rows
@@ -112,11 +113,7 @@ def _check_architecture(folder: Path) -> tuple[int, int]:
 
 def _fsync_tree(folder: Path) -> None:
     for item in folder.iterdir():
-        fd = os.open(item, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        fsync(item)
 
 
 def _publish(tmp: Path, final: Path) -> None:

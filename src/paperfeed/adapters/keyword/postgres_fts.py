@@ -31,12 +31,10 @@ once its words have been seen.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 import threading
 import time as clock
-import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from typing import Any
@@ -44,6 +42,7 @@ from typing import Any
 from sqlalchemy import text as sql
 from sqlalchemy.engine import Engine
 
+from paperfeed.adapters.keyword.folding import fold
 from paperfeed.domain.search import ParsedQuery, ScoredId, SearchFilters, Span
 
 __all__ = [
@@ -51,7 +50,6 @@ __all__ = [
     "PgFieldWeights",
     "PostgresFtsUnavailable",
     "PostgresKeywordIndex",
-    "fold",
     "postgres_fts_available",
 ]
 
@@ -64,22 +62,6 @@ COMMON_SHARE = 0.02
 # corpus: "model", 110k of 200k papers, took ~550 ms to rank in full).
 RANKED_ROWS = 5000
 _STATS_TTL = 600.0  # seconds between re-reads of the lexeme frequencies in pg_stats
-
-
-_STROKES = str.maketrans("ŁłØøĐđĦħıŦŧ", "LlOoDdHhiTt")
-
-
-@functools.lru_cache(maxsize=65536)
-def _fold_char(ch: str) -> str:
-    bare = "".join(c for c in unicodedata.normalize("NFD", ch) if not "\u0300" <= c <= "\u036f")
-    folded = unicodedata.normalize("NFC", bare).translate(_STROKES)
-    return folded if len(folded) == 1 else ch
-
-
-def fold(text: str) -> str:
-    """Python's twin of migration 0009's ``paperfeed_fold`` (accents off), one character for one so that
-    offsets into the folded text are offsets into the original."""
-    return text if text.isascii() else "".join(map(_fold_char, text))
 
 
 class PostgresFtsUnavailable(RuntimeError):
@@ -365,7 +347,7 @@ class PostgresKeywordIndex:
         ]
         if not text or not sequences:
             return []
-        found = [(m.start(), m.end(), m.group(0).lower()) for m in _WORD.finditer(fold(text))]
+        found = [(m.start(), m.end(), m.group(0).lower()) for m in _WORD.finditer(fold(text, "marks"))]
         stems_of = self._lexemes([w for *_, w in found] + [w for seq in sequences for w in seq])
         stems = [stems_of[w] for *_, w in found]
         marked = [False] * len(found)
@@ -393,4 +375,4 @@ class PostgresKeywordIndex:
 
     @staticmethod
     def _words(words: str) -> list[str]:
-        return [m.group(0).lower() for m in _WORD.finditer(fold(words))]
+        return [m.group(0).lower() for m in _WORD.finditer(fold(words, "marks"))]

@@ -162,7 +162,9 @@ def _arxiv_fields(meta: Any, header: OaiHeader) -> dict[str, Any]:
     return fields
 
 
-_ARXIV_SIMPLE = {
+# arXiv metadata elements that map one to one onto record fields: the same in arXivRaw (whose dates come
+# from its version history) and in arXiv (which adds its own two dates).
+_RAW_SIMPLE = {
     "id": "id",
     "title": "title",
     "abstract": "abstract",
@@ -171,9 +173,8 @@ _ARXIV_SIMPLE = {
     "journal-ref": "journal_ref",
     "doi": "doi",
     "license": "license",
-    "created": "published",
-    "updated": "updated",
 }
+_ARXIV_SIMPLE = {**_RAW_SIMPLE, "created": "published", "updated": "updated"}
 
 _PARENS = re.compile(r"\([^()]*\)")
 _OPEN_PAREN = re.compile(r"\([^,;()]*")
@@ -244,18 +245,6 @@ def _arxiv_raw_fields(meta: Any, header: OaiHeader) -> dict[str, Any]:
         fields.update(version=span.version, published=span.published, updated=span.updated)
     fields.setdefault("id", header.identifier)
     return fields
-
-
-_RAW_SIMPLE = {
-    "id": "id",
-    "title": "title",
-    "abstract": "abstract",
-    "categories": "categories",
-    "comments": "comment",
-    "journal-ref": "journal_ref",
-    "doi": "doi",
-    "license": "license",
-}
 
 
 def _dc_name(creator: str) -> str | None:

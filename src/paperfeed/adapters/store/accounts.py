@@ -7,7 +7,7 @@ on PostgreSQL) agree on them.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, delete, exists, func, insert, select, update
@@ -43,12 +43,6 @@ def hidden_paper_ids(engine: Engine) -> frozenset[str]:
         return frozenset(conn.execute(select(hidden_papers.c.paper_id)).scalars())
 
 
-def _aware(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
 def _user(m: Any) -> User:
     return User(
         id=m["id"],
@@ -61,16 +55,16 @@ def _user(m: Any) -> User:
 
 def _stored(row: Row[Any]) -> StoredUser:
     m = row._mapping
-    created = _aware(m["created_at"])
+    created = m["created_at"]
     assert created is not None
     return StoredUser(_user(m), m["password_hash"], m["hidden_at"] is not None, created)
 
 
 def _token(row: Row[Any]) -> ApiToken:
     m = row._mapping
-    created = _aware(m["created_at"])
+    created = m["created_at"]
     assert created is not None
-    return ApiToken(m["id"], m["name"], m["prefix"], created, _aware(m["last_used_at"]))
+    return ApiToken(m["id"], m["name"], m["prefix"], created, m["last_used_at"])
 
 
 _USER_COLUMNS = (
@@ -196,7 +190,7 @@ class SqlAccountStore:
             row = conn.execute(query).first()
         if row is None:
             return None
-        seen = _aware(row._mapping["last_seen_at"])
+        seen = row._mapping["last_seen_at"]
         assert seen is not None
         return _user(row._mapping), seen
 
@@ -239,7 +233,7 @@ class SqlAccountStore:
         if row is None:
             return None
         m = row._mapping
-        return _user(m), m["token_id"], _aware(m["last_used_at"])
+        return _user(m), m["token_id"], m["last_used_at"]
 
     def touch_token(self, token_id: int, now: datetime) -> None:
         with self.engine.begin() as conn:
@@ -401,7 +395,7 @@ class SqlAccountStore:
         out = []
         for row in rows:
             m = row._mapping
-            when = _aware(m["hidden_at"])
+            when = m["hidden_at"]
             assert when is not None
             out.append(HiddenPaper(m["paper_id"], m["hidden_by"], m["reason"], when))
         return out

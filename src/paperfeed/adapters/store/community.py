@@ -17,7 +17,7 @@ imported counts, so rankings sort by exactly what pages show.
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import (
@@ -46,6 +46,7 @@ from paperfeed.domain.community import (
     submission_cap_reached,
 )
 
+from .columns import as_date
 from .schema import listings, papers
 from .schema_accounts import hidden_papers, users
 from .schema_community import paper_comments, paper_submissions, paper_upvotes
@@ -60,26 +61,6 @@ __all__ = [
 
 SUBMITTED_SOURCE = "submitted"  # the listings.source of papers readers put on the daily feed
 _CHUNK = 900  # ids per IN (...): under every SQLite build's variable limit
-
-
-def _aware(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def _when(value: datetime) -> datetime:
-    out = _aware(value)
-    assert out is not None
-    return out
-
-
-def _as_date(value: Any) -> date:
-    if isinstance(value, datetime):
-        return value.date()
-    if isinstance(value, date):
-        return value
-    return date.fromisoformat(str(value)[:10])
 
 
 def _visible(user_id: ColumnElement[int]) -> ColumnElement[bool]:
@@ -148,9 +129,9 @@ def _comment(row: Row[*tuple[Any, ...]]) -> Comment:
         user_id=int(m["user_id"]),
         author=public_name(int(m["user_id"]), m["display_name"]),
         body=m["body"],
-        created_at=_when(m["created_at"]),
-        edited_at=_aware(m["edited_at"]),
-        hidden_at=_aware(m["hidden_at"]),
+        created_at=m["created_at"],
+        edited_at=m["edited_at"],
+        hidden_at=m["hidden_at"],
     )
 
 
@@ -181,7 +162,7 @@ class SqlCommunityStore:
             value = conn.execute(
                 select(func.min(listings.c.day)).where(listings.c.paper_id == paper_id)
             ).scalar()
-        return None if value is None else _as_date(value)
+        return None if value is None else as_date(value)
 
     # -- votes --------------------------------------------------------------------------------------
 
@@ -273,9 +254,7 @@ class SqlCommunityStore:
         with self.engine.connect() as conn:
             rows = conn.execute(query).all()
             total = conn.execute(select(func.count()).select_from(joined).where(visible)).scalar_one()
-        voters = [
-            Upvoter(int(r.id), public_name(int(r.id), r.display_name), _when(r.created_at)) for r in rows
-        ]
+        voters = [Upvoter(int(r.id), public_name(int(r.id), r.display_name), r.created_at) for r in rows]
         return voters, int(total)
 
     # -- submissions --------------------------------------------------------------------------------
@@ -299,7 +278,7 @@ class SqlCommunityStore:
             return None
         uid = None if row.user_id is None else int(row.user_id)
         name = public_name(uid, row.display_name) if uid is not None and row.hidden_at is None else None
-        return Submission(row.paper_id, uid, name, _as_date(row.day), _when(row.submitted_at))
+        return Submission(row.paper_id, uid, name, as_date(row.day), row.submitted_at)
 
     def add_submission(
         self, user_id: int, paper_id: str, day: date, now: datetime, cap: int
@@ -368,7 +347,7 @@ class SqlCommunityStore:
                     .all()
                 )
                 if len(recent) > per_hour:
-                    oldest = _when(recent[0])
+                    oldest = recent[0]
                     raise LimitReached(
                         f"You have written {per_hour} comments in the last hour, the most allowed. "
                         "Try again a little later.",

@@ -57,15 +57,6 @@ def _insert(engine: Engine) -> Any:
     return postgresql.insert if engine.dialect.name == "postgresql" else sqlite.insert
 
 
-def _aware(table: Table, row: dict[str, Any]) -> dict[str, Any]:
-    """SQLite hands back naive datetimes for ``DateTime(timezone=True)``; they are UTC."""
-    for col in table.columns:
-        value = row.get(col.name)
-        if isinstance(value, datetime) and value.tzinfo is None and getattr(col.type, "timezone", False):
-            row[col.name] = value.replace(tzinfo=UTC)
-    return row
-
-
 def _upsert(engine: Engine, table: Table) -> Any:
     stmt = _insert(engine)(table)
     key = [c.name for c in table.primary_key.columns]
@@ -172,7 +163,7 @@ def _copy_table(
         if last is not None:
             query = query.where(_after(key, last))
         with source.connect() as conn:
-            rows = [_aware(table, dict(r._mapping)) for r in conn.execute(query)]
+            rows = [dict(r._mapping) for r in conn.execute(query)]
         if not rows:
             break
         last = [rows[-1][c.name] for c in key]

@@ -1,4 +1,4 @@
-"""Digest subscriptions, the send ledger, bounces, job runs and leases on SQLAlchemy Core.
+"""Digest subscriptions, the send ledger and bounces on SQLAlchemy Core (job runs: ``job_runs``).
 
 Portable SQL only (SQLite and PostgreSQL); the one dialect-specific construct is ``INSERT … ON CONFLICT
 DO NOTHING``, chosen per dialect as the paper store does. Every state change of a ledger row is a
@@ -9,12 +9,12 @@ on disk is always the last step that really completed — what crash recovery re
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, delete, func, insert, or_, select, update
+from sqlalchemy import delete, func, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine, Row
 from sqlalchemy.exc import IntegrityError
@@ -28,36 +28,21 @@ from paperfeed.domain.digest import (
     Subscription,
     SubscriptionStatus,
 )
-from paperfeed.domain.digest_jobs import JobRun, LedgerEntry, NewDigest, StepReport
+from paperfeed.domain.digest_ledger import LedgerEntry, NewDigest
 
+from .columns import as_date
+from .leases import SqlLeases
 from .schema import listings, papers
 from .schema_digests import (
     digest_sent_papers,
     digest_subscriptions,
     digests,
-    job_leases,
-    job_runs,
     mail_bounces,
 )
 
 __all__ = ["SqlDigestStore", "StoredSubscription"]
 
 _CHUNK = 500
-
-
-def _aware(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def _as_date(value: Any) -> date:
-    """A DATE aggregate: a ``date`` on PostgreSQL, possibly text on SQLite."""
-    if isinstance(value, datetime):
-        return value.date()
-    if isinstance(value, date):
-        return value
-    return date.fromisoformat(str(value)[:10])
 
 
 def _now() -> datetime:
@@ -102,10 +87,10 @@ def _subscription(row: Row[Any]) -> StoredSubscription:
         status=SubscriptionStatus(m["status"]),
         preferences=prefs,
         user_id=m["user_id"],
-        created_at=_aware(m["created_at"]) or _now(),
-        confirmed_at=_aware(m["confirmed_at"]),
+        created_at=m["created_at"] or _now(),
+        confirmed_at=m["confirmed_at"],
     )
-    return StoredSubscription(sub, m["confirm_nonce"], _aware(m["confirm_sent_at"]))
+    return StoredSubscription(sub, m["confirm_nonce"], m["confirm_sent_at"])
 
 
 def _entry(row: Row[Any]) -> LedgerEntry:
@@ -114,38 +99,23 @@ def _entry(row: Row[Any]) -> LedgerEntry:
         id=m["id"],
         subscription_id=m["subscription_id"],
         period=m["period"],
-        slot=_aware(m["slot"]) or _now(),
+        slot=m["slot"] or _now(),
         email=m["email"],
         status=DigestStatus(m["status"]),
         digest=Digest.from_json(m["content"]),
         attempts=m["attempts"],
         last_error=m["last_error"],
-        composed_at=_aware(m["composed_at"]) or _now(),
-        sent_at=_aware(m["sent_at"]),
+        composed_at=m["composed_at"] or _now(),
+        sent_at=m["sent_at"],
     )
 
 
-def _run(row: Row[Any]) -> JobRun:
-    m = row._mapping
-    return JobRun(
-        id=m["id"],
-        job=m["job"],
-        slot=_aware(m["slot"]),
-        trigger=m["trigger"],
-        status=m["status"],
-        holder=m["holder"],
-        started_at=_aware(m["started_at"]) or _now(),
-        finished_at=_aware(m["finished_at"]),
-        steps=tuple(StepReport.from_json(s) for s in m["steps"] or []),
-        error=m["error"],
-    )
-
-
-class SqlDigestStore:
-    """Everything the digest and job services keep, on the paper store's engine."""
+class SqlDigestStore(SqlLeases):
+    """Digest subscriptions, the send ledger and bounces, on the paper store's engine; the leases (the
+    ``digest-send`` lease the sender holds) are the job store's table."""
 
     def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+        super().__init__(engine)
         self._insert = postgresql.insert if engine.dialect.name == "postgresql" else sqlite.insert
 
     # -- subscriptions ------------------------------------------------------------------------------
@@ -368,14 +338,14 @@ class SqlDigestStore:
                 )
             )
             for pid, published in rows:
-                found[pid] = _aware(published) or since
+                found[pid] = published or since
             listed = conn.execute(
                 select(listings.c.paper_id, func.min(listings.c.day))
                 .where(listings.c.day >= since.date(), listings.c.day < until.date() + timedelta(days=1))
                 .group_by(listings.c.paper_id)
             )
             for pid, day in listed:
-                start = datetime.combine(_as_date(day), datetime.min.time(), UTC)
+                start = datetime.combine(as_date(day), datetime.min.time(), UTC)
                 if since <= start < until:
                     found[pid] = min(found.get(pid, start), start)
         return list(found.items())
@@ -494,7 +464,7 @@ class SqlDigestStore:
                     digests.c.status == DigestStatus.pending.value
                 )
             ).scalar()
-        return _aware(value)
+        return value
 
     # -- bounces ------------------------------------------------------------------------------------
 
@@ -521,113 +491,3 @@ class SqlDigestStore:
             return bool(
                 conn.execute(delete(mail_bounces).where(mail_bounces.c.email == email.lower())).rowcount
             )
-
-    # -- job runs -----------------------------------------------------------------------------------
-
-    def start_run(self, job: str, slot: datetime | None, trigger: str, holder: str, now: datetime) -> int:
-        values: dict[str, Any] = {
-            "job": job,
-            "slot": slot,
-            "trigger": trigger,
-            "status": "running",
-            "holder": holder,
-            "started_at": now,
-            "steps": [],
-        }
-        with self.engine.begin() as conn:
-            run_id = conn.execute(insert(job_runs).values(values).returning(job_runs.c.id)).scalar_one()
-        return int(run_id)
-
-    def save_steps(self, run_id: int, steps: Sequence[StepReport]) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(
-                update(job_runs).where(job_runs.c.id == run_id).values(steps=[s.to_json() for s in steps])
-            )
-
-    def finish_run(
-        self, run_id: int, status: str, steps: Sequence[StepReport], error: str | None, now: datetime
-    ) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(
-                update(job_runs)
-                .where(job_runs.c.id == run_id)
-                .values(status=status, steps=[s.to_json() for s in steps], error=error, finished_at=now)
-            )
-
-    def runs(self, *, job: str | None = None, limit: int = 20) -> list[JobRun]:
-        query = select(job_runs).order_by(job_runs.c.id.desc()).limit(limit)
-        if job is not None:
-            query = query.where(job_runs.c.job == job)
-        with self.engine.connect() as conn:
-            return [_run(r) for r in conn.execute(query)]
-
-    def runs_for_slot(self, job: str, slot: datetime) -> list[JobRun]:
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                select(job_runs).where(job_runs.c.job == job, job_runs.c.slot == slot).order_by(job_runs.c.id)
-            ).all()
-        return [_run(r) for r in rows]
-
-    def interrupt_dead_runs(self, is_dead: Callable[[str], bool], now: datetime) -> int:
-        """Mark ``running`` rows whose process is gone as ``interrupted`` (a crash, a kill -9)."""
-        with self.engine.connect() as conn:
-            running = conn.execute(
-                select(job_runs.c.id, job_runs.c.holder).where(job_runs.c.status == "running")
-            ).all()
-        dead = [rid for rid, holder in running if is_dead(holder)]
-        if dead:
-            with self.engine.begin() as conn:
-                conn.execute(
-                    update(job_runs)
-                    .where(job_runs.c.id.in_(dead), job_runs.c.status == "running")
-                    .values(status="interrupted", finished_at=now, error="the process running it stopped")
-                )
-        return len(dead)
-
-    # -- leases -------------------------------------------------------------------------------------
-
-    def lease(self, name: str) -> tuple[str, datetime] | None:
-        with self.engine.connect() as conn:
-            row = conn.execute(
-                select(job_leases.c.holder, job_leases.c.expires_at).where(job_leases.c.name == name)
-            ).first()
-        if row is None:
-            return None
-        return row[0], _aware(row[1]) or _now()
-
-    def try_lease(
-        self, name: str, holder: str, until: datetime, now: datetime, *, take_from: str | None = None
-    ) -> bool:
-        """Take lease ``name`` if it is free, expired, already ours, or held by ``take_from`` (a holder
-        the caller knows is dead). One statement either way, so two processes cannot both win."""
-        try:
-            with self.engine.begin() as conn:
-                conn.execute(
-                    insert(job_leases).values(name=name, holder=holder, acquired_at=now, expires_at=until)
-                )
-            return True
-        except IntegrityError:
-            pass
-        takeable = [job_leases.c.expires_at < now, job_leases.c.holder == holder]
-        if take_from is not None:
-            takeable.append(job_leases.c.holder == take_from)
-        with self.engine.begin() as conn:
-            changed = conn.execute(
-                update(job_leases)
-                .where(and_(job_leases.c.name == name, or_(*takeable)))
-                .values(holder=holder, acquired_at=now, expires_at=until)
-            ).rowcount
-        return bool(changed)
-
-    def renew_lease(self, name: str, holder: str, until: datetime) -> bool:
-        with self.engine.begin() as conn:
-            changed = conn.execute(
-                update(job_leases)
-                .where(job_leases.c.name == name, job_leases.c.holder == holder)
-                .values(expires_at=until)
-            ).rowcount
-        return bool(changed)
-
-    def release_lease(self, name: str, holder: str) -> None:
-        with self.engine.begin() as conn:
-            conn.execute(delete(job_leases).where(job_leases.c.name == name, job_leases.c.holder == holder))

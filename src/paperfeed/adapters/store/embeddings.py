@@ -22,6 +22,7 @@ from sqlalchemy.engine import Engine
 from paperfeed.domain.embedding import PendingPaper
 from paperfeed.domain.search import VectorRecord
 
+from .columns import as_utc
 from .schema import checkpoints, embeddings, papers
 
 __all__ = ["SqlEmbeddingStore", "decode_vector", "encode_vector"]
@@ -39,12 +40,6 @@ def encode_vector(vector: npt.NDArray[Any]) -> bytes:
 
 def decode_vector(blob: bytes) -> Vectors:
     return np.frombuffer(blob, dtype="<f4").astype(np.float32)
-
-
-def _aware(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 def _day(value: datetime | date | None) -> date | None:
@@ -161,7 +156,7 @@ class SqlEmbeddingStore:
     def newest(self, model_id: str) -> datetime | None:
         query = select(func.max(embeddings.c.created_at)).where(embeddings.c.model_id == model_id)
         with self.engine.connect() as conn:
-            return _aware(conn.execute(query).scalar())
+            return conn.execute(query).scalar()
 
     def records(
         self, model_id: str, *, since: datetime | None = None, until: datetime | None = None, page: int = 4096
@@ -220,7 +215,7 @@ class SqlEmbeddingStore:
         query = select(checkpoints.c.value).where(checkpoints.c.name == _MARK_PREFIX + name)
         with self.engine.connect() as conn:
             value = conn.execute(query).scalar()
-        return None if value is None else _aware(datetime.fromisoformat(value))
+        return None if value is None else as_utc(datetime.fromisoformat(value))
 
     def set_mark(self, name: str, value: datetime | None) -> None:
         key = _MARK_PREFIX + name

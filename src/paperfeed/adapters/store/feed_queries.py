@@ -20,25 +20,17 @@ from paperfeed.domain.feed import ListedPaper, PaperCursor, TrendCandidate
 from paperfeed.domain.models import Paper
 
 from .accounts import not_hidden
+from .columns import as_date
 from .community import community_version, local_comments, local_upvotes
 from .schema import listings, papers
 from .schema_accounts import hidden_papers
-from .sql_store import _PAPER_COLUMNS, _aware, _from_row
+from .sql_store import _PAPER_COLUMNS, _from_row
 
 __all__ = ["SqlFeedQueries"]
 
 
 def _day_start(day: date) -> datetime:
     return datetime.combine(day, time.min, UTC)
-
-
-def _as_date(value: Any) -> date:
-    """Aggregates over a DATE column come back as ``date`` from PostgreSQL but may be text on SQLite."""
-    if isinstance(value, datetime):
-        return value.date()
-    if isinstance(value, date):
-        return value
-    return date.fromisoformat(str(value)[:10])
 
 
 _NO_LIMIT = 1_000_000_000  # "all rows" as a bound value (SQLite and PostgreSQL spell no-limit differently)
@@ -128,14 +120,14 @@ class SqlFeedQueries:
     def latest_day(self) -> date | None:
         with self.engine.connect() as conn:
             value = conn.execute(self._latest).scalar()
-        return None if value is None else _as_date(value)
+        return None if value is None else as_date(value)
 
     def neighbours(self, start: date, end: date) -> tuple[date | None, date | None]:
         with self.engine.connect() as conn:
             before, after = conn.execute(self._neighbours, {"start": start, "end": end}).one()
         return (
-            None if before is None else _as_date(before),
-            None if after is None else _as_date(after),
+            None if before is None else as_date(before),
+            None if after is None else as_date(after),
         )
 
     # -- ranked listings ----------------------------------------------------------------------------
@@ -177,7 +169,7 @@ class SqlFeedQueries:
         if cached is not None and cached[0] == version:
             return cached[1]
         with self.engine.connect() as conn:
-            sizes = [(_as_date(day), int(n)) for day, n in conn.execute(self._day_sizes)]
+            sizes = [(as_date(day), int(n)) for day, n in conn.execute(self._day_sizes)]
         self._sizes = (version, sizes)  # one assignment: safe to race between threads
         return sizes
 
@@ -234,7 +226,7 @@ class SqlFeedQueries:
         out: list[TrendCandidate] = []
         with self.engine.connect() as conn:
             for row in conn.execute(listed):
-                seen = _day_start(_as_date(row.first_day))
+                seen = _day_start(as_date(row.first_day))
                 out.append(
                     TrendCandidate(_shown(row, int(row.u) - row.imported), int(row.u), int(row.s), seen)
                 )
@@ -250,8 +242,7 @@ class SqlFeedQueries:
             value = conn.execute(select(func.max(papers.c.published))).scalar()
         stamps = [_day_start(day + timedelta(days=1))] if day is not None else []
         if value is not None:
-            published = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
-            stamps.append(_aware(published) or published)
+            stamps.append(value)
         return max(stamps) if stamps else None
 
     def data_version(self) -> str:
@@ -281,7 +272,7 @@ class SqlFeedQueries:
             select(listings.c.day).where(listings.c.paper_id == paper_id).distinct().order_by(listings.c.day)
         )
         with self.engine.connect() as conn:
-            return [_as_date(d) for d in conn.execute(query).scalars()]
+            return [as_date(d) for d in conn.execute(query).scalars()]
 
     def papers_after(self, cursor: PaperCursor | None, limit: int) -> list[Paper]:
         base = select(*_PAPER_COLUMNS, *_local_counts()).where(not_hidden(papers.c.id))
@@ -326,6 +317,6 @@ def _listed(row: Row[Any]) -> ListedPaper:
     return ListedPaper(
         paper=_shown(row, int(row.rank_upvotes) - row.imported),
         upvotes=int(row.rank_upvotes),
-        first_day=_as_date(row.first_day),
+        first_day=as_date(row.first_day),
         listing_rank=row.best_rank,
     )

@@ -49,18 +49,6 @@ __all__ = ["SqlLibraryStore", "filters_from_json", "filters_to_json"]
 _CHUNK = 900  # ids per IN (...): under every SQLite build's variable limit
 
 
-def _aware(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def _at(value: datetime) -> datetime:
-    out = _aware(value)
-    assert out is not None
-    return out
-
-
 def _chunks(ids: Sequence[str]) -> Iterable[Sequence[str]]:
     for start in range(0, len(ids), _CHUNK):
         yield ids[start : start + _CHUNK]
@@ -197,8 +185,7 @@ class SqlLibraryStore:
             .order_by(library_tags.c.created_at, library_tags.c.id)
         )
         return [
-            Tag(r.id, r.user_id, r.name, bool(r.public), _at(r.created_at), int(r.n))
-            for r in conn.execute(query)
+            Tag(r.id, r.user_id, r.name, bool(r.public), r.created_at, int(r.n)) for r in conn.execute(query)
         ]
 
     def tags(self, user_id: int) -> list[Tag]:
@@ -361,7 +348,7 @@ class SqlLibraryStore:
             LibraryItem(
                 paper_id=r.paper_id,
                 tags=tags.get(r.paper_id, ()),
-                saved_at=_at(r.saved_at),
+                saved_at=r.saved_at,
                 read=marks.get(r.paper_id, (False, False))[0],
                 has_note=r.paper_id in notes,
             )
@@ -385,7 +372,7 @@ class SqlLibraryStore:
                 .limit(limit)
                 .offset(offset)
             ).all()
-        return [(r.paper_id, _at(r.saved_at)) for r in rows], total
+        return [(r.paper_id, r.saved_at) for r in rows], total
 
     # -- marks: read and "not interested" --------------------------------------------------------------
 
@@ -450,7 +437,7 @@ class SqlLibraryStore:
                 .limit(limit)
                 .offset(offset)
             ).all()
-        return [(r.paper_id, _at(r.dismissed_at)) for r in rows], total
+        return [(r.paper_id, r.dismissed_at) for r in rows], total
 
     # -- notes -----------------------------------------------------------------------------------------
 
@@ -481,7 +468,7 @@ class SqlLibraryStore:
                     library_notes.c.user_id == user_id, library_notes.c.paper_id == paper_id
                 )
             ).first()
-        return None if row is None else Note(row.paper_id, row.body, _at(row.updated_at))
+        return None if row is None else Note(row.paper_id, row.body, row.updated_at)
 
     def noted(self, user_id: int, paper_ids: Sequence[str]) -> set[str]:
         found: set[str] = set()
@@ -526,7 +513,7 @@ class SqlLibraryStore:
                 .where(library_authors.c.user_id == user_id)
                 .order_by(library_authors.c.followed_at, library_authors.c.name_key)
             ).all()
-        return [FollowedAuthor(r.name, _at(r.followed_at)) for r in rows]
+        return [FollowedAuthor(r.name, r.followed_at) for r in rows]
 
     # -- saved searches --------------------------------------------------------------------------------
 
@@ -538,8 +525,8 @@ class SqlLibraryStore:
             name=row.name,
             query=row.query,
             filters=filters_from_json(dict(row.filters or {})),
-            created_at=_at(row.created_at),
-            last_seen_at=_aware(row.last_seen_at),
+            created_at=row.created_at,
+            last_seen_at=row.last_seen_at,
         )
 
     def add_search(self, user_id: int, name: str, query: str, filters: SearchFilters) -> SavedSearch | None:
@@ -628,7 +615,7 @@ class SqlLibraryStore:
         first: dict[str, datetime] = {}
         for paper_id, name, saved_at in saves:
             tags.setdefault(paper_id, []).append(name)
-            at = _at(saved_at)
+            at = saved_at
             first[paper_id] = min(first.get(paper_id, at), at)
         saved = sorted(
             (SavedPaper(pid, tuple(names), first[pid]) for pid, names in tags.items()),

@@ -7,7 +7,7 @@ which SQL cannot do portably; the service caches the result per window and :meth
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
@@ -19,13 +19,6 @@ from .schema import embeddings, papers
 __all__ = ["RecentPaper", "SqlRecommendQueries"]
 
 RecentPaper = tuple[str, tuple[str, ...]]  # (paper id, author keys)
-
-
-def _aware(value: object) -> datetime | None:
-    if value is None:
-        return None
-    stamp = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
-    return stamp.replace(tzinfo=UTC) if stamp.tzinfo is None else stamp.astimezone(UTC)
 
 
 def _keys(names: object) -> tuple[str, ...]:
@@ -46,7 +39,7 @@ class SqlRecommendQueries:
 
     def latest_published(self) -> datetime | None:
         with self.engine.connect() as conn:
-            return _aware(conn.execute(select(func.max(papers.c.published))).scalar())
+            return conn.execute(select(func.max(papers.c.published))).scalar()
 
     def version(self, model_id: str) -> str:
         """Changes when papers change or vectors of ``model_id`` are added (cheap: two indexed maxima)."""

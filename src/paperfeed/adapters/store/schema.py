@@ -9,7 +9,6 @@ from sqlalchemy import (
     JSON,
     Column,
     Date,
-    DateTime,
     ForeignKey,
     Index,
     Integer,
@@ -19,6 +18,8 @@ from sqlalchemy import (
     Table,
     Text,
 )
+
+from .columns import UtcDateTime
 
 metadata = MetaData()
 
@@ -32,8 +33,8 @@ papers = Table(
     Column("authors", JSON, nullable=False),
     Column("categories", JSON, nullable=False),
     Column("primary_category", String(32)),
-    Column("published", DateTime(timezone=True)),
-    Column("updated", DateTime(timezone=True)),
+    Column("published", UtcDateTime()),
+    Column("updated", UtcDateTime()),
     Column("comment", Text),
     Column("journal_ref", Text),
     Column("doi", String(500)),
@@ -48,8 +49,8 @@ papers = Table(
     Column("ai_keywords", JSON, nullable=False),
     Column("sources", JSON, nullable=False),
     Column("content_hash", String(32), nullable=False),
-    Column("created_at", DateTime(timezone=True), nullable=False),
-    Column("modified_at", DateTime(timezone=True), nullable=False),
+    Column("created_at", UtcDateTime(), nullable=False),
+    Column("modified_at", UtcDateTime(), nullable=False),
     Index("ix_papers_published", "published"),
     Index("ix_papers_primary_category", "primary_category"),
     Index("ix_papers_modified_at", "modified_at"),
@@ -84,7 +85,7 @@ checkpoints = Table(
     metadata,
     Column("name", String(200), primary_key=True),
     Column("value", Text, nullable=False),
-    Column("updated_at", DateTime(timezone=True), nullable=False),
+    Column("updated_at", UtcDateTime(), nullable=False),
 )
 
 embeddings = Table(
@@ -94,6 +95,6 @@ embeddings = Table(
     Column("model_id", String(200), nullable=False),
     Column("content_hash", String(32), nullable=False),
     Column("vector", LargeBinary, nullable=False),  # float32, little-endian, L2-normalised
-    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("created_at", UtcDateTime(), nullable=False),
     Index("ix_embeddings_model_id", "model_id"),
 )

@@ -9,7 +9,6 @@ from __future__ import annotations
 from sqlalchemy import (
     BigInteger,
     Column,
-    DateTime,
     Float,
     ForeignKey,
     Index,
@@ -19,6 +18,7 @@ from sqlalchemy import (
     Text,
 )
 
+from .columns import UtcDateTime
 from .schema import metadata
 
 __all__ = ["api_tokens", "hidden_papers", "one_time_links", "rate_limit_hits", "sessions", "users"]
@@ -30,10 +30,10 @@ users = Table(
     Column("email", String(320), nullable=False, unique=True),  # stored lower-cased
     Column("display_name", String(100)),
     Column("password_hash", Text),  # argon2; NULL for people who only use sign-in links
-    Column("email_verified_at", DateTime(timezone=True)),
+    Column("email_verified_at", UtcDateTime()),
     Column("role", String(16), nullable=False, server_default="user"),  # "user" | "admin"
-    Column("hidden_at", DateTime(timezone=True)),  # hidden by an admin
-    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("hidden_at", UtcDateTime()),  # hidden by an admin
+    Column("created_at", UtcDateTime(), nullable=False),
     Index("ix_users_role", "role"),
 )
 
@@ -42,9 +42,9 @@ sessions = Table(
     metadata,
     Column("id_hash", String(64), primary_key=True),  # sha256 hex of the cookie value
     Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
-    Column("created_at", DateTime(timezone=True), nullable=False),
-    Column("last_seen_at", DateTime(timezone=True), nullable=False),
-    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column("created_at", UtcDateTime(), nullable=False),
+    Column("last_seen_at", UtcDateTime(), nullable=False),
+    Column("expires_at", UtcDateTime(), nullable=False),
     Index("ix_sessions_user_id", "user_id"),
     Index("ix_sessions_expires_at", "expires_at"),
 )
@@ -57,8 +57,8 @@ api_tokens = Table(
     Column("name", String(100), nullable=False),
     Column("token_hash", String(64), nullable=False, unique=True),  # sha256 hex of the token
     Column("prefix", String(16), nullable=False),
-    Column("created_at", DateTime(timezone=True), nullable=False),
-    Column("last_used_at", DateTime(timezone=True)),
+    Column("created_at", UtcDateTime(), nullable=False),
+    Column("last_used_at", UtcDateTime()),
     Index("ix_api_tokens_user_id", "user_id"),
 )
 
@@ -68,9 +68,9 @@ one_time_links = Table(
     Column("token_hash", String(64), primary_key=True),  # sha256 hex of the token in the mailed link
     Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
     Column("purpose", String(16), nullable=False),  # verify | signin | reset | delete
-    Column("created_at", DateTime(timezone=True), nullable=False),
-    Column("expires_at", DateTime(timezone=True), nullable=False),
-    Column("used_at", DateTime(timezone=True)),
+    Column("created_at", UtcDateTime(), nullable=False),
+    Column("expires_at", UtcDateTime(), nullable=False),
+    Column("used_at", UtcDateTime()),
     Index("ix_one_time_links_user_purpose", "user_id", "purpose"),
     Index("ix_one_time_links_expires_at", "expires_at"),
 )
@@ -93,5 +93,5 @@ hidden_papers = Table(
     Column("paper_id", String(64), ForeignKey("papers.id", ondelete="CASCADE"), primary_key=True),
     Column("hidden_by", Integer, ForeignKey("users.id", ondelete="SET NULL")),
     Column("reason", String(500), nullable=False, server_default=""),
-    Column("hidden_at", DateTime(timezone=True), nullable=False),
+    Column("hidden_at", UtcDateTime(), nullable=False),
 )

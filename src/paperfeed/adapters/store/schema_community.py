@@ -7,8 +7,9 @@ concurrent votes cannot leave a counter out of step, on SQLite and PostgreSQL al
 
 from __future__ import annotations
 
-from sqlalchemy import Column, Date, DateTime, ForeignKey, Index, Integer, String, Table, Text
+from sqlalchemy import Column, Date, ForeignKey, Index, Integer, String, Table, Text
 
+from .columns import UtcDateTime
 from .schema import metadata
 
 __all__ = ["metadata", "paper_comments", "paper_submissions", "paper_upvotes"]
@@ -22,7 +23,7 @@ paper_upvotes = Table(
     metadata,
     Column("paper_id", String(64), ForeignKey(_PAPER, ondelete="CASCADE"), primary_key=True),
     Column("user_id", Integer, ForeignKey(_USER, ondelete="CASCADE"), primary_key=True),
-    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("created_at", UtcDateTime(), nullable=False),
     Index("ix_paper_upvotes_user_created", "user_id", "created_at"),
     Index("ix_paper_upvotes_created", "created_at"),  # the newest vote, for cache keys
 )
@@ -35,7 +36,7 @@ paper_submissions = Table(
     Column("paper_id", String(64), ForeignKey(_PAPER, ondelete="CASCADE"), primary_key=True),
     Column("user_id", Integer, ForeignKey(_USER, ondelete="SET NULL")),
     Column("day", Date, nullable=False),
-    Column("submitted_at", DateTime(timezone=True), nullable=False),
+    Column("submitted_at", UtcDateTime(), nullable=False),
     Index("ix_paper_submissions_user_day", "user_id", "day"),
 )
 
@@ -46,9 +47,9 @@ paper_comments = Table(
     Column("paper_id", String(64), ForeignKey(_PAPER, ondelete="CASCADE"), nullable=False),
     Column("user_id", Integer, ForeignKey(_USER, ondelete="CASCADE"), nullable=False),
     Column("body", Text, nullable=False),  # Markdown source; rendered and sanitised when shown
-    Column("created_at", DateTime(timezone=True), nullable=False),
-    Column("edited_at", DateTime(timezone=True)),
-    Column("hidden_at", DateTime(timezone=True)),  # hidden by an administrator
+    Column("created_at", UtcDateTime(), nullable=False),
+    Column("edited_at", UtcDateTime()),
+    Column("hidden_at", UtcDateTime()),  # hidden by an administrator
     Column("hidden_by", Integer, ForeignKey(_USER, ondelete="SET NULL")),
     Index("ix_paper_comments_paper_created", "paper_id", "created_at"),
     Index("ix_paper_comments_user_created", "user_id", "created_at"),

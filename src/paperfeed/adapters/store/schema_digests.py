@@ -1,12 +1,10 @@
-"""Tables for digests and the jobs that send them (on the shared ``schema.metadata``).
+"""Tables for digest mail (on the shared ``schema.metadata``); the jobs' tables are in ``schema_jobs``.
 
 - ``digest_subscriptions``: one row per address (with or without an account), its preferences.
 - ``digests``: the send ledger, one row per (subscription, period) — the idempotency key — holding the
   paper ids fixed at composition time and the delivery state (``domain.digest.DigestStatus``).
 - ``digest_sent_papers``: every paper a subscription was ever sent, so no paper comes twice.
 - ``mail_bounces``: addresses a server refused permanently (5xx); nothing is mailed to them any more.
-- ``job_runs``: one row per run of a job (start, end, per-step counts, error).
-- ``job_leases``: named leases with an expiry, the cross-process lock of the scheduler and senders.
 """
 
 from __future__ import annotations
@@ -14,7 +12,6 @@ from __future__ import annotations
 from sqlalchemy import (
     JSON,
     Column,
-    DateTime,
     ForeignKey,
     Index,
     Integer,
@@ -24,6 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
+from .columns import UtcDateTime
 from .schema import metadata
 from .schema_accounts import users
 
@@ -31,8 +29,6 @@ __all__ = [
     "digest_sent_papers",
     "digest_subscriptions",
     "digests",
-    "job_leases",
-    "job_runs",
     "mail_bounces",
     "metadata",
 ]
@@ -52,11 +48,11 @@ digest_subscriptions = Table(
     Column("categories", JSON, nullable=False),
     Column("max_items", Integer, nullable=False),
     Column("confirm_nonce", String(32)),  # the current confirmation link's nonce
-    Column("confirm_sent_at", DateTime(timezone=True)),
-    Column("created_at", DateTime(timezone=True), nullable=False),
-    Column("confirmed_at", DateTime(timezone=True)),
-    Column("unsubscribed_at", DateTime(timezone=True)),
-    Column("updated_at", DateTime(timezone=True), nullable=False),
+    Column("confirm_sent_at", UtcDateTime()),
+    Column("created_at", UtcDateTime(), nullable=False),
+    Column("confirmed_at", UtcDateTime()),
+    Column("unsubscribed_at", UtcDateTime()),
+    Column("updated_at", UtcDateTime(), nullable=False),
     Index("ix_digest_subscriptions_status", "status"),
     Index("ix_digest_subscriptions_user_id", "user_id"),
 )
@@ -72,18 +68,18 @@ digests = Table(
         nullable=False,
     ),
     Column("period", String(16), nullable=False),  # "2025-03-20" or "2025-W12"
-    Column("slot", DateTime(timezone=True), nullable=False),  # the scheduled send moment
+    Column("slot", UtcDateTime(), nullable=False),  # the scheduled send moment
     Column("email", String(320), nullable=False),
     Column("status", String(16), nullable=False),
     Column("content", JSON, nullable=False),  # Digest.to_json(): sections of paper ids and reasons
     Column("paper_count", Integer, nullable=False),
     Column("attempts", Integer, nullable=False),
-    Column("next_attempt_at", DateTime(timezone=True)),
+    Column("next_attempt_at", UtcDateTime()),
     Column("last_error", Text),
-    Column("composed_at", DateTime(timezone=True), nullable=False),
-    Column("handed_at", DateTime(timezone=True)),
-    Column("sent_at", DateTime(timezone=True)),
-    Column("updated_at", DateTime(timezone=True), nullable=False),
+    Column("composed_at", UtcDateTime(), nullable=False),
+    Column("handed_at", UtcDateTime()),
+    Column("sent_at", UtcDateTime()),
+    Column("updated_at", UtcDateTime(), nullable=False),
     UniqueConstraint("subscription_id", "period", name="uq_digests_subscription_period"),
     Index("ix_digests_status", "status", "next_attempt_at"),
     Index("ix_digests_period", "period"),
@@ -108,31 +104,5 @@ mail_bounces = Table(
     metadata,
     Column("email", String(320), primary_key=True),  # lower-cased
     Column("reason", Text, nullable=False),
-    Column("bounced_at", DateTime(timezone=True), nullable=False),
-)
-
-job_runs = Table(
-    "job_runs",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("job", String(32), nullable=False),
-    Column("slot", DateTime(timezone=True)),  # the scheduled time it ran for; NULL when run by hand
-    Column("trigger", String(16), nullable=False),  # scheduler | manual
-    Column("status", String(16), nullable=False),  # running | ok | partial | failed | interrupted
-    Column("holder", String(200), nullable=False),  # host:pid of the process that ran it
-    Column("started_at", DateTime(timezone=True), nullable=False),
-    Column("finished_at", DateTime(timezone=True)),
-    Column("steps", JSON, nullable=False),  # [{name, status, counts, error, seconds}]
-    Column("error", Text),
-    Index("ix_job_runs_job_slot", "job", "slot"),
-    Index("ix_job_runs_started_at", "started_at"),
-)
-
-job_leases = Table(
-    "job_leases",
-    metadata,
-    Column("name", String(64), primary_key=True),
-    Column("holder", String(200), nullable=False),  # host:pid:random of the owner
-    Column("acquired_at", DateTime(timezone=True), nullable=False),
-    Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column("bounced_at", UtcDateTime(), nullable=False),
 )

@@ -11,7 +11,6 @@ from sqlalchemy import (
     JSON,
     Boolean,
     Column,
-    DateTime,
     ForeignKey,
     Index,
     Integer,
@@ -22,6 +21,7 @@ from sqlalchemy import (
     false,
 )
 
+from .columns import UtcDateTime
 from .schema import metadata
 
 __all__ = [
@@ -45,7 +45,7 @@ library_tags = Table(
     Column("name", String(100), nullable=False),
     Column("name_key", String(300), nullable=False),
     Column("public", Boolean, nullable=False, server_default=false()),
-    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("created_at", UtcDateTime(), nullable=False),
     UniqueConstraint("user_id", "name_key", name="uq_library_tags_user_name"),
 )
 
@@ -56,7 +56,7 @@ library_saves = Table(
     Column("tag_id", Integer, ForeignKey("library_tags.id", ondelete="CASCADE"), primary_key=True),
     Column("paper_id", String(64), ForeignKey(_PAPER, ondelete="CASCADE"), primary_key=True),
     Column("user_id", Integer, ForeignKey(_USER, ondelete="CASCADE"), nullable=False),
-    Column("saved_at", DateTime(timezone=True), nullable=False),
+    Column("saved_at", UtcDateTime(), nullable=False),
     Index("ix_library_saves_user_paper", "user_id", "paper_id"),
     Index("ix_library_saves_tag_saved_at", "tag_id", "saved_at"),
 )
@@ -67,8 +67,8 @@ library_marks = Table(
     metadata,
     Column("user_id", Integer, ForeignKey(_USER, ondelete="CASCADE"), primary_key=True),
     Column("paper_id", String(64), ForeignKey(_PAPER, ondelete="CASCADE"), primary_key=True),
-    Column("read_at", DateTime(timezone=True)),
-    Column("dismissed_at", DateTime(timezone=True)),
+    Column("read_at", UtcDateTime()),
+    Column("dismissed_at", UtcDateTime()),
 )
 
 library_notes = Table(
@@ -77,8 +77,8 @@ library_notes = Table(
     Column("user_id", Integer, ForeignKey(_USER, ondelete="CASCADE"), primary_key=True),
     Column("paper_id", String(64), ForeignKey(_PAPER, ondelete="CASCADE"), primary_key=True),
     Column("body", Text, nullable=False),  # Markdown source; rendered and sanitised when shown
-    Column("created_at", DateTime(timezone=True), nullable=False),
-    Column("updated_at", DateTime(timezone=True), nullable=False),
+    Column("created_at", UtcDateTime(), nullable=False),
+    Column("updated_at", UtcDateTime(), nullable=False),
 )
 
 library_authors = Table(
@@ -87,7 +87,7 @@ library_authors = Table(
     Column("user_id", Integer, ForeignKey(_USER, ondelete="CASCADE"), primary_key=True),
     Column("name_key", String(600), primary_key=True),
     Column("name", String(300), nullable=False),
-    Column("followed_at", DateTime(timezone=True), nullable=False),
+    Column("followed_at", UtcDateTime(), nullable=False),
 )
 
 # Saved searches act as alerts; ``feed_token`` is the secret in the URL of the alert's private feed.
@@ -101,7 +101,7 @@ library_searches = Table(
     Column("query", Text, nullable=False),
     Column("filters", JSON, nullable=False),
     Column("feed_token", String(64), nullable=False, unique=True),
-    Column("created_at", DateTime(timezone=True), nullable=False),
-    Column("last_seen_at", DateTime(timezone=True)),
+    Column("created_at", UtcDateTime(), nullable=False),
+    Column("last_seen_at", UtcDateTime()),
     UniqueConstraint("user_id", "name_key", name="uq_library_searches_user_name"),
 )

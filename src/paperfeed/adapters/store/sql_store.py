@@ -25,6 +25,7 @@ from paperfeed.domain.models import Listing, Paper
 from paperfeed.domain.ports import BeforeWrite, StoreStats
 
 from . import migrate
+from .columns import UtcDateTime
 from .schema import checkpoints, listings, papers, source_records
 
 __all__ = ["SqlPaperStore", "normalise_url", "open_store", "sqlite_url"]
@@ -83,12 +84,6 @@ def open_store(url: str, *, migrate_schema: bool = True) -> SqlPaperStore:
     return SqlPaperStore(engine)
 
 
-def _aware(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
 def _to_row(paper: Paper, now: datetime) -> dict[str, Any]:
     return {
         "id": paper.id,
@@ -127,8 +122,8 @@ def _from_row(row: Row[Any]) -> Paper:
         authors=tuple(m["authors"]),
         categories=tuple(m["categories"]),
         version=m["version"],
-        published=_aware(m["published"]),
-        updated=_aware(m["updated"]),
+        published=m["published"],
+        updated=m["updated"],
         comment=m["comment"],
         journal_ref=m["journal_ref"],
         doi=m["doi"],
@@ -188,7 +183,8 @@ class _BulkWriter:
         for name in names:
             bind = compiled.binds[name]
             proc = bind.type.dialect_impl(self._dialect).bind_processor(self._dialect)
-            procs.append(_last_value_memo(proc) if proc and isinstance(bind.type, DateTime) else proc)
+            stamp = isinstance(bind.type, DateTime | UtcDateTime)
+            procs.append(_last_value_memo(proc) if proc and stamp else proc)
         return compiled.string, names, procs
 
 

@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
+from paperfeed.adapters.files import fsync
 from paperfeed.domain.search import (
     IndexManifest,
     SearchFilters,
@@ -44,6 +45,7 @@ __all__ = [
     "Selection",
     "StoredManifest",
     "check_compatible",
+    "unit_rows",
 ]
 
 FORMAT = 1
@@ -72,6 +74,34 @@ def _all_finite(path: Path, chunk_rows: int = 65_536) -> bool:
                 return False
             left -= take
     return True
+
+
+def unit_rows(
+    records: Iterable[VectorRecord], dimension: int
+) -> tuple[list[VectorRecord], npt.NDArray[np.float32]]:
+    """The records, the last of duplicate ids winning, and their vectors as rows of unit length.
+
+    Every index scores cosine as the inner product of unit vectors, whatever the caller sent; a vector of
+    the wrong dimension, zero or not finite is refused (ValueError naming the paper).
+    """
+    batch: dict[str, VectorRecord] = {}
+    for record in records:
+        batch[record.paper_id] = record
+    items = list(batch.values())
+    matrix = np.empty((len(items), dimension), dtype=np.float32)
+    for i, record in enumerate(items):
+        vec = np.asarray(record.vector, dtype=np.float32)
+        if vec.shape != (dimension,):
+            raise ValueError(
+                f"paper {record.paper_id}: vector has shape {vec.shape}, index dimension is {dimension}"
+            )
+        matrix[i] = vec
+    norms = np.linalg.norm(matrix, axis=1)
+    bad = ~np.isfinite(norms) | (norms == 0)
+    if bad.any():
+        raise ValueError(f"paper {items[int(np.argmax(bad))].paper_id}: vector is zero or not finite")
+    matrix /= norms[:, None]
+    return items, matrix
 
 
 def _grown(array: npt.NDArray[Any], needed: int) -> npt.NDArray[Any]:
@@ -138,26 +168,9 @@ class RowStore:
 
     def append(self, records: Iterable[VectorRecord]) -> tuple[Rows, Rows]:
         """Add rows for ``records`` (the last of duplicate ids wins); return (new rows, rows made dead)."""
-        batch: dict[str, VectorRecord] = {}
-        for record in records:
-            batch[record.paper_id] = record
-        if not batch:
+        items, matrix = unit_rows(records, self.dimension)
+        if not items:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        items = list(batch.values())
-        matrix = np.empty((len(items), self.dimension), dtype=np.float32)
-        for i, record in enumerate(items):
-            vec = np.asarray(record.vector, dtype=np.float32)
-            if vec.shape != (self.dimension,):
-                raise ValueError(
-                    f"paper {record.paper_id}: vector has shape {vec.shape}, "
-                    f"index dimension is {self.dimension}"
-                )
-            matrix[i] = vec
-        norms = np.linalg.norm(matrix, axis=1)
-        bad = ~np.isfinite(norms) | (norms == 0)
-        if bad.any():
-            raise ValueError(f"paper {items[int(np.argmax(bad))].paper_id}: vector is zero or not finite")
-        matrix /= norms[:, None]  # cosine = inner product of unit vectors, whatever the caller sent
 
         killed = [self.row_of[r.paper_id] for r in items if r.paper_id in self.row_of]
         if killed:
@@ -505,9 +518,9 @@ class IndexFolder:
             write(tmp)
             files = {}
             for item in sorted(tmp.iterdir()):
-                _fsync(item)
+                fsync(item)
                 files[item.name] = item.stat().st_size
-            _fsync(tmp)
+            fsync(tmp)
             final = self.path / f"gen-{token}"
             os.replace(tmp, final)
         except BaseException:
@@ -516,9 +529,9 @@ class IndexFolder:
         stored = StoredManifest(manifest, final.name, rows, files)
         tmp_manifest = self.path / f".{MANIFEST_NAME}.{token}"
         tmp_manifest.write_bytes(stored.to_json())
-        _fsync(tmp_manifest)
+        fsync(tmp_manifest)
         os.replace(tmp_manifest, self.manifest_path)
-        _fsync(self.path)
+        fsync(self.path)
         self._collect(keep={final.name})
         return stored
 
@@ -533,14 +546,6 @@ class IndexFolder:
             with contextlib.suppress(OSError):
                 if time.time() - stale.stat().st_mtime > 3600:
                     shutil.rmtree(stale, ignore_errors=True)
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def utc_now() -> str:

@@ -39,6 +39,7 @@ from sqlalchemy import text as sql
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
+from paperfeed.adapters.vector.base import unit_rows
 from paperfeed.domain.search import (
     IndexManifest,
     ScoredId,
@@ -174,18 +175,18 @@ class PgVectorIndex:
                 "rebuild it with `paperfeed index --rebuild`"
             )
 
+    def _table_sql(self, name: str, *, if_not_exists: bool) -> str:
+        """The one definition of a vector table (the live one and each one being built)."""
+        return f"""CREATE TABLE {"IF NOT EXISTS " if if_not_exists else ""}{name} (
+            paper_id varchar(64) PRIMARY KEY,
+            embedding halfvec({self.dimension}) NOT NULL,
+            published date,
+            categories text[] NOT NULL,
+            has_code boolean NOT NULL
+        )"""
+
     def _create_table(self, conn: Connection, name: str) -> None:
-        conn.execute(
-            sql(
-                f"""CREATE TABLE IF NOT EXISTS {name} (
-                    paper_id varchar(64) PRIMARY KEY,
-                    embedding halfvec({self.dimension}) NOT NULL,
-                    published date,
-                    categories text[] NOT NULL,
-                    has_code boolean NOT NULL
-                )"""
-            )
-        )
+        conn.execute(sql(self._table_sql(name, if_not_exists=True)))
         self._create_indexes(conn, name, name)
 
     def _create_indexes(self, conn: Connection, table: str, prefix: str) -> None:
@@ -234,17 +235,7 @@ class PgVectorIndex:
         """Open the write transaction on a new, index-less table (indexes are built once it is full)."""
         conn = self._writer()
         self._target = f"{self.table}_b{uuid.uuid4().hex[:12]}"
-        conn.execute(
-            sql(
-                f"""CREATE TABLE {self._target} (
-                    paper_id varchar(64) PRIMARY KEY,
-                    embedding halfvec({self.dimension}) NOT NULL,
-                    published date,
-                    categories text[] NOT NULL,
-                    has_code boolean NOT NULL
-                )"""
-            )
-        )
+        conn.execute(sql(self._table_sql(self._target, if_not_exists=False)))
 
     def _writer(self) -> Connection:
         if self._conn is None:
@@ -275,26 +266,9 @@ class PgVectorIndex:
         return 0 if row is None else int(row.count)
 
     def upsert(self, records: Iterable[VectorRecord]) -> None:
-        batch: dict[str, VectorRecord] = {}
-        for record in records:
-            batch[record.paper_id] = record  # the last of duplicate ids wins
-        if not batch:
+        items, matrix = unit_rows(records, self.dimension)
+        if not items:
             return
-        items = list(batch.values())
-        matrix = np.empty((len(items), self.dimension), dtype=np.float32)
-        for i, record in enumerate(items):
-            vec = np.asarray(record.vector, dtype=np.float32)
-            if vec.shape != (self.dimension,):
-                raise ValueError(
-                    f"paper {record.paper_id}: vector has shape {vec.shape}, "
-                    f"index dimension is {self.dimension}"
-                )
-            matrix[i] = vec
-        norms = np.linalg.norm(matrix, axis=1)
-        bad = ~np.isfinite(norms) | (norms == 0)
-        if bad.any():
-            raise ValueError(f"paper {items[int(np.argmax(bad))].paper_id}: vector is zero or not finite")
-        matrix /= norms[:, None]
         rows = [
             {
                 "id": r.paper_id,

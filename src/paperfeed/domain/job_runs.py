@@ -1,54 +1,14 @@
-"""Records of the send ledger and of job runs, as the services and the store exchange them, and the ports
-through which the job and digest services keep them (``adapters/store/digests.py`` implements them)."""
+"""Records of job runs and their steps, and the ports through which the job service keeps them and its
+leases (``adapters/store/job_runs.py`` and ``adapters/store/leases.py`` implement them)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from paperfeed.domain.digest import Digest, DigestStatus, Subscription
-from paperfeed.domain.models import Paper
-
-__all__ = [
-    "DigestLedger",
-    "JobRun",
-    "LeaseStore",
-    "LedgerEntry",
-    "NewDigest",
-    "PaperLookup",
-    "RunStore",
-    "StepReport",
-]
-
-
-@dataclass(frozen=True, slots=True)
-class NewDigest:
-    """A digest just composed, to be written to the ledger under its key (subscription, period)."""
-
-    subscription_id: int
-    period: str
-    slot: datetime
-    email: str
-    digest: Digest
-
-
-@dataclass(frozen=True, slots=True)
-class LedgerEntry:
-    """One row of the send ledger."""
-
-    id: int
-    subscription_id: int
-    period: str
-    slot: datetime
-    email: str
-    status: DigestStatus
-    digest: Digest
-    attempts: int
-    last_error: str | None
-    composed_at: datetime
-    sent_at: datetime | None
+__all__ = ["JobRun", "LeaseStore", "RunStore", "StepReport"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,43 +97,3 @@ class RunStore(LeaseStore, Protocol):
     def runs_for_slot(self, job: str, slot: datetime) -> list[JobRun]: ...
 
     def interrupt_dead_runs(self, is_dead: Callable[[str], bool], now: datetime) -> int: ...
-
-
-class DigestLedger(LeaseStore, Protocol):
-    """What the digest service keeps (``adapters/store/digests.py``)."""
-
-    def active_subscriptions(self, batch: int = 2000) -> Iterator[list[Subscription]]: ...
-
-    def settled_periods(
-        self, subscription_ids: Sequence[int], periods: Iterable[str]
-    ) -> set[tuple[int, str]]: ...
-
-    def sent_papers(self, subscription_ids: Sequence[int]) -> dict[int, set[str]]: ...
-
-    def add_digests(self, items: Sequence[NewDigest], now: datetime) -> int: ...
-
-    def recover(self, now: datetime) -> tuple[int, int]: ...
-
-    def due(self, now: datetime, *, after_id: int = 0, limit: int = 200) -> list[LedgerEntry]: ...
-
-    def claim(self, digest_ids: Sequence[int], now: datetime) -> set[int]: ...
-
-    def mark_sent(self, digest_ids: Sequence[int], now: datetime) -> int: ...
-
-    def unclaim(self, now: datetime) -> int: ...
-
-    def transition(
-        self, digest_id: int, expected: DigestStatus, to: DigestStatus, now: datetime, **values: object
-    ) -> bool: ...
-
-    def add_bounce(self, email: str, reason: str, now: datetime) -> None: ...
-
-    def bounced(self, emails: Sequence[str]) -> set[str]: ...
-
-    def subscriptions_by_id(self, ids: Sequence[int]) -> dict[int, Subscription]: ...
-
-
-class PaperLookup(Protocol):
-    """Papers by id, for rendering a composed digest (the paper store)."""
-
-    def get_papers(self, paper_ids: Sequence[str]) -> dict[str, Paper]: ...
