@@ -15,7 +15,6 @@ import pytest
 
 from paperfeed.bootstrap import build_app
 from paperfeed.domain.digest import SubscriptionStatus
-from tests.support.browser import CHROMIUM_ARGS, chromium_path
 from tests.support.digests import digest_settings, load_papers
 from tests.support.live_server import live_server
 from tests.support.smtp_server import SmtpTestServer
@@ -26,26 +25,20 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "digests"
 
 
 @pytest.fixture
-def page(tmp_path: Path) -> Iterator[Any]:
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("the playwright package is not installed (pip install -e '.[test]')")
-    executable = chromium_path()
+def page(chromium_browser: Any) -> Iterator[Any]:
+    """A fresh context of the session's chromium (a second ``sync_playwright`` in this process would fail
+    while the session one runs); fails the test on any console or page error."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     errors: list[str] = []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1100, "height": 1000})
-        context.set_default_timeout(15_000)
-        tab = context.new_page()
-        tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        tab.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
-        try:
-            yield tab
-        finally:
-            context.close()
-            browser.close()
+    context = chromium_browser.new_context(viewport={"width": 1100, "height": 1000})
+    context.set_default_timeout(15_000)
+    tab = context.new_page()
+    tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    tab.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
+    try:
+        yield tab
+    finally:
+        context.close()
     assert not errors, errors
 
 
