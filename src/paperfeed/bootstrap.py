@@ -215,21 +215,11 @@ class App:
     def _search_vectors(self) -> VectorIndex | None:
         """The stored vector index for reading, opened once (it reloads itself when a new one is saved)."""
         if self._vectors_for_search is None:
-            from paperfeed.adapters.vector.base import MANIFEST_NAME, StoredManifest
+            from paperfeed.adapters.vector.factory import stored_dimension
 
-            if self.store.engine.dialect.name == "postgresql":
-                from paperfeed.adapters.vector.pgvector_index import stored_manifest
-
-                found = stored_manifest(self.store.engine)
-                if found is None:
-                    return None  # nothing embedded yet: keyword search only
-                dimension = found.dimension
-            else:
-                manifest_path = self.vector_index_path / MANIFEST_NAME
-                if not manifest_path.exists():
-                    return None  # nothing embedded yet: keyword search only
-                stored = StoredManifest.from_json(manifest_path.read_bytes(), manifest_path)
-                dimension = stored.manifest.dimension
+            dimension = stored_dimension(self.store.engine, self.vector_index_path)
+            if dimension is None:
+                return None  # nothing embedded yet: keyword search only
             self._vectors_for_search = self._open_vector_index(
                 model_id=self.embedder.model_id, dimension=dimension, fresh=False
             )
@@ -240,24 +230,12 @@ class App:
         return self.settings.data_dir / "vectors"
 
     def _open_vector_index(self, *, model_id: str, dimension: int, fresh: bool) -> VectorIndex:
-        """The index ``paperfeed index`` maintains (exact while small, HNSW once large; pgvector on
-        PostgreSQL).
+        """The index ``paperfeed index`` maintains (the factory chooses pgvector or a folder index)."""
+        from paperfeed.adapters.vector.factory import open_deployment_index
 
-        ``fresh`` is asked for when the stored index is another model's, damaged, or out of step: no reader
-        can use it as it is, so a new one starts in its place and is complete when saved.
-        """
-        import shutil
-
-        from paperfeed.adapters.vector import open_vector_index
-
-        if self.store.engine.dialect.name == "postgresql":  # pgvector, in the store's own database
-            from paperfeed.adapters.vector.pgvector_index import PgVectorIndex
-
-            return PgVectorIndex(self.store.engine, model_id=model_id, dimension=dimension, fresh=fresh)
-        path = self.vector_index_path
-        if fresh and path.exists():
-            shutil.rmtree(path)
-        return open_vector_index(path, kind="auto", model_id=model_id, dimension=dimension)
+        return open_deployment_index(
+            self.store.engine, self.vector_index_path, model_id=model_id, dimension=dimension, fresh=fresh
+        )
 
     @cached_property
     def mailer(self) -> SessionMailer:

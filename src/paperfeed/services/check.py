@@ -74,10 +74,6 @@ class CheckService:
     model_id: Callable[[], str]  # the configured embedder's model (cheap: no model is loaded)
     indexing: Callable[[], IndexingService]  # built only for a repair that needs it
 
-    @property
-    def _postgres(self) -> bool:
-        return self.engine.dialect.name == "postgresql"
-
     def check(self) -> CheckReport:
         started = time.monotonic()
         probes = self._probe()
@@ -99,7 +95,9 @@ class CheckService:
         return [store, keyword, vectors_probe, self._vector_probe(state)]
 
     def _vector_probe(self, state: EmbeddingState) -> Probe:
-        if self._postgres:
+        from paperfeed.adapters.vector.factory import uses_pgvector
+
+        if uses_pgvector(self.engine):
             mark = SqlEmbeddingStore(self.engine).get_mark(f"vector-index:{state.model_id}")
             return pgvector_probe(self.engine, state, mark)
         return vector_folder_probe(self.data_dir / "vectors", self.engine, state)
