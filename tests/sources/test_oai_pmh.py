@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from paperfeed.adapters.sources.arxiv_subjects import SUBJECT_CODES, subject_category
 from paperfeed.adapters.sources.http import PoliteClient
 from paperfeed.adapters.sources.oai_pmh import (
     OaiError,
@@ -21,6 +20,7 @@ from paperfeed.adapters.sources.oai_pmh import (
     parse_page,
     split_author_string,
 )
+from paperfeed.domain.arxiv_subjects import SUBJECT_CODES, subject_category
 from paperfeed.domain.models import Paper
 from tests.support.http_server import ReplayServer, Reply
 

@@ -17,8 +17,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from paperfeed.adapters.sources.http import SourceUnavailable
-from paperfeed.adapters.sources.oai_pmh import OaiError
+from paperfeed.domain.errors import OaiError, SourceUnavailable
 from paperfeed.domain.ingest import IngestSummary
 
 from .context import Context, fail

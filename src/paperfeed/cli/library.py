@@ -8,9 +8,8 @@ from typing import Annotated
 
 import typer
 
-from paperfeed.adapters.sources.arxiv_atom import ArxivApiError, MalformedFeed
-from paperfeed.adapters.sources.bibliography import BibliographyError, Format
-from paperfeed.adapters.sources.http import SourceUnavailable
+from paperfeed.domain.bibliography import BibliographyError, Format
+from paperfeed.domain.errors import ArxivApiError, MalformedFeed, SourceUnavailable
 from paperfeed.domain.library import DEFAULT_TAG, InvalidLibraryInput
 from paperfeed.services.library import LibraryNotFound
 

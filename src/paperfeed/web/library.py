@@ -18,11 +18,10 @@ from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import pass_context
 
-from paperfeed.adapters.sources.arxiv_atom import ArxivApiError, MalformedFeed
-from paperfeed.adapters.sources.bibliography import BibliographyError, Format
-from paperfeed.adapters.sources.http import SourceUnavailable
 from paperfeed.bootstrap import App
 from paperfeed.domain.accounts import User
+from paperfeed.domain.bibliography import MAX_FILE_BYTES, BibliographyError, Format
+from paperfeed.domain.errors import ArxivApiError, MalformedFeed, SourceUnavailable
 from paperfeed.domain.library import DEFAULT_TAG, InvalidLibraryInput, Tag
 from paperfeed.domain.search import SearchFilters
 from paperfeed.services.library import LibraryNotFound, LibraryService, PaperState
@@ -430,8 +429,6 @@ async def import_upload(
 ) -> HTMLResponse:
     """Import an uploaded .bib / CSL-JSON / id list (at most 100 papers are fetched from arXiv per upload)."""
     from starlette.concurrency import run_in_threadpool
-
-    from paperfeed.adapters.sources.bibliography import MAX_FILE_BYTES
 
     data = await file.read(MAX_FILE_BYTES + 1)
     name = (file.filename or "upload").rsplit("/", 1)[-1][:100] or "upload"

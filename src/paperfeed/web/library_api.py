@@ -32,11 +32,10 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from pydantic import BaseModel, ConfigDict, Field
 
-from paperfeed.adapters.sources.arxiv_atom import ArxivApiError, MalformedFeed
-from paperfeed.adapters.sources.bibliography import MAX_FILE_BYTES, BibliographyError, Format
-from paperfeed.adapters.sources.http import SourceUnavailable
 from paperfeed.bootstrap import App
 from paperfeed.domain.accounts import User
+from paperfeed.domain.bibliography import MAX_FILE_BYTES, BibliographyError, Format
+from paperfeed.domain.errors import ArxivApiError, MalformedFeed, SourceUnavailable
 from paperfeed.domain.library import DEFAULT_TAG, FollowedAuthor, InvalidLibraryInput, SavedSearch, Tag
 from paperfeed.domain.models import Paper
 from paperfeed.domain.search import SearchFilters

@@ -26,8 +26,8 @@ from markupsafe import Markup
 from starlette.types import Scope
 
 from paperfeed import __version__
-from paperfeed.adapters.sources.arxiv_subjects import SUBJECT_CODES
 from paperfeed.bootstrap import App
+from paperfeed.domain.arxiv_subjects import SUBJECT_CODES
 from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
 from paperfeed.domain.models import Paper
 from paperfeed.domain.query import parse_query

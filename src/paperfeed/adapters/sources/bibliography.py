@@ -23,6 +23,7 @@ from typing import Any, Literal
 from bibtexparser.entrypoint import parse_string as parse_bibtex_string
 from bibtexparser.model import DuplicateBlockKeyBlock
 
+from paperfeed.domain.bibliography import MAX_FILE_BYTES, BibliographyError, Format
 from paperfeed.domain.ids import InvalidPaperId, parse_arxiv_id
 
 __all__ = [
@@ -40,8 +41,6 @@ __all__ = [
     "read_bibliography",
 ]
 
-MAX_FILE_BYTES = 20 * 2**20
-Format = Literal["auto", "bibtex", "csl-json", "ids"]
 
 _ID = r"(?:\d{4}\.\d{4,5}|[a-z]+(?:-[a-z]+)*(?:\.[A-Za-z]{2})?/\d{7})(?:v\d+)?"
 _IN_URL = re.compile(rf"arxiv\.org/(?:abs|pdf|html)/({_ID})", re.IGNORECASE)
@@ -53,10 +52,6 @@ _ENTRY_KEY = re.compile(r"@\w+\s*[{(]\s*([^,\s]+)")
 # bibtexparser logs each broken block; we report them ourselves (BibliographyError), once, with the file.
 logging.getLogger("bibtexparser").addHandler(logging.NullHandler())
 logging.getLogger("bibtexparser").propagate = False
-
-
-class BibliographyError(ValueError):
-    """The file cannot be read as a bibliography; the message names the file and line or entry."""
 
 
 @dataclass(frozen=True, slots=True)

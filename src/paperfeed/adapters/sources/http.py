@@ -17,13 +17,11 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from paperfeed.domain.errors import SourceUnavailable
+
 __all__ = ["PoliteClient", "SourceUnavailable"]
 
 _RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
-
-
-class SourceUnavailable(RuntimeError):
-    """A source could not be reached or kept failing after all retries; the message says which and why."""
 
 
 def _retry_after(response: httpx.Response) -> float | None:
