@@ -2,27 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import orjson
 import typer
 
-from paperfeed.adapters.consistency import Probe
-from paperfeed.adapters.embed import EmbedderUnavailable
-from paperfeed.services.check import CheckReport, CheckService
-
 from .context import Context, fail
 
-
-def _service(c: Context) -> CheckService:
-    app = c.app
-    return CheckService(
-        engine=app.store.engine,
-        data_dir=app.settings.data_dir,
-        keyword_engine=app.settings.keyword_engine,
-        model_id=lambda: app.embedder.model_id,
-        indexing=lambda: app.indexing,
-    )
+if TYPE_CHECKING:
+    from paperfeed.services.check import CheckReport, Probe
 
 
 def _lines(probes: list[Probe]) -> list[str]:
@@ -82,8 +70,10 @@ def register(app: typer.Typer) -> None:
         Exit 0 when everything is consistent, 1 when problems were found (with --repair: also when they
         were all repaired; the report says whether a re-check is clean).
         """
+        from paperfeed.domain.errors import EmbedderUnavailable
+
         c: Context = ctx.obj
-        service = _service(c)
+        service = c.app.check
         try:
             report = service.check()
             if repair and not report.ok:

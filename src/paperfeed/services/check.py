@@ -39,7 +39,7 @@ from paperfeed.adapters.keyword.factory import KeywordEngine, resolve_engine
 from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
 from paperfeed.services.indexing import IndexingService
 
-__all__ = ["CheckReport", "CheckService"]
+__all__ = ["CheckReport", "CheckService", "Probe"]
 
 
 @dataclass
