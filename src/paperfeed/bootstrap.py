@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from paperfeed.adapters.store.digests import SqlDigestStore
     from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
     from paperfeed.domain.digest_links import LinkSigner
+    from paperfeed.domain.digest_mail import DigestRenderer
     from paperfeed.domain.library import SavedSearch
     from paperfeed.domain.mail import OutgoingMail, SessionMailer
     from paperfeed.domain.models import Paper
@@ -297,6 +298,12 @@ class App:
 
         return LinkSigner(self.secret_key)
 
+    def digest_renderer(self, base_url: str) -> DigestRenderer:
+        """Digest and subscription mail (Jinja templates) with links under ``base_url``."""
+        from paperfeed.adapters.mail.digest_render import JinjaDigestRenderer
+
+        return JinjaDigestRenderer(base_url, self.digest_links)
+
     @cached_property
     def subscriptions(self) -> SubscriptionService:
         """Digest subscriptions: double opt-in, preferences and unsubscribe links."""
@@ -306,6 +313,7 @@ class App:
             self.digest_store,
             lambda: self.mailer,
             lambda: self.digest_links,
+            self.digest_renderer,
             user_for_email=self.library.user_id_for_email,
         )
 
@@ -315,7 +323,6 @@ class App:
         from paperfeed.adapters.store.accounts import hidden_paper_ids
         from paperfeed.domain.digest import Section, SectionProvider
         from paperfeed.services.digest_personal import AlertsSection, AuthorsSection, ForYouSection
-        from paperfeed.services.digest_render import DigestRenderer
         from paperfeed.services.digest_sections import CategorySection, TrendingSection
         from paperfeed.services.digest_send import DigestService, DigestSettings
         from paperfeed.services.recommend import with_window
@@ -340,7 +347,7 @@ class App:
             self.store,
             providers,
             lambda: self.mailer,
-            lambda: DigestRenderer(self.public_url, self.digest_links),
+            lambda: self.digest_renderer(self.public_url),
             DigestSettings(base_url=self.public_url),
             latest_activity=self.feeds.queries.latest_activity,
             hidden=lambda: hidden_paper_ids(self.store.engine),

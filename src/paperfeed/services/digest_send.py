@@ -46,6 +46,7 @@ from paperfeed.domain.digest import (
     window_days,
 )
 from paperfeed.domain.digest_jobs import LedgerEntry, NewDigest
+from paperfeed.domain.digest_mail import DigestRenderer
 from paperfeed.domain.mail import (
     MailDeliveryUnknown,
     MailError,
@@ -56,7 +57,6 @@ from paperfeed.domain.mail import (
     SessionMailer,
 )
 from paperfeed.domain.models import Paper
-from paperfeed.services.digest_render import DigestRenderer
 from paperfeed.services.jobs import Lease, LeaseStore
 
 __all__ = [
