@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from paperfeed.domain.errors import BackupError
-from paperfeed.domain.search import VectorIndexError
 
 from .context import Context, fail
 
@@ -53,6 +52,8 @@ def register(app: typer.Typer) -> None:
         ] = False,
     ) -> None:
         """Restore a backup into the data folder, then rebuild the keyword and vector indexes."""
+        from paperfeed.domain.search import VectorIndexError
+
         c: Context = ctx.obj
         settings = c.settings
         if settings.database_url is not None:

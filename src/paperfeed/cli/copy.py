@@ -8,9 +8,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
-
-from paperfeed.domain.search import VectorIndexError
 
 from .context import Context, fail
 
@@ -36,6 +33,8 @@ def register(app: typer.Typer) -> None:
         """Copy the whole store (papers, listings, embeddings, accounts, everything) into another database,
         then build its search indexes. Safe to interrupt and to repeat: a re-run resumes and never
         duplicates."""
+        from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
         c: Context = ctx.obj
         settings = c.settings
         app_ = c.app
@@ -96,6 +95,7 @@ def _build_indexes(settings: Settings, target_url: str) -> str:
     """Keyword search follows by itself on PostgreSQL (a trigger); the vector index is built from the
     copied embeddings, as ``paperfeed index`` would, without embedding anything."""
     from paperfeed.bootstrap import build_app
+    from paperfeed.domain.search import VectorIndexError
 
     app = build_app(settings.model_copy(update={"database_url": target_url}))
     try:

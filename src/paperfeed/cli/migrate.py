@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from .context import Context, fail
 
@@ -20,6 +19,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Upgrade the database schema (every command does it on open; run it once before starting
         several workers on one PostgreSQL database)."""
+        from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
         c: Context = ctx.obj
         app_ = c.app
         try:

@@ -20,7 +20,6 @@ import typer
 from rich.markup import escape
 
 from paperfeed.domain.errors import SourceUnavailable
-from paperfeed.secret_key import SECRET_FILE, InsecureSecret, check_secret, configured_secret
 
 from .context import Context, fail
 from .imports import import_paths
@@ -111,6 +110,8 @@ def register(app: typer.Typer) -> None:
         ] = True,
     ) -> None:
         """Bring paperfeed up: import FILES, refresh from the sources when reachable, then serve."""
+        from paperfeed.secret_key import SECRET_FILE, InsecureSecret, check_secret, configured_secret
+
         c: Context = ctx.obj
         try:  # a laptop needs no configured secret: one is generated in the data folder on first use
             check_secret(c.settings, allow_generated=True)
