@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
+from paperfeed.services.jobs import LeaseBusy, Scheduler
+
 from .context import Context, fail
 
 if TYPE_CHECKING:
@@ -53,8 +55,6 @@ def run(
     job: Annotated[str, typer.Argument(help="daily (harvest → index → digests) or digests.")],
 ) -> None:
     """Run a job now and record it (each step is idempotent: running it twice does no double work)."""
-    from paperfeed.services.jobs import LeaseBusy
-
     c: Context = ctx.obj
     service = c.app.jobs
     if job not in service.names():
@@ -110,8 +110,6 @@ def register(app: typer.Typer) -> None:
         ] = False,
     ) -> None:
         """Run the jobs at their times (PAPERFEED_JOBS_*_AT), one scheduler at a time. Not in web workers."""
-        from paperfeed.services.jobs import LeaseBusy, Scheduler
-
         c: Context = ctx.obj
         plan = c.app.schedules
         loop = Scheduler(
