@@ -2,29 +2,35 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from paperfeed.adapters.sources.arxiv_api import ArxivApiClient
-from paperfeed.adapters.sources.arxiv_oai import ArxivOaiSource, plan_harvest
-from paperfeed.adapters.sources.http import PoliteClient
-from paperfeed.adapters.store import SqlPaperStore, open_store
-from paperfeed.services.feed import FeedService
-from paperfeed.services.ingest import IngestService
 from paperfeed.settings import Settings
 
 if TYPE_CHECKING:
     from datetime import date
     from pathlib import Path
 
+    from sqlalchemy.engine import Engine
+
+    from paperfeed.adapters.backup import BackupInfo
+    from paperfeed.adapters.sources.arxiv_api import ArxivApiClient, ArxivApiSource
+    from paperfeed.adapters.sources.arxiv_oai import ArxivOaiSource
+    from paperfeed.adapters.sources.hf_daily import HfDailySource
+    from paperfeed.adapters.sources.http import PoliteClient
+    from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
+    from paperfeed.adapters.store import SqlPaperStore
+    from paperfeed.adapters.store.copy import CopySummary, Progress
     from paperfeed.adapters.store.digests import SqlDigestStore
     from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
     from paperfeed.adapters.store.job_runs import SqlJobStore
     from paperfeed.domain.digest_links import LinkSigner
+    from paperfeed.domain.digest_mail import DigestRenderer
     from paperfeed.domain.library import SavedSearch
-    from paperfeed.domain.mail import SessionMailer
+    from paperfeed.domain.mail import OutgoingMail, SessionMailer
     from paperfeed.domain.models import Paper
     from paperfeed.domain.search import Embedder, SyncedKeywordIndex, VectorIndex
     from paperfeed.services.account_data import AccountDataService
@@ -33,7 +39,10 @@ if TYPE_CHECKING:
     from paperfeed.services.community import CommunityService
     from paperfeed.services.digest import SubscriptionService
     from paperfeed.services.digest_send import DigestService
+    from paperfeed.services.feed import FeedService
     from paperfeed.services.indexing import IndexingService
+    from paperfeed.services.ingest import IngestService
+    from paperfeed.services.jobs import JobSchedule, JobService
     from paperfeed.services.library import LibraryService
     from paperfeed.services.library_import import LibraryImporter
     from paperfeed.services.recommend import RecommendationService
@@ -52,6 +61,8 @@ class App:
 
     @cached_property
     def store(self) -> SqlPaperStore:
+        from paperfeed.adapters.store import open_store
+
         if self.settings.database_url is None:
             self.settings.data_dir.mkdir(parents=True, exist_ok=True)
         store = open_store(self.settings.db_url)
@@ -69,12 +80,15 @@ class App:
 
     @cached_property
     def ingest(self) -> IngestService:
+        from paperfeed.services.ingest import IngestService
+
         return IngestService(self.store, indexes=[self.keyword_index])
 
     @cached_property
     def feeds(self) -> FeedService:
         """Day/week/month feeds, trending, paper lookup (used by the web pages, API and RSS)."""
         from paperfeed.adapters.store.feed_queries import SqlFeedQueries
+        from paperfeed.services.feed import FeedService
 
         return FeedService(SqlFeedQueries(self.store.engine))
 
@@ -207,7 +221,7 @@ class App:
         )
 
     @cached_property
-    def checks(self) -> CheckService:
+    def check(self) -> CheckService:
         """``paperfeed check``: the indexes against the store, and their repair."""
         from paperfeed.adapters.consistency import StoreInspector
         from paperfeed.services.check import CheckService
@@ -245,21 +259,11 @@ class App:
     def _search_vectors(self) -> VectorIndex | None:
         """The stored vector index for reading, opened once (it reloads itself when a new one is saved)."""
         if self._vectors_for_search is None:
-            from paperfeed.adapters.vector.base import MANIFEST_NAME, StoredManifest
+            from paperfeed.adapters.vector.factory import stored_dimension
 
-            if self.store.engine.dialect.name == "postgresql":
-                from paperfeed.adapters.vector.pgvector_index import stored_manifest
-
-                found = stored_manifest(self.store.engine)
-                if found is None:
-                    return None  # nothing embedded yet: keyword search only
-                dimension = found.dimension
-            else:
-                manifest_path = self.vector_index_path / MANIFEST_NAME
-                if not manifest_path.exists():
-                    return None  # nothing embedded yet: keyword search only
-                stored = StoredManifest.from_json(manifest_path.read_bytes(), manifest_path)
-                dimension = stored.manifest.dimension
+            dimension = stored_dimension(self.store.engine, self.vector_index_path)
+            if dimension is None:
+                return None  # nothing embedded yet: keyword search only
             self._vectors_for_search = self._open_vector_index(
                 model_id=self.embedder.model_id, dimension=dimension, fresh=False
             )
@@ -270,24 +274,12 @@ class App:
         return self.settings.data_dir / "vectors"
 
     def _open_vector_index(self, *, model_id: str, dimension: int, fresh: bool) -> VectorIndex:
-        """The index ``paperfeed index`` maintains (exact while small, HNSW once large; pgvector on
-        PostgreSQL).
+        """The index ``paperfeed index`` maintains (the factory chooses pgvector or a folder index)."""
+        from paperfeed.adapters.vector.factory import open_deployment_index
 
-        ``fresh`` is asked for when the stored index is another model's, damaged, or out of step: no reader
-        can use it as it is, so a new one starts in its place and is complete when saved.
-        """
-        import shutil
-
-        from paperfeed.adapters.vector import open_vector_index
-
-        if self.store.engine.dialect.name == "postgresql":  # pgvector, in the store's own database
-            from paperfeed.adapters.vector.pgvector_index import PgVectorIndex
-
-            return PgVectorIndex(self.store.engine, model_id=model_id, dimension=dimension, fresh=fresh)
-        path = self.vector_index_path
-        if fresh and path.exists():
-            shutil.rmtree(path)
-        return open_vector_index(path, kind="auto", model_id=model_id, dimension=dimension)
+        return open_deployment_index(
+            self.store.engine, self.vector_index_path, model_id=model_id, dimension=dimension, fresh=fresh
+        )
 
     @cached_property
     def mailer(self) -> SessionMailer:
@@ -308,6 +300,12 @@ class App:
             ca_file=s.smtp_ca_file,
         )
         return SmtpMailer(config)
+
+    def eml_bytes(self, mail: OutgoingMail) -> bytes:
+        """``mail`` as the ``.eml`` file the mailer would send (for previews written to a file)."""
+        from paperfeed.adapters.mail.message import build_message, to_bytes
+
+        return to_bytes(build_message(mail, self.settings.mail_from), utf8=True, linesep="\n")
 
     @property
     def public_url(self) -> str:
@@ -336,6 +334,12 @@ class App:
 
         return LinkSigner(self.secret_key)
 
+    def digest_renderer(self, base_url: str) -> DigestRenderer:
+        """Digest and subscription mail (Jinja templates) with links under ``base_url``."""
+        from paperfeed.adapters.mail.digest_render import JinjaDigestRenderer
+
+        return JinjaDigestRenderer(base_url, self.digest_links)
+
     @cached_property
     def subscriptions(self) -> SubscriptionService:
         """Digest subscriptions: double opt-in, preferences and unsubscribe links."""
@@ -345,6 +349,7 @@ class App:
             self.digest_store,
             lambda: self.mailer,
             lambda: self.digest_links,
+            self.digest_renderer,
             user_for_email=self.library.user_id_for_email,
         )
 
@@ -354,7 +359,6 @@ class App:
         from paperfeed.adapters.store.accounts import hidden_paper_ids
         from paperfeed.domain.digest import Section, SectionProvider
         from paperfeed.services.digest_personal import AlertsSection, AuthorsSection, ForYouSection
-        from paperfeed.services.digest_render import DigestRenderer
         from paperfeed.services.digest_sections import CategorySection, TrendingSection
         from paperfeed.services.digest_send import DigestService, DigestSettings
         from paperfeed.services.recommend import with_window
@@ -379,7 +383,7 @@ class App:
             self.store,
             providers,
             lambda: self.mailer,
-            lambda: DigestRenderer(self.public_url, self.digest_links),
+            lambda: self.digest_renderer(self.public_url),
             DigestSettings(base_url=self.public_url),
             latest_activity=self.feeds.queries.latest_activity,
             hidden=lambda: hidden_paper_ids(self.store.engine),
@@ -388,6 +392,8 @@ class App:
     @cached_property
     def http(self) -> PoliteClient:
         from urllib.parse import urlsplit
+
+        from paperfeed.adapters.sources.http import PoliteClient
 
         s = self.settings
         intervals = {
@@ -403,6 +409,8 @@ class App:
 
     @cached_property
     def arxiv_api(self) -> ArxivApiClient:
+        from paperfeed.adapters.sources.arxiv_api import ArxivApiClient
+
         return ArxivApiClient(self.http, self.settings.arxiv_api_url)
 
     def arxiv_oai_harvest(
@@ -416,6 +424,8 @@ class App:
         notify: Callable[[str], None] | None = None,
     ) -> ArxivOaiSource:
         """An arXiv OAI-PMH harvest; without ``from_date`` it continues from the last completed one."""
+        from paperfeed.adapters.sources.arxiv_oai import plan_harvest
+
         return plan_harvest(
             self.http,
             self.store,
@@ -427,6 +437,134 @@ class App:
             restart=restart,
             notify=notify or (lambda _message: None),
         )
+
+    # -- sources ------------------------------------------------------------------------------------------
+
+    def arxiv_ids(self, ids: tuple[str, ...]) -> ArxivApiSource:
+        """The arXiv API as a source of the papers with these (canonical) ids, 100 per request."""
+        from paperfeed.adapters.sources.arxiv_api import ArxivApiSource
+
+        return ArxivApiSource(self.arxiv_api, ids=ids)
+
+    def hf_daily(self, first: date, last: date) -> HfDailySource:
+        """Hugging Face Daily Papers of the days ``first``..``last`` (inclusive)."""
+        from paperfeed.adapters.sources.hf_daily import HfDailySource
+
+        return HfDailySource(self.http, self.settings.hf_api_url, first, last)
+
+    @contextmanager
+    def hf_daily_probe(self, day: date, timeout: float) -> Iterator[HfDailySource]:
+        """Hugging Face Daily Papers of ``day`` through a client that tries once within ``timeout``
+        seconds: a quick refresh that gives up at once when the network is not there."""
+        from paperfeed.adapters.sources.hf_daily import HfDailySource
+        from paperfeed.adapters.sources.http import PoliteClient
+
+        s = self.settings
+        probe = PoliteClient(user_agent=s.user_agent(), timeout=timeout, retries=0)
+        try:
+            yield HfDailySource(probe, s.hf_api_url, day, day)
+        finally:
+            probe.close()
+
+    def jsonl_file(self, path: Path, *, batch_size: int, namespace: str | None = None) -> JsonlFileSource:
+        """A JSONL file of papers (ours or the arXiv snapshot, gzip or plain)."""
+        from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
+
+        return JsonlFileSource(path, batch_size=batch_size, namespace=namespace)
+
+    # -- maintenance and jobs ------------------------------------------------------------------------------
+
+    @cached_property
+    def jobs(self) -> JobService:
+        """The daily pipeline and the hourly digests as recorded, leased jobs."""
+        from paperfeed.services.jobs import JobService
+        from paperfeed.services.pipeline import DailyPipeline
+
+        s = self.settings
+        pipeline = DailyPipeline(
+            ingest=lambda: self.ingest,
+            arxiv_harvest=lambda: self.arxiv_oai_harvest(set_spec=s.jobs_arxiv_set),
+            hf_days=self.hf_daily,
+            clear_checkpoint=lambda name: self.store.clear_checkpoint(name),
+            indexing=lambda: self.indexing,
+            digests=lambda: self.digests,
+            daily_steps=[n.strip() for n in s.jobs_daily_steps.split(",") if n.strip()],
+        )
+        return JobService(self.job_store, pipeline.jobs())
+
+    @property
+    def schedules(self) -> dict[str, JobSchedule]:
+        """When the scheduler runs each job (``PAPERFEED_JOBS_*_AT``)."""
+        from paperfeed.services.jobs import JobSchedule
+
+        s = self.settings
+        return {"daily": JobSchedule.parse(s.jobs_daily_at), "digests": JobSchedule.parse(s.jobs_digests_at)}
+
+    # -- store maintenance: backup, restore, copy, schema ----------------------------------------------------
+
+    def backup(self, dest: Path) -> BackupInfo:
+        """A consistent snapshot of the SQLite database (and the data folder's secret key) in ``dest``."""
+        from pathlib import Path
+
+        from paperfeed.adapters.backup import BACKUP_DB, backup_sqlite
+
+        s = self.settings
+        database = s.data_dir / BACKUP_DB
+        if s.database_url is not None:
+            database = Path(s.db_url.split(":///", 1)[1])
+        return backup_sqlite(database, s.data_dir, dest)
+
+    def restore(self, src: Path, *, force: bool) -> BackupInfo:
+        """Put the backup in ``src`` in place as the data folder's database (before the store is opened)."""
+        from paperfeed.adapters.backup import restore_sqlite
+
+        return restore_sqlite(src, self.settings.data_dir, force=force)
+
+    @staticmethod
+    def canonical_database_url(url: str) -> str:
+        """``url`` as the store opens it (``postgresql://`` means psycopg 3), to compare two URLs."""
+        from paperfeed.adapters.store.sql_store import normalise_url
+
+        return normalise_url(url)
+
+    @staticmethod
+    def open_other_store(url: str) -> SqlPaperStore:
+        """Another database as a store (migrated to this version), e.g. the target of a copy."""
+        from paperfeed.adapters.store import open_store
+
+        return open_store(url)
+
+    def copy_store_into(
+        self, target: SqlPaperStore, *, batch_size: int, progress: Progress, restart: bool
+    ) -> CopySummary:
+        """Copy every table of this store into ``target``, resuming where an earlier copy stopped."""
+        from paperfeed.adapters.store.copy import copy_store
+
+        return copy_store(
+            self.store.engine, target.engine, batch_size=batch_size, progress=progress, restart=restart
+        )
+
+    def schema_engine(self) -> Engine:
+        """An engine on the configured database that does not migrate it on open (``paperfeed migrate``);
+        the caller disposes of it."""
+        from paperfeed.adapters.store.sql_store import make_engine
+
+        if self.settings.database_url is None:
+            self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        return make_engine(self.settings.db_url)
+
+    @staticmethod
+    def schema_revisions(engine: Engine) -> tuple[str | None, str | None]:
+        """The schema revision of the database behind ``engine``, and the one this version needs."""
+        from paperfeed.adapters.store import migrate
+
+        return migrate.current_revision(engine), migrate.head_revision()
+
+    @staticmethod
+    def upgrade_schema(engine: Engine) -> None:
+        from paperfeed.adapters.store import migrate
+
+        migrate.upgrade(engine)
 
     def close(self) -> None:
         for item in reversed(self._closers):

@@ -159,7 +159,7 @@ def test_the_store_and_indexes_are_intact_afterwards(world: World) -> None:
     with world.app.store.engine.connect() as conn:
         assert conn.execute(text("PRAGMA quick_check")).scalar() == "ok"
     app = world.app
-    report = app.checks.check()
+    report = app.check.check()
     assert report.ok, [f.problem for p in report.probes for f in p.findings]
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 import orjson
 
 from paperfeed.adapters.files import fsync
+from paperfeed.domain.errors import BackupError
 
 __all__ = [
     "BACKUP_DB",
@@ -45,10 +46,6 @@ BACKUP_DB = "paperfeed.db"
 BACKUP_MANIFEST = "backup.json"
 SECRET_FILE = "secret_key"
 _KEEP_ON_RESTORE = frozenset({"models"})  # cached model files: harmless, expensive to fetch again
-
-
-class BackupError(Exception):
-    """A backup or restore that must not go ahead; the message says why and what to do."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -431,7 +431,9 @@ class StoreInspector:
 
     @property
     def _postgres(self) -> bool:
-        return self.engine.dialect.name == "postgresql"
+        from paperfeed.adapters.vector.factory import uses_pgvector  # the one place that chooses pgvector
+
+        return uses_pgvector(self.engine)
 
     def probe(self, model_id: str) -> list[Probe]:
         from paperfeed.adapters.keyword.tantivy_index import INDEX_VERSION

@@ -7,8 +7,7 @@ from typing import Annotated
 
 import typer
 
-from paperfeed.adapters.backup import BACKUP_DB, BackupError, backup_sqlite, restore_sqlite
-from paperfeed.domain.search import VectorIndexError
+from paperfeed.domain.errors import BackupError
 
 from .context import Context, fail
 
@@ -32,11 +31,8 @@ def register(app: typer.Typer) -> None:
         settings = c.settings
         if settings.database_url is not None and not settings.db_url.startswith("sqlite"):
             raise fail(_PG_HINT)
-        database = settings.data_dir / BACKUP_DB
-        if settings.database_url is not None:
-            database = Path(settings.db_url.split(":///", 1)[1])
         try:
-            info = backup_sqlite(database, settings.data_dir, dest)
+            info = c.app.backup(dest)
         except BackupError as exc:
             raise fail(str(exc)) from None
         c.console.print(
@@ -56,6 +52,8 @@ def register(app: typer.Typer) -> None:
         ] = False,
     ) -> None:
         """Restore a backup into the data folder, then rebuild the keyword and vector indexes."""
+        from paperfeed.domain.search import VectorIndexError
+
         c: Context = ctx.obj
         settings = c.settings
         if settings.database_url is not None:
@@ -63,7 +61,7 @@ def register(app: typer.Typer) -> None:
                 _PG_HINT if not settings.db_url.startswith("sqlite") else "restore into --data-dir only"
             )
         try:
-            info = restore_sqlite(src, settings.data_dir, force=force)
+            info = c.app.restore(src, force=force)
         except BackupError as exc:
             raise fail(str(exc)) from None
         c.console.print(

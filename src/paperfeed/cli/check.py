@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import orjson
 import typer
 
-from paperfeed.adapters.embed import EmbedderUnavailable
-from paperfeed.domain.consistency import Probe
-from paperfeed.services.check import CheckReport
-
 from .context import Context, fail
+
+if TYPE_CHECKING:
+    from paperfeed.domain.consistency import Probe
+    from paperfeed.services.check import CheckReport
 
 
 def _lines(probes: list[Probe]) -> list[str]:
@@ -71,8 +71,10 @@ def register(app: typer.Typer) -> None:
         Exit 0 when everything is consistent, 1 when problems were found (with --repair: also when they
         were all repaired; the report says whether a re-check is clean).
         """
+        from paperfeed.domain.errors import EmbedderUnavailable
+
         c: Context = ctx.obj
-        service = c.app.checks
+        service = c.app.check
         try:
             report = service.check()
             if repair and not report.ok:

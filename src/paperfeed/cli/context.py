@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
 
-from paperfeed.bootstrap import App, build_app
-from paperfeed.settings import Settings
+if TYPE_CHECKING:
+    from paperfeed.bootstrap import App
+    from paperfeed.settings import Settings
 
 __all__ = ["Context", "fail"]
 
@@ -36,7 +36,13 @@ class Context:
 
     @property
     def app(self) -> App:
+        """Settings and the composition root, built on first use (``--help`` imports neither)."""
         if self._app is None:
+            from pydantic import ValidationError
+
+            from paperfeed.bootstrap import build_app
+            from paperfeed.settings import Settings
+
             overrides: dict[str, Any] = {}
             if self.data_dir is not None:
                 overrides["data_dir"] = self.data_dir

@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
-
-from paperfeed.adapters.store import open_store
-from paperfeed.adapters.store.copy import copy_store
-from paperfeed.adapters.store.sql_store import normalise_url
-from paperfeed.bootstrap import build_app
-from paperfeed.domain.search import VectorIndexError
-from paperfeed.settings import Settings
 
 from .context import Context, fail
+
+if TYPE_CHECKING:
+    from paperfeed.settings import Settings
 
 
 def register(app: typer.Typer) -> None:
@@ -38,17 +33,20 @@ def register(app: typer.Typer) -> None:
         """Copy the whole store (papers, listings, embeddings, accounts, everything) into another database,
         then build its search indexes. Safe to interrupt and to repeat: a re-run resumes and never
         duplicates."""
+        from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
         c: Context = ctx.obj
         settings = c.settings
-        target_url = normalise_url(to)
-        if normalise_url(settings.db_url) == target_url:
+        app_ = c.app
+        target_url = app_.canonical_database_url(to)
+        if app_.canonical_database_url(settings.db_url) == target_url:
             raise fail("--to names the database paperfeed already uses")
         if settings.database_url is None and not (settings.data_dir / "paperfeed.db").exists():
             raise fail(f"nothing to copy: {settings.data_dir / 'paperfeed.db'} does not exist")
         started = time.monotonic()
         try:
-            source = c.app.store
-            target = open_store(target_url)
+            _source = app_.store  # opened first: a source that cannot be opened is reported as such
+            target = app_.open_other_store(target_url)
         except ArgumentError as exc:
             raise fail(f"--to: {exc}") from None
         except SQLAlchemyError as exc:
@@ -71,8 +69,8 @@ def register(app: typer.Typer) -> None:
 
         try:
             with bars:
-                summary = copy_store(
-                    source.engine, target.engine, batch_size=batch_size, progress=progress, restart=restart
+                summary = app_.copy_store_into(
+                    target, batch_size=batch_size, progress=progress, restart=restart
                 )
             index_note = _build_indexes(settings, target_url)
         except SQLAlchemyError as exc:
@@ -96,6 +94,9 @@ def register(app: typer.Typer) -> None:
 def _build_indexes(settings: Settings, target_url: str) -> str:
     """Keyword search follows by itself on PostgreSQL (a trigger); the vector index is built from the
     copied embeddings, as ``paperfeed index`` would, without embedding anything."""
+    from paperfeed.bootstrap import build_app
+    from paperfeed.domain.search import VectorIndexError
+
     app = build_app(settings.model_copy(update={"database_url": target_url}))
     try:
         if app.store.engine.dialect.name != "postgresql":

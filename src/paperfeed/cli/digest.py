@@ -106,9 +106,7 @@ def preview(
         c.console.print(mail.text, markup=False, highlight=False, soft_wrap=True)
         return
     if out.suffix.lower() == ".eml":
-        from paperfeed.adapters.mail.message import build_message, to_bytes
-
-        data = to_bytes(build_message(mail, c.settings.mail_from), utf8=True, linesep="\n")
+        data = c.app.eml_bytes(mail)
     elif out.suffix.lower() in (".html", ".htm"):
         data = (mail.html or "").encode()
     else:

@@ -7,11 +7,9 @@ from typing import Annotated
 
 import typer
 
-from paperfeed.adapters.sources.arxiv_api import ArxivApiSource
-from paperfeed.adapters.sources.arxiv_atom import ArxivApiError, MalformedFeed
+from paperfeed.domain.errors import ArxivApiError, MalformedFeed, SourceUnavailable
 from paperfeed.domain.ids import InvalidPaperId, parse_arxiv_id
 from paperfeed.domain.ingest import IngestSummary
-from paperfeed.domain.ports import SourceUnavailable
 
 from .context import Context, fail
 from .progress import RichProgress, print_summary
@@ -44,7 +42,7 @@ def register(app: typer.Typer) -> None:
                 wanted.append(str(parse_arxiv_id(raw)))
             except InvalidPaperId as exc:
                 raise fail(str(exc)) from None
-        source = ArxivApiSource(c.app.arxiv_api, ids=tuple(wanted))
+        source = c.app.arxiv_ids(tuple(wanted))
         summary = IngestSummary()
         started = time.perf_counter()
         try:

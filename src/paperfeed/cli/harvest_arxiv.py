@@ -17,9 +17,8 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from paperfeed.adapters.sources.oai_pmh import OaiError
+from paperfeed.domain.errors import OaiError, SourceUnavailable
 from paperfeed.domain.ingest import IngestSummary
-from paperfeed.domain.ports import SourceUnavailable
 
 from .context import Context, fail
 from .progress import RichProgress, print_summary

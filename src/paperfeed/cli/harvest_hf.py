@@ -14,9 +14,8 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from paperfeed.adapters.sources.hf_daily import HfDailySource
+from paperfeed.domain.errors import SourceUnavailable
 from paperfeed.domain.ingest import IngestSummary
-from paperfeed.domain.ports import SourceUnavailable
 
 from .context import Context, fail
 from .progress import RichProgress, print_summary
@@ -76,8 +75,7 @@ def register(harvest_app: typer.Typer) -> None:
         """Harvest Hugging Face Daily Papers. A range resumes at the next day after an interruption."""
         c: Context = ctx.obj
         start, end = _days(on, since, until)
-        settings = c.settings
-        source = HfDailySource(c.app.http, settings.hf_api_url, start, end)
+        source = c.app.hf_daily(start, end)
         store = c.app.store
         name = source.checkpoint_name
         done = store.get_checkpoint(name) if name else None

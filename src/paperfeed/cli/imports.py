@@ -9,7 +9,6 @@ from typing import Annotated
 import orjson
 import typer
 
-from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
 from paperfeed.domain.ingest import IngestSummary
 
 from .context import Context, fail
@@ -37,7 +36,7 @@ def import_paths(
     try:
         for path in files:
             before = summary.rejected
-            source = JsonlFileSource(path, batch_size=size, namespace=namespace)
+            source = c.app.jsonl_file(path, batch_size=size, namespace=namespace)
             # a worker process pays off only past a few MB (starting one costs about half a second)
             workers = c.settings.import_workers if path.stat().st_size > PARALLEL_MIN_BYTES else 0
             with RichProgress(c.err, path.name) as progress:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from paperfeed.adapters.embed import EmbedderUnavailable
+from paperfeed.domain.errors import EmbedderUnavailable
 
 from .context import Context, fail
 from .progress import RichProgress

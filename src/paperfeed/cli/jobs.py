@@ -1,6 +1,6 @@
 """``paperfeed jobs run|status`` and ``paperfeed scheduler``: the daily pipeline and when it runs.
 
-Jobs:
+Jobs (their steps are in :mod:`paperfeed.services.pipeline`; this module only triggers and shows them):
 
 - ``daily``: the steps of ``PAPERFEED_JOBS_DAILY_STEPS`` in order — ``harvest-arxiv`` (OAI-PMH, from where
   the last harvest ended), ``harvest-hf`` (Hugging Face Daily Papers of yesterday and today, UTC),
@@ -15,87 +15,25 @@ failed (the run is ``partial`` or ``failed``), 4 the job is already running else
 from __future__ import annotations
 
 import signal
-from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from types import FrameType
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
-from paperfeed.bootstrap import App
-from paperfeed.domain.job_runs import JobRun, StepReport
-from paperfeed.services.jobs import JobSchedule, JobService, LeaseBusy, Scheduler, Step, StepCounts
+from paperfeed.services.jobs import LeaseBusy, Scheduler
 
 from .context import Context, fail
 
-__all__ = ["jobs_app", "pipeline", "register"]
+if TYPE_CHECKING:
+    from paperfeed.domain.job_runs import JobRun, StepReport
+
+__all__ = ["jobs_app", "register"]
 
 jobs_app = typer.Typer(
     help="The daily pipeline (harvest → index → digests) and its run records.", no_args_is_help=True
 )
-
-
-def _harvest_arxiv(app: App) -> StepCounts:
-    source = app.arxiv_oai_harvest(set_spec=app.settings.jobs_arxiv_set)
-    summary = app.ingest.run(source, resume=True)
-    return {"added": summary.added, "updated": summary.updated, "rejected": summary.rejected}
-
-
-def _harvest_hf(app: App) -> StepCounts:
-    from paperfeed.adapters.sources.hf_daily import HfDailySource
-
-    today = datetime.now(UTC).date()
-    source = HfDailySource(app.http, app.settings.hf_api_url, today - timedelta(days=1), today)
-    summary = app.ingest.run(source)
-    if source.checkpoint_name:
-        app.store.clear_checkpoint(source.checkpoint_name)  # a finished range is harvested afresh next time
-    return {"added": summary.added, "updated": summary.updated, "rejected": summary.rejected}
-
-
-def _index(app: App) -> StepCounts:
-    summary = app.indexing.run()
-    return {"embedded": summary.embedded, "remaining": summary.remaining}
-
-
-def _digests(app: App) -> StepCounts:
-    composed, sent = app.digests.run()
-    counts: dict[str, int | float | str] = {"composed": composed.composed, "empty": composed.empty}
-    if sent is not None:
-        counts.update(sent=sent.sent, retry=sent.retry_later, bounced=sent.bounced, failed=sent.failed)
-        if sent.stopped:
-            raise RuntimeError(f"sending stopped: {sent.stopped}")
-    return counts
-
-
-STEPS: dict[str, Callable[[App], StepCounts]] = {
-    "harvest-arxiv": _harvest_arxiv,
-    "harvest-hf": _harvest_hf,
-    "index": _index,
-    "digests": _digests,
-}
-
-
-def pipeline(app: App) -> dict[str, Callable[[], list[Step]]]:
-    """The jobs of this instance, their steps bound to ``app``."""
-
-    def steps(names: list[str]) -> Callable[[], list[Step]]:
-        def bind(name: str) -> Step:
-            return Step(name, lambda: STEPS[name](app))
-
-        return lambda: [bind(n) for n in names]
-
-    daily = [n.strip() for n in app.settings.jobs_daily_steps.split(",") if n.strip()]
-    return {"daily": steps(daily), "digests": steps(["digests"])}
-
-
-def job_service(app: App) -> JobService:
-    return JobService(app.job_store, pipeline(app))
-
-
-def schedules(app: App) -> dict[str, JobSchedule]:
-    s = app.settings
-    return {"daily": JobSchedule.parse(s.jobs_daily_at), "digests": JobSchedule.parse(s.jobs_digests_at)}
 
 
 def _step_line(report: StepReport) -> str:
@@ -118,7 +56,7 @@ def run(
 ) -> None:
     """Run a job now and record it (each step is idempotent: running it twice does no double work)."""
     c: Context = ctx.obj
-    service = job_service(c.app)
+    service = c.app.jobs
     if job not in service.names():
         raise fail(f"no job named {job!r}: choose {', '.join(service.names())}")
     try:
@@ -140,7 +78,7 @@ def status(
 ) -> None:
     """Recent job runs (start, end, per-step counts, errors) and when the scheduler runs them next."""
     c: Context = ctx.obj
-    service = job_service(c.app)
+    service = c.app.jobs
     runs = service.status(limit=limit)
     if not runs:
         c.console.print("no job has run yet: paperfeed jobs run daily, or start paperfeed scheduler")
@@ -151,7 +89,7 @@ def status(
         for report in record.steps:
             c.console.print(_step_line(report), markup=False, highlight=False, soft_wrap=True)
     now = datetime.now(UTC)
-    for job, schedule in schedules(c.app).items():
+    for job, schedule in c.app.schedules.items():
         c.console.print(
             f"{job}: {schedule}; next at {schedule.next_after(now):%Y-%m-%d %H:%M} UTC", highlight=False
         )
@@ -173,9 +111,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run the jobs at their times (PAPERFEED_JOBS_*_AT), one scheduler at a time. Not in web workers."""
         c: Context = ctx.obj
-        plan = schedules(c.app)
+        plan = c.app.schedules
         loop = Scheduler(
-            job_service(c.app),
+            c.app.jobs,
             plan,
             notify=lambda m: c.console.print(f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} {m}", markup=False),
         )

@@ -5,10 +5,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
-
-from paperfeed.adapters.store import migrate as migrations
-from paperfeed.adapters.store.sql_store import make_engine
 
 from .context import Context, fail
 
@@ -23,24 +19,23 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Upgrade the database schema (every command does it on open; run it once before starting
         several workers on one PostgreSQL database)."""
+        from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
         c: Context = ctx.obj
-        settings = c.settings
-        if settings.database_url is None:
-            settings.data_dir.mkdir(parents=True, exist_ok=True)
+        app_ = c.app
         try:
-            engine = make_engine(settings.db_url)
+            engine = app_.schema_engine()
         except ArgumentError as exc:
             raise fail(f"database URL: {exc}") from None
         where = engine.url.render_as_string(hide_password=True)
         try:
-            before = migrations.current_revision(engine)
-            head = migrations.head_revision()
+            before, head = app_.schema_revisions(engine)
             if check:
                 c.console.print(f"{where}: schema {before or 'empty'}, this paperfeed needs {head}")
                 if before != head:
                     raise typer.Exit(1)
                 return
-            migrations.upgrade(engine)
+            app_.upgrade_schema(engine)
         except SQLAlchemyError as exc:
             raise fail(f"{where}: {getattr(exc, 'orig', None) or exc}", 3) from None
         finally:

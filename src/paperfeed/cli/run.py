@@ -14,22 +14,18 @@ import sys
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-import uvicorn
 from rich.markup import escape
 
-from paperfeed.adapters.sources.hf_daily import HfDailySource
-from paperfeed.adapters.sources.http import PoliteClient
-from paperfeed.bootstrap import build_app
-from paperfeed.domain.ports import SourceUnavailable
-from paperfeed.secret_key import SECRET_FILE, InsecureSecret, check_secret, configured_secret
-from paperfeed.settings import Settings
-from paperfeed.web import create_app
+from paperfeed.domain.errors import SourceUnavailable
 
 from .context import Context, fail
 from .imports import import_paths
+
+if TYPE_CHECKING:
+    from paperfeed.settings import Settings
 
 __all__ = ["register"]
 
@@ -41,11 +37,10 @@ OFFLINE_HINT = (
 
 def _refresh_from_hf(c: Context, timeout: float) -> None:
     """Fetch today's Hugging Face Daily Papers if the network allows, within ``timeout`` seconds."""
-    settings = c.settings
-    probe = PoliteClient(user_agent=settings.user_agent(), timeout=timeout, retries=0)
     today = datetime.now(UTC).date()
     try:
-        summary = c.app.ingest.run(HfDailySource(probe, settings.hf_api_url, today, today), resume=False)
+        with c.app.hf_daily_probe(today, timeout) as source:
+            summary = c.app.ingest.run(source, resume=False)
     except SourceUnavailable as exc:
         c.err.print(f"[yellow]sources unreachable[/] ({escape(str(exc))}).", highlight=False)
         c.err.print(OFFLINE_HINT, highlight=False, markup=False)
@@ -53,8 +48,6 @@ def _refresh_from_hf(c: Context, timeout: float) -> None:
         c.err.print(
             f"fetched today's Hugging Face Daily Papers: {summary.added:,} new, {summary.updated:,} updated"
         )
-    finally:
-        probe.close()
 
 
 class BackgroundIndexer:
@@ -117,6 +110,8 @@ def register(app: typer.Typer) -> None:
         ] = True,
     ) -> None:
         """Bring paperfeed up: import FILES, refresh from the sources when reachable, then serve."""
+        from paperfeed.secret_key import SECRET_FILE, InsecureSecret, check_secret, configured_secret
+
         c: Context = ctx.obj
         try:  # a laptop needs no configured secret: one is generated in the data folder on first use
             check_secret(c.settings, allow_generated=True)
@@ -146,6 +141,11 @@ def register(app: typer.Typer) -> None:
                 markup=False,
             )
         c.console.print(f"serving on http://{host}:{port}/  (Ctrl+C to stop)", highlight=False)
+        import uvicorn  # the server's imports are paid by the command that serves, not by every command
+
+        from paperfeed.bootstrap import build_app
+        from paperfeed.web import create_app
+
         try:
             uvicorn.run(create_app(lambda: build_app(settings)), host=host, port=port, log_level="warning")
         finally:

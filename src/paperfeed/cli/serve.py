@@ -7,13 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-import uvicorn
 from rich.markup import escape
-from sqlalchemy.exc import SQLAlchemyError
-
-from paperfeed.bootstrap import build_app
-from paperfeed.secret_key import InsecureSecret, check_secret
-from paperfeed.web import create_app
 
 from .context import Context, fail
 
@@ -46,6 +40,14 @@ def register(app: typer.Typer) -> None:
         log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
     ) -> None:
         """Serve the web pages, the JSON API (docs at /docs) and the RSS/Atom feeds."""
+        # the server's imports are paid by the command that serves, not by every command
+        import uvicorn
+        from sqlalchemy.exc import SQLAlchemyError
+
+        from paperfeed.bootstrap import build_app
+        from paperfeed.secret_key import InsecureSecret, check_secret
+        from paperfeed.web import create_app
+
         c: Context = ctx.obj
         settings = c.settings
         updates: dict[str, object] = {}

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Protocol, runtime_checkable
 
+from .errors import SourceAnswerError, SourceUnavailable
 from .ingest import Batch, BatchResult, RawRecord, Realized
 from .models import Listing, Paper
 
@@ -21,14 +22,6 @@ __all__ = [
     "SourceUnavailable",
     "StoreStats",
 ]
-
-
-class SourceUnavailable(RuntimeError):
-    """A source could not be reached or kept failing after all retries; the message says which and why."""
-
-
-class SourceAnswerError(ValueError):
-    """A source answered, but with nothing usable (its own error document, or bytes that are not a feed)."""
 
 
 # Told, inside a batch's transaction, the papers about to be written and their modified_at.

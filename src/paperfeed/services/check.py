@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from paperfeed.domain.consistency import ConsistencyInspector, FindingKind, Probe
 from paperfeed.services.indexing import IndexingService
 
-__all__ = ["CheckReport", "CheckService"]
+__all__ = ["CheckReport", "CheckService", "Probe"]
 
 
 @dataclass

@@ -29,8 +29,8 @@ from paperfeed.domain.digest import (
     normalize_email,
 )
 from paperfeed.domain.digest_links import InvalidToken, LinkSigner
+from paperfeed.domain.digest_mail import DigestRenderer, SubscriptionLinks
 from paperfeed.domain.mail import Mailer, MailError, MailPermanentError, OutgoingMail
-from paperfeed.services.digest_render import DigestRenderer, SubscriptionLinks
 
 __all__ = [
     "InvalidPreferences",
@@ -63,6 +63,7 @@ class SubscriptionService:
         records: SubscriptionRecords,
         mailer: Callable[[], Mailer],
         signer: Callable[[], LinkSigner],
+        renderer: Callable[[str], DigestRenderer],
         *,
         user_for_email: Callable[[str], int | None] | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
@@ -71,12 +72,14 @@ class SubscriptionService:
         self.records = records
         self._mailer = mailer
         self._signer = signer
+        self._renderer = renderer
         self.user_for_email = user_for_email
         self.clock = clock
         self.resend_after = resend_after
 
     def renderer(self, base_url: str) -> DigestRenderer:
-        return DigestRenderer(base_url, self._signer())
+        """The mail renderer whose links point under ``base_url``."""
+        return self._renderer(base_url)
 
     def links(self, subscription: Subscription, base_url: str) -> SubscriptionLinks:
         return self.renderer(base_url).links(subscription.id)

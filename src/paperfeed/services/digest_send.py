@@ -45,6 +45,7 @@ from paperfeed.domain.digest import (
     window_days,
 )
 from paperfeed.domain.digest_ledger import DigestLedger, LedgerEntry, NewDigest, PaperLookup
+from paperfeed.domain.digest_mail import DigestRenderer
 from paperfeed.domain.mail import (
     MailDeliveryUnknown,
     MailError,
@@ -55,7 +56,6 @@ from paperfeed.domain.mail import (
     SessionMailer,
 )
 from paperfeed.domain.models import Paper
-from paperfeed.services.digest_render import DigestRenderer
 from paperfeed.services.jobs import Lease
 
 __all__ = [

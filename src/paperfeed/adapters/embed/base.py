@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from paperfeed.domain.errors import EmbedderUnavailable
+
 __all__ = [
     "PACKAGED_MODEL_NAME",
     "EmbedderUnavailable",
@@ -24,10 +26,6 @@ __all__ = [
 Vectors = npt.NDArray[np.float32]
 
 PACKAGED_MODEL_NAME = "all-MiniLM-L6-v2"
-
-
-class EmbedderUnavailable(RuntimeError):
-    """The configured embedder cannot run here (model not found, library missing, CPU lacks a feature)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,10 +16,10 @@ from typing import Any
 
 from lxml import etree
 
+from paperfeed.domain.errors import ArxivApiError, ArxivFeedError, MalformedFeed
 from paperfeed.domain.ids import InvalidPaperId, parse_arxiv_id
 from paperfeed.domain.ingest import Reject
 from paperfeed.domain.models import Paper
-from paperfeed.domain.ports import SourceAnswerError
 from paperfeed.domain.validation import InvalidRecord, build_paper
 
 __all__ = [
@@ -43,22 +43,6 @@ _DOI_URL = re.compile(r"^https?://(?:dx\.)?doi\.org/", re.IGNORECASE)
 _PARSER = etree.XMLParser(
     resolve_entities=False, no_network=True, load_dtd=False, remove_comments=True, huge_tree=False
 )
-
-
-class ArxivFeedError(SourceAnswerError):
-    """A response that yields no papers at all: arXiv's own error, or bytes that are not a feed."""
-
-
-class ArxivApiError(ArxivFeedError):
-    """arXiv answered with an error feed (e.g. a malformed id); the message is arXiv's own."""
-
-    def __init__(self, message: str, error_id: str | None = None) -> None:
-        super().__init__(message)
-        self.error_id = error_id
-
-
-class MalformedFeed(ArxivFeedError):
-    """The response is not well-formed XML or not an Atom feed."""
 
 
 @dataclass(slots=True)

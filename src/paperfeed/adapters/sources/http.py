@@ -17,9 +17,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from paperfeed.domain.ports import SourceUnavailable
+from paperfeed.domain.errors import SourceUnavailable
 
-__all__ = ["PoliteClient"]
+__all__ = ["PoliteClient", "SourceUnavailable"]
 
 _RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 

@@ -27,9 +27,9 @@ from typing import Any
 from lxml import etree
 
 from paperfeed.domain.arxiv_subjects import archive_of_set_spec, archive_of_subject, subject_category
+from paperfeed.domain.errors import OaiError, SourceUnavailable
 from paperfeed.domain.ingest import Reject
 from paperfeed.domain.models import Paper
-from paperfeed.domain.ports import SourceUnavailable
 from paperfeed.domain.validation import InvalidRecord, build_paper
 from paperfeed.domain.versions import parse_version_label, version_span
 
@@ -67,15 +67,6 @@ _T_SETSPEC = f"{{{OAI}}}setSpec"
 _T_METADATA = f"{{{OAI}}}metadata"
 _CHUNK = 64 * 1024
 SOURCE = "arxiv-oai"
-
-
-class OaiError(RuntimeError):
-    """The repository answered with an OAI-PMH ``<error code=…>`` (badArgument, badResumptionToken…)."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}" if message else code)
-        self.code = code
-        self.message = message
 
 
 class OaiProtocolError(SourceUnavailable):

@@ -1,14 +1,27 @@
-"""Open the vector index a deployment is configured for; the one entry point other layers use."""
+"""Open the vector index a deployment is configured for; the one entry point other layers use.
+
+This module is also the one place that chooses the backend: pgvector in the store's own database when
+the store is PostgreSQL, else a folder index (:class:`StoredVectorIndex`) next to the SQLite file.
+"""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from paperfeed.adapters.vector.index import StoredVectorIndex
+from paperfeed.adapters.vector.index import Policy, StoredVectorIndex
 
-__all__ = ["KINDS", "open_vector_index"]
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
-KINDS = ("exact", "hnsw", "auto")
+    from paperfeed.domain.search import VectorIndex
+
+__all__ = ["KINDS", "open_deployment_index", "open_vector_index", "stored_dimension", "uses_pgvector"]
+
+# the folder index's kinds, each the StoredVectorIndex policy of the same name
+_POLICIES: dict[str, Policy] = {"exact": "exact", "hnsw": "hnsw", "auto": "auto"}
+KINDS = tuple(_POLICIES)
 
 
 def open_vector_index(path: Path, *, kind: str, model_id: str, dimension: int) -> StoredVectorIndex:
@@ -20,10 +33,45 @@ def open_vector_index(path: Path, *, kind: str, model_id: str, dimension: int) -
     or dimension, :class:`~paperfeed.domain.search.VectorIndexUnavailable` if its files are missing or
     corrupt, :class:`ValueError` for an unknown ``kind``.
     """
-    if kind not in KINDS:
+    policy = _POLICIES.get(kind)
+    if policy is None:
         raise ValueError(f"unknown vector index kind {kind!r}; expected one of {', '.join(KINDS)}")
-    if kind == "exact":
-        return StoredVectorIndex(path, model_id=model_id, dimension=dimension, policy="exact")
-    if kind == "hnsw":
-        return StoredVectorIndex(path, model_id=model_id, dimension=dimension, policy="hnsw")
-    return StoredVectorIndex(path, model_id=model_id, dimension=dimension, policy="auto")
+    return StoredVectorIndex(path, model_id=model_id, dimension=dimension, policy=policy)
+
+
+def uses_pgvector(engine: Engine) -> bool:
+    """Whether vectors live in pgvector (PostgreSQL store) rather than in a folder index."""
+    return engine.dialect.name == "postgresql"
+
+
+def stored_dimension(engine: Engine, folder: Path) -> int | None:
+    """The dimension of the stored index, or None when nothing has been embedded yet."""
+    if uses_pgvector(engine):
+        from paperfeed.adapters.vector.pgvector_index import stored_manifest
+
+        found = stored_manifest(engine)
+        return None if found is None else found.dimension
+    from paperfeed.adapters.vector.base import MANIFEST_NAME, StoredManifest
+
+    manifest_path = folder / MANIFEST_NAME
+    if not manifest_path.exists():
+        return None
+    return StoredManifest.from_json(manifest_path.read_bytes(), manifest_path).manifest.dimension
+
+
+def open_deployment_index(
+    engine: Engine, folder: Path, *, model_id: str, dimension: int, fresh: bool
+) -> VectorIndex:
+    """The index ``paperfeed index`` maintains: pgvector on PostgreSQL, else the folder index in
+    ``folder`` (exact while small, HNSW once large).
+
+    ``fresh`` is asked for when the stored index is another model's, damaged, or out of step: no reader
+    can use it as it is, so a new one starts in its place and is complete when saved.
+    """
+    if uses_pgvector(engine):  # in the store's own database
+        from paperfeed.adapters.vector.pgvector_index import PgVectorIndex
+
+        return PgVectorIndex(engine, model_id=model_id, dimension=dimension, fresh=fresh)
+    if fresh and folder.exists():
+        shutil.rmtree(folder)
+    return open_vector_index(folder, kind="auto", model_id=model_id, dimension=dimension)

@@ -1,4 +1,4 @@
-"""Render digest and subscription mail from the Jinja templates in ``web/templates/mail/``.
+"""Render digest and subscription mail from the Jinja templates in ``templates/`` beside this module.
 
 Every mail is multipart: an HTML part (inline CSS, no images, scripts or external resources, so it reads
 the same in webmail and desktop clients and leaks nothing when opened) and a plain-text part with the same
@@ -19,12 +19,13 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 
 from paperfeed.domain.digest import Cadence, Digest, Preferences, zone
 from paperfeed.domain.digest_links import LinkSigner
+from paperfeed.domain.digest_mail import SubscriptionLinks
 from paperfeed.domain.mail import OutgoingMail
 from paperfeed.domain.models import Paper
 
-__all__ = ["DigestRenderer", "SubscriptionLinks"]
+__all__ = ["JinjaDigestRenderer"]
 
-TEMPLATES = Path(__file__).resolve().parents[1] / "web" / "templates"
+TEMPLATES = Path(__file__).resolve().parent / "templates"
 _SUMMARY_CHARS = 300
 _SPACE = re.compile(r"\s+")
 _TEX_DELIMS = re.compile(r"(?<!\\)\$+")
@@ -51,15 +52,6 @@ def _authors(names: tuple[str, ...]) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class SubscriptionLinks:
-    """The absolute links of one subscription (and its confirmation, when one is pending)."""
-
-    preferences: str
-    unsubscribe: str
-    confirm: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class _Item:
     title: str
     url: str
@@ -75,8 +67,9 @@ class _Section:
     items: tuple[_Item, ...]
 
 
-class DigestRenderer:
-    """Turns composed digests and subscription events into :class:`OutgoingMail`."""
+class JinjaDigestRenderer:
+    """:class:`~paperfeed.domain.digest_mail.DigestRenderer` on Jinja: composed digests and subscription
+    events as :class:`OutgoingMail`."""
 
     def __init__(self, base_url: str, signer: LinkSigner) -> None:
         self.base_url = base_url.rstrip("/")
@@ -170,8 +163,8 @@ class DigestRenderer:
         return OutgoingMail(
             to=email,
             subject=subject,
-            text=self._text.get_template("mail/digest.txt").render(context),
-            html=self._html.get_template("mail/digest.html").render(context),
+            text=self._text.get_template("digest.txt").render(context),
+            html=self._html.get_template("digest.html").render(context),
             headers=headers,
         )
 
@@ -229,7 +222,7 @@ class DigestRenderer:
         return OutgoingMail(
             to=email,
             subject=str(context["subject"]),
-            text=self._text.get_template(f"mail/{name}.txt").render(context),
-            html=self._html.get_template(f"mail/{name}.html").render(context),
+            text=self._text.get_template(f"{name}.txt").render(context),
+            html=self._html.get_template(f"{name}.html").render(context),
             headers={"Auto-Submitted": "auto-generated", **(headers or {})},
         )

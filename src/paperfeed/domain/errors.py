@@ -1,0 +1,59 @@
+"""Errors the adapters raise and the surfaces (CLI, web) turn into a message and an exit code or status.
+
+They live here, not with the adapters that raise them, so a surface can catch them without knowing
+which adapter is behind a port; every message says what went wrong and, where it helps, what to do.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ArxivApiError",
+    "ArxivFeedError",
+    "BackupError",
+    "EmbedderUnavailable",
+    "MalformedFeed",
+    "OaiError",
+    "SourceAnswerError",
+    "SourceUnavailable",
+]
+
+
+class SourceUnavailable(RuntimeError):
+    """A source could not be reached or kept failing after all retries; the message says which and why."""
+
+
+class SourceAnswerError(ValueError):
+    """A source answered, but with nothing usable (its own error document, or bytes that are not a feed)."""
+
+
+class OaiError(RuntimeError):
+    """The repository answered with an OAI-PMH ``<error code=…>`` (badArgument, badResumptionToken…)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}" if message else code)
+        self.code = code
+        self.message = message
+
+
+class ArxivFeedError(SourceAnswerError):
+    """A response that yields no papers at all: arXiv's own error, or bytes that are not a feed."""
+
+
+class ArxivApiError(ArxivFeedError):
+    """arXiv answered with an error feed (e.g. a malformed id); the message is arXiv's own."""
+
+    def __init__(self, message: str, error_id: str | None = None) -> None:
+        super().__init__(message)
+        self.error_id = error_id
+
+
+class MalformedFeed(ArxivFeedError):
+    """The response is not well-formed XML or not an Atom feed."""
+
+
+class EmbedderUnavailable(RuntimeError):
+    """The configured embedder cannot run here (model not found, library missing, CPU lacks a feature)."""
+
+
+class BackupError(Exception):
+    """A backup or restore that must not go ahead; the message says why and what to do."""
