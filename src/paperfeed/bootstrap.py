@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from paperfeed.services.library_import import LibraryImporter
     from paperfeed.services.recommend import RecommendationService
     from paperfeed.services.search import HybridSearch
+    from paperfeed.web.comment_markup import CommentRenderer
 
 __all__ = ["App", "build_app"]
 
@@ -141,6 +142,13 @@ class App:
         return CommunityService(
             SqlCommunityStore(self.store.engine), lambda: self.ingest, lambda: self.arxiv_api, limits
         )
+
+    @cached_property
+    def comment_html(self) -> CommentRenderer:
+        """Comment Markdown → safe HTML, each text rendered once per process (a bounded LRU)."""
+        from paperfeed.web.comment_markup import CommentRenderer
+
+        return CommentRenderer()
 
     @cached_property
     def accounts(self) -> AccountService:

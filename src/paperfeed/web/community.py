@@ -23,16 +23,15 @@ from markupsafe import Markup
 
 from paperfeed.bootstrap import App
 from paperfeed.domain.accounts import User
-from paperfeed.domain.community import CommunityError, LimitReached, Submission
+from paperfeed.domain.community import CommunityError, InvalidComment, LimitReached, Submission
 from paperfeed.services.community import CommunityService
 
-from .comment_markup import render_comment
 from .errors import error_response
 from .pages import CSP, error_page, templates
 from .security import current_user, redirect_back, require_user, template_request, verify_csrf
 from .views import PageMeta, day_label, paper_url, plural
 
-__all__ = ["CommentId", "CommentView", "comment_view", "install", "router"]
+__all__ = ["CommentId", "CommentView", "comment_html", "comment_view", "install", "router"]
 
 router = APIRouter(include_in_schema=False)
 CsrfChecked = Depends(verify_csrf)
@@ -57,6 +56,11 @@ def _app(request: Request) -> App:
 
 def community_of(request: Request) -> CommunityService:
     return _app(request).community
+
+
+def comment_html(request: Request, source: str) -> Markup:
+    """A comment's safe HTML, through the process's render cache (see :mod:`.comment_markup`)."""
+    return _app(request).comment_html(source)
 
 
 def _viewer(request: Request) -> User | None:
@@ -90,12 +94,12 @@ def _stamp(value: datetime) -> str:
     return f"{day_label(value)}, {value:%H:%M} UTC"
 
 
-def comment_view(comment: Any, viewer: User | None) -> CommentView:
+def comment_view(request: Request, comment: Any, viewer: User | None) -> CommentView:
     return CommentView(
         id=comment.id,
         anchor=f"comment-{comment.id}",
         author=comment.author,
-        html=render_comment(comment.body),
+        html=comment_html(request, comment.body),
         created_iso=comment.created_at.isoformat(),
         created_label=_stamp(comment.created_at),
         edited_label=_stamp(comment.edited_at) if comment.edited_at else None,
@@ -146,7 +150,7 @@ def _community_comments(ctx: Any, paper_id: str) -> CommentsSection:
     visible = sum(1 for c in comments if c.hidden_at is None)
     return CommentsSection(
         paper_id=pid,
-        items=[comment_view(c, user) for c in comments],
+        items=[comment_view(request, c, user) for c in comments],
         count_label=plural(visible, "comment"),
         signed_in=user is not None,
         is_admin=user is not None and user.is_admin,
@@ -284,6 +288,7 @@ def _comment_url(paper_id: str, comment_id: CommentId | None = None) -> str:
 @router.post("/papers/{paper_id:path}/comments", response_model=None, dependencies=[CsrfChecked])
 def comment_form(request: Request, user: SignedIn, paper_id: str, body: BodyField = "") -> Response:
     made = community_of(request).add_comment(user, paper_id, body)
+    comment_html(request, made.body)  # rendered now, once, not by the next reader's request
     return RedirectResponse(_comment_url(made.paper_id, made.id), status_code=303)
 
 
@@ -296,7 +301,7 @@ def edit_comment_page(request: Request, user: SignedIn, comment_id: CommentId) -
         request,
         "edit_comment",
         "Edit your comment",
-        comment=comment_view(found, user),
+        comment=comment_view(request, found, user),
         body=found.body,
         paper_link=paper_url(found.paper_id),
         cancel_url=_comment_url(found.paper_id, found.id),
@@ -308,6 +313,7 @@ def edit_comment_form(
     request: Request, user: SignedIn, comment_id: CommentId, body: BodyField = ""
 ) -> Response:
     done = community_of(request).edit_comment(user, comment_id, body)
+    comment_html(request, done.body)
     return RedirectResponse(_comment_url(done.paper_id, done.id), status_code=303)
 
 
@@ -343,11 +349,15 @@ def _wants_page(request: Request) -> bool:
 async def _community_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, CommunityError)
     headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, LimitReached) else {}
+    message = str(exc)
+    extra: dict[str, Any] = {"retry_after": exc.retry_after} if isinstance(exc, LimitReached) else {}
+    if isinstance(exc, InvalidComment):  # name the field, as validation errors do
+        extra["errors"] = [{"param": exc.param, "message": message}]
+        message = f"{exc.param}: {message}"
     if _wants_page(request):
         heading = _HEADINGS.get(exc.status, "That did not work")
-        return error_page(request, exc.status, heading, str(exc), headers=headers)
-    extra: dict[str, Any] = {"retry_after": exc.retry_after} if isinstance(exc, LimitReached) else {}
-    return error_response(request, exc.status, str(exc), headers=headers, **extra)
+        return error_page(request, exc.status, heading, message, headers=headers)
+    return error_response(request, exc.status, message, headers=headers, **extra)
 
 
 def install(app: FastAPI) -> None:
