@@ -14,6 +14,7 @@ from . import (
     api,
     auth,
     community,
+    docs,
     errors,
     feeds,
     library,
@@ -23,6 +24,7 @@ from . import (
     security,
     subscriptions,
 )
+from .headers import HeadMiddleware, ResponseHeadersMiddleware
 from .timing import ServerTimingMiddleware
 
 __all__ = ["app_from_environment", "create_app"]
@@ -49,12 +51,15 @@ def create_app(build: Callable[[], App]) -> FastAPI:
         description="Research-paper discovery: daily feeds, hybrid search, similar papers. "
         "The JSON API follows the shape of Hugging Face's papers API.",
         lifespan=lifespan,
-        docs_url="/docs",
+        docs_url=None,  # docs.install serves /docs from packaged assets, not a CDN
         redoc_url=None,
     )
     errors.install(web)
     security.install(web, pages.templates.env)
     web.add_middleware(ServerTimingMiddleware)
+    web.add_middleware(ResponseHeadersMiddleware)
+    web.add_middleware(HeadMiddleware)  # outermost: every layer inside sees HEAD as the GET it is
+    docs.install(web)
     # Order matters: /papers/{id}.md (api) must match before the HTML page's /papers/{id:path}.
     web.include_router(auth.api_router)
     web.include_router(recommend.api_router)

@@ -47,6 +47,7 @@ from paperfeed.services.feed import (
 )
 
 from .citation import bibtex
+from .headers import CSP
 from .markup import plain_text, render_text
 from .views import (
     NavLink,
@@ -64,7 +65,7 @@ from .views import (
     safe_url,
 )
 
-__all__ = ["error_page", "form_categories", "form_day", "render_page", "router"]
+__all__ = ["CSP", "error_page", "form_categories", "form_day", "render_page", "router"]
 
 SITE_NAME = "paperfeed"
 _HERE = Path(__file__).resolve().parent
@@ -75,10 +76,6 @@ TRENDING_SIZE = 50
 SIMILAR_SIZE = 6
 CATEGORY_CHOICES = sorted(set(SUBJECT_CODES.values()))
 
-CSP = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
-    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-)
 _HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",
