@@ -30,7 +30,7 @@ import nh3
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
-__all__ = ["LINK_REL", "CommentRenderer", "render_comment"]
+__all__ = ["LINK_REL", "CommentRenderer", "only_absolute_links", "render_comment"]
 
 LINK_REL = "nofollow noopener ugc"
 _TAGS = {
@@ -42,8 +42,11 @@ _SCHEMES = {"http", "https", "mailto"}
 _ABSOLUTE = ("http://", "https://", "mailto:")
 
 
-def _only_absolute(tag: str, attribute: str, value: str) -> str | None:
-    """Drop link targets that are not absolute http(s)/mailto URLs (relative ones included)."""
+def only_absolute_links(tag: str, attribute: str, value: str) -> str | None:
+    """nh3 attribute filter: drop link targets that are not absolute http(s)/mailto URLs.
+
+    nh3's ``url_schemes`` alone lets relative targets through (``/admin``, ``//other.host/``).
+    """
     if tag == "a" and attribute == "href" and not value.lower().startswith(_ABSOLUTE):
         return None
     return value
@@ -68,7 +71,7 @@ def render_comment(source: str) -> Markup:
         tags=_TAGS,
         attributes=_ATTRIBUTES,
         url_schemes=_SCHEMES,
-        attribute_filter=_only_absolute,
+        attribute_filter=only_absolute_links,
         link_rel=LINK_REL,
         strip_comments=True,
     )

@@ -29,7 +29,7 @@ from paperfeed.services.community import CommunityService
 from .errors import error_response
 from .pages import CSP, error_page, templates
 from .security import current_user, redirect_back, require_user, template_request, verify_csrf
-from .views import PageMeta, day_label, paper_url, plural
+from .views import PageMeta, PageNumber, day_label, paper_url, plural
 
 __all__ = ["CommentId", "CommentView", "comment_html", "comment_view", "install", "router"]
 
@@ -208,8 +208,8 @@ def unvote_form(request: Request, user: SignedIn, paper_id: str, next: NextField
 
 
 @router.get("/papers/{paper_id:path}/upvoters", response_class=HTMLResponse)
-def upvoters_page(request: Request, paper_id: str, page: str = "1") -> HTMLResponse:
-    number = int(page) if page.isdigit() and 1 <= int(page) <= 10_000 else 1
+def upvoters_page(request: Request, paper_id: str, page: PageNumber = 1) -> HTMLResponse:
+    number = page
     community = community_of(request)
     pid, voters, total = community.upvoters(
         paper_id, limit=UPVOTERS_PAGE, offset=(number - 1) * UPVOTERS_PAGE
