@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 
 from paperfeed.bootstrap import App, build_app
 from paperfeed.web import create_app
+from paperfeed.web.headers import SESSION_COOKIE_PREFIX
 from paperfeed.web.security import SESSION_COOKIE
 
 HTML = {"accept": "text/html"}
@@ -51,6 +52,10 @@ def test_a_readers_private_answers_are_private_and_not_stored(app: App, site: Te
     assert api.json()["note"]["body"] == "My secret reading note"
     assert api.headers.get("cache-control") == "private, no-store"
     assert "authorization" in _vary(api)
+
+
+def test_the_middleware_knows_the_session_cookie_by_its_name() -> None:
+    assert f"{SESSION_COOKIE}=".encode() == SESSION_COOKIE_PREFIX
 
 
 def test_anonymous_and_public_answers_keep_their_caching(site: TestClient) -> None:

@@ -29,6 +29,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 __all__ = [
     "CSP",
     "HSTS",
+    "SESSION_COOKIE_PREFIX",
     "HeadMiddleware",
     "ResponseHeadersMiddleware",
     "baseline_headers",
@@ -39,7 +40,8 @@ CSP = (
     "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
 HSTS = "max-age=31536000"  # a year; no includeSubDomains: other hosts of the owner's domain are not ours
-_SESSION_COOKIE = b"pf_session="
+# security.SESSION_COOKIE (not imported: security imports this module through errors; a test ties them).
+SESSION_COOKIE_PREFIX = b"pf_session="
 
 
 def baseline_headers(html: bool) -> dict[str, str]:
@@ -81,7 +83,7 @@ def _credentialed(scope: Scope) -> bool:
     for name, value in scope.get("headers", ()):
         if name == b"authorization" and value.strip():
             return True
-        if name == b"cookie" and _SESSION_COOKIE in value:
+        if name == b"cookie" and SESSION_COOKIE_PREFIX in value:
             return True
     return False
 
