@@ -282,3 +282,31 @@ def test_search_filters_narrow_the_results(tab: Watched, live_url: str) -> None:
     page.get_by_role("link", name="Clear filters").click()
     page.wait_for_url(re.compile(r"/search\?q=video\+generation$"))
     assert page.locator("ol.hits .card-title a").evaluate_all("links => links.map(a => a.href)") == before
+
+
+def test_api_docs_load_without_any_request_leaving_loopback(tab: Watched, live_url: str) -> None:
+    """/docs renders Swagger UI from this server's own files: offline, no CDN, under the site's CSP."""
+    page = tab.page
+    requested: list[str] = []
+    foreign: list[str] = []
+
+    def guard(route: Any) -> None:
+        url = route.request.url
+        requested.append(url)
+        if url.startswith(live_url + "/") or url.startswith("data:"):
+            route.continue_()
+        else:
+            foreign.append(url)
+            route.abort()
+
+    page.route("**/*", guard)
+    answer = page.goto(live_url + "/docs")
+    assert answer is not None
+    assert answer.status == 200
+    assert answer.headers["content-security-policy"].startswith("default-src 'self'; script-src 'self';")
+    page.locator(".opblock").first.wait_for()
+    assert page.locator(".opblock").count() > 10
+    assert page.get_by_text("/api/daily_papers").count() >= 1
+    tab.shot("api-docs")
+    assert not foreign, foreign
+    assert any(u.endswith("/openapi.json") for u in requested), requested

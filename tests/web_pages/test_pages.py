@@ -145,9 +145,10 @@ def test_date_picker_works_without_javascript(client: TestClient) -> None:
     _get(client, "/papers/date?date=18.03.2025", status=404)
 
 
-def test_odd_page_numbers_fall_back_to_the_first_page(client: TestClient) -> None:
-    _, doc = _get(client, "/papers/month/2025-03?page=abc")
-    assert doc.cssselect("ol.cards .rank")[0].text_content().strip() == "1."
+def test_odd_page_numbers_are_a_400_naming_the_parameter(client: TestClient) -> None:
+    response = client.get("/papers/month/2025-03?page=abc", headers={"accept": "text/html"})
+    assert response.status_code == 400
+    assert "page: " in response.text  # more cases: test_bad_input_pages.py
 
 
 def test_trending_ranks_by_the_documented_score(client: TestClient) -> None:

@@ -79,7 +79,10 @@ class NotAllowed(CommunityError):
 
 
 class InvalidComment(CommunityError):
+    """A comment text that cannot be stored; ``param`` names the field it came in (forms and API)."""
+
     status = 400
+    param = "body"
 
 
 class InvalidSubmission(CommunityError):

@@ -19,6 +19,8 @@ from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
 from paperfeed.domain.models import Paper
 
 __all__ = [
+    "FIRST_DAY",
+    "LAST_DAY",
     "TRENDING_FORMULA",
     "DayFeed",
     "FeedItem",
@@ -31,6 +33,7 @@ __all__ = [
     "PapersPage",
     "Period",
     "PeriodFeed",
+    "PeriodOutOfRange",
     "TrendCandidate",
     "TrendingItem",
     "TrendingPage",
@@ -51,13 +54,22 @@ class InvalidPeriod(ValueError):
     """A day, week or month string that cannot be understood; the message says what was expected."""
 
 
+class PeriodOutOfRange(InvalidPeriod):
+    """A well-formed day, week or month outside :data:`FIRST_DAY` … :data:`LAST_DAY`."""
+
+
 class InvalidCursor(ValueError):
     """A ``papers_page`` cursor that this service did not hand out (or that was altered)."""
 
 
 # -- time periods -------------------------------------------------------------------------------------
 
+# The days paperfeed answers for: arXiv's first papers are from August 1991; nothing is listed before 1991,
+# and a year beyond 2999 is a typo (or a probe for date arithmetic overflowing at 9999-12-31).
+FIRST_DAY = date(1991, 1, 1)
+LAST_DAY = date(2999, 12, 31)
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+_RANGE = f"paperfeed knows days from {FIRST_DAY.isoformat()} (arXiv's start) to {LAST_DAY.isoformat()}"
 _WEEK = re.compile(r"(\d{4})-W(\d{1,2})")
 _MONTH = re.compile(r"(\d{4})-(\d{1,2})")
 
@@ -93,9 +105,17 @@ def parse_day(text: str) -> date:
     if not isinstance(text, str) or not _DAY.fullmatch(text.strip()):
         raise InvalidPeriod(f"date must look like YYYY-MM-DD, got {str(text)[:40]!r}")
     try:
-        return date.fromisoformat(text.strip())
+        day = date.fromisoformat(text.strip())
     except ValueError as exc:
         raise InvalidPeriod(f"not a calendar date: {text.strip()!r} ({exc})") from None
+    if not FIRST_DAY <= day <= LAST_DAY:
+        raise PeriodOutOfRange(f"date {day.isoformat()} is out of range: {_RANGE}")
+    return day
+
+
+def _check_year(year: int, text: str) -> None:
+    if not FIRST_DAY.year <= year <= LAST_DAY.year:
+        raise PeriodOutOfRange(f"{text.strip()!r} is out of range: {_RANGE}")
 
 
 def parse_week(text: str) -> Period:
@@ -104,6 +124,7 @@ def parse_week(text: str) -> Period:
     if not match:
         raise InvalidPeriod(f"week must look like YYYY-Www (ISO week, e.g. 2025-W12), got {str(text)[:40]!r}")
     year, week = int(match[1]), int(match[2])
+    _check_year(year, text)
     try:
         start = date.fromisocalendar(year, week, 1)
     except ValueError:
@@ -119,6 +140,7 @@ def parse_month(text: str) -> Period:
     year, month = int(match[1]), int(match[2])
     if not 1 <= month <= 12 or year < 1:
         raise InvalidPeriod(f"month {month} out of range 1-12 in {text.strip()!r}")
+    _check_year(year, text)
     return Period.of("month", date(year, month, 1))
 
 

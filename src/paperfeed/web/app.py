@@ -15,6 +15,7 @@ from . import (
     api,
     auth,
     community,
+    docs,
     errors,
     feeds,
     library,
@@ -24,16 +25,19 @@ from . import (
     security,
     subscriptions,
 )
+from .comment_markup import CommentRenderer
+from .headers import HeadMiddleware, ResponseHeadersMiddleware
 from .timing import ServerTimingMiddleware
 
 __all__ = ["app_from_environment", "create_app"]
 
 
-def create_app(build: Callable[[], App]) -> FastAPI:
+def create_app(build: Callable[[], App], *, comment_renderer: CommentRenderer | None = None) -> FastAPI:
     """Create the web app; ``build`` makes the :class:`~paperfeed.bootstrap.App` at startup.
 
     Taking a factory (not an App) keeps import-time side effects out and lets each worker process
-    open its own store connections.
+    open its own store connections. ``comment_renderer`` is the process's comment render cache (the
+    presentation's own state, so the web surface makes it; a test may hand in one that counts).
     """
 
     @asynccontextmanager
@@ -50,12 +54,16 @@ def create_app(build: Callable[[], App]) -> FastAPI:
         description="Research-paper discovery: daily feeds, hybrid search, similar papers. "
         "The JSON API follows the shape of Hugging Face's papers API.",
         lifespan=lifespan,
-        docs_url="/docs",
+        docs_url=None,  # docs.install serves /docs from packaged assets, not a CDN
         redoc_url=None,
     )
+    web.state.comment_html = comment_renderer or CommentRenderer()
     errors.install(web)
     security.install(web, pages.templates.env)
     web.add_middleware(ServerTimingMiddleware)
+    web.add_middleware(ResponseHeadersMiddleware)
+    web.add_middleware(HeadMiddleware)  # outermost: every layer inside sees HEAD as the GET it is
+    docs.install(web)
     # Order matters: /papers/{id}.md (api) must match before the HTML page's /papers/{id:path}.
     web.include_router(auth.api_router)
     web.include_router(account_data.api_router)

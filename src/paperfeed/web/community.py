@@ -23,15 +23,14 @@ from markupsafe import Markup
 
 from paperfeed.bootstrap import App
 from paperfeed.domain.accounts import User
-from paperfeed.domain.community import CommunityError, LimitReached, Submission
+from paperfeed.domain.community import CommunityError, InvalidComment, LimitReached, Submission
 
 from . import community_api
-from .comment_markup import render_comment
-from .community_params import CommentId, community_of
+from .community_params import CommentId, comment_html, community_of
 from .errors import error_response
 from .pages import CSP, error_page, templates
 from .security import current_user, redirect_back, require_user, template_request, verify_csrf
-from .views import PageMeta, day_label, paper_url, plural
+from .views import PageMeta, PageNumber, day_label, paper_url, plural
 
 __all__ = ["CommentView", "comment_view", "install", "router"]
 
@@ -86,12 +85,12 @@ def _stamp(value: datetime) -> str:
     return f"{day_label(value)}, {value:%H:%M} UTC"
 
 
-def comment_view(comment: Any, viewer: User | None) -> CommentView:
+def comment_view(request: Request, comment: Any, viewer: User | None) -> CommentView:
     return CommentView(
         id=comment.id,
         anchor=f"comment-{comment.id}",
         author=comment.author,
-        html=render_comment(comment.body),
+        html=comment_html(request, comment.body),
         created_iso=comment.created_at.isoformat(),
         created_label=_stamp(comment.created_at),
         edited_label=_stamp(comment.edited_at) if comment.edited_at else None,
@@ -142,7 +141,7 @@ def _community_comments(ctx: Any, paper_id: str) -> CommentsSection:
     visible = sum(1 for c in comments if c.hidden_at is None)
     return CommentsSection(
         paper_id=pid,
-        items=[comment_view(c, user) for c in comments],
+        items=[comment_view(request, c, user) for c in comments],
         count_label=plural(visible, "comment"),
         signed_in=user is not None,
         is_admin=user is not None and user.is_admin,
@@ -200,8 +199,8 @@ def unvote_form(request: Request, user: SignedIn, paper_id: str, next: NextField
 
 
 @router.get("/papers/{paper_id:path}/upvoters", response_class=HTMLResponse)
-def upvoters_page(request: Request, paper_id: str, page: str = "1") -> HTMLResponse:
-    number = int(page) if page.isdigit() and 1 <= int(page) <= 10_000 else 1
+def upvoters_page(request: Request, paper_id: str, page: PageNumber = 1) -> HTMLResponse:
+    number = page
     community = community_of(request)
     pid, voters, total = community.upvoters(
         paper_id, limit=UPVOTERS_PAGE, offset=(number - 1) * UPVOTERS_PAGE
@@ -280,6 +279,7 @@ def _comment_url(paper_id: str, comment_id: CommentId | None = None) -> str:
 @router.post("/papers/{paper_id:path}/comments", response_model=None, dependencies=[CsrfChecked])
 def comment_form(request: Request, user: SignedIn, paper_id: str, body: BodyField = "") -> Response:
     made = community_of(request).add_comment(user, paper_id, body)
+    comment_html(request, made.body)  # rendered now, once, not by the next reader's request
     return RedirectResponse(_comment_url(made.paper_id, made.id), status_code=303)
 
 
@@ -292,7 +292,7 @@ def edit_comment_page(request: Request, user: SignedIn, comment_id: CommentId) -
         request,
         "edit_comment",
         "Edit your comment",
-        comment=comment_view(found, user),
+        comment=comment_view(request, found, user),
         body=found.body,
         paper_link=paper_url(found.paper_id),
         cancel_url=_comment_url(found.paper_id, found.id),
@@ -304,6 +304,7 @@ def edit_comment_form(
     request: Request, user: SignedIn, comment_id: CommentId, body: BodyField = ""
 ) -> Response:
     done = community_of(request).edit_comment(user, comment_id, body)
+    comment_html(request, done.body)
     return RedirectResponse(_comment_url(done.paper_id, done.id), status_code=303)
 
 
@@ -339,11 +340,15 @@ def _wants_page(request: Request) -> bool:
 async def _community_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, CommunityError)
     headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, LimitReached) else {}
+    message = str(exc)
+    extra: dict[str, Any] = {"retry_after": exc.retry_after} if isinstance(exc, LimitReached) else {}
+    if isinstance(exc, InvalidComment):  # name the field, as validation errors do
+        extra["errors"] = [{"param": exc.param, "message": message}]
+        message = f"{exc.param}: {message}"
     if _wants_page(request):
         heading = _HEADINGS.get(exc.status, "That did not work")
-        return error_page(request, exc.status, heading, str(exc), headers=headers)
-    extra: dict[str, Any] = {"retry_after": exc.retry_after} if isinstance(exc, LimitReached) else {}
-    return error_response(request, exc.status, str(exc), headers=headers, **extra)
+        return error_page(request, exc.status, heading, message, headers=headers)
+    return error_response(request, exc.status, message, headers=headers, **extra)
 
 
 def install(app: FastAPI) -> None:

@@ -29,8 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from paperfeed.domain.accounts import User
 from paperfeed.domain.community import MAX_COMMENT_CHARS, Comment, Submission, VoteState
 
-from .comment_markup import render_comment
-from .community_params import CommentId, community_of
+from .community_params import CommentId, comment_html, community_of
 from .errors import ApiError, JsonResponse
 from .hf_json import hf_time, paper_object
 from .security import current_user, require_user, verify_csrf
@@ -115,13 +114,13 @@ def _vote(state: VoteState) -> dict[str, Any]:
     }
 
 
-def _comment(comment: Comment) -> dict[str, Any]:
+def _comment(request: Request, comment: Comment) -> dict[str, Any]:
     return {
         "id": comment.id,
         "paperId": comment.paper_id,
         "author": {"name": comment.author},
         "body": comment.body,
-        "html": str(render_comment(comment.body)),
+        "html": str(comment_html(request, comment.body)),
         "createdAt": hf_time(comment.created_at),
         "editedAt": hf_time(comment.edited_at) if comment.edited_at else None,
         "hidden": comment.hidden_at is not None,
@@ -227,7 +226,7 @@ def _viewer(request: Request) -> User | None:
 )
 def list_comments(request: Request, paper_id: str) -> Response:
     _, comments = community_of(request).comments(paper_id, _viewer(request))
-    return JsonResponse([_comment(c) for c in comments])
+    return JsonResponse([_comment(request, c) for c in comments])
 
 
 @router.post(
@@ -240,7 +239,7 @@ def list_comments(request: Request, paper_id: str) -> Response:
 )
 def add_comment(request: Request, user: SignedIn, paper_id: str, body: CommentBody) -> Response:
     made = community_of(request).add_comment(user, paper_id, body.body)
-    return JsonResponse(_comment(made), status_code=201)
+    return JsonResponse(_comment(request, made), status_code=201)
 
 
 @router.get(
@@ -250,7 +249,7 @@ def add_comment(request: Request, user: SignedIn, paper_id: str, body: CommentBo
     summary="One comment",
 )
 def get_comment(request: Request, comment_id: CommentId) -> Response:
-    return JsonResponse(_comment(community_of(request).comment(comment_id, _viewer(request))))
+    return JsonResponse(_comment(request, community_of(request).comment(comment_id, _viewer(request))))
 
 
 @router.patch(
@@ -261,7 +260,7 @@ def get_comment(request: Request, comment_id: CommentId) -> Response:
     summary="Edit your own comment",
 )
 def edit_comment(request: Request, user: SignedIn, comment_id: CommentId, body: CommentBody) -> Response:
-    return JsonResponse(_comment(community_of(request).edit_comment(user, comment_id, body.body)))
+    return JsonResponse(_comment(request, community_of(request).edit_comment(user, comment_id, body.body)))
 
 
 @router.delete(
@@ -284,7 +283,7 @@ def delete_comment(request: Request, user: SignedIn, comment_id: CommentId) -> R
     summary="Administrators: hide a comment from everyone else",
 )
 def hide_comment(request: Request, user: SignedIn, comment_id: CommentId) -> Response:
-    return JsonResponse(_comment(community_of(request).set_comment_hidden(user, comment_id, True)))
+    return JsonResponse(_comment(request, community_of(request).set_comment_hidden(user, comment_id, True)))
 
 
 @router.post(
@@ -295,4 +294,4 @@ def hide_comment(request: Request, user: SignedIn, comment_id: CommentId) -> Res
     summary="Administrators: show a hidden comment again",
 )
 def unhide_comment(request: Request, user: SignedIn, comment_id: CommentId) -> Response:
-    return JsonResponse(_comment(community_of(request).set_comment_hidden(user, comment_id, False)))
+    return JsonResponse(_comment(request, community_of(request).set_comment_hidden(user, comment_id, False)))

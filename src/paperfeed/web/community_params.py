@@ -9,11 +9,14 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Path, Request
+from markupsafe import Markup
 
 from paperfeed.bootstrap import App
 from paperfeed.services.community import CommunityService
 
-__all__ = ["CommentId", "community_of"]
+from .comment_markup import CommentRenderer
+
+__all__ = ["CommentId", "comment_html", "community_of"]
 
 CommentId = Annotated[int, Path(ge=1, le=2**31 - 1, description="A comment's id.")]  # an SQL INTEGER
 
@@ -22,3 +25,9 @@ def community_of(request: Request) -> CommunityService:
     """The request's community service (the app arrives through lifespan state)."""
     app: App = request.state.app
     return app.community
+
+
+def comment_html(request: Request, source: str) -> Markup:
+    """A comment's safe HTML, through the process's render cache (see :mod:`.comment_markup`)."""
+    renderer: CommentRenderer = request.app.state.comment_html
+    return renderer(source)

@@ -27,6 +27,8 @@ from starlette.responses import HTMLResponse, Response
 from paperfeed.domain.feed import InvalidCursor, InvalidPeriod
 from paperfeed.domain.ids import InvalidPaperId
 
+from .headers import baseline_headers
+
 __all__ = ["ApiError", "JsonResponse", "error_response", "install"]
 
 log = logging.getLogger("paperfeed.web")
@@ -71,8 +73,13 @@ def _wants_html(request: Request) -> bool:
 def error_response(
     request: Request, status: int, message: str, headers: Mapping[str, str] | None = None, **extra: Any
 ) -> Response:
-    """The error answer for ``request``: JSON shape, or a minimal HTML page for browsers."""
-    if _wants_html(request):
+    """The error answer for ``request``: JSON shape, or a minimal HTML page for browsers.
+
+    It carries the shared headers itself: a 500 is sent from outside the app's middlewares.
+    """
+    html_wanted = _wants_html(request)
+    headers = {**baseline_headers(html_wanted), **(headers or {})}
+    if html_wanted:
         title = error_body(status, message)["title"]
         page = (
             "<!doctype html><html lang=en><meta charset=utf-8>"
@@ -85,7 +92,10 @@ def error_response(
 
 
 def _param(loc: tuple[Any, ...] | list[Any]) -> str:
-    parts = [str(p) for p in loc if p not in ("query", "path", "body", "header")]
+    """``("query", "page")`` → ``page``; ``("body", "body")`` (a JSON field named body) → ``body``."""
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in ("query", "path", "body", "header", "cookie"):
+        parts = parts[1:]
     return ".".join(parts) or "request"
 
 

@@ -3,6 +3,11 @@
 ``/rss/daily`` (``?date=YYYY-MM-DD``, default the latest day), ``/rss/trending``, ``/rss/search?q=``, and
 the same under ``/atom/``. Each item links to the paper's page on this site (``settings.base_url`` or the
 URL the request came to) and carries the abstract, authors and arXiv categories.
+
+Source text is untrusted (an imported abstract may hold ``<script>``), and feed readers render RSS
+descriptions and Atom ``type="html"`` content as HTML once they decode the XML. So every text that a
+reader treats as HTML is escaped first (:func:`_html`): the abstract reaches the reader as the text it
+is, never as markup. Titles and names stay plain text (RSS titles, Atom ``type="text"``), as on pages.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from feedgen.feed import FeedGenerator
+from markupsafe import escape
 
 from paperfeed import __version__
 from paperfeed.domain.feed import parse_day
@@ -48,6 +54,11 @@ def _x(text: str) -> str:
     return _NOT_XML.sub("", text)
 
 
+def _html(*paragraphs: str) -> str:
+    """Untrusted text as HTML that shows exactly that text: escaped, one ``<p>`` per non-empty part."""
+    return "".join(f"<p>{escape(_x(part))}</p>" for part in paragraphs if part.strip())
+
+
 def _midnight(day: date) -> datetime:
     return datetime(day.year, day.month, day.day, tzinfo=UTC)
 
@@ -71,7 +82,8 @@ def render(
     # feedgen uses the *last* link as RSS's <link>: the self link goes first.
     fg.link(href=f"{site}/{kind}{feed}{query}", rel="self")
     fg.link(href=f"{site}{page}", rel="alternate")
-    fg.description(_x(description))  # RSS <description>; Atom <subtitle>
+    # RSS's channel <description> is HTML to readers; Atom's <subtitle> is plain text.
+    fg.description(_html(description) if kind == "rss" else _x(description))
     fg.language("en")
     fg.generator("paperfeed", version=__version__, uri="https://github.com/paperfeed/paperfeed")
     newest: datetime | None = None
@@ -85,8 +97,11 @@ def render(
         if ":" not in p.id:
             fe.link(href=f"https://arxiv.org/abs/{p.id}", rel="related", title="arXiv")
         fe.link(href=link, rel="alternate")  # last: RSS's <link>
-        text = f"{entry.note}\n\n{p.abstract}" if entry.note else p.abstract
-        fe.description(_x(text) or _x(p.title))
+        body = _html(entry.note, p.abstract) or _html(p.title)
+        if kind == "rss":
+            fe.description(body)
+        else:
+            fe.content(body, type="html")
         if p.authors:
             fe.author([{"name": _x(name)} for name in p.authors[:50] if _x(name).strip()])
             fe.dc.dc_creator([_x(name) for name in p.authors[:50]])

@@ -36,7 +36,16 @@ from . import feeds as _feeds
 from .library_notes import render_note
 from .pages import CATEGORY_CHOICES, CSP, error_page, form_categories, form_day, templates
 from .security import current_user, redirect_back, require_user, template_request, verify_csrf
-from .views import PageMeta, author_search_url, day_label, page_links, paper_url, paper_view, plural
+from .views import (
+    PageMeta,
+    PageNumber,
+    author_search_url,
+    day_label,
+    page_links,
+    paper_url,
+    paper_view,
+    plural,
+)
 
 __all__ = ["author_url", "router"]
 
@@ -197,11 +206,6 @@ def _form_change(
     return redirect_back(next_url, back_to(result) if callable(back_to) else back_to, done)
 
 
-def _page_number(text: str) -> int:
-    text = text.strip()
-    return min(int(text), 10_000) if text.isdigit() and int(text) >= 1 else 1
-
-
 def _pages(total: int, page: int, url: Any) -> dict[str, Any]:
     last = max(1, -(-total // PAGE_SIZE))
     if last <= 1:
@@ -221,12 +225,12 @@ ReadChoice = Literal["all", "read", "unread"]
 
 @router.get("/library", response_class=HTMLResponse, response_model=None)
 def library_page(
-    request: Request, user: SignedIn, tag: str = "", read: str = "all", page: str = "1"
+    request: Request, user: SignedIn, tag: str = "", read: str = "all", page: PageNumber = 1
 ) -> Response:
     lib = _library(request)
     read_filter: ReadChoice = read if read in ("all", "read", "unread") else "all"  # type: ignore[assignment]
     tag_id = int(tag) if tag.isdigit() else None
-    number = _page_number(page)
+    number = page
     try:
         shelf = lib.library(
             user.id, tag_id=tag_id, read=read_filter, limit=PAGE_SIZE, offset=(number - 1) * PAGE_SIZE
@@ -272,8 +276,8 @@ def library_page(
 
 
 @router.get("/library/dismissed", response_class=HTMLResponse)
-def dismissed_page(request: Request, user: SignedIn, page: str = "1") -> HTMLResponse:
-    number = _page_number(page)
+def dismissed_page(request: Request, user: SignedIn, page: PageNumber = 1) -> HTMLResponse:
+    number = page
     papers, total = _library(request).dismissed(user.id, limit=PAGE_SIZE, offset=(number - 1) * PAGE_SIZE)
     return _page(
         request,
@@ -470,9 +474,9 @@ async def import_upload(
 
 
 @router.get("/collections/{tag_id}", response_class=HTMLResponse)
-def collection_page(request: Request, tag_id: int, page: str = "1") -> HTMLResponse:
+def collection_page(request: Request, tag_id: int, page: PageNumber = 1) -> HTMLResponse:
     user = _signed_in(request)
-    number = _page_number(page)
+    number = page
     try:
         shown = _library(request).collection(
             tag_id, user.id if user else None, limit=PAGE_SIZE, offset=(number - 1) * PAGE_SIZE

@@ -2,8 +2,9 @@
 
 Two layers, so one bug is not enough: markdown-it runs with raw HTML off (``<script>`` in a note becomes
 text) and refuses ``javascript:``-style links; nh3 then keeps only an allowlist of tags and attributes,
-``http``/``https``/``mailto`` URLs, and adds ``rel="nofollow noopener noreferrer"`` to links. Images are
-not allowed (a note must not make the reader's browser fetch other sites).
+absolute ``http``/``https``/``mailto`` link targets (relative ones are dropped, as in comments), and adds
+``rel="nofollow noopener noreferrer"`` to links. Images are not allowed (a note must not make the
+reader's browser fetch other sites).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from functools import lru_cache
 import nh3
 from markdown_it import MarkdownIt
 from markupsafe import Markup
+
+from .comment_markup import only_absolute_links
 
 __all__ = ["render_note"]
 
@@ -39,6 +42,7 @@ def render_note(source: str) -> Markup:
         tags=_TAGS,
         attributes=_ATTRIBUTES,
         url_schemes=_SCHEMES,
+        attribute_filter=only_absolute_links,
         link_rel="nofollow noopener noreferrer",
         strip_comments=True,
     )

@@ -35,6 +35,7 @@ from paperfeed.domain.feed import (
     InvalidPeriod,
     Period,
     PeriodFeed,
+    PeriodOutOfRange,
     TrendingPage,
     parse_day,
     parse_month,
@@ -47,11 +48,13 @@ from paperfeed.domain.results import PaperSearch
 from paperfeed.domain.search import SearchFilters
 from paperfeed.services.feed import FeedService
 
+from .headers import CSP
 from .markup import plain_text, render_text
 from .views import (
     NavLink,
     PageLink,
     PageMeta,
+    PageNumber,
     PaperView,
     author_search_url,
     count_label,
@@ -64,7 +67,7 @@ from .views import (
     safe_url,
 )
 
-__all__ = ["error_page", "form_categories", "form_day", "render_page", "router"]
+__all__ = ["CSP", "error_page", "form_categories", "form_day", "render_page", "router"]
 
 SITE_NAME = "paperfeed"
 _HERE = Path(__file__).resolve().parent
@@ -75,10 +78,6 @@ TRENDING_SIZE = 50
 SIMILAR_SIZE = 6
 CATEGORY_CHOICES = sorted(set(SUBJECT_CODES.values()))
 
-CSP = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; font-src 'self'; "
-    "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-)
 _HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",
@@ -341,9 +340,9 @@ def _clip(text: str, limit: int = 200) -> str:
 
 
 @router.get("/", response_class=HTMLResponse)
-def home(request: Request, page: str = "1") -> HTMLResponse:
+def home(request: Request, page: PageNumber = 1) -> HTMLResponse:
     """The latest day that has papers."""
-    return _day_response(request, None, _page_number(page), "/")
+    return _day_response(request, None, page, "/")
 
 
 @router.get("/papers/date", response_class=HTMLResponse, response_model=None)
@@ -354,17 +353,24 @@ def jump_to_day(request: Request, date: str = "") -> Response:
     try:
         day = parse_day(date)
     except InvalidPeriod as exc:
-        return _not_found(request, "That is not a date", f"{exc}. Pick a day with the date field.")
+        return _bad_period(request, exc, "That is not a date", f"{exc}. Pick a day with the date field.")
     return RedirectResponse(f"/papers/date/{day.isoformat()}", status_code=303)
 
 
 @router.get("/papers/date/{day}", response_class=HTMLResponse)
-def day_page(request: Request, day: str, page: str = "1") -> HTMLResponse:
+def day_page(request: Request, day: str, page: PageNumber = 1) -> HTMLResponse:
     try:
         parsed = parse_day(day)
     except InvalidPeriod as exc:
-        return _not_found(request, "No such day", f"{exc}.")
-    return _day_response(request, parsed, _page_number(page), f"/papers/date/{parsed.isoformat()}")
+        return _bad_period(request, exc, "No such day", f"{exc}.")
+    return _day_response(request, parsed, page, f"/papers/date/{parsed.isoformat()}")
+
+
+def _bad_period(request: Request, exc: InvalidPeriod, heading: str, message: str) -> HTMLResponse:
+    """A day, week or month that does not exist is a 404; one outside the supported range is a 400."""
+    if isinstance(exc, PeriodOutOfRange):
+        return error_page(request, 400, "Date out of range", message)
+    return _not_found(request, heading, message)
 
 
 def _day_response(request: Request, day: date | None, page: int, path: str) -> HTMLResponse:
@@ -380,13 +386,13 @@ def _day_response(request: Request, day: date | None, page: int, path: str) -> H
 
 
 @router.get("/papers/week/{week}", response_class=HTMLResponse)
-def week_page(request: Request, week: str, page: str = "1") -> HTMLResponse:
-    return _period_response(request, "week", week, _page_number(page))
+def week_page(request: Request, week: str, page: PageNumber = 1) -> HTMLResponse:
+    return _period_response(request, "week", week, page)
 
 
 @router.get("/papers/month/{month}", response_class=HTMLResponse)
-def month_page(request: Request, month: str, page: str = "1") -> HTMLResponse:
-    return _period_response(request, "month", month, _page_number(page))
+def month_page(request: Request, month: str, page: PageNumber = 1) -> HTMLResponse:
+    return _period_response(request, "month", month, page)
 
 
 def _period_response(request: Request, kind: str, label: str, page: int) -> HTMLResponse:
@@ -398,16 +404,10 @@ def _period_response(request: Request, kind: str, label: str, page: int) -> HTML
         else:
             feed = feeds.month(label, limit=PERIOD_PAGE_SIZE, offset=offset)
     except InvalidPeriod as exc:
-        return _not_found(request, f"No such {kind}", f"{exc}.")
+        return _bad_period(request, exc, f"No such {kind}", f"{exc}.")
     view = _period_view(feed, page)
     title = f"{'Weekly' if kind == 'week' else 'Monthly'} Papers, {_period_title(feed.period)}"
     return _feed_response(request, view, title, f"/papers/{kind}/{feed.period.label}")
-
-
-def _page_number(text: str) -> int:
-    """A lenient ``?page=``: anything odd means page 1 rather than an error page."""
-    text = text.strip()
-    return min(int(text), 10_000) if text.isdigit() and int(text) >= 1 else 1
 
 
 # -- trending -----------------------------------------------------------------------------------------
@@ -553,6 +553,9 @@ def form_day(text: str, label: str, problems: list[str]) -> date | None:
         return None
     try:
         return parse_day(text)
+    except PeriodOutOfRange as exc:
+        problems.append(f"“{label}”: {exc}; it was ignored.")
+        return None
     except InvalidPeriod:
         problems.append(
             f"“{label}” must be a date like 2025-03-18 (got “{_clip(text, 40)}”); it was ignored."
@@ -665,7 +668,7 @@ def search_page(
     date_to: str = Query("", alias="to"),
     cat: str = "",
     code: str = "",
-    page: str = "1",
+    page: PageNumber = 1,
 ) -> HTMLResponse:
     view = search_view(
         _search_of(request),
@@ -674,7 +677,7 @@ def search_page(
         date_to,
         cat,
         code,
-        _page_number(page),
+        page,
         _app(request).community.with_counts,
     )
     if view.q:

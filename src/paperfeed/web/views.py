@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
+from typing import Annotated
 from urllib.parse import quote, urlencode, urlsplit
 
+from fastapi import Query
 from markupsafe import Markup
 
 from paperfeed.domain.models import Paper
@@ -22,6 +24,7 @@ __all__ = [
     "NavLink",
     "PageLink",
     "PageMeta",
+    "PageNumber",
     "PaperView",
     "author_search_url",
     "count_label",
@@ -33,6 +36,11 @@ __all__ = [
     "plural",
     "safe_url",
 ]
+
+
+MAX_PAGE = 10_000
+# ``?page=`` of an HTML page: a bad value is a 400 naming the parameter (as in the API), not page 1.
+PageNumber = Annotated[int, Query(ge=1, le=MAX_PAGE, description=f"Page number, 1 to {MAX_PAGE:,}.")]
 
 
 @dataclass(frozen=True, slots=True)
