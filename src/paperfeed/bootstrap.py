@@ -281,9 +281,11 @@ class App:
 
     @property
     def public_url(self) -> str:
-        """Where links in mail point: ``PAPERFEED_BASE_URL``, else this instance's own host and port."""
-        s = self.settings
-        return (s.base_url or f"http://{s.host}:{s.port}").rstrip("/")
+        """Where links in mail point: ``PAPERFEED_BASE_URL``, else this instance's own host and port
+        (never a request's Host header: see :mod:`paperfeed.public_url`)."""
+        from paperfeed.public_url import public_url
+
+        return public_url(self.settings)
 
     @cached_property
     def digest_store(self) -> SqlDigestStore:

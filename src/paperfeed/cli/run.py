@@ -23,6 +23,7 @@ from rich.markup import escape
 from paperfeed.adapters.sources.hf_daily import HfDailySource
 from paperfeed.adapters.sources.http import PoliteClient, SourceUnavailable
 from paperfeed.bootstrap import build_app
+from paperfeed.public_url import UnsafeBaseUrl, check_base_url, local_base_url
 from paperfeed.secret_key import SECRET_FILE, InsecureSecret, check_secret, configured_secret
 from paperfeed.settings import Settings
 from paperfeed.web import create_app
@@ -121,6 +122,15 @@ def register(app: typer.Typer) -> None:
             check_secret(c.settings, allow_generated=True)
         except InsecureSecret as exc:
             raise fail(str(exc)) from None
+        # Mailed links point to PAPERFEED_BASE_URL, else to the address served on here (never a Host header).
+        own_url = not (c.settings.base_url or "").strip()
+        serving = c.settings
+        if own_url:
+            serving = serving.model_copy(update={"base_url": local_base_url(host, port)})
+        try:
+            check_base_url(serving)
+        except UnsafeBaseUrl as exc:
+            raise fail(str(exc)) from None
         if files:
             import_paths(c, files)
         if not offline:
@@ -131,7 +141,7 @@ def register(app: typer.Typer) -> None:
             c.console.print(f"[yellow]the store is empty.[/] {escape(OFFLINE_HINT)}", highlight=False)
         if not serve:
             return
-        settings = c.settings
+        settings = serving
         c.close()  # the server opens its own connections in its lifespan
         indexer = BackgroundIndexer(settings) if index and stats.papers else None
         if indexer is not None:
@@ -145,6 +155,13 @@ def register(app: typer.Typer) -> None:
                 markup=False,
             )
         c.console.print(f"serving on http://{host}:{port}/  (Ctrl+C to stop)", highlight=False)
+        base = (settings.base_url or "").rstrip("/")
+        c.console.print(
+            f"links in mail point to {base}/"
+            + (" (set PAPERFEED_BASE_URL to the address others use to reach this server)" if own_url else ""),
+            highlight=False,
+            markup=False,
+        )
         try:
             uvicorn.run(create_app(lambda: build_app(settings)), host=host, port=port, log_level="warning")
         finally:
