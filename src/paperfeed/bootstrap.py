@@ -311,6 +311,7 @@ class App:
             lambda: self.mailer,
             lambda: self.digest_links,
             user_for_email=self.library.user_id_for_email,
+            limit_mail=lambda address, client: self.accounts.limit_mail(address, client),
         )
 
     @cached_property
