@@ -139,7 +139,7 @@ class App:
 
         limits = CommunityLimits(self.settings.submissions_per_day, self.settings.comments_per_hour)
         return CommunityService(
-            SqlCommunityStore(self.store.engine), lambda: self.ingest, lambda: self.arxiv_api, limits
+            SqlCommunityStore(self.store.engine), lambda: self.ingest, lambda: self.arxiv_interactive, limits
         )
 
     @cached_property
@@ -370,6 +370,24 @@ class App:
     @cached_property
     def arxiv_api(self) -> ArxivApiClient:
         return ArxivApiClient(self.http, self.settings.arxiv_api_url)
+
+    @cached_property
+    def arxiv_interactive(self) -> ArxivApiClient:
+        """The arXiv API for a person waiting on a page (submissions): one attempt, a short timeout.
+
+        The harvest client's retries and 30 s timeouts held such a request for half a minute while arXiv
+        was down; this one gives up after ``PAPERFEED_SUBMIT_TIMEOUT`` (still spacing its requests)."""
+        from urllib.parse import urlsplit
+
+        s = self.settings
+        client = PoliteClient(
+            user_agent=s.user_agent(),
+            timeout=s.submit_timeout,
+            retries=0,
+            min_interval={urlsplit(s.arxiv_api_url).netloc: s.arxiv_delay},
+        )
+        self._closers.append(client)
+        return ArxivApiClient(client, s.arxiv_api_url)
 
     def arxiv_oai_harvest(
         self,

@@ -17,13 +17,21 @@ from urllib.parse import urlsplit
 
 import httpx
 
-__all__ = ["PoliteClient", "SourceUnavailable"]
+__all__ = ["PoliteClient", "SourceTimeout", "SourceUnavailable"]
 
 _RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 
 
 class SourceUnavailable(RuntimeError):
     """A source could not be reached or kept failing after all retries; the message says which and why."""
+
+
+class SourceTimeout(SourceUnavailable):
+    """The last attempt timed out: the source did not answer within ``timeout`` seconds."""
+
+    def __init__(self, message: str, timeout: float) -> None:
+        super().__init__(message)
+        self.timeout = timeout
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -91,10 +99,12 @@ class PoliteClient:
         while True:
             self._wait_turn(host)
             delay: float | None
+            timed_out = False
             try:
                 response = self.client.get(url, params=params)
             except httpx.TransportError as exc:
                 reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                timed_out = isinstance(exc, httpx.TimeoutException)
                 delay = None
             else:
                 if response.is_success or response.status_code in ok_statuses:
@@ -107,7 +117,10 @@ class PoliteClient:
                     raise SourceUnavailable(f"{host} asks to retry after {delay:.0f}s; giving up for now")
             attempt += 1
             if attempt > self.retries:
-                raise SourceUnavailable(f"{host} unreachable after {attempt} attempts ({reason})")
+                message = f"{host} unreachable after {attempt} attempts ({reason})"
+                if timed_out:
+                    raise SourceTimeout(message, self.timeout)
+                raise SourceUnavailable(message)
             if delay is None:
                 delay = random.uniform(0, min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1)))
             self.sleep(delay)
