@@ -3,7 +3,9 @@
 It imports any files given, checks quickly whether the live sources are reachable (and if so fetches
 today's Hugging Face Daily Papers), prints what the store holds, then serves the web app. Without a
 network it never hangs: the reachability check has a short timeout and no retries, and it says how to
-import a file instead.
+import a file instead. It needs no configuration: without ``PAPERFEED_SECRET_KEY`` it uses the data
+folder's generated secret, and without ``PAPERFEED_BASE_URL`` links in mail point to the address it
+serves on (it says which), never to a request's Host header.
 """
 
 from __future__ import annotations
