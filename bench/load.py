@@ -189,6 +189,7 @@ def inputs(data: Path, url: str | None, rng: random.Random) -> Inputs:
 
 def start_server(data: Path, url: str | None, port: int, workers: int) -> subprocess.Popen[bytes]:
     cmd = [*PAPERFEED, "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
+    cmd += ["--base-url", f"http://127.0.0.1:{port}"]
     proc = subprocess.Popen(
         [*cmd, "--log-level", "warning"],
         env=env_for(data, url),

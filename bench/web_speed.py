@@ -124,6 +124,7 @@ def free_port() -> int:
 def start_server(data_dir: Path, port: int, workers: int) -> subprocess.Popen[bytes]:
     cmd = [sys.executable, "-m", "paperfeed", "--data-dir", str(data_dir), "serve", "--host", "127.0.0.1"]
     cmd += ["--port", str(port), "--workers", str(workers), "--log-level", "warning"]
+    cmd += ["--base-url", f"http://127.0.0.1:{port}"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:

@@ -156,7 +156,7 @@ class App:
 
         limits = CommunityLimits(self.settings.submissions_per_day, self.settings.comments_per_hour)
         return CommunityService(
-            SqlCommunityStore(self.store.engine), lambda: self.ingest, lambda: self.arxiv_api, limits
+            SqlCommunityStore(self.store.engine), lambda: self.ingest, lambda: self.arxiv_interactive, limits
         )
 
     @cached_property
@@ -309,9 +309,11 @@ class App:
 
     @property
     def public_url(self) -> str:
-        """Where links in mail point: ``PAPERFEED_BASE_URL``, else this instance's own host and port."""
-        s = self.settings
-        return (s.base_url or f"http://{s.host}:{s.port}").rstrip("/")
+        """Where links in mail point: ``PAPERFEED_BASE_URL``, else this instance's own host and port
+        (never a request's Host header: see :mod:`paperfeed.public_url`)."""
+        from paperfeed.public_url import public_url
+
+        return public_url(self.settings)
 
     @cached_property
     def digest_store(self) -> SqlDigestStore:
@@ -351,6 +353,7 @@ class App:
             lambda: self.digest_links,
             self.digest_renderer,
             user_for_email=self.library.user_id_for_email,
+            limit_mail=lambda address, client: self.accounts.limit_mail(address, client),
         )
 
     @cached_property
@@ -412,6 +415,24 @@ class App:
         from paperfeed.adapters.sources.arxiv_api import ArxivApiClient
 
         return ArxivApiClient(self.http, self.settings.arxiv_api_url)
+
+    @cached_property
+    def arxiv_interactive(self) -> ArxivApiClient:
+        """The arXiv API for a person waiting on a page (submissions): one attempt, a short timeout.
+
+        The harvest client's retries and 30 s timeouts held such a request for half a minute while arXiv
+        was down; this one gives up after ``PAPERFEED_SUBMIT_TIMEOUT`` (still spacing its requests)."""
+        from urllib.parse import urlsplit
+
+        s = self.settings
+        client = PoliteClient(
+            user_agent=s.user_agent(),
+            timeout=s.submit_timeout,
+            retries=0,
+            min_interval={urlsplit(s.arxiv_api_url).netloc: s.arxiv_delay},
+        )
+        self._closers.append(client)
+        return ArxivApiClient(client, s.arxiv_api_url)
 
     def arxiv_oai_harvest(
         self,

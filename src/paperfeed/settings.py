@@ -37,7 +37,9 @@ class Settings(BaseSettings):
     port: int = Field(default=8000, ge=1, le=65535, description="Port the web server listens on.")
     base_url: str | None = Field(
         default=None,
-        description="Public URL of the site (for links in feeds); default: taken from each request.",
+        description="Public URL of the site: every link in mail is built from it (never from a request's "
+        "Host header), and feeds use it; `paperfeed serve` refuses to start without it unless debug is on "
+        "(`paperfeed run` uses the address it serves on).",
     )
     workers: int = Field(default=1, ge=1, le=64, description="Web server worker processes.")
     secret_key: SecretStr | None = Field(
@@ -58,6 +60,13 @@ class Settings(BaseSettings):
     hf_api_url: str = Field(default="https://huggingface.co/api", description="Hugging Face API base URL.")
     http_timeout: float = Field(default=30.0, gt=0, description="Seconds before an HTTP request gives up.")
     http_retries: int = Field(default=4, ge=0, le=20, description="Retries for a failed HTTP request.")
+    submit_timeout: float = Field(
+        default=5.0,
+        gt=0,
+        le=60,
+        description="Seconds a paper submission (a reader waiting on the page) waits for arXiv to connect "
+        "and to answer; asked once, no retries (then 502/504, and the attempt still counts).",
+    )
     arxiv_delay: float = Field(
         default=3.0,
         ge=0,

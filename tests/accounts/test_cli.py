@@ -157,4 +157,5 @@ def test_uvicorn_factory_refuses_too(tmp_path: Path, monkeypatch: pytest.MonkeyP
         app_from_environment()
     assert exited.value.code == 2
     monkeypatch.setenv("PAPERFEED_SECRET_KEY", "z" * 40)
+    monkeypatch.setenv("PAPERFEED_BASE_URL", "https://papers.example.org")
     assert app_from_environment() is not None

@@ -57,6 +57,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, App]
         **os.environ,
         "PAPERFEED_DATA_DIR": str(data_dir),
         "PAPERFEED_SECRET_KEY": "concurrency-test-secret-" + "x" * 40,
+        "PAPERFEED_BASE_URL": f"http://127.0.0.1:{port}",
         "PAPERFEED_EMBEDDING_BACKEND": "fake",
         "PAPERFEED_KEYWORD_ENGINE": "fts5",
         "PAPERFEED_SUBMISSIONS_PER_DAY": "3",

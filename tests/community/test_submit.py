@@ -143,7 +143,8 @@ def test_an_id_arxiv_does_not_know_is_a_clear_error(fixed: App, arxiv: ReplaySer
     ada = add_reader(fixed, "ada@example.org")
     with pytest.raises(UnknownArxivPaper, match=r"arXiv has no paper with id 2501\.99999"):
         fixed.community.submit(ada, "2501.99999")
-    assert fixed.community.submitted_today(ada) == 0
+    assert fixed.community.submission("2501.99999") is None
+    assert fixed.community.submitted_today(ada) == 1  # the attempt counts against the cap (issue #12)
     assert fixed.feeds.day(NOW.date()).total == 0
 
 
@@ -160,7 +161,7 @@ def test_arxiv_down_or_garbled_is_a_clear_error_and_nothing_is_submitted(
     with pytest.raises(ArxivUnreachable, match="Nothing was submitted; try again later"):
         fixed.community.submit(ada, "2502.00001")
     assert fixed.community.submission("2502.00001") is None
-    assert fixed.community.submitted_today(ada) == 0
+    assert fixed.community.submitted_today(ada) == 1  # the attempt counts against the cap (issue #12)
 
 
 def test_arxiv_unreachable_at_all(tmp_path: object, fixed: App) -> None:

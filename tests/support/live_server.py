@@ -18,11 +18,17 @@ from paperfeed.web import create_app
 
 @contextmanager
 def live_server(settings: Settings, *, start_timeout: float = 30.0) -> Iterator[str]:
-    """Serve the app for ``settings`` on a loopback socket bound here (no free-port race); yield its URL."""
+    """Serve the app for ``settings`` on a loopback socket bound here (no free-port race); yield its URL.
+
+    Without a ``base_url`` in ``settings`` the served URL becomes it, as ``paperfeed run`` does: mailed
+    links are built from it alone (never from the request), so a browser can follow them.
+    """
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
+    if not settings.base_url:
+        settings = settings.model_copy(update={"base_url": f"http://127.0.0.1:{port}"})
     config = uvicorn.Config(create_app(lambda: build_app(settings)), log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     thread = threading.Thread(

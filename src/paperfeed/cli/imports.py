@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Annotated
+from typing import IO, Annotated
 
 import orjson
 import typer
+from rich.markup import escape
 
-from paperfeed.domain.ingest import IngestSummary
+from paperfeed.domain.ingest import IngestSummary, Reject
 
 from .context import Context, fail
 from .progress import RichProgress, print_summary
@@ -30,10 +33,17 @@ def import_paths(
         if not path.is_file():
             raise fail(f"{path}: no such file")
     service = c.app.ingest
-    summary = IngestSummary()
     started = time.perf_counter()
     size = batch_size or c.settings.batch_size
-    try:
+    with ExitStack() as stack:
+        out: IO[bytes] | None = None
+        if rejects_file:
+            try:
+                out = stack.enter_context(rejects_file.open("wb"))
+            except OSError as exc:
+                raise fail(f"--rejects {rejects_file}: cannot write there ({exc.strerror})") from None
+        fatal: list[Reject] = []
+        summary = IngestSummary(on_rejects=_sink(out, fatal))
         for path in files:
             before = summary.rejected
             source = c.app.jsonl_file(path, batch_size=size, namespace=namespace)
@@ -43,17 +53,32 @@ def import_paths(
                 service.run(source, progress, summary=summary, workers=workers)
             if summary.rejected > before:
                 c.err.print(f"[yellow]{path}: {summary.rejected - before:,} record(s) rejected[/]")
-    finally:
-        if rejects_file:
-            with rejects_file.open("wb") as out:
-                for r in summary.rejects:
-                    out.write(orjson.dumps({"where": r.where, "field": r.field, "reason": r.reason}) + b"\n")
+            for r in fatal:  # however many rejects came before it, the reader must see this one
+                c.err.print(f"[red]{escape(r.where)}: {escape(r.reason)}[/]", highlight=False)
+            fatal.clear()
     for r in summary.rejects[:20]:
         c.err.print(f"  rejected {r}", highlight=False, markup=False)
     if summary.rejected > 20:
         c.err.print(f"  … and {summary.rejected - 20:,} more (use --rejects FILE for all)")
     print_summary(c.console, "import", summary, time.perf_counter() - started)
     return summary
+
+
+def _sink(out: IO[bytes] | None, fatal: list[Reject]) -> Callable[[Sequence[Reject]], None]:
+    """Every reject, as its batch is stored: one JSON line each to ``out``; fatal ones kept for the
+    console (the summary keeps only the first 1,000 and the console shows 20)."""
+
+    def take(rejects: Sequence[Reject]) -> None:
+        fatal.extend(r for r in rejects if r.fatal)
+        if out is not None:
+            out.write(
+                b"".join(
+                    orjson.dumps({"where": r.where, "field": r.field, "reason": r.reason}) + b"\n"
+                    for r in rejects
+                )
+            )
+
+    return take
 
 
 def register(app: typer.Typer) -> None:

@@ -3,7 +3,9 @@
 It imports any files given, checks quickly whether the live sources are reachable (and if so fetches
 today's Hugging Face Daily Papers), prints what the store holds, then serves the web app. Without a
 network it never hangs: the reachability check has a short timeout and no retries, and it says how to
-import a file instead.
+import a file instead. It needs no configuration: without ``PAPERFEED_SECRET_KEY`` it uses the data
+folder's generated secret, and without ``PAPERFEED_BASE_URL`` links in mail point to the address it
+serves on (it says which), never to a request's Host header.
 """
 
 from __future__ import annotations
@@ -110,12 +112,22 @@ def register(app: typer.Typer) -> None:
         ] = True,
     ) -> None:
         """Bring paperfeed up: import FILES, refresh from the sources when reachable, then serve."""
+        from paperfeed.public_url import UnsafeBaseUrl, check_base_url, local_base_url
         from paperfeed.secret_key import SECRET_FILE, InsecureSecret, check_secret, configured_secret
 
         c: Context = ctx.obj
         try:  # a laptop needs no configured secret: one is generated in the data folder on first use
             check_secret(c.settings, allow_generated=True)
         except InsecureSecret as exc:
+            raise fail(str(exc)) from None
+        # Mailed links point to PAPERFEED_BASE_URL, else to the address served on here (never a Host header).
+        own_url = not (c.settings.base_url or "").strip()
+        serving = c.settings
+        if own_url:
+            serving = serving.model_copy(update={"base_url": local_base_url(host, port)})
+        try:
+            check_base_url(serving)
+        except UnsafeBaseUrl as exc:
             raise fail(str(exc)) from None
         if files:
             import_paths(c, files)
@@ -127,7 +139,7 @@ def register(app: typer.Typer) -> None:
             c.console.print(f"[yellow]the store is empty.[/] {escape(OFFLINE_HINT)}", highlight=False)
         if not serve:
             return
-        settings = c.settings
+        settings = serving
         c.close()  # the server opens its own connections in its lifespan
         indexer = BackgroundIndexer(settings) if index and stats.papers else None
         if indexer is not None:
@@ -141,6 +153,14 @@ def register(app: typer.Typer) -> None:
                 markup=False,
             )
         c.console.print(f"serving on http://{host}:{port}/  (Ctrl+C to stop)", highlight=False)
+        base = (settings.base_url or "").rstrip("/")
+        c.console.print(
+            f"links in mail point to {base}/"
+            + (" (set PAPERFEED_BASE_URL to the address others use to reach this server)" if own_url else ""),
+            highlight=False,
+            markup=False,
+        )
+
         import uvicorn  # the server's imports are paid by the command that serves, not by every command
 
         from paperfeed.bootstrap import build_app

@@ -35,7 +35,11 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--reload", help="Restart when the code changes (development).")
         ] = False,
         base_url: Annotated[
-            str | None, typer.Option(help="Public URL of the site, used for links in feeds.")
+            str | None,
+            typer.Option(
+                help="Public URL of the site (default: PAPERFEED_BASE_URL), used for links in mail and "
+                "feeds; required unless PAPERFEED_DEBUG=1."
+            ),
         ] = None,
         log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
     ) -> None:
@@ -45,6 +49,7 @@ def register(app: typer.Typer) -> None:
         from sqlalchemy.exc import SQLAlchemyError
 
         from paperfeed.bootstrap import build_app
+        from paperfeed.public_url import UnsafeBaseUrl, check_base_url, public_url
         from paperfeed.secret_key import InsecureSecret, check_secret
         from paperfeed.web import create_app
 
@@ -64,6 +69,10 @@ def register(app: typer.Typer) -> None:
             check_secret(settings)
         except InsecureSecret as exc:
             raise fail(str(exc)) from None
+        try:  # mailed links are built from it alone: never from a request's (forgeable) Host header
+            check_base_url(settings)
+        except UnsafeBaseUrl as exc:
+            raise fail(str(exc)) from None
         try:  # open and migrate the store once here, not racing in every worker
             papers = c.app.store.stats().papers
         except (SQLAlchemyError, OSError) as exc:
@@ -71,7 +80,7 @@ def register(app: typer.Typer) -> None:
         c.close()
         c.console.print(
             f"serving {papers:,} papers on http://{settings.host}:{settings.port}/ "
-            f"(API docs at /docs; Ctrl+C to stop)",
+            f"(API docs at /docs; Ctrl+C to stop); links in mail point to {public_url(settings)}/",
             highlight=False,
             markup=False,
         )

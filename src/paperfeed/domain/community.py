@@ -23,6 +23,7 @@ from .models import Paper
 
 __all__ = [
     "MAX_COMMENT_CHARS",
+    "ArxivTimedOut",
     "ArxivUnreachable",
     "Comment",
     "CommentNotFound",
@@ -98,9 +99,15 @@ class UnknownArxivPaper(CommunityError):
 
 
 class ArxivUnreachable(CommunityError):
-    """arXiv could not be asked (down, timing out, answering garbage): try again later."""
+    """arXiv could not be asked (down, refusing, answering garbage): try again later."""
 
     status = 502
+
+
+class ArxivTimedOut(ArxivUnreachable):
+    """arXiv did not answer within the time a submission may wait (``PAPERFEED_SUBMIT_TIMEOUT``)."""
+
+    status = 504
 
 
 class LimitReached(CommunityError):
@@ -119,8 +126,8 @@ def submission_cap_reached(cap: int, day: date, now: datetime) -> LimitReached:
     if cap <= 0:
         return LimitReached("Submissions are closed on this site.", int((midnight - now).total_seconds()))
     return LimitReached(
-        f"You have submitted {cap} paper{'s' if cap != 1 else ''} today, the most a reader may submit in a "
-        "day. Try again tomorrow (UTC).",
+        f"You have submitted {cap} paper{'s' if cap != 1 else ''} today (attempts that failed count too), "
+        "the most a reader may submit in a day. Try again tomorrow (UTC).",
         int((midnight - now).total_seconds()),
     )
 
@@ -284,6 +291,16 @@ class CommunityStore(Protocol):
         ...
 
     def submissions_on(self, user_id: int, day: date) -> int: ...
+
+    def count_attempt(self, user_id: int, day: date, now: datetime, cap: int) -> bool:
+        """Count a submission attempt on ``day`` if the reader made fewer than ``cap``; False if not.
+
+        Failed attempts (arXiv down, unknown id) count too: each may cost an arXiv request."""
+        ...
+
+    def attempts_on(self, user_id: int, day: date) -> int:
+        """The submission attempts the reader made on ``day``, failed ones included."""
+        ...
 
     # comments
     def add_comment(self, user_id: int, paper_id: str, body: str, now: datetime, per_hour: int) -> Comment:

@@ -14,12 +14,21 @@ __all__ = [
     "MalformedFeed",
     "OaiError",
     "SourceAnswerError",
+    "SourceTimeout",
     "SourceUnavailable",
 ]
 
 
 class SourceUnavailable(RuntimeError):
     """A source could not be reached or kept failing after all retries; the message says which and why."""
+
+
+class SourceTimeout(SourceUnavailable):
+    """The last attempt timed out: the source did not answer within ``timeout`` seconds."""
+
+    def __init__(self, message: str, timeout: float) -> None:
+        super().__init__(message)
+        self.timeout = timeout
 
 
 class SourceAnswerError(ValueError):

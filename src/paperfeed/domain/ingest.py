@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -28,6 +28,7 @@ class Reject:
     where: str
     reason: str
     field: str | None = None
+    fatal: bool = False  # the source stopped here (a truncated file): nothing after it was read
 
     def __str__(self) -> str:
         what = f"{self.field}: " if self.field else ""
@@ -98,7 +99,11 @@ class BatchResult:
 
 @dataclass(slots=True)
 class IngestSummary:
-    """Counts for a whole import or harvest; ``rejects`` keeps the first few for the report."""
+    """Counts for a whole import or harvest; ``rejects`` keeps the first few for the report.
+
+    ``on_rejects`` sees every reject as its batch is stored (``paperfeed import --rejects FILE`` streams
+    them all to the file, in constant memory); a fatal one comes after its batch's others.
+    """
 
     added: int = 0
     updated: int = 0
@@ -106,6 +111,7 @@ class IngestSummary:
     rejected: int = 0
     listings: int = 0
     rejects: list[Reject] = field(default_factory=list)
+    on_rejects: Callable[[Sequence[Reject]], None] | None = field(default=None, compare=False, repr=False)
 
     def add(self, result: BatchResult, rejects: list[Reject], keep: int = 1000) -> None:
         self.added += result.added
@@ -113,6 +119,10 @@ class IngestSummary:
         self.unchanged += result.unchanged + result.skipped
         self.listings += result.listings
         self.rejected += len(rejects)
+        if any(r.fatal for r in rejects):  # what stopped the source happened after everything else
+            rejects = sorted(rejects, key=lambda r: r.fatal)
+        if rejects and self.on_rejects is not None:
+            self.on_rejects(rejects)
         room = keep - len(self.rejects)
         if room > 0:
             self.rejects.extend(rejects[:room])

@@ -509,6 +509,12 @@ class AccountService:
     def _limit(self, kind: str, value: str, limit: Limit) -> None:
         self._hit(kind, value, limit)
 
+    def limit_mail(self, address: str, client: str) -> None:
+        """Count a request from ``client`` that may mail ``address`` (a normalised address), in the same
+        per-client and per-address buckets as the account mails; :class:`RateLimited` when over. Other
+        mail-sending features (digest sign-up) call it so no door multiplies the mail one can cause."""
+        self._limit_mail(address, client)
+
     def _limit_mail(self, address: str, client: str) -> None:
         self._limit("mail:ip", client, self.limits.mail_ip)
         self._limit("mail:account", address, self.limits.mail_account)

@@ -9,10 +9,14 @@ A submission (an arXiv id or URL in any spelling) goes:
 1. parsed to a version-less arXiv id (bad text: :class:`InvalidSubmission`);
 2. already submitted here, or already on a daily feed: returned as it is (nothing is written, the cap is
    not used);
-3. the reader's daily cap checked (a cheap early refusal: no arXiv request for a reader over the cap);
+3. the attempt counted against the reader's daily cap, failed attempts too (a cheap early refusal: no
+   arXiv request for a reader over the cap, and a reader cannot make arXiv requests without limit by
+   submitting ids that fail);
 4. when the paper is not in the store, fetched from the arXiv API and imported through the ingest
    service like any harvest (unknown id: :class:`UnknownArxivPaper`; arXiv down or answering garbage:
-   :class:`ArxivUnreachable`). A paper imported here stays even if step 5 refuses: that is harmless;
+   :class:`ArxivUnreachable`, silent: :class:`ArxivTimedOut`). The client asks once with a short timeout
+   (``App.arxiv_interactive``), as a person is waiting. A paper imported here stays even if step 5
+   refuses: that is harmless;
 5. the submission and its listing on today's (UTC) feed written in one transaction, with the cap checked
    again inside it, so concurrent submissions cannot exceed it.
 """
@@ -25,6 +29,7 @@ from datetime import UTC, datetime
 
 from paperfeed.domain.accounts import User
 from paperfeed.domain.community import (
+    ArxivTimedOut,
     ArxivUnreachable,
     Comment,
     CommentNotFound,
@@ -41,6 +46,7 @@ from paperfeed.domain.community import (
     submission_cap_reached,
     with_local_counts,
 )
+from paperfeed.domain.errors import SourceTimeout
 from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id, parse_arxiv_id
 from paperfeed.domain.models import Paper
 from paperfeed.domain.ports import PaperFetcher, SourceAnswerError, SourceUnavailable
@@ -144,7 +150,9 @@ class CommunityService:
             return None
 
     def submitted_today(self, user: User) -> int:
-        return self.store.submissions_on(user.id, self.clock().date())
+        """How much of today's cap the reader used: attempts, failed ones included."""
+        today = self.clock().date()
+        return max(self.store.submissions_on(user.id, today), self.store.attempts_on(user.id, today))
 
     def submit(self, user: User, text: str) -> SubmitResult:
         """Put the paper ``text`` names (an arXiv id or URL) on today's feed (the steps: module doc)."""
@@ -171,6 +179,8 @@ class CommunityService:
         cap = self.limits.submissions_per_day
         if self.store.submissions_on(user.id, today) >= cap:
             raise submission_cap_reached(cap, today, now)
+        if not self.store.count_attempt(user.id, today, now, cap):
+            raise submission_cap_reached(cap, today, now)
         fetched = False
         if status == "missing":
             self._fetch(pid)
@@ -185,6 +195,11 @@ class CommunityService:
         """Import the paper from the arXiv API through the ingest service."""
         try:
             summary = self.ingest().run(self.fetcher().papers((pid,)))
+        except SourceTimeout as exc:
+            raise ArxivTimedOut(
+                f"arXiv did not answer within {exc.timeout:g} seconds when looking up {pid}. Nothing was "
+                "submitted; try again later."
+            ) from None
         except SourceUnavailable:
             raise ArxivUnreachable(
                 f"arXiv could not be reached to look up {pid}. Nothing was submitted; try again later."

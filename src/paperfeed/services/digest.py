@@ -4,7 +4,11 @@ Anyone can subscribe an address; nothing is mailed to it except the confirmation
 used (double opt-in). A signed-in user with a verified address subscribing that address needs no second
 confirmation. Replies never reveal whether an address is already subscribed: an active subscriber who is
 subscribed again gets a mail with their preferences link instead, and the page says "check your inbox"
-either way. Confirmation mails to one address go out at most once per ``resend_after``.
+either way. Confirmation mails to one address go out at most once per ``resend_after``, and every
+request that may mail is counted by ``limit_mail`` (the account mails' store-backed limiter: per client
+and per address, in the same buckets) before anything is written; over it, :class:`RateLimited` and no
+mail. The web surface hands ``defer`` its background tasks, so mail goes out after the reply and a new
+address answers as fast as a pending or confirmed one.
 
 The preferences and unsubscribe pages are opened by signed links from every mail (no sign-in needed);
 see :mod:`paperfeed.domain.digest_links` for the tokens.
@@ -18,6 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
+from paperfeed.domain.accounts import RateLimited
 from paperfeed.domain.digest import (
     InvalidPreferences,
     Preferences,
@@ -35,6 +40,7 @@ from paperfeed.domain.mail import Mailer, MailError, MailPermanentError, Outgoin
 __all__ = [
     "InvalidPreferences",
     "InvalidToken",
+    "RateLimited",
     "SubscribeResult",
     "SubscriptionMailFailed",
     "SubscriptionService",
@@ -66,6 +72,7 @@ class SubscriptionService:
         renderer: Callable[[str], DigestRenderer],
         *,
         user_for_email: Callable[[str], int | None] | None = None,
+        limit_mail: Callable[[str, str], None] | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         resend_after: timedelta = timedelta(minutes=10),
     ) -> None:
@@ -74,6 +81,7 @@ class SubscriptionService:
         self._signer = signer
         self._renderer = renderer
         self.user_for_email = user_for_email
+        self.limit_mail = limit_mail  # (address, client); raises RateLimited
         self.clock = clock
         self.resend_after = resend_after
 
@@ -87,15 +95,29 @@ class SubscriptionService:
     # -- subscribing --------------------------------------------------------------------------------
 
     def subscribe(
-        self, email: str, prefs: Preferences, *, base_url: str, user: SignedInUser | None = None
+        self,
+        email: str,
+        prefs: Preferences,
+        *,
+        base_url: str,
+        client: str,
+        user: SignedInUser | None = None,
+        defer: Callable[[Callable[[], None]], None] | None = None,
     ) -> SubscribeResult:
-        """Subscribe ``email``; raises :class:`InvalidPreferences` for bad input and
-        :class:`SubscriptionMailFailed` when the confirmation mail cannot be sent."""
+        """Subscribe ``email`` for a request from ``client``; raises :class:`InvalidPreferences` for bad
+        input and :class:`RateLimited` over the mail limits (nothing written, nothing mailed).
+
+        Mail goes out through ``defer`` when given (the web's background tasks: a failure is logged, the
+        reply is already sent); without it, now, raising :class:`SubscriptionMailFailed` on failure.
+        """
         prefs = prefs.checked()
         address = normalize_email(email)
+        own_address = user is not None and user.email_verified and user.email.lower() == address
+        if not own_address and self.limit_mail is not None:
+            self.limit_mail(address, client)  # counted whatever the address's state: the reply tells nothing
         now = self.clock()
         existing = self.records.subscription_by_email(address)
-        if user is not None and user.email_verified and user.email.lower() == address:
+        if user is not None and own_address:
             if existing is None:
                 stored = self.records.create_subscription(
                     address, prefs, status=SubscriptionStatus.active, user_id=user.id, now=now
@@ -113,38 +135,53 @@ class SubscriptionService:
                 stored = updated
             log.info("subscription %s active (signed-in, verified address)", stored.subscription.id)
             return SubscribeResult("subscribed", stored.subscription)
+        mail: OutgoingMail | None = None
         if existing is None:
             stored = self.records.create_subscription(
                 address, prefs, status=SubscriptionStatus.pending, user_id=None, now=now
             )
-            self._send_confirmation(stored.subscription.id, base_url, prefs)
+            mail = self._confirmation(stored.subscription.id, base_url, prefs)
         elif existing.subscription.active:
             if self._may_mail(existing, now):
                 renderer = self.renderer(base_url)
                 self.records.update_subscription(existing.subscription.id, now=now, confirm_sent_at=now)
-                self._deliver(renderer.already_subscribed_mail(address, existing.subscription.id))
+                mail = renderer.already_subscribed_mail(address, existing.subscription.id)
         elif self._may_mail(existing, now):
             self.records.update_subscription(
                 existing.subscription.id, now=now, prefs=prefs, status=SubscriptionStatus.pending
             )
-            self._send_confirmation(existing.subscription.id, base_url, prefs)
+            mail = self._confirmation(existing.subscription.id, base_url, prefs)
+        if mail is not None:
+            if defer is None:
+                self._deliver(mail)
+            else:
+                defer(lambda: self._deliver_logged(mail))
         return SubscribeResult("check-inbox")
 
     def _may_mail(self, stored: StoredSubscriptionLike, now: datetime) -> bool:
         last = stored.confirm_sent_at
         return last is None or now - last >= self.resend_after
 
-    def _send_confirmation(self, subscription_id: int, base_url: str, prefs: Preferences) -> None:
+    def _confirmation(self, subscription_id: int, base_url: str, prefs: Preferences) -> OutgoingMail:
+        """A fresh confirmation link (the older one stops working) in its mail, to be sent."""
         now = self.clock()
         stored = self.records.update_subscription(
             subscription_id, now=now, new_nonce=True, confirm_sent_at=now
         )
         assert stored is not None
         assert stored.confirm_nonce is not None
-        mail = self.renderer(base_url).confirmation_mail(
+        return self.renderer(base_url).confirmation_mail(
             stored.subscription.email, subscription_id, stored.confirm_nonce, prefs
         )
-        self._deliver(mail)
+
+    def _deliver_logged(self, mail: OutgoingMail) -> None:
+        """For mail sent after the reply: nobody is waiting to be told, so a failure is logged only."""
+        try:
+            self._deliver(mail)
+        except SubscriptionMailFailed:
+            pass  # _deliver logged it
+        except Exception:
+            log.exception("confirmation mail to %s failed", mail.to)
 
     def _deliver(self, mail: OutgoingMail) -> None:
         try:

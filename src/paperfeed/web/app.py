@@ -84,17 +84,20 @@ def create_app(build: Callable[[], App], *, comment_renderer: CommentRenderer | 
 def app_from_environment() -> FastAPI:
     """Factory for ``uvicorn --factory`` (several workers, --reload): settings from ``PAPERFEED_*``.
 
-    Refuses to start (one line on stderr, exit code 2) without a usable secret key outside debug mode.
+    Refuses to start (one line on stderr, exit code 2) without a usable secret key or without
+    ``PAPERFEED_BASE_URL`` (where mailed links point) outside debug mode.
     """
     import sys
 
+    from paperfeed.public_url import UnsafeBaseUrl, check_base_url
     from paperfeed.secret_key import InsecureSecret, check_secret
     from paperfeed.settings import Settings
 
     settings = Settings()
     try:
         check_secret(settings)
-    except InsecureSecret as exc:
+        check_base_url(settings)
+    except (InsecureSecret, UnsafeBaseUrl) as exc:
         sys.stderr.write(f"error: {exc}\n")
         raise SystemExit(2) from None
     return create_app(lambda: build_app(settings))

@@ -174,10 +174,9 @@ def client_address(request: Request) -> str:
 
 
 def link_base_url(request: Request) -> str:
-    """Where mailed links point: ``PAPERFEED_BASE_URL`` when set (set it in production: a forged Host
-    header must not steer password-reset links elsewhere), else the URL this request came to."""
-    configured = _app(request).settings.base_url
-    return (configured or str(request.base_url)).rstrip("/")
+    """Where mailed links point: the configured public URL, never the URL this request came to (a
+    forged Host header must not steer password-reset links elsewhere; see :mod:`paperfeed.public_url`)."""
+    return _app(request).public_url
 
 
 def safe_next(value: str | None, default: str = "/") -> str:

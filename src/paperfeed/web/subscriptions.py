@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, BackgroundTasks, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 
 from paperfeed.bootstrap import App
-from paperfeed.domain.accounts import User
+from paperfeed.domain.accounts import RateLimited, User
 from paperfeed.domain.digest import (
     CADENCES,
     MAX_ITEMS,
@@ -31,10 +31,10 @@ from paperfeed.domain.digest import (
     timezone_names,
 )
 from paperfeed.domain.digest_links import InvalidToken
-from paperfeed.services.digest import SubscriptionMailFailed
 
+from .errors import error_response
 from .pages import CSP, templates
-from .security import current_user, link_base_url, require_admin, verify_csrf
+from .security import client_address, current_user, link_base_url, require_admin, verify_csrf
 from .views import PageMeta
 
 __all__ = ["router"]
@@ -216,7 +216,8 @@ def subscribe_form(request: Request) -> HTMLResponse:
 
 
 @router.post("/digest", response_class=HTMLResponse, dependencies=[CsrfChecked])
-async def subscribe(request: Request) -> HTMLResponse:
+async def subscribe(request: Request, background: BackgroundTasks) -> Response:
+    """Same reply for a new, pending or subscribed address; any mail goes out after the reply."""
     form, sections = await _form(request)
     user = _user(request)
     email = str(form.get("email", ""))
@@ -230,7 +231,26 @@ async def subscribe(request: Request) -> HTMLResponse:
     try:
         prefs = _form_prefs(form, sections)
         result = _app(request).subscriptions.subscribe(
-            email, prefs, base_url=link_base_url(request), user=user
+            email,
+            prefs,
+            base_url=link_base_url(request),
+            client=client_address(request),
+            user=user,
+            defer=background.add_task,
+        )
+    except RateLimited as exc:
+        headers = {"Retry-After": str(exc.retry_after)}
+        if "text/html" not in request.headers.get("accept", ""):
+            return error_response(request, 429, str(exc), headers=headers)
+        return _page(
+            request,
+            "subscribe",
+            "Papers by email",
+            status=429,
+            headers=headers,
+            error=str(exc),
+            values=_raw_values(form, sections),
+            **common,
         )
     except InvalidPreferences as exc:
         return _page(
@@ -239,16 +259,6 @@ async def subscribe(request: Request) -> HTMLResponse:
             "Papers by email",
             status=400,
             error=_problem(exc),
-            values=_raw_values(form, sections),
-            **common,
-        )
-    except SubscriptionMailFailed as exc:
-        return _page(
-            request,
-            "subscribe",
-            "Papers by email",
-            status=503,
-            error=str(exc),
             values=_raw_values(form, sections),
             **common,
         )

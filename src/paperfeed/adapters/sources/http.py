@@ -17,9 +17,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from paperfeed.domain.errors import SourceUnavailable
+from paperfeed.domain.errors import SourceTimeout, SourceUnavailable
 
-__all__ = ["PoliteClient", "SourceUnavailable"]
+__all__ = ["PoliteClient", "SourceTimeout", "SourceUnavailable"]
 
 _RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 
@@ -89,10 +89,12 @@ class PoliteClient:
         while True:
             self._wait_turn(host)
             delay: float | None
+            timed_out = False
             try:
                 response = self.client.get(url, params=params)
             except httpx.TransportError as exc:
                 reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                timed_out = isinstance(exc, httpx.TimeoutException)
                 delay = None
             else:
                 if response.is_success or response.status_code in ok_statuses:
@@ -105,7 +107,10 @@ class PoliteClient:
                     raise SourceUnavailable(f"{host} asks to retry after {delay:.0f}s; giving up for now")
             attempt += 1
             if attempt > self.retries:
-                raise SourceUnavailable(f"{host} unreachable after {attempt} attempts ({reason})")
+                message = f"{host} unreachable after {attempt} attempts ({reason})"
+                if timed_out:
+                    raise SourceTimeout(message, self.timeout)
+                raise SourceUnavailable(message)
             if delay is None:
                 delay = random.uniform(0, min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1)))
             self.sleep(delay)

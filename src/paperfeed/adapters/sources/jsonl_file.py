@@ -27,6 +27,7 @@ from .records import listing_days, record_fields
 __all__ = ["MAX_LINE_BYTES", "JsonlFileSource"]
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
+BOM = b"\xef\xbb\xbf"  # a UTF-8 byte order mark, as some Windows tools write at a file's start
 PARSER_VERSION = 1  # bump when the mapping of records to papers changes: re-imports then re-apply
 HF_DAILY = "hf-daily"
 
@@ -71,8 +72,16 @@ def _numbered_lines(stream: IO[bytes], chunk_size: int = 1 << 20) -> Iterator[tu
     """Yield (line number, line) reading big chunks; ``None`` stands for a line over the length cap.
 
     Splitting chunks ourselves is several times faster than ``readline`` on a gzip stream, and the cap
-    keeps memory bounded even for a file with no newlines at all.
+    keeps memory bounded even for a file with no newlines at all. A byte order mark at the start of the
+    file is dropped (JSON forbids it, but editors write it); anywhere else it stays and the line is bad.
     """
+    for lineno, line in _split_lines(stream, chunk_size):
+        if lineno == 1 and line is not None and line.startswith(BOM):
+            line = line[len(BOM) :]
+        yield lineno, line
+
+
+def _split_lines(stream: IO[bytes], chunk_size: int) -> Iterator[tuple[int, bytes | None]]:
     lineno = 0
     pending = b""
     oversized = False
@@ -141,7 +150,7 @@ class JsonlFileSource:
                     yield batch
                     batch = Batch(total=total, ledger_source=self.name)
         except (OSError, EOFError, zlib.error) as exc:
-            batch.rejects.append(Reject(label, f"file unreadable after this point: {exc}"))
+            batch.rejects.append(Reject(label, f"file unreadable after this point: {exc}", fatal=True))
         finally:
             stream.close()
             raw.close()

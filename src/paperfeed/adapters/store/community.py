@@ -48,7 +48,7 @@ from paperfeed.domain.community import (
 
 from .columns import as_date
 from .schema import listings, papers
-from .schema_accounts import hidden_papers, users
+from .schema_accounts import hidden_papers, rate_limit_hits, users
 from .schema_community import paper_comments, paper_submissions, paper_upvotes
 
 __all__ = [
@@ -321,6 +321,30 @@ class SqlCommunityStore:
         query = select(func.count()).where(
             paper_submissions.c.user_id == user_id, paper_submissions.c.day == day
         )
+        with self.engine.connect() as conn:
+            return int(conn.execute(query).scalar_one())
+
+    # Attempts live in the accounts' rate-limit log, one bucket per reader and UTC day (purged after a
+    # day, longer than any day's bucket is read).
+
+    @staticmethod
+    def _attempts_bucket(user_id: int, day: date) -> str:
+        return f"submit:{user_id}:{day.isoformat()}"
+
+    def count_attempt(self, user_id: int, day: date, now: datetime, cap: int) -> bool:
+        bucket = self._attempts_bucket(user_id, day)
+        with self.engine.connect() as conn, conn.begin() as tx:
+            self._lock_reader(conn, user_id)
+            # Write first, then count (as add_submission): concurrent attempts see each other.
+            conn.execute(insert(rate_limit_hits).values(bucket=bucket, at=now.timestamp()))
+            made = conn.execute(select(func.count()).where(rate_limit_hits.c.bucket == bucket)).scalar_one()
+            if made > cap:
+                tx.rollback()
+                return False
+        return True
+
+    def attempts_on(self, user_id: int, day: date) -> int:
+        query = select(func.count()).where(rate_limit_hits.c.bucket == self._attempts_bucket(user_id, day))
         with self.engine.connect() as conn:
             return int(conn.execute(query).scalar_one())
 
