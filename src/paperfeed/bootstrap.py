@@ -424,6 +424,9 @@ class App:
         was down; this one gives up after ``PAPERFEED_SUBMIT_TIMEOUT`` (still spacing its requests)."""
         from urllib.parse import urlsplit
 
+        from paperfeed.adapters.sources.arxiv_api import ArxivApiClient
+        from paperfeed.adapters.sources.http import PoliteClient
+
         s = self.settings
         client = PoliteClient(
             user_agent=s.user_agent(),

@@ -57,7 +57,7 @@ def create_app(build: Callable[[], App], *, comment_renderer: CommentRenderer | 
         docs_url=None,  # docs.install serves /docs from packaged assets, not a CDN
         redoc_url=None,
     )
-    web.state.comment_html = comment_renderer or CommentRenderer()
+    web.state.comment_html = comment_renderer if comment_renderer is not None else CommentRenderer()
     errors.install(web)
     security.install(web, pages.templates.env)
     web.add_middleware(ServerTimingMiddleware)
