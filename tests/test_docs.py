@@ -10,7 +10,7 @@ from typing import Any
 
 import typer.main
 
-from paperfeed.cli import app
+from paperfeed.cli import cli_app as app
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = "\n".join(p.read_text() for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from paperfeed.bootstrap import App
-from paperfeed.cli import app as cli
+from paperfeed.cli import cli_app as cli
 from paperfeed.secret_key import SECRET_FILE, InsecureSecret, check_secret, resolve_secret
 from paperfeed.settings import Settings
 

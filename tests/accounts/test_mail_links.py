@@ -23,7 +23,7 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from paperfeed.bootstrap import App
-from paperfeed.cli import app as cli
+from paperfeed.cli import cli_app as cli
 from paperfeed.settings import Settings
 
 from .conftest import Mailbox, fill, quick_sign_in

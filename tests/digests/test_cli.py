@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from paperfeed.bootstrap import build_app
-from paperfeed.cli import app as cli
+from paperfeed.cli import cli_app as cli
 from tests.support.digests import BASE_URL, SECRET, digest_settings, load_papers, subscribe_active
 from tests.support.smtp_server import SmtpTestServer
 

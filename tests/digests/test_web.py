@@ -264,3 +264,34 @@ def test_admin_jobs_page_is_for_admins(client: TestClient, direct: App) -> None:
     assert page.status_code == 200
     assert "Recent runs" in page.text
     assert "harvest-arxiv: unreachable" in page.text
+
+
+def _admin_client(client: TestClient, direct: App) -> None:
+    direct.accounts.sign_up("root@example.org", "correct horse battery", None, client="t", base_url=BASE_URL)
+    direct.accounts.set_role("root@example.org", "admin")
+    admin = direct.accounts.user_by_email("root@example.org")
+    client.cookies.set(SESSION_COOKIE, direct.accounts.create_session(admin).session)
+
+
+def test_admin_jobs_page_changes_nothing_and_its_button_marks_dead_runs(
+    client: TestClient, direct: App
+) -> None:
+    """A GET only shows (issue #13): a run whose process is gone stays "running" until the admin's POST."""
+    import socket
+
+    _admin_client(client, direct)
+    gone = f"{socket.gethostname()}:{2**22 + 12345}:?"  # a pid above Linux's pid_max: no such process
+    run_id = direct.job_store.start_run("daily", None, "manual", gone, direct.digests.clock())
+    page = client.get("/admin/jobs", headers=HTML)
+    assert page.status_code == 200
+    assert "its process is gone" in page.text
+    assert [r.status for r in direct.job_store.runs(limit=5) if r.id == run_id] == ["running"]
+
+    token = csrf(client, "/admin/jobs")
+    refused = client.post("/admin/jobs/interrupt-dead", data={}, headers=HTML)
+    assert refused.status_code == 403  # CSRF-checked
+    done = client.post("/admin/jobs/interrupt-dead", data={"csrf_token": token}, headers=HTML)
+    assert done.status_code == 303
+    assert done.headers["location"] == "/admin/jobs?done=interrupted&n=1"
+    assert [r.status for r in direct.job_store.runs(limit=5) if r.id == run_id] == ["interrupted"]
+    assert "Marked 1 run as interrupted." in client.get(done.headers["location"], headers=HTML).text

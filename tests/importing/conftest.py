@@ -9,7 +9,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner, Result
 
-from paperfeed.cli import app
+from paperfeed.cli import cli_app as app
 
 RunCli = Callable[..., Result]
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from paperfeed.adapters.embed.fake import FakeEmbedder
 from paperfeed.adapters.store import open_store
 from paperfeed.adapters.vector import open_vector_index
-from paperfeed.cli import app
+from paperfeed.cli import cli_app as app
 from paperfeed.domain.search import SearchFilters, VectorIndexMismatch
 
 from .conftest import add_papers, paper

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from paperfeed.adapters.store import open_store
 from paperfeed.adapters.store.job_runs import SqlJobStore
-from paperfeed.cli import app as cli
+from paperfeed.cli import cli_app as cli
 from paperfeed.services.jobs import (
     JobSchedule,
     JobService,

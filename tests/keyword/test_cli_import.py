@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from paperfeed.adapters.keyword.fts5 import Fts5KeywordIndex
 from paperfeed.adapters.keyword.tantivy_index import TantivyKeywordIndex
 from paperfeed.adapters.store import open_store
-from paperfeed.cli import app
+from paperfeed.cli import cli_app as app
 from paperfeed.domain.query import parse_query
 from tests.importing.conftest import rec, write_jsonl
 

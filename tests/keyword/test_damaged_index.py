@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from paperfeed.adapters.keyword.tantivy_index import TantivyKeywordIndex, damaged_files
 from paperfeed.adapters.store import SqlPaperStore, open_store
 from paperfeed.bootstrap import build_app
-from paperfeed.cli import app as cli
+from paperfeed.cli import cli_app as cli
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.query import parse_query
 from paperfeed.domain.search import KeywordIndexUnavailable

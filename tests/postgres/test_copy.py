@@ -16,7 +16,7 @@ from paperfeed.adapters.store.copy import copy_store
 from paperfeed.adapters.store.schema import metadata
 from paperfeed.adapters.store.schema_accounts import users
 from paperfeed.bootstrap import build_app
-from paperfeed.cli import app as cli
+from paperfeed.cli import cli_app as cli
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Listing, Paper
 from paperfeed.settings import Settings

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from paperfeed.bootstrap import build_app
-from paperfeed.cli import app as cli
+from paperfeed.cli import cli_app as cli
 from paperfeed.settings import Settings
 from paperfeed.web import create_app
 

@@ -18,7 +18,7 @@ from paperfeed.adapters.sources.arxiv_api import ArxivApiClient, ArxivApiSource
 from paperfeed.adapters.sources.arxiv_atom import ArxivApiError, MalformedFeed, parse_feed
 from paperfeed.adapters.sources.http import PoliteClient
 from paperfeed.adapters.store import SqlPaperStore, open_store
-from paperfeed.cli import app
+from paperfeed.cli import cli_app as app
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.ports import SourceUnavailable
 from paperfeed.services.ingest import IngestService

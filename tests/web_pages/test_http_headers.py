@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 from paperfeed.bootstrap import build_app
 from paperfeed.settings import Settings
 from paperfeed.web import create_app
-from paperfeed.web.pages import CSP
+from paperfeed.web.headers import CSP
 from tests.support.routes import get_routes
 
 from .conftest import HOSTILE_DAY

@@ -16,7 +16,7 @@ from paperfeed.bootstrap import build_app
 from paperfeed.domain.feed import TRENDING_FORMULA
 from paperfeed.settings import Settings
 from paperfeed.web import create_app
-from paperfeed.web.pages import error_page
+from paperfeed.web.rendering import error_page
 from tests.web_pages.conftest import HOSTILE_DAY
 
 Records = dict[str, dict[str, Any]]
@@ -358,6 +358,7 @@ def test_error_page_for_error_handlers() -> None:
         "server": ("example.org", 80),
         "scheme": "http",
         "root_path": "",
+        "app": create_app(lambda: build_app(Settings())),  # its renderer; the App itself is never built
     }
     response = error_page(
         Request(scope), 503, "Search is warming up", "Try again <soon>.", headers={"Retry-After": "5"}

@@ -32,9 +32,10 @@ from . import (
 )
 from .context import Context
 
-__all__ = ["app", "main"]
+__all__ = ["cli_app", "main"]
 
-app = typer.Typer(
+# The typer root (not "app": that is bootstrap's App, and the web's create_app makes a FastAPI app).
+cli_app = typer.Typer(
     name="paperfeed",
     help="Self-hosted research-paper discovery: ingest, search, feeds and digests.",
     no_args_is_help=True,
@@ -43,7 +44,7 @@ app = typer.Typer(
 )
 
 
-@app.callback()
+@cli_app.callback()
 def _root(
     ctx: typer.Context,
     data_dir: Annotated[
@@ -61,27 +62,27 @@ def _root(
     ctx.call_on_close(ctx.obj.close)
 
 
-imports.register(app)
-migrate.register(app)
-copy.register(app)
-check.register(app)
-backup.register(app)
-stats.register(app)
-index.register(app)
-fetch.register(app)
-run.register(app)
-search.register(app)
-serve.register(app)
-users.register(app)
-app.add_typer(harvest.harvest_app, name="harvest")
-app.add_typer(digest.digest_app, name="digest")
-jobs.register(app)
-app.add_typer(library.library_app, name="library")
+imports.register(cli_app)
+migrate.register(cli_app)
+copy.register(cli_app)
+check.register(cli_app)
+backup.register(cli_app)
+stats.register(cli_app)
+index.register(cli_app)
+fetch.register(cli_app)
+run.register(cli_app)
+search.register(cli_app)
+serve.register(cli_app)
+users.register(cli_app)
+cli_app.add_typer(harvest.harvest_app, name="harvest")
+cli_app.add_typer(digest.digest_app, name="digest")
+jobs.register(cli_app)
+cli_app.add_typer(library.library_app, name="library")
 
 
 def main() -> None:
     try:
-        app()
+        cli_app()
     except KeyboardInterrupt:
         sys.stderr.write(
             "interrupted; everything committed so far is kept, run the command again to resume\n"

@@ -19,10 +19,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from paperfeed.domain.accounts import AccountError, InvalidLink, NotFound, RateLimited, User
 from paperfeed.services.account_data import AccountDataService, ExportArchive
 
+from .auth import account_page
+from .deps import app_of
 from .errors import ApiError
-from .pages import CSP, templates
 from .security import clear_session_cookie, link_base_url, require_user, verify_csrf
-from .views import PageMeta
 
 __all__ = ["api_router", "router"]
 
@@ -31,26 +31,11 @@ api_router = APIRouter(prefix="/api", tags=["accounts"])
 
 Signed = Annotated[User, Depends(require_user)]
 CsrfChecked = Depends(verify_csrf)
-_HEADERS = {
-    "Content-Security-Policy": CSP,
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "same-origin",  # the confirmation link's token must not leak to other sites
-    "Cache-Control": "no-store",
-}
 _DELETED = "Your account and everything kept with it are deleted, and you are signed out."
 
 
 def _service(request: Request) -> AccountDataService:
-    service: AccountDataService = request.state.app.account_data
-    return service
-
-
-def _page(request: Request, name: str, title: str, *, status: int = 200, **context: Any) -> HTMLResponse:
-    meta = PageMeta(title, title, str(request.base_url).rstrip("/") + request.url.path, noindex=True)
-    values = {"page": meta, "nav": "account", "done": None, "error": None, **context}
-    return templates.TemplateResponse(
-        request, f"auth/{name}.html", values, status_code=status, headers=_HEADERS
-    )
+    return app_of(request).account_data
 
 
 def _download(archive: ExportArchive) -> Response:
@@ -96,7 +81,7 @@ def _delete_page(
     service = _service(request)
     has_password = service.has_password(user)
     token_ok = not has_password and service.deletion_link_usable(user, token)
-    return _page(
+    return account_page(
         request,
         "delete",
         "Delete your account",
@@ -129,7 +114,7 @@ def delete_mail(request: Request, user: Signed) -> HTMLResponse:
         return response
     except AccountError as exc:
         return _delete_page(request, user, status=503, error=str(exc))
-    return _page(
+    return account_page(
         request,
         "delete",
         "Delete your account",
@@ -166,4 +151,4 @@ def delete_account(
 
 @router.get("/account/deleted", response_class=HTMLResponse)
 def deleted_page(request: Request) -> HTMLResponse:
-    return _page(request, "deleted", "Account deleted", notice=_DELETED)
+    return account_page(request, "deleted", "Account deleted", notice=_DELETED)

@@ -29,18 +29,17 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import PlainTextResponse, Response
 from pydantic import BaseModel, ConfigDict
 
-from paperfeed.bootstrap import App
 from paperfeed.domain.feed import FeedItem, Period, parse_day, parse_month, parse_week
 from paperfeed.domain.ids import normalize_paper_id
 from paperfeed.domain.models import Paper
-from paperfeed.domain.results import PaperSearch, SearchHit
-from paperfeed.services.feed import FeedService
+from paperfeed.domain.results import SearchHit
 
+from .deps import app_of, feeds_of, search_of
 from .errors import ApiError, JsonResponse
 from .hf_json import daily_item, highlight, paper_object
 from .paper_markdown import paper_markdown
 
-__all__ = ["MAX_QUERY_CHARS", "base_url", "checked_query", "feeds_of", "router", "search_of"]
+__all__ = ["MAX_QUERY_CHARS", "base_url", "checked_query", "router"]
 
 MAX_QUERY_CHARS = 250  # as Hugging Face
 MAX_DAILY_LIMIT = 100
@@ -120,20 +119,6 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 # -- helpers ------------------------------------------------------------------------------------------
 
 
-def _app(request: Request) -> App:
-    app: App = request.state.app
-    return app
-
-
-def feeds_of(request: Request) -> FeedService:
-    return _app(request).feeds
-
-
-def search_of(request: Request) -> PaperSearch:
-    search: PaperSearch = _app(request).search
-    return search
-
-
 def _items(items: tuple[FeedItem, ...] | list[FeedItem]) -> list[dict[str, Any]]:
     return [daily_item(i.paper, upvotes=i.upvotes, listed_on=i.day) for i in items]
 
@@ -151,7 +136,7 @@ def _canonical_id(paper_id: str) -> str:
 
 def base_url(request: Request) -> str:
     """The site's public URL: ``settings.base_url`` if set, else the one the request came to."""
-    configured = _app(request).settings.base_url
+    configured = app_of(request).settings.base_url
     return (configured or str(request.base_url)).rstrip("/")
 
 
@@ -221,7 +206,7 @@ def search_papers(
         return JsonResponse(_items(feeds_of(request).recent(limit=limit)))
     page = search_of(request).search(text, limit=limit)
     headers = {"X-Search-Notes": "; ".join(page.notes)[:500]} if page.notes else None
-    shown = _app(request).community.with_counts([hit.paper for hit in page.hits])
+    shown = app_of(request).community.with_counts([hit.paper for hit in page.hits])
     return JsonResponse([_search_item(h, p) for h, p in zip(page.hits, shown, strict=True)], headers=headers)
 
 
@@ -270,7 +255,7 @@ def similar_papers(
         raise ApiError(404, f"paper {_canonical_id(paper_id)} is not in this paperfeed instance")
     hits = search_of(request).similar(detail.paper.id, limit=limit)
     out = []
-    for hit, paper in zip(hits, _app(request).community.with_counts([h.paper for h in hits]), strict=True):
+    for hit, paper in zip(hits, app_of(request).community.with_counts([h.paper for h in hits]), strict=True):
         item = daily_item(paper)
         item["similarity"] = round(hit.score, 6)
         out.append(item)
@@ -289,7 +274,7 @@ def paper_info(request: Request, paper_id: str) -> Response:
         raise ApiError(404, f"paper {_canonical_id(paper_id)} is not in this paperfeed instance")
     first = detail.listed_on[0] if detail.listed_on else None
     out = paper_object(detail.paper, listed_on=first)
-    submission = _app(request).community.submission(detail.paper.id)
+    submission = app_of(request).community.submission(detail.paper.id)
     if submission is not None and submission.name:
         out["submittedOnDailyBy"] = {"name": submission.name, "fullname": submission.name}
     return JsonResponse(out)

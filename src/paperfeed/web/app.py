@@ -12,6 +12,7 @@ from paperfeed.bootstrap import App, build_app
 
 from . import (
     account_data,
+    admin,
     api,
     auth,
     community,
@@ -20,13 +21,16 @@ from . import (
     feeds,
     library,
     library_api,
-    pages,
+    pages_feed,
+    pages_paper,
+    pages_search,
     recommend,
     security,
     subscriptions,
 )
 from .comment_markup import CommentRenderer
 from .headers import HeadMiddleware, ResponseHeadersMiddleware
+from .rendering import Renderer
 from .timing import ServerTimingMiddleware
 
 __all__ = ["app_from_environment", "create_app"]
@@ -58,12 +62,17 @@ def create_app(build: Callable[[], App], *, comment_renderer: CommentRenderer | 
         redoc_url=None,
     )
     web.state.comment_html = comment_renderer if comment_renderer is not None else CommentRenderer()
+    renderer = Renderer()  # the Jinja environment and static assets every HTML page renders through
+    web.state.renderer = renderer
     errors.install(web)
-    security.install(web, pages.templates.env)
+    security.install(web, renderer)
+    renderer.add_globals(library.TEMPLATE_GLOBALS, library.TEMPLATE_FILTERS)
+    renderer.add_globals(community.TEMPLATE_GLOBALS)
     web.add_middleware(ServerTimingMiddleware)
     web.add_middleware(ResponseHeadersMiddleware)
     web.add_middleware(HeadMiddleware)  # outermost: every layer inside sees HEAD as the GET it is
-    docs.install(web)
+    docs.install(web, renderer.assets)
+    web.mount("/static", renderer.assets.files(), name="static")
     # Order matters: /papers/{id}.md (api) must match before the HTML page's /papers/{id:path}.
     web.include_router(auth.api_router)
     web.include_router(account_data.api_router)
@@ -74,10 +83,14 @@ def create_app(build: Callable[[], App], *, comment_renderer: CommentRenderer | 
     web.include_router(account_data.router)
     web.include_router(recommend.router)
     web.include_router(subscriptions.router)
+    web.include_router(admin.router)
     web.include_router(library_api.router)
     web.include_router(library.router)
     web.include_router(feeds.router)
-    web.include_router(pages.router)
+    # The HTML pages last: /papers/date|week|month/… (feeds) before the paper page's /papers/{id:path}.
+    web.include_router(pages_feed.router)
+    web.include_router(pages_search.router)
+    web.include_router(pages_paper.router)
     return web
 
 

@@ -24,36 +24,29 @@ from paperfeed.domain.accounts import (
     User,
 )
 
+from .deps import accounts_of
 from .errors import ApiError, JsonResponse
-from .pages import CSP, templates
+from .rendering import NO_STORE, page
 from .security import (
     SESSION_COOKIE,
+    Admin,
     Forbidden,
-    accounts_of,
     clear_session_cookie,
     client_address,
     current_user,
     link_base_url,
-    require_admin,
     require_user,
     safe_next,
     set_session_cookie,
     verify_csrf,
 )
-from .views import PageMeta
 
-__all__ = ["api_router", "router"]
+__all__ = ["account_page", "api_router", "paper_id_of", "router"]
 
 router = APIRouter(include_in_schema=False)
 api_router = APIRouter(prefix="/api", tags=["accounts"])
 
 CsrfChecked = Depends(verify_csrf)
-_HEADERS = {
-    "Content-Security-Policy": CSP,
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "same-origin",
-    "Cache-Control": "no-store",  # forms carry CSRF tokens, some pages a one-time token
-}
 # Messages after a redirect are chosen by key, so no text from the URL is ever shown.
 _DONE = {
     "signed-in": "You are signed in.",
@@ -80,7 +73,7 @@ _DONE = {
 }
 
 
-def _page(
+def account_page(
     request: Request,
     name: str,
     title: str,
@@ -89,14 +82,19 @@ def _page(
     headers: Mapping[str, str] | None = None,
     **context: Any,
 ) -> HTMLResponse:
-    meta = PageMeta(title, title, str(request.base_url).rstrip("/") + request.url.path, noindex=True)
-    done = _DONE.get(request.query_params.get("done", ""))
-    values = {"page": meta, "nav": "account", "done": done, "error": None, **context}
-    response = templates.TemplateResponse(
-        request, f"auth/{name}.html", values, status_code=status, headers=_HEADERS
+    """An ``auth/`` page through :func:`~.rendering.page`: never cached (forms carry CSRF tokens, some pages
+    a one-time token), with the message a redirect's ``?done=`` key chose."""
+    context = {"done": _DONE.get(request.query_params.get("done", "")), "error": None, **context}
+    return page(
+        request,
+        f"auth/{name}.html",
+        title,
+        nav="account",
+        status=status,
+        cache=NO_STORE,
+        headers=headers,
+        **context,
     )
-    response.headers.update(headers or {})
-    return response
 
 
 def _signed_in_redirect(request: Request, session: str, to: str) -> RedirectResponse:
@@ -141,7 +139,7 @@ def _drop_proof(request: Request, response: Response) -> None:
 
 def _rate_limited(request: Request, name: str, title: str, exc: RateLimited, **context: Any) -> HTMLResponse:
     headers = {"Retry-After": str(exc.retry_after)}
-    return _page(request, name, title, status=429, headers=headers, error=str(exc), **context)
+    return account_page(request, name, title, status=429, headers=headers, error=str(exc), **context)
 
 
 def _mail_link(
@@ -155,8 +153,10 @@ def _mail_link(
     except RateLimited as exc:
         return _rate_limited(request, name, title, exc, **fields)
     except AccountError as exc:
-        return _page(request, name, title, status=400, error=str(exc), **fields)
-    return _page(request, "check_email", "Check your inbox", email=fields["email"].strip(), purpose=purpose)
+        return account_page(request, name, title, status=400, error=str(exc), **fields)
+    return account_page(
+        request, "check_email", "Check your inbox", email=fields["email"].strip(), purpose=purpose
+    )
 
 
 # What a mailed link's confirmation page says and where its one button posts to.
@@ -172,7 +172,7 @@ def _confirm_page(
     """The page a mailed link opens: a button does the change (mail scanners that fetch links change
     nothing). An unusable link, or one the POST refused (``error``), is a 400 without the button."""
     title, action, button = _CONFIRM[purpose]
-    return _page(
+    return account_page(
         request,
         "confirm",
         title,
@@ -191,7 +191,7 @@ def _confirm_page(
 
 @router.get("/signup", response_class=HTMLResponse)
 def signup_form(request: Request) -> HTMLResponse:
-    return _page(request, "signup", "Sign up", email="", display_name="")
+    return account_page(request, "signup", "Sign up", email="", display_name="")
 
 
 @router.post("/signup", response_class=HTMLResponse, dependencies=[CsrfChecked])
@@ -270,7 +270,7 @@ def resend_verification(request: Request, email: Annotated[str, Form(max_length=
 
 @router.get("/signin", response_class=HTMLResponse)
 def signin_form(request: Request, next: str = "/") -> HTMLResponse:
-    return _page(request, "signin", "Sign in", email="", next=safe_next(next))
+    return account_page(request, "signin", "Sign in", email="", next=safe_next(next))
 
 
 @router.post("/signin", response_model=None, dependencies=[CsrfChecked])
@@ -289,12 +289,14 @@ def signin(
     except RateLimited as exc:
         return _rate_limited(request, "signin", "Sign in", exc, **form)
     except EmailNotVerified as exc:
-        page = _page(request, "signin", "Sign in", status=403, error=str(exc), unverified=True, **form)
+        refused = account_page(
+            request, "signin", "Sign in", status=403, error=str(exc), unverified=True, **form
+        )
         if exc.proof:  # this browser knows the password: confirming here keeps it
-            _keep_proof(page, request, exc.proof)
-        return page
+            _keep_proof(refused, request, exc.proof)
+        return refused
     except AccountError as exc:
-        return _page(request, "signin", "Sign in", status=400, error=str(exc), **form)
+        return account_page(request, "signin", "Sign in", status=400, error=str(exc), **form)
     return _signed_in_redirect(request, signed.session, back)
 
 
@@ -343,7 +345,7 @@ def signout(request: Request) -> RedirectResponse:
 
 @router.get("/forgot", response_class=HTMLResponse)
 def forgot_form(request: Request) -> HTMLResponse:
-    return _page(request, "forgot", "Forgot your password?", email="")
+    return account_page(request, "forgot", "Forgot your password?", email="")
 
 
 @router.post("/forgot", response_class=HTMLResponse, dependencies=[CsrfChecked])
@@ -362,7 +364,7 @@ def forgot(request: Request, email: Annotated[str, Form(max_length=400)] = "") -
 @router.get("/reset", response_class=HTMLResponse)
 def reset_form(request: Request, token: str = "") -> HTMLResponse:
     usable = accounts_of(request).link_is_usable(token, "reset")
-    return _page(
+    return account_page(
         request, "reset", "Choose a new password", status=200 if usable else 400, token=token, usable=usable
     )
 
@@ -376,11 +378,11 @@ def reset(
     try:
         signed = accounts_of(request).reset_password(token, password)
     except InvalidLink as exc:
-        return _page(
+        return account_page(
             request, "reset", "Choose a new password", status=400, token="", usable=False, error=str(exc)
         )
     except AccountError as exc:
-        return _page(
+        return account_page(
             request, "reset", "Choose a new password", status=400, token=token, usable=True, error=str(exc)
         )
     return _signed_in_redirect(request, signed.session, "/account?done=reset")
@@ -393,7 +395,7 @@ def _account_page(
     request: Request, user: User, *, status: int = 200, error: str | None = None, new_token: str | None = None
 ) -> HTMLResponse:
     accounts = accounts_of(request)
-    return _page(
+    return account_page(
         request,
         "account",
         "Your account",
@@ -486,84 +488,8 @@ def account_signout_everywhere(
     return response
 
 
-# -- administration -------------------------------------------------------------------------------------
-
-Admin = Annotated[User, Depends(require_admin)]
-
-
-@router.get("/admin", response_class=HTMLResponse)
-def admin_page(request: Request, admin: Admin) -> HTMLResponse:
-    accounts = accounts_of(request)
-    return _page(
-        request,
-        "admin",
-        "Administration",
-        users=accounts.list_users(),
-        hidden=accounts.hidden_papers(),
-        me=admin,
-    )
-
-
-def _admin_error(request: Request, admin: Admin, status: int, message: str) -> HTMLResponse:
-    accounts = accounts_of(request)
-    return _page(
-        request,
-        "admin",
-        "Administration",
-        status=status,
-        error=message,
-        users=accounts.list_users(),
-        hidden=accounts.hidden_papers(),
-        me=admin,
-    )
-
-
-@router.post("/admin/papers/hide", response_model=None, dependencies=[CsrfChecked])
-def admin_hide_paper(
-    request: Request,
-    admin: Admin,
-    paper_id: Annotated[str, Form(max_length=100)] = "",
-    reason: Annotated[str, Form(max_length=600)] = "",
-) -> Response:
-    try:
-        accounts_of(request).hide_paper(_paper_id(paper_id), by=admin, reason=reason)
-    except AccountError as exc:
-        return _admin_error(request, admin, 404 if isinstance(exc, NotFound) else 400, str(exc))
-    return RedirectResponse("/admin?done=hidden", status_code=303)
-
-
-@router.post("/admin/papers/unhide", response_model=None, dependencies=[CsrfChecked])
-def admin_unhide_paper(
-    request: Request, admin: Admin, paper_id: Annotated[str, Form(max_length=100)] = ""
-) -> Response:
-    try:
-        found = accounts_of(request).unhide_paper(_paper_id(paper_id))
-    except AccountError as exc:
-        return _admin_error(request, admin, 400, str(exc))
-    if not found:
-        return _admin_error(request, admin, 404, f"Paper {paper_id.strip()[:80]} is not hidden.")
-    return RedirectResponse("/admin?done=hidden", status_code=303)
-
-
-@router.post("/admin/users/{user_id}/hide", response_model=None, dependencies=[CsrfChecked])
-def admin_hide_user(request: Request, admin: Admin, user_id: int) -> Response:
-    try:
-        accounts_of(request).hide_user(user_id, by=admin)
-    except AccountError as exc:
-        return _admin_error(request, admin, 404 if isinstance(exc, NotFound) else 400, str(exc))
-    return RedirectResponse("/admin?done=hidden", status_code=303)
-
-
-@router.post("/admin/users/{user_id}/unhide", response_model=None, dependencies=[CsrfChecked])
-def admin_unhide_user(request: Request, admin: Admin, user_id: int) -> Response:
-    try:
-        accounts_of(request).unhide_user(user_id)
-    except NotFound as exc:
-        return _admin_error(request, admin, 404, str(exc))
-    return RedirectResponse("/admin?done=hidden", status_code=303)
-
-
-def _paper_id(text: str) -> str:
+def paper_id_of(text: str) -> str:
+    """A moderation form's or request's paper id, as stored (:class:`AccountError` when it is none)."""
     from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
 
     try:
@@ -644,13 +570,13 @@ def api_revoke_token(request: Request, user: Signed, token_id: int) -> Response:
 def api_hide_paper(request: Request, admin: Admin, body: Annotated[HideRequest, Body()]) -> JsonResponse:
     """Hide a paper from feeds, search, the API and its page (administrators only)."""
     try:
-        changed = accounts_of(request).hide_paper(_paper_id(body.paper_id), by=admin, reason=body.reason)
+        changed = accounts_of(request).hide_paper(paper_id_of(body.paper_id), by=admin, reason=body.reason)
     except NotFound as exc:
         raise ApiError(404, str(exc)) from None
     except AccountError as exc:
         raise ApiError(400, str(exc)) from None
     return JsonResponse(
-        {"paperId": _paper_id(body.paper_id), "hidden": True, "changed": changed}, status_code=201
+        {"paperId": paper_id_of(body.paper_id), "hidden": True, "changed": changed}, status_code=201
     )
 
 
@@ -658,7 +584,7 @@ def api_hide_paper(request: Request, admin: Admin, body: Annotated[HideRequest, 
 def api_unhide_paper(request: Request, admin: Admin, paper_id: str) -> Response:
     """Show a hidden paper again (administrators only)."""
     try:
-        found = accounts_of(request).unhide_paper(_paper_id(paper_id))
+        found = accounts_of(request).unhide_paper(paper_id_of(paper_id))
     except AccountError as exc:
         raise ApiError(400, str(exc)) from None
     if not found:

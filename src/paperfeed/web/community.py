@@ -11,7 +11,7 @@ The JSON API for the same actions is in :mod:`.community_api`; both call
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
@@ -21,18 +21,18 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import pass_context
 from markupsafe import Markup
 
-from paperfeed.bootstrap import App
 from paperfeed.domain.accounts import User
 from paperfeed.domain.community import CommunityError, InvalidComment, LimitReached, Submission
 
-from . import community_api
-from .community_params import CommentId, comment_html, community_of
+from . import community_api, rendering
+from .community_params import CommentId, comment_html
+from .deps import app_of, community_of
 from .errors import error_response
-from .pages import CSP, error_page, templates
+from .rendering import NO_STORE, error_page
 from .security import current_user, redirect_back, require_user, template_request, verify_csrf
-from .views import PageMeta, PageNumber, day_label, paper_url, plural
+from .views import PageNumber, day_label, paper_url, plural
 
-__all__ = ["CommentView", "comment_view", "install", "router"]
+__all__ = ["TEMPLATE_GLOBALS", "CommentView", "comment_view", "install", "router"]
 
 router = APIRouter(include_in_schema=False)
 CsrfChecked = Depends(verify_csrf)
@@ -41,17 +41,6 @@ NextField = Annotated[str, Form(max_length=2000)]
 BodyField = Annotated[str, Form(max_length=40_000)]
 UPVOTERS_PAGE = 100
 _VOTED = "pf_community_voted"  # request-state key: {paper_id: voted} for the signed-in reader
-_HEADERS = {
-    "Content-Security-Policy": CSP,
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "same-origin",
-}
-_PRIVATE = {**_HEADERS, "Cache-Control": "no-store"}
-
-
-def _app(request: Request) -> App:
-    app: App = request.state.app
-    return app
 
 
 def _viewer(request: Request) -> User | None:
@@ -156,31 +145,14 @@ def _community_submission(ctx: Any, paper_id: str) -> Submission | None:
     return community_of(template_request(ctx)).submission(paper_id)
 
 
-templates.env.globals.update(
-    community_voted=_community_voted,
-    community_here=_community_here,
-    community_comments=_community_comments,
-    community_submission=_community_submission,
-    day_label=day_label,
-)
-
-
-def _page(
-    request: Request,
-    name: str,
-    title: str,
-    *,
-    status: int = 200,
-    headers: Mapping[str, str] = _PRIVATE,
-    nav: str = "",
-    **context: Any,
-) -> HTMLResponse:
-    canonical = str(request.base_url).rstrip("/") + request.url.path
-    meta = PageMeta(title, title, canonical, noindex=True)
-    values = {"page": meta, "nav": nav, **context}
-    return templates.TemplateResponse(
-        request, f"community/{name}.html", values, status_code=status, headers=dict(headers)
-    )
+# Registered on the app's renderer by create_app.
+TEMPLATE_GLOBALS: Mapping[str, Callable[..., Any]] = {
+    "community_voted": _community_voted,
+    "community_here": _community_here,
+    "community_comments": _community_comments,
+    "community_submission": _community_submission,
+    "day_label": day_label,
+}
 
 
 # -- upvotes --------------------------------------------------------------------------------------------
@@ -205,16 +177,15 @@ def upvoters_page(request: Request, paper_id: str, page: PageNumber = 1) -> HTML
     pid, voters, total = community.upvoters(
         paper_id, limit=UPVOTERS_PAGE, offset=(number - 1) * UPVOTERS_PAGE
     )
-    paper = _app(request).feeds.paper(pid)
+    paper = app_of(request).feeds.paper(pid)
     title = paper.paper.title if paper else pid
     state = community.votes(pid)
     last = max(1, -(-total // UPVOTERS_PAGE))
     base = paper_url(pid) + "/upvoters"
-    return _page(
+    return rendering.page(
         request,
-        "upvoters",
+        "community/upvoters.html",
         f"Upvoters of {pid}",
-        headers=_HEADERS,
         paper_id=pid,
         paper_title=title,
         paper_link=paper_url(pid),
@@ -236,11 +207,12 @@ def _submit_page(
     community = community_of(request)
     used = community.submitted_today(user)
     cap = community.limits.submissions_per_day
-    return _page(
+    return rendering.page(
         request,
-        "submit",
+        "community/submit.html",
         "Submit a paper",
         status=status,
+        cache=NO_STORE,
         nav="submit",
         value=value,
         error=error,
@@ -288,10 +260,11 @@ def edit_comment_page(request: Request, user: SignedIn, comment_id: CommentId) -
     found = community_of(request).comment(comment_id, user)
     if found.user_id != user.id:
         return error_page(request, 403, "Not allowed", "You can only edit your own comments.")
-    return _page(
+    return rendering.page(
         request,
-        "edit_comment",
+        "community/edit_comment.html",
         "Edit your comment",
+        cache=NO_STORE,
         comment=comment_view(request, found, user),
         body=found.body,
         paper_link=paper_url(found.paper_id),

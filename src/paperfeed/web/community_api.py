@@ -29,7 +29,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from paperfeed.domain.accounts import User
 from paperfeed.domain.community import MAX_COMMENT_CHARS, Comment, Submission, VoteState
 
-from .community_params import CommentId, comment_html, community_of
+from .community_params import CommentId, comment_html
+from .deps import app_of, community_of
 from .errors import ApiError, JsonResponse
 from .hf_json import hf_time, paper_object
 from .security import current_user, require_user, verify_csrf
@@ -198,7 +199,7 @@ def upvoters(
 )
 def submit(request: Request, user: SignedIn, body: SubmitBody) -> Response:
     result = community_of(request).submit(user, body.id)
-    detail = request.state.app.feeds.paper(result.paper_id)
+    detail = app_of(request).feeds.paper(result.paper_id)
     if detail is None:  # hidden or gone between the two calls
         raise ApiError(404, f"paper {result.paper_id} is not in this paperfeed instance")
     out = {

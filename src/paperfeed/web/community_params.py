@@ -11,20 +11,11 @@ from typing import Annotated
 from fastapi import Path, Request
 from markupsafe import Markup
 
-from paperfeed.bootstrap import App
-from paperfeed.services.community import CommunityService
-
 from .comment_markup import CommentRenderer
 
-__all__ = ["CommentId", "comment_html", "community_of"]
+__all__ = ["CommentId", "comment_html"]
 
 CommentId = Annotated[int, Path(ge=1, le=2**31 - 1, description="A comment's id.")]  # an SQL INTEGER
-
-
-def community_of(request: Request) -> CommunityService:
-    """The request's community service (the app arrives through lifespan state)."""
-    app: App = request.state.app
-    return app.community
 
 
 def comment_html(request: Request, source: str) -> Markup:

@@ -20,6 +20,7 @@ from markupsafe import escape
 
 from .errors import error_response
 from .headers import baseline_headers
+from .rendering import StaticAssets
 
 __all__ = ["install", "swagger_ui_assets"]
 
@@ -38,7 +39,7 @@ def swagger_ui_assets() -> Path | None:
     return None
 
 
-def _page(title: str, static_url: str) -> str:
+def _swagger_html(title: str, static_url: str) -> str:
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -52,10 +53,8 @@ def _page(title: str, static_url: str) -> str:
     )
 
 
-def install(app: FastAPI) -> None:
+def install(app: FastAPI, assets: StaticAssets) -> None:
     """Serve ``/docs`` and its assets (create the app with ``docs_url=None``)."""
-    from .pages import static_url
-
     folder = swagger_ui_assets()
     if folder is not None:
         app.mount("/docs/assets", StaticFiles(directory=folder), name="docs-assets")
@@ -66,4 +65,6 @@ def install(app: FastAPI) -> None:
             return error_response(
                 request, 503, "the API docs need the swagger-ui-py package; /openapi.json has the API"
             )
-        return HTMLResponse(_page(app.title, static_url("docs.js")), headers=baseline_headers(html=True))
+        return HTMLResponse(
+            _swagger_html(app.title, assets.url("docs.js")), headers=baseline_headers(html=True)
+        )

@@ -28,7 +28,8 @@ from paperfeed import __version__
 from paperfeed.domain.feed import parse_day
 from paperfeed.domain.models import Paper
 
-from .api import MAX_QUERY_CHARS, base_url, checked_query, feeds_of, search_of
+from .api import MAX_QUERY_CHARS, base_url, checked_query
+from .deps import feeds_of, search_of
 
 __all__ = ["FEED_SIZE", "Entry", "Kind", "render", "router"]
 

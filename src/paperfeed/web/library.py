@@ -18,7 +18,6 @@ from fastapi import APIRouter, Depends, File, Form, Request, UploadFile
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import pass_context
 
-from paperfeed.bootstrap import App
 from paperfeed.domain.accounts import User
 from paperfeed.domain.library import (
     DEFAULT_TAG,
@@ -33,8 +32,11 @@ from paperfeed.domain.search import SearchFilters
 from paperfeed.services.library import LibraryNotFound, LibraryService, PaperState
 
 from . import feeds as _feeds
+from . import rendering
+from .deps import app_of, library_of
 from .library_notes import render_note
-from .pages import CATEGORY_CHOICES, CSP, error_page, form_categories, form_day, templates
+from .pages_search import CATEGORY_CHOICES, form_categories, form_day
+from .rendering import NO_STORE, absolute_url, error_page
 from .security import current_user, redirect_back, require_user, template_request, verify_csrf
 from .views import (
     PageMeta,
@@ -47,7 +49,7 @@ from .views import (
     plural,
 )
 
-__all__ = ["author_url", "router"]
+__all__ = ["TEMPLATE_FILTERS", "TEMPLATE_GLOBALS", "author_url", "router"]
 
 router = APIRouter(include_in_schema=False)
 CsrfChecked = Depends(verify_csrf)
@@ -57,13 +59,8 @@ T = TypeVar("T")
 WEB_IMPORT_FETCH_CAP = 100  # papers fetched from arXiv during one upload (3 s apart): the rest is reported
 _STATES = "pf_library_states"
 _TAGS = "pf_library_tags"
-_PRIVATE = {
-    "Content-Security-Policy": CSP,
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "same-origin",
-    "Cache-Control": "no-store",
-}
-_PUBLIC = {**_PRIVATE, "Cache-Control": "public, max-age=60"}
+_PRIVATE = NO_STORE
+_PUBLIC = "public, max-age=60"  # a public collection: the same for everyone
 # Messages after a redirect are chosen by key, so no text from the URL is ever shown.
 _DONE = {
     "saved": "Saved.",
@@ -73,15 +70,6 @@ _DONE = {
     "seen": "Marked as seen: only papers published from now on count as new.",
     "followed": "You follow this author: their new papers are in your feed.",
 }
-
-
-def _app(request: Request) -> App:
-    app: App = request.state.app
-    return app
-
-
-def _library(request: Request) -> LibraryService:
-    return _app(request).library
 
 
 def author_url(name: str) -> str:
@@ -105,7 +93,7 @@ def _signed_in(request: Request) -> User | None:
 def _states(request: Request, user: User) -> dict[str, PaperState]:
     state = request.scope.setdefault("state", {})
     if _STATES not in state:
-        state[_STATES] = _library(request).all_states(user.id)
+        state[_STATES] = library_of(request).all_states(user.id)
     cached: dict[str, PaperState] = state[_STATES]
     return cached
 
@@ -126,7 +114,7 @@ def _library_note(ctx: Any, paper_id: str) -> Any:
     user = _signed_in(request)
     if user is None:
         return None
-    return _library(request).state(user.id, paper_id).note
+    return library_of(request).state(user.id, paper_id).note
 
 
 @pass_context
@@ -137,7 +125,7 @@ def _library_tags(ctx: Any) -> list[Tag]:
         return []
     state = request.scope.setdefault("state", {})
     if _TAGS not in state:
-        state[_TAGS] = _library(request).tags(user.id)
+        state[_TAGS] = library_of(request).tags(user.id)
     tags: list[Tag] = state[_TAGS]
     return tags
 
@@ -147,15 +135,16 @@ def _library_here(ctx: Any) -> str:
     return _here(template_request(ctx))
 
 
-templates.env.globals.update(
-    library_state=_library_state,
-    library_note=_library_note,
-    library_tags=_library_tags,
-    library_here=_library_here,
-    author_url=author_url,
-    default_tag=DEFAULT_TAG,
-)
-templates.env.filters.update(note_html=render_note)
+# Registered on the app's renderer by create_app.
+TEMPLATE_GLOBALS: Mapping[str, Any] = {
+    "library_state": _library_state,
+    "library_note": _library_note,
+    "library_tags": _library_tags,
+    "library_here": _library_here,
+    "author_url": author_url,
+    "default_tag": DEFAULT_TAG,
+}
+TEMPLATE_FILTERS: Mapping[str, Callable[..., Any]] = {"note_html": render_note}
 
 
 # -- rendering ------------------------------------------------------------------------------------------
@@ -168,17 +157,18 @@ def _page(
     *,
     nav: str = "library",
     status: int = 200,
-    headers: Mapping[str, str] = _PRIVATE,
+    cache: str = _PRIVATE,
     feeds: tuple[tuple[str, str], ...] = (),
     description: str = "",
     **context: Any,
 ) -> HTMLResponse:
-    canonical = str(request.base_url).rstrip("/") + request.url.path
-    meta = PageMeta(title, description or title, canonical, noindex=headers is _PRIVATE, feeds=feeds)
+    """A ``library/`` page through :func:`~.rendering.page`: private ones are never cached nor indexed."""
+    meta = PageMeta(
+        title, description or title, absolute_url(request), noindex=cache == _PRIVATE, feeds=feeds
+    )
     done = _DONE.get(request.query_params.get("done", ""))
-    values = {"page": meta, "nav": nav, "done": done, **context}
-    return templates.TemplateResponse(
-        request, f"library/{name}.html", values, status_code=status, headers=headers
+    return rendering.page(
+        request, f"library/{name}.html", meta, nav=nav, status=status, cache=cache, done=done, **context
     )
 
 
@@ -198,7 +188,7 @@ def _form_change(
     """What the library's change forms do: one change, then 303 to the form's safe ``next`` (else ``back_to``,
     or ``back_to(result)``). Another reader's or a missing object is the 404 page, bad input the 400 page."""
     try:
-        result = change(_library(request))
+        result = change(library_of(request))
     except LibraryNotFound as exc:
         return _problem(request, exc, 404)
     except InvalidLibraryInput as exc:
@@ -227,7 +217,7 @@ ReadChoice = Literal["all", "read", "unread"]
 def library_page(
     request: Request, user: SignedIn, tag: str = "", read: str = "all", page: PageNumber = 1
 ) -> Response:
-    lib = _library(request)
+    lib = library_of(request)
     read_filter: ReadChoice = read if read in ("all", "read", "unread") else "all"  # type: ignore[assignment]
     tag_id = int(tag) if tag.isdigit() else None
     number = page
@@ -278,7 +268,7 @@ def library_page(
 @router.get("/library/dismissed", response_class=HTMLResponse)
 def dismissed_page(request: Request, user: SignedIn, page: PageNumber = 1) -> HTMLResponse:
     number = page
-    papers, total = _library(request).dismissed(user.id, limit=PAGE_SIZE, offset=(number - 1) * PAGE_SIZE)
+    papers, total = library_of(request).dismissed(user.id, limit=PAGE_SIZE, offset=(number - 1) * PAGE_SIZE)
     return _page(
         request,
         "dismissed",
@@ -443,7 +433,7 @@ async def import_upload(
     data = await file.read(MAX_FILE_BYTES + 1)
     name = (file.filename or "upload").rsplit("/", 1)[-1][:100] or "upload"
     chosen: Format = fmt if fmt in ("auto", "bibtex", "csl-json", "ids") else "auto"  # type: ignore[assignment]
-    importer = _app(request).library_import
+    importer = app_of(request).library_import
     try:
         report = await run_in_threadpool(
             importer.import_bytes,
@@ -478,7 +468,7 @@ def collection_page(request: Request, tag_id: int, page: PageNumber = 1) -> HTML
     user = _signed_in(request)
     number = page
     try:
-        shown = _library(request).collection(
+        shown = library_of(request).collection(
             tag_id, user.id if user else None, limit=PAGE_SIZE, offset=(number - 1) * PAGE_SIZE
         )
     except LibraryNotFound:
@@ -490,7 +480,7 @@ def collection_page(request: Request, tag_id: int, page: PageNumber = 1) -> HTML
         "collection",
         f"{shown.tag.name} · a collection by {shown.owner.display_name}",
         nav="",
-        headers=_PUBLIC if shown.tag.public and not own else _PRIVATE,
+        cache=_PUBLIC if shown.tag.public and not own else _PRIVATE,
         feeds=feeds,
         description=f"{plural(shown.total, 'paper')} collected by {shown.owner.display_name}.",
         shown=shown,
@@ -503,7 +493,9 @@ def collection_page(request: Request, tag_id: int, page: PageNumber = 1) -> HTML
 
 def _collection_feed(request: Request, kind: _feeds.Kind, tag_id: int) -> Response:
     try:
-        shown = _library(request).collection(tag_id, None, limit=_feeds.FEED_SIZE)  # feeds: public tags only
+        shown = library_of(request).collection(
+            tag_id, None, limit=_feeds.FEED_SIZE
+        )  # feeds: public tags only
     except LibraryNotFound:
         from .errors import error_response
 
@@ -536,7 +528,7 @@ def atom_collection(request: Request, tag_id: int) -> Response:
 
 @router.get("/library/authors", response_class=HTMLResponse)
 def authors_page(request: Request, user: SignedIn) -> HTMLResponse:
-    followed = _library(request).followed(user.id)
+    followed = library_of(request).followed(user.id)
     return _page(request, "authors", "Followed authors", followed=followed)
 
 
@@ -561,7 +553,7 @@ def author_page(request: Request, name: str = "") -> HTMLResponse:
     """Recent papers by an author (exact name, any accents/case); a follow button for signed-in readers."""
     user = _signed_in(request)
     try:
-        found = _library(request).author(name, user.id if user else None)
+        found = library_of(request).author(name, user.id if user else None)
     except InvalidLibraryInput as exc:
         return error_page(request, 400, "Which author?", str(exc))
     return _page(
@@ -569,7 +561,7 @@ def author_page(request: Request, name: str = "") -> HTMLResponse:
         "author",
         f"Papers by {found.name}",
         nav="",
-        headers=_PRIVATE if user else _PUBLIC,
+        cache=_PRIVATE if user else _PUBLIC,
         found=found,
         papers=[paper_view(p, with_abstract=False) for p in found.papers],
         search_url=author_search_url(found.name),
@@ -604,7 +596,7 @@ def _filters_label(filters: SearchFilters) -> str:
 
 @router.get("/library/searches", response_class=HTMLResponse)
 def searches_page(request: Request, user: SignedIn, q: str = "") -> HTMLResponse:
-    searches = _library(request).searches(user.id)
+    searches = library_of(request).searches(user.id)
     rows = [(s, _filters_label(s.filters)) for s in searches]
     return _page(
         request, "searches", "Saved searches", rows=rows, q=q[:250], categories=CATEGORY_CHOICES, error=None
@@ -623,7 +615,7 @@ def create_search_form(
     code: Annotated[str, Form(max_length=10)] = "",
 ) -> Response:
     filters, problems = _filters_from_form(date_from, date_to, cat, code)
-    lib = _library(request)
+    lib = library_of(request)
     try:
         if problems:
             raise InvalidLibraryInput("filters", " ".join(problems))
@@ -645,7 +637,7 @@ def create_search_form(
 
 @router.get("/library/searches/{search_id}", response_class=HTMLResponse)
 def alert_page(request: Request, user: SignedIn, search_id: int) -> HTMLResponse:
-    lib = _library(request)
+    lib = library_of(request)
     try:
         alert = lib.alert(user.id, search_id)
         token = lib.feed_token(user.id, search_id)
@@ -681,7 +673,7 @@ def delete_search_form(request: Request, user: SignedIn, search_id: int) -> Resp
 
 def _alert_feed(request: Request, kind: _feeds.Kind, token: str) -> Response:
     try:
-        alert = _library(request).alert_by_token(token[:100])
+        alert = library_of(request).alert_by_token(token[:100])
     except LibraryNotFound:
         from .errors import error_response
 

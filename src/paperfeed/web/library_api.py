@@ -32,7 +32,6 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from pydantic import BaseModel, ConfigDict, Field
 
-from paperfeed.bootstrap import App
 from paperfeed.domain.accounts import User
 from paperfeed.domain.library import (
     DEFAULT_TAG,
@@ -47,8 +46,9 @@ from paperfeed.domain.library import (
 from paperfeed.domain.models import Paper
 from paperfeed.domain.ports import SourceAnswerError, SourceUnavailable
 from paperfeed.domain.search import SearchFilters
-from paperfeed.services.library import AlertPage, LibraryNotFound, LibraryService, PaperState
+from paperfeed.services.library import AlertPage, LibraryNotFound, PaperState
 
+from .deps import app_of, library_of
 from .errors import ApiError, JsonResponse
 from .hf_json import paper_object
 from .library_notes import render_note
@@ -60,11 +60,6 @@ router = APIRouter(prefix="/api", tags=["library"])
 SignedIn = Annotated[User, Depends(require_user)]
 CsrfChecked = [Depends(verify_csrf)]
 WEB_IMPORT_FETCH_CAP = 100
-
-
-def _library(request: Request) -> LibraryService:
-    app: App = request.state.app
-    return app.library
 
 
 class _Strict(BaseModel):
@@ -200,7 +195,7 @@ def my_library(
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
 ) -> JsonResponse:
     try:
-        page = _library(request).library(user.id, tag_id=tag, read=read, limit=limit, offset=offset)
+        page = library_of(request).library(user.id, tag_id=tag, read=read, limit=limit, offset=offset)
     except LibraryNotFound as exc:
         raise _not_found(exc) from None
     items = [
@@ -218,7 +213,7 @@ def my_library(
 
 @router.get("/me/tags", summary="Your tags", response_class=JsonResponse)
 def my_tags(request: Request, user: SignedIn) -> JsonResponse:
-    return JsonResponse([_tag(t) for t in _library(request).tags(user.id)])
+    return JsonResponse([_tag(t) for t in library_of(request).tags(user.id)])
 
 
 @router.post(
@@ -226,7 +221,7 @@ def my_tags(request: Request, user: SignedIn) -> JsonResponse:
 )
 def create_tag(request: Request, user: SignedIn, body: TagIn) -> JsonResponse:
     try:
-        tag = _library(request).create_tag(user.id, body.name, public=body.public)
+        tag = library_of(request).create_tag(user.id, body.name, public=body.public)
     except InvalidLibraryInput as exc:
         raise _bad(exc) from None
     return JsonResponse(_tag(tag), status_code=201)
@@ -240,7 +235,7 @@ def create_tag(request: Request, user: SignedIn, body: TagIn) -> JsonResponse:
 )
 def update_tag(request: Request, user: SignedIn, tag_id: int, body: TagPatch) -> JsonResponse:
     try:
-        tag = _library(request).update_tag(user.id, tag_id, name=body.name, public=body.public)
+        tag = library_of(request).update_tag(user.id, tag_id, name=body.name, public=body.public)
     except LibraryNotFound as exc:
         raise _not_found(exc) from None
     except InvalidLibraryInput as exc:
@@ -253,7 +248,7 @@ def update_tag(request: Request, user: SignedIn, tag_id: int, body: TagPatch) ->
 )
 def delete_tag(request: Request, user: SignedIn, tag_id: int) -> JsonResponse:
     try:
-        _library(request).delete_tag(user.id, tag_id)
+        library_of(request).delete_tag(user.id, tag_id)
     except LibraryNotFound as exc:
         raise _not_found(exc) from None
     return JsonResponse({"deleted": tag_id})
@@ -264,7 +259,7 @@ def delete_tag(request: Request, user: SignedIn, tag_id: int) -> JsonResponse:
 
 def _changed(request: Request, action: Any) -> JsonResponse:
     try:
-        state: PaperState = action(_library(request))
+        state: PaperState = action(library_of(request))
     except LibraryNotFound as exc:
         raise _not_found(exc) from None
     except InvalidLibraryInput as exc:
@@ -333,7 +328,7 @@ def set_note(request: Request, user: SignedIn, paper_id: str, body: NoteIn) -> J
     "/me/papers/{paper_id:path}", summary="Your tags, marks and note on a paper", response_class=JsonResponse
 )
 def paper_state(request: Request, user: SignedIn, paper_id: str) -> JsonResponse:
-    return JsonResponse(_state(_library(request).state(user.id, paper_id)))
+    return JsonResponse(_state(library_of(request).state(user.id, paper_id)))
 
 
 # -- authors and saved searches ---------------------------------------------------------------------------
@@ -341,12 +336,12 @@ def paper_state(request: Request, user: SignedIn, paper_id: str) -> JsonResponse
 
 @router.get("/me/authors", summary="Followed authors", response_class=JsonResponse)
 def followed(request: Request, user: SignedIn) -> JsonResponse:
-    return JsonResponse([_author(a) for a in _library(request).followed(user.id)])
+    return JsonResponse([_author(a) for a in library_of(request).followed(user.id)])
 
 
 @router.post("/me/authors", summary="Follow an author", response_class=JsonResponse, dependencies=CsrfChecked)
 def follow(request: Request, user: SignedIn, body: AuthorIn) -> JsonResponse:
-    lib = _library(request)
+    lib = library_of(request)
     try:
         created = lib.follow(user.id, body.name)
     except InvalidLibraryInput as exc:
@@ -361,7 +356,7 @@ def follow(request: Request, user: SignedIn, body: AuthorIn) -> JsonResponse:
 )
 def unfollow(request: Request, user: SignedIn, name: Annotated[str, Query(max_length=400)]) -> JsonResponse:
     try:
-        removed = _library(request).unfollow(user.id, name)
+        removed = library_of(request).unfollow(user.id, name)
     except InvalidLibraryInput as exc:
         raise _bad(exc) from None
     if not removed:
@@ -371,7 +366,7 @@ def unfollow(request: Request, user: SignedIn, name: Annotated[str, Query(max_le
 
 @router.get("/me/searches", summary="Saved searches", response_class=JsonResponse)
 def searches(request: Request, user: SignedIn) -> JsonResponse:
-    return JsonResponse([_search(s) for s in _library(request).searches(user.id)])
+    return JsonResponse([_search(s) for s in library_of(request).searches(user.id)])
 
 
 @router.post(
@@ -389,7 +384,7 @@ def create_search(request: Request, user: SignedIn, body: SearchIn) -> JsonRespo
         f.date_from, f.date_to, tuple(c.strip() for c in f.categories if c.strip()), f.has_code
     )
     try:
-        saved = _library(request).add_search(user.id, body.name, body.query, filters)
+        saved = library_of(request).add_search(user.id, body.name, body.query, filters)
     except InvalidLibraryInput as exc:
         raise _bad(exc) from None
     return JsonResponse(_search(saved), status_code=201)
@@ -407,7 +402,7 @@ def _alert(alert: AlertPage) -> dict[str, Any]:
 @router.get("/me/searches/{search_id}", summary="An alert: new matches", response_class=JsonResponse)
 def alert(request: Request, user: SignedIn, search_id: int) -> JsonResponse:
     try:
-        return JsonResponse(_alert(_library(request).alert(user.id, search_id)))
+        return JsonResponse(_alert(library_of(request).alert(user.id, search_id)))
     except LibraryNotFound as exc:
         raise _not_found(exc) from None
 
@@ -420,7 +415,7 @@ def alert(request: Request, user: SignedIn, search_id: int) -> JsonResponse:
 )
 def alert_seen(request: Request, user: SignedIn, search_id: int) -> JsonResponse:
     try:
-        return JsonResponse(_search(_library(request).mark_seen(user.id, search_id)))
+        return JsonResponse(_search(library_of(request).mark_seen(user.id, search_id)))
     except LibraryNotFound as exc:
         raise _not_found(exc) from None
 
@@ -433,7 +428,7 @@ def alert_seen(request: Request, user: SignedIn, search_id: int) -> JsonResponse
 )
 def delete_search(request: Request, user: SignedIn, search_id: int) -> JsonResponse:
     try:
-        _library(request).delete_search(user.id, search_id)
+        library_of(request).delete_search(user.id, search_id)
     except LibraryNotFound as exc:
         raise _not_found(exc) from None
     return JsonResponse({"deleted": search_id})
@@ -459,7 +454,7 @@ async def import_library(
 
     data = await file.read(MAX_FILE_BYTES + 1)
     name = (file.filename or "upload").rsplit("/", 1)[-1][:100] or "upload"
-    app: App = request.state.app
+    app = app_of(request)
     chosen: Format = fmt
     try:
         report = await run_in_threadpool(
@@ -502,7 +497,7 @@ def collection(
 ) -> JsonResponse:
     viewer = current_user(request)
     try:
-        shown = _library(request).collection(
+        shown = library_of(request).collection(
             tag_id, viewer.id if viewer else None, limit=limit, offset=offset
         )
     except LibraryNotFound:

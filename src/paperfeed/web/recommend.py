@@ -13,15 +13,16 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from paperfeed.bootstrap import App
 from paperfeed.domain.accounts import User
 from paperfeed.domain.recommend import Reason, Recommendation
 from paperfeed.services.recommend import ForYou, UnknownTag
 
+from . import rendering
 from .api import ErrorModel, PaperModel, _Open
+from .deps import app_of
 from .errors import ApiError, JsonResponse
 from .hf_json import daily_item
-from .pages import error_page, render_page
+from .rendering import error_page
 from .security import require_user
 from .views import PageMeta, PaperView, paper_url, paper_view
 
@@ -36,7 +37,7 @@ Signed = Annotated[User, Depends(require_user)]
 
 
 def _feed(request: Request, user: User, limit: int, tag: str) -> ForYou:
-    app: App = request.state.app
+    app = app_of(request)
     name = " ".join(tag.split()) or None
     return app.recommendations.feed(user.id, limit=limit, tag=name)
 
@@ -83,17 +84,16 @@ def for_you_page(request: Request, user: Signed, tag: str = "") -> HTMLResponse:
         str(request.base_url).rstrip("/") + "/for-you",
         noindex=True,
     )
-    response = render_page(
+    return rendering.page(
         request,
         "recommend/for_you.html",
         page,
         nav="for-you",
+        cache="private, no-store",
         feed=feed,
         items=items,
         mode_line=_mode_line(feed),
     )
-    response.headers["Cache-Control"] = "private, no-store"
-    return response
 
 
 # -- API ------------------------------------------------------------------------------------------------

@@ -31,28 +31,30 @@ from urllib.parse import quote, urlsplit
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import RedirectResponse, Response
-from jinja2 import Environment, pass_context
+from jinja2 import pass_context
 from markupsafe import Markup
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from paperfeed.bootstrap import App
 from paperfeed.domain.accounts import RateLimited, User
-from paperfeed.services.accounts import AccountService
 
+from .deps import accounts_of, app_of
 from .errors import error_response
+from .rendering import Renderer, error_page
 
 __all__ = [
     "CSRF_COOKIE",
     "CSRF_FIELD",
     "CSRF_HEADER",
     "SESSION_COOKIE",
+    "TEMPLATE_GLOBALS",
+    "Admin",
     "AuthProblem",
     "CsrfRejected",
     "Forbidden",
     "SecurityMiddleware",
     "SignInRequired",
-    "accounts_of",
     "clear_session_cookie",
     "client_address",
     "csrf_token",
@@ -110,15 +112,6 @@ class CsrfRejected(AuthProblem):
 # -- who is asking --------------------------------------------------------------------------------------
 
 
-def _app(request: Request) -> App:
-    app: App = request.state.app
-    return app
-
-
-def accounts_of(request: Request) -> AccountService:
-    return _app(request).accounts
-
-
 def _bearer(request: Request) -> str | None:
     header = request.headers.get("authorization", "")
     scheme, _, value = header.partition(" ")
@@ -168,6 +161,9 @@ def require_admin(user: Annotated[User, Depends(require_user)]) -> User:
     return user
 
 
+Admin = Annotated[User, Depends(require_admin)]  # a handler parameter: the signed-in administrator
+
+
 def client_address(request: Request) -> str:
     """The client's IP (uvicorn's proxy_headers turns a trusted proxy's X-Forwarded-For into it)."""
     return request.client.host if request.client else "unknown"
@@ -176,7 +172,7 @@ def client_address(request: Request) -> str:
 def link_base_url(request: Request) -> str:
     """Where mailed links point: the configured public URL, never the URL this request came to (a
     forged Host header must not steer password-reset links elsewhere; see :mod:`paperfeed.public_url`)."""
-    return _app(request).public_url
+    return app_of(request).public_url
 
 
 def safe_next(value: str | None, default: str = "/") -> str:
@@ -201,7 +197,7 @@ def redirect_back(next_url: str | None, default: str, done: str | None = None) -
 
 
 def _secure(request: Request) -> bool:
-    base = _app(request).settings.base_url or ""
+    base = app_of(request).settings.base_url or ""
     return base.startswith("https://") or request.url.scheme == "https"
 
 
@@ -238,7 +234,7 @@ def csrf_token(request: Request) -> str:
     if not browser:
         browser = secrets.token_urlsafe(24)
         state[_NEW_CSRF] = browser  # SecurityMiddleware sets the cookie on the response
-    return _csrf_for(_app(request).secret_key, browser, request.cookies.get(SESSION_COOKIE, ""))
+    return _csrf_for(app_of(request).secret_key, browser, request.cookies.get(SESSION_COOKIE, ""))
 
 
 def _origin_of(url: str) -> str:
@@ -256,7 +252,7 @@ def _cross_site(request: Request) -> str | None:
     if origin == "null":
         return "it came from a page without an origin"
     allowed = {_origin_of(str(request.base_url))}
-    configured = _app(request).settings.base_url
+    configured = app_of(request).settings.base_url
     if configured:
         allowed.add(_origin_of(configured))
     host = request.headers.get("host", "").lower()
@@ -363,13 +359,12 @@ def _template_user(ctx: Any) -> User | None:
         return None  # a bad Bearer token on a page: the error reply itself must still render
 
 
-def install_template_globals(env: Environment) -> None:
-    env.globals.update(
-        csrf_token=_template_csrf_token,
-        csrf_input=_template_csrf_input,
-        current_user=_template_user,
-        csrf_field_name=CSRF_FIELD,
-    )
+TEMPLATE_GLOBALS: Mapping[str, Any] = {
+    "csrf_token": _template_csrf_token,
+    "csrf_input": _template_csrf_input,
+    "current_user": _template_user,
+    "csrf_field_name": CSRF_FIELD,
+}
 
 
 # -- error replies --------------------------------------------------------------------------------------
@@ -386,8 +381,6 @@ async def _auth_problem(request: Request, exc: Exception) -> Response:
             back = (parts.path + (f"?{parts.query}" if parts.query else "")) if same else "/"
         return RedirectResponse(f"/signin?next={quote(safe_next(back), safe='/')}", status_code=303)
     if _wants_page(request):
-        from .pages import error_page
-
         return error_page(request, exc.status, exc.heading, exc.message, headers=exc.headers)
     return error_response(request, exc.status, exc.message, headers=exc.headers)
 
@@ -396,15 +389,13 @@ async def _rate_limited(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RateLimited)
     headers = {"Retry-After": str(exc.retry_after)}
     if _wants_page(request):
-        from .pages import error_page
-
         return error_page(request, 429, "Too many attempts", str(exc), headers=headers)
     return error_response(request, 429, str(exc), headers=headers, retry_after=exc.retry_after)
 
 
-def install(app: FastAPI, env: Environment) -> None:
+def install(app: FastAPI, renderer: Renderer) -> None:
     """Register the middleware, the error replies and the template globals."""
     app.add_middleware(SecurityMiddleware)
     app.add_exception_handler(AuthProblem, _auth_problem)
     app.add_exception_handler(RateLimited, _rate_limited)
-    install_template_globals(env)
+    renderer.add_globals(TEMPLATE_GLOBALS)

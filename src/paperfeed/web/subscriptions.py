@@ -1,4 +1,4 @@
-"""Digest pages: subscribe, confirm, preferences, one-click unsubscribe, and the admin's job runs.
+"""Digest pages: subscribe, confirm, preferences and one-click unsubscribe (admin jobs page: :mod:`.admin`).
 
 Links from mail only ever show a page; the change is made by that page's button (a POST), so mail
 scanners that open links change nothing. The one exception is RFC 8058: a POST to the unsubscribe link
@@ -10,12 +10,11 @@ the authorisation, and it can only unsubscribe. Subscribe, confirm and preferenc
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Any
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 
-from paperfeed.bootstrap import App
 from paperfeed.domain.accounts import RateLimited, User
 from paperfeed.domain.digest import (
     CADENCES,
@@ -32,23 +31,16 @@ from paperfeed.domain.digest import (
 )
 from paperfeed.domain.digest_links import InvalidToken
 
+from .deps import app_of as _app
 from .errors import error_response
-from .pages import CSP, templates
-from .security import client_address, current_user, link_base_url, require_admin, verify_csrf
-from .views import PageMeta
+from .rendering import NO_STORE, page
+from .security import client_address, current_user, link_base_url, verify_csrf
 
-__all__ = ["router"]
+__all__ = ["LEASE_NAMES", "router"]
 
 router = APIRouter(include_in_schema=False)
 
 CsrfChecked = Depends(verify_csrf)
-_HEADERS = {
-    "Content-Security-Policy": CSP,
-    "X-Content-Type-Options": "nosniff",
-    # URLs carry link tokens: never sent to other sites. (Not no-referrer: forms would post Origin: null.)
-    "Referrer-Policy": "same-origin",
-    "Cache-Control": "no-store",
-}
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 CADENCE_CHOICES = {
     Cadence.daily: "Every day",
@@ -56,6 +48,7 @@ CADENCE_CHOICES = {
     Cadence.weekly: "Once a week",
 }
 _ZONES: list[str] | None = None
+# The locks the admin's jobs page shows (the scheduler's, each job's, the digest sender's).
 LEASE_NAMES = ("scheduler", "job:daily", "job:digests", "digest-send")
 
 
@@ -64,11 +57,6 @@ def _zones() -> list[str]:
     if _ZONES is None:
         _ZONES = timezone_names()
     return _ZONES
-
-
-def _app(request: Request) -> App:
-    app: App = request.state.app
-    return app
 
 
 def _page(
@@ -80,10 +68,9 @@ def _page(
     headers: Mapping[str, str] | None = None,
     **context: Any,
 ) -> HTMLResponse:
-    meta = PageMeta(title, title, str(request.base_url).rstrip("/") + request.url.path, noindex=True)
+    """A ``digest/`` page through :func:`~.rendering.page`: never cached (its URL and form carry link
+    tokens; the baseline ``Referrer-Policy: same-origin`` keeps them from other sites)."""
     values = {
-        "page": meta,
-        "nav": "digest",
         "error": None,
         "done": None,
         "weekdays": WEEKDAYS,
@@ -94,8 +81,15 @@ def _page(
         "max_items": MAX_ITEMS,
         **context,
     }
-    return templates.TemplateResponse(
-        request, f"digest/{name}.html", values, status_code=status, headers={**_HEADERS, **(headers or {})}
+    return page(
+        request,
+        f"digest/{name}.html",
+        title,
+        nav="digest",
+        status=status,
+        cache=NO_STORE,
+        headers=headers,
+        **values,
     )
 
 
@@ -408,28 +402,4 @@ async def unsubscribe(request: Request, t: str = "") -> Response:
         message=f"No more digests go to {sub.email}. Changed your mind? You can subscribe again from "
         "your preferences.",
         links=[(links.preferences, "Open your preferences"), ("/", "Back to today's papers")],
-    )
-
-
-# -- administration -------------------------------------------------------------------------------------
-
-
-@router.get("/admin/jobs", response_class=HTMLResponse)
-def admin_jobs(request: Request, admin: Annotated[User, Depends(require_admin)]) -> HTMLResponse:
-    app = _app(request)
-    from paperfeed.services.jobs import holder_is_dead
-
-    store, jobs = app.digest_store, app.job_store
-    jobs.interrupt_dead_runs(holder_is_dead, app.digests.clock())
-    return _page(
-        request,
-        "admin_jobs",
-        "Jobs and digests",
-        nav="admin",
-        runs=jobs.runs(limit=50),
-        ledger=store.ledger_counts(),
-        subscriptions=store.subscription_counts(),
-        leases=[
-            (name, jobs.lease(name)) for name in ("scheduler", "job:daily", "job:digests", "digest-send")
-        ],
     )

@@ -21,12 +21,14 @@ from paperfeed.domain.search import Span
 from .markup import plain_text, render_text, snippet
 
 __all__ = [
+    "MissingView",
     "NavLink",
     "PageLink",
     "PageMeta",
     "PageNumber",
     "PaperView",
     "author_search_url",
+    "clip",
     "count_label",
     "day_label",
     "long_day_label",
@@ -53,6 +55,25 @@ class PageMeta:
     og_type: str = "website"
     noindex: bool = False
     feeds: tuple[tuple[str, str], ...] = ()  # (title, RSS URL) of this page's feed, for <link rel=alternate>
+
+
+@dataclass(frozen=True, slots=True)
+class MissingView:
+    """What ``not_found.html`` shows: an error page's heading, message and search box."""
+
+    heading: str
+    message: str
+    query: str = ""
+    arxiv_url: str | None = None
+    status: int = 404
+
+
+def clip(text: str, limit: int = 200) -> str:
+    """``text`` on one line, cut at a word boundary to at most ``limit`` characters (with an ellipsis)."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    return text[: text.rfind(" ", 0, limit - 1)].rstrip(",;:") + "…"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,65 @@
+"""From a request to the app's services: the one way web handlers reach the composition root.
+
+The :class:`~paperfeed.bootstrap.App` arrives through lifespan state (``request.state.app``, see
+:func:`~paperfeed.web.app.create_app`). Handlers either call the ``*_of(request)`` helpers or take the
+``Annotated`` aliases below as parameters (FastAPI's ``Depends``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from paperfeed.bootstrap import App
+from paperfeed.domain.results import PaperSearch
+from paperfeed.services.accounts import AccountService
+from paperfeed.services.community import CommunityService
+from paperfeed.services.feed import FeedService
+from paperfeed.services.library import LibraryService
+
+__all__ = [
+    "AppDep",
+    "Community",
+    "Feeds",
+    "Search",
+    "accounts_of",
+    "app_of",
+    "community_of",
+    "feeds_of",
+    "library_of",
+    "search_of",
+]
+
+
+def app_of(request: Request) -> App:
+    """The request's :class:`App` (made once per process at startup)."""
+    app: App = request.state.app
+    return app
+
+
+def feeds_of(request: Request) -> FeedService:
+    return app_of(request).feeds
+
+
+def search_of(request: Request) -> PaperSearch:
+    search: PaperSearch = app_of(request).search
+    return search
+
+
+def accounts_of(request: Request) -> AccountService:
+    return app_of(request).accounts
+
+
+def community_of(request: Request) -> CommunityService:
+    return app_of(request).community
+
+
+def library_of(request: Request) -> LibraryService:
+    return app_of(request).library
+
+
+AppDep = Annotated[App, Depends(app_of)]
+Feeds = Annotated[FeedService, Depends(feeds_of)]
+Search = Annotated[PaperSearch, Depends(search_of)]
+Community = Annotated[CommunityService, Depends(community_of)]

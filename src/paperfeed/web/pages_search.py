@@ -1,0 +1,220 @@
+"""The search page (``/search``): the query language, filters as form fields, one page of hits.
+
+Bad filter values become messages on the page, never errors; :func:`form_day` and
+:func:`form_categories` are shared with the library's saved searches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse
+
+from paperfeed.domain.arxiv_subjects import SUBJECT_CODES
+from paperfeed.domain.feed import InvalidPeriod, PeriodOutOfRange, parse_day
+from paperfeed.domain.models import Paper
+from paperfeed.domain.query import parse_query
+from paperfeed.domain.results import PaperSearch
+from paperfeed.domain.search import SearchFilters
+
+from . import rendering
+from .deps import AppDep
+from .rendering import absolute_url
+from .views import PageLink, PageMeta, PageNumber, PaperView, clip, page_links, paper_view
+
+__all__ = ["CATEGORY_CHOICES", "form_categories", "form_day", "router", "search_view"]
+
+router = APIRouter(include_in_schema=False)
+CATEGORY_CHOICES = sorted(set(SUBJECT_CODES.values()))
+
+SEARCH_PAGE_SIZE = 20
+_EXAMPLES = (
+    "diffusion transformer",
+    '"direct preference optimization"',
+    'author:"Yann LeCun"',
+    "mixture of experts year:2025",
+    "cat:cs.CL retrieval augmented generation",
+    "video generation -survey",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    q: str
+    url: str
+
+
+@dataclass
+class SearchView:
+    """What ``search.html`` shows: the form as submitted, problems with it, and one page of hits."""
+
+    q: str
+    date_from: str
+    date_to: str
+    cat: str
+    has_code: bool
+    filters_active: bool
+    clear_url: str
+    category_choices: list[str]
+    has_quotes: bool
+    examples: list[Example]
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    items: list[PaperView] = field(default_factory=list)
+    offset: int = 0
+    range_label: str = ""
+    pages: list[PageLink] = field(default_factory=list)
+    page_number: int = 1
+    prev_url: str | None = None
+    next_url: str | None = None
+
+
+def _search_url(
+    q: str, date_from: str = "", date_to: str = "", cat: str = "", code: bool = False, page: int = 1
+) -> str:
+    params = {"q": q, "from": date_from, "to": date_to, "cat": cat, "code": "1" if code else "", "page": page}
+    kept = {k: v for k, v in params.items() if v and not (k == "page" and v == 1)}
+    return "/search?" + urlencode(kept) if kept else "/search"
+
+
+def form_day(text: str, label: str, problems: list[str]) -> date | None:
+    """A filter field's day, or None with a message in ``problems`` (shared with saved searches)."""
+    if not text.strip():
+        return None
+    try:
+        return parse_day(text)
+    except PeriodOutOfRange as exc:
+        problems.append(f"“{label}”: {exc}; it was ignored.")
+        return None
+    except InvalidPeriod:
+        problems.append(f"“{label}” must be a date like 2025-03-18 (got “{clip(text, 40)}”); it was ignored.")
+        return None
+
+
+def form_categories(text: str, problems: list[str]) -> tuple[str, ...]:
+    """Categories from the filter field, normalised exactly as ``cat:`` in a query is."""
+    parts = [p for p in text.replace(",", " ").split() if p]
+    if not parts:
+        return ()
+    found = parse_query("cat:" + ",".join(parts)).filters.categories
+    if len(found) < len(set(parts)):
+        problems.append(
+            "Some categories were not understood and were ignored: use arXiv codes such as cs.CL or hep-th."
+        )
+    return found
+
+
+def search_view(
+    search: PaperSearch,
+    q: str,
+    date_from: str,
+    date_to: str,
+    cat: str,
+    code: str,
+    page: int,
+    shown: Callable[[list[Paper]], list[Paper]] = list,
+) -> SearchView:
+    """Run the search the form describes; bad filter values become messages, not errors.
+
+    ``shown`` gives the papers the counts pages show (community votes and comments added).
+    """
+    q = q.strip()[:1000]
+    problems: list[str] = []
+    start = form_day(date_from, "From", problems)
+    end = form_day(date_to, "To", problems)
+    if start and end and start > end:
+        start, end = end, start
+        problems.append("“From” was after “To”; they were swapped.")
+    categories = form_categories(cat, problems)
+    has_code = code.lower() in ("1", "true", "on", "yes")
+    filters = SearchFilters(start, end, categories, True if has_code else None)
+    form = {
+        "date_from": start.isoformat() if start else "",
+        "date_to": end.isoformat() if end else "",
+        "cat": ", ".join(categories),
+    }
+    view = SearchView(
+        q=q,
+        has_code=has_code,
+        filters_active=filters.active,
+        clear_url=_search_url(q),
+        category_choices=CATEGORY_CHOICES,
+        has_quotes='"' in q,
+        examples=[Example(e, _search_url(e)) for e in _EXAMPLES],
+        problems=problems,
+        date_from=form["date_from"],
+        date_to=form["date_to"],
+        cat=form["cat"],
+    )
+    if not q:
+        if filters.active:
+            view.problems.append(
+                "Type some words to search for: the filters narrow a search, they are not one."
+            )
+        return view
+    offset = (page - 1) * SEARCH_PAGE_SIZE
+    result = search.search(q, filters, limit=SEARCH_PAGE_SIZE, offset=offset)
+    view.notes = list(result.notes)
+    view.offset = offset
+    view.items = [
+        paper_view(
+            paper,
+            title_spans=hit.title_spans,
+            abstract_spans=hit.abstract_spans,
+            with_abstract=False,
+            with_snippet=True,
+        )
+        for hit, paper in zip(result.hits, shown([hit.paper for hit in result.hits]), strict=True)
+    ]
+    if view.items:
+        noun = "result" if result.total == 1 else "results"
+        view.range_label = f"{offset + 1}–{offset + len(view.items)} of {result.total} {noun}"
+    elif result.total:
+        view.problems.append(f"There are only {result.total} results; this page is past the last one.")
+    last = max(1, -(-result.total // SEARCH_PAGE_SIZE))
+    if last > 1:
+
+        def url(number: int) -> str:
+            return _search_url(q, form["date_from"], form["date_to"], form["cat"], has_code, number)
+
+        view.pages = page_links(min(page, last), last, url)
+        view.page_number = page
+        view.prev_url = url(min(page - 1, last)) if page > 1 else None
+        view.next_url = url(page + 1) if page < last else None
+    return view
+
+
+@router.get("/search", response_class=HTMLResponse)
+def search_page(
+    request: Request,
+    app: AppDep,
+    q: str = "",
+    date_from: str = Query("", alias="from"),
+    date_to: str = Query("", alias="to"),
+    cat: str = "",
+    code: str = "",
+    page: PageNumber = 1,
+) -> HTMLResponse:
+    view = search_view(
+        app.search,
+        q,
+        date_from,
+        date_to,
+        cat,
+        code,
+        page,
+        app.community.with_counts,
+    )
+    if view.q:
+        title = f"“{clip(view.q, 60)}” · Search"
+        description = f"Papers matching {view.q}" + (f": {view.range_label}" if view.range_label else "")
+    else:
+        title, description = "Search papers", "Search papers by topic, title, author, category and date."
+    path = _search_url(view.q, view.date_from, view.date_to, view.cat, view.has_code, view.page_number)
+    rss = ((f"Search: {clip(view.q, 60)}", "/rss/search?" + urlencode({"q": view.q})),) if view.q else ()
+    meta = PageMeta(title, clip(description), absolute_url(request, path), noindex=bool(view.q), feeds=rss)
+    return rendering.page(request, "search.html", meta, nav="search", search=view)

@@ -1,0 +1,180 @@
+"""The one place HTML pages are rendered: the Jinja environment, the static assets, :func:`page`.
+
+:func:`create_app <paperfeed.web.app.create_app>` builds one :class:`Renderer` per app (kept in
+``app.state.renderer``) and registers the template globals of the areas that need them (security,
+library, community); nothing here runs at import time. Static files are hashed on first use, so their
+URLs change when they do and can be cached for a year.
+
+Every HTML page — feeds, search, paper, account, library, community, digest, admin and error pages —
+goes through :func:`page`: the template gets ``page`` (its :class:`~.views.PageMeta`) and ``nav`` (the
+active menu item), and the response carries the site's baseline headers (CSP included, from
+:mod:`.headers`) and, when asked, a ``Cache-Control``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse, Response
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from starlette.types import Scope
+
+from paperfeed import __version__
+
+from .headers import baseline_headers
+from .markup import plain_text, render_text
+from .views import MissingView, PageMeta, author_search_url
+
+__all__ = [
+    "NO_STORE",
+    "SITE_NAME",
+    "Renderer",
+    "StaticAssets",
+    "absolute_url",
+    "error_page",
+    "page",
+    "renderer_of",
+]
+
+SITE_NAME = "paperfeed"
+NO_STORE = "no-store"  # forms carry CSRF tokens, some pages one-time link tokens or a reader's own data
+_HERE = Path(__file__).resolve().parent
+STATIC_DIR = _HERE / "static"
+TEMPLATES_DIR = _HERE / "templates"
+
+
+class StaticAssets:
+    """Content hashes of the static files (read on first use), for URLs that change when a file does."""
+
+    def __init__(self, directory: Path = STATIC_DIR) -> None:
+        self.directory = directory
+
+    @cached_property
+    def versions(self) -> dict[str, str]:
+        return {
+            path.name: hashlib.blake2b(path.read_bytes(), digest_size=5).hexdigest()
+            for path in self.directory.iterdir()
+            if path.is_file()
+        }
+
+    def url(self, name: str) -> str:
+        """``/static/<name>?v=<hash>``: safe to cache for a year."""
+        return f"/static/{name}?v={self.versions[name]}"
+
+    def files(self) -> StaticFiles:
+        """The ``/static`` mount: cached for a year when asked for by the current hash, else revalidated."""
+        return _VersionedStaticFiles(self, directory=self.directory)
+
+
+class _VersionedStaticFiles(StaticFiles):
+    def __init__(self, assets: StaticAssets, *, directory: Path) -> None:
+        super().__init__(directory=directory)
+        self.assets = assets
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        response = await super().get_response(path, scope)
+        version = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("v", [""])[0]
+        fresh = response.status_code == 200 and version and version == self.assets.versions.get(path)
+        response.headers["Cache-Control"] = "public, max-age=31536000, immutable" if fresh else "no-cache"
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        return response
+
+
+class Renderer:
+    """The app's Jinja environment and static assets; areas add their template globals at startup."""
+
+    def __init__(self, assets: StaticAssets | None = None) -> None:
+        self.assets = assets or StaticAssets()
+        env = Environment(
+            loader=FileSystemLoader(TEMPLATES_DIR),
+            autoescape=True,
+            undefined=StrictUndefined,
+            trim_blocks=False,
+            lstrip_blocks=False,
+        )
+        env.globals.update(
+            site_name=SITE_NAME,
+            version=__version__,
+            static_url=self.assets.url,
+            author_search_url=author_search_url,
+        )
+        env.filters.update(rich=render_text, plain=plain_text)
+        self.env = env
+        self.templates = Jinja2Templates(env=env)
+
+    def add_globals(
+        self, values: Mapping[str, Any], filters: Mapping[str, Callable[..., Any]] | None = None
+    ) -> None:
+        """Register an area's template globals (and filters); names must not clash."""
+        clash = (set(values) & set(self.env.globals)) | (set(filters or {}) & set(self.env.filters))
+        if clash:
+            raise ValueError(f"template names registered twice: {', '.join(sorted(clash))}")
+        self.env.globals.update(values)
+        self.env.filters.update(filters or {})
+
+
+def renderer_of(request: Request) -> Renderer:
+    """The renderer :func:`~paperfeed.web.app.create_app` made for this request's app."""
+    renderer: Renderer = request.app.state.renderer
+    return renderer
+
+
+def absolute_url(request: Request, path: str | None = None) -> str:
+    """``path`` (default: the request's own path, without the query) on this site, for canonical links."""
+    return str(request.base_url).rstrip("/") + (request.url.path if path is None else path)
+
+
+def page(
+    request: Request,
+    template: str,
+    meta: PageMeta | str,
+    *,
+    nav: str = "",
+    status: int = 200,
+    cache: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    **context: Any,
+) -> HTMLResponse:
+    """Render one HTML page of the site.
+
+    ``meta`` is the page's :class:`PageMeta`, or just its title for a page search engines should skip
+    (forms, accounts, error pages): then title and description are the title and the canonical URL is
+    the request's path. ``cache`` sets ``Cache-Control``; ``headers`` win over everything.
+    """
+    if isinstance(meta, str):
+        meta = PageMeta(meta, meta, absolute_url(request), noindex=True)
+    response = renderer_of(request).templates.TemplateResponse(
+        request,
+        template,
+        {"page": meta, "nav": nav, **context},
+        status_code=status,
+        headers=baseline_headers(html=True),
+    )
+    if cache is not None:
+        response.headers["Cache-Control"] = cache
+    response.headers.update(headers or {})
+    return response
+
+
+def error_page(
+    request: Request,
+    status: int,
+    heading: str,
+    message: str,
+    *,
+    query: str = "",
+    arxiv_url: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> HTMLResponse:
+    """A styled error page with a search box, in the site's layout (for handlers and error replies)."""
+    missing = MissingView(heading, message, query, arxiv_url, status)
+    meta = PageMeta(heading, message, absolute_url(request), noindex=True)
+    return page(request, "not_found.html", meta, status=status, headers=headers, missing=missing)
