@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, date, datetime
@@ -326,6 +327,36 @@ def test_tantivy_second_writer_defers_to_the_next_catch_up(store: SqlPaperStore,
     assert ids(reopened, "numbat") == ["ex.drop"]
     assert "dirty_since" not in (tmp_path / "kw" / "state.json").read_text()
     reopened.close()
+
+
+def test_tantivy_search_sees_another_processs_commit_at_once(store: SqlPaperStore, tmp_path: Path) -> None:
+    """A running server's index answers its next search from another process's latest commit (an
+    import, ``paperfeed check --repair``), not from what tantivy's 500 ms reload timer last picked up,
+    which could be the empty index a repair creates before its rebuild commit."""
+    for batch in batches(CORPUS[:5]):
+        store.apply_batch(batch)
+    folder = tmp_path / "kw"
+    server = TantivyKeywordIndex(folder, store.engine)  # builds, then releases the writer
+    assert len(server) == 5
+    for n, paper in enumerate(CORPUS[5:8], start=6):  # imports by another process, one commit each
+        store.apply_batch(Batch(papers=[paper]))
+        importer = TantivyKeywordIndex(folder, store.engine, catch_up=False, background=False)
+        assert importer.reindex([paper.id]) == 1
+        importer.close()
+        assert len(server) == n
+    expected = ids(server, "quokka")
+    assert expected
+    # check --repair: wipe the files, create an empty index, rebuild it with one commit
+    for item in folder.iterdir():
+        item.unlink()
+    assert ids(server, "quokka") == expected  # mid-wipe: the segments already open still answer
+    repair = TantivyKeywordIndex(folder, store.engine, catch_up=False, background=False)
+    time.sleep(0.7)  # tantivy's timer (500 ms) would move a reader onto this empty commit meanwhile
+    assert repair.rebuild() == 8
+    repair.close()
+    assert ids(server, "quokka") == expected
+    assert len(server) == 8
+    server.close()
 
 
 def test_tantivy_synchronous_mode_and_coalesced_batches(store: SqlPaperStore, tmp_path: Path) -> None:

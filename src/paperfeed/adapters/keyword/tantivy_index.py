@@ -11,12 +11,17 @@ opens the index and answers the port; the three jobs behind it live next to it:
   highlighting.
 
 A missing or incompatible index (another ``INDEX_VERSION`` or analyzer) is rebuilt in full on open.
+
+Commits by other processes (an import from the CLI, ``paperfeed check --repair``) are picked up before
+each search: the reader reloads when ``meta.json`` differs from the one it last loaded (see
+:meth:`TantivyKeywordIndex.follow_commits`), not on tantivy's own timer.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -56,8 +61,9 @@ def _unavailable_when_damaged(
     """Turn tantivy's damaged-file failures (a ValueError or a panic) into
     :class:`~paperfeed.domain.search.KeywordIndexUnavailable`, which the search service degrades on.
 
-    Before giving up it reloads the index once and retries: if another process (``paperfeed check
-    --repair``) has rebuilt the files meanwhile, this one recovers without a restart.
+    Before giving up it reloads the index once and retries (a segment file another process merged
+    away between our reload and the query); a rebuild by ``paperfeed check --repair`` is picked up
+    before the query already, by :meth:`TantivyKeywordIndex.follow_commits`.
     """
 
     def guarded(self: TantivyKeywordIndex, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
@@ -67,7 +73,7 @@ def _unavailable_when_damaged(
             if not tantivy_failure(first):
                 raise
         try:
-            self._index.reload()
+            self.follow_commits(force=True)
             return method(self, *args, **kwargs)
         except BaseException as exc:
             if not tantivy_failure(exc):
@@ -125,11 +131,19 @@ class TantivyKeywordIndex:
             self._wipe()
             fresh = needs_rebuild = True
             self._index = tantivy.Index(self._schema, path=str(path), reuse=False)
+        # tantivy's default reader reloads on a timer thread (meta.json polled every 500 ms) and may land on
+        # another process's intermediate commit, e.g. the empty index a repair creates before its
+        # rebuild, and stay there until the next poll; a late timer reload can even overwrite a newer
+        # one. Reloads happen in follow_commits only, so what a search sees is the latest meta.json.
+        self._meta_seen = self._read_meta()  # the meta.json the reader last loaded (read before it)
+        self._reload_lock = threading.Lock()
+        self._index.config_reader("manual")
         self.queries = TantivyQueries(self._schema, weights or TANTIVY_WEIGHTS, stemming=stemming)
         self._writer = TantivyWriter(
             path,
             engine,
             self._index,
+            reload=functools.partial(self.follow_commits, force=True),
             analyzer_name=analyzer_name,
             heap_size=heap_size,
             rebuild_heap_size=rebuild_heap_size,
@@ -146,6 +160,28 @@ class TantivyKeywordIndex:
             except KeywordIndexBusy:
                 pass  # the process holding the writer is updating the index; it catches up itself
             self.close()  # a reader must not keep the writer lock from the process that imports
+
+    def follow_commits(self, *, force: bool = False) -> None:
+        """Reload the reader if ``meta.json`` changed since it last loaded (always with ``force``).
+
+        tantivy replaces ``meta.json`` atomically at each commit, from any process, so comparing its
+        bytes (about 2 KB, read in microseconds) tells exactly whether there is a newer commit. A
+        missing file (a repair wiping the folder) keeps the current segments until the new index is
+        committed. Reloads are serialised: two racing reloads could otherwise install the older one last.
+        """
+        if not force and self._read_meta() in (None, self._meta_seen):
+            return
+        with self._reload_lock:
+            meta = self._read_meta()  # read before the reload: the reader is at least this new
+            if force or (meta is not None and meta != self._meta_seen):
+                self._index.reload()
+                self._meta_seen = meta
+
+    def _read_meta(self) -> bytes | None:
+        try:
+            return (self.path / "meta.json").read_bytes()
+        except OSError:
+            return None
 
     def _wipe(self) -> None:
         for leftover in self.path.iterdir():
@@ -201,6 +237,7 @@ class TantivyKeywordIndex:
     @_unavailable_when_damaged
     def __len__(self) -> int:
         self._writer.settle()
+        self.follow_commits()
         return int(self._index.searcher().num_docs)
 
     # -- queries (see tantivy_query) --------------------------------------------------------------------
@@ -215,6 +252,7 @@ class TantivyKeywordIndex:
         if tq is None or k <= 0:
             return []
         self._writer.settle()
+        self.follow_commits()
         searcher = self._index.searcher()
         result = searcher.search(tq, limit=int(k), count=False)
         hits = [(score, searcher.doc(addr)["id"][0]) for score, addr in result.hits]

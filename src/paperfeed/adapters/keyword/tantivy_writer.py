@@ -24,7 +24,7 @@ import logging
 import os
 import queue
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -105,6 +105,7 @@ class TantivyWriter:
         engine: Engine,
         index: tantivy.Index,
         *,
+        reload: Callable[[], None],
         analyzer_name: str,
         heap_size: int,
         rebuild_heap_size: int,
@@ -115,6 +116,7 @@ class TantivyWriter:
         self.path = path
         self.engine = engine
         self._index = index
+        self._reload = reload  # after each commit: searches in this process see it at once
         self._analyzer_name = analyzer_name
         self._heap_size = heap_size
         self._rebuild_heap_size = max(heap_size, rebuild_heap_size)
@@ -233,7 +235,7 @@ class TantivyWriter:
         for doc in docs:
             writer.add_document(self._document(doc))
         writer.commit()
-        self._index.reload()
+        self._reload()
         self._write_state(max(stamps) if stamps else None)
         return len(ids)
 
@@ -279,7 +281,7 @@ class TantivyWriter:
             if staged:
                 with self._lock:
                     self._writer_now().commit()
-                    self._index.reload()
+                    self._reload()
                     self._write_state(changed.written_at)
             return
         if isinstance(changed, BatchResult):
@@ -416,7 +418,7 @@ class TantivyWriter:
             writer.commit()
             writer.wait_merging_threads()  # gives the large heap back; the next write opens a small one
             self._writer = None
-            self._index.reload()
+            self._reload()
             # empty store: still mark the index as complete
             self._write_state(newest or datetime(1970, 1, 1, tzinfo=UTC), clean=True)
             self._needs_rebuild = False
