@@ -52,12 +52,15 @@ def import_paths(
             with RichProgress(c.err, path.name) as progress:
                 service.run(source, progress, summary=summary, workers=workers)
             if summary.rejected > before:
-                c.err.print(f"[yellow]{path}: {summary.rejected - before:,} record(s) rejected[/]")
+                c.err.print(
+                    f"[yellow]{path}: {summary.rejected - before:,} record(s) rejected[/]", soft_wrap=True
+                )
             for r in fatal:  # however many rejects came before it, the reader must see this one
-                c.err.print(f"[red]{escape(r.where)}: {escape(r.reason)}[/]", highlight=False)
+                # soft_wrap: a path is never broken across lines (it must stay copyable)
+                c.err.print(f"[red]{escape(r.where)}: {escape(r.reason)}[/]", highlight=False, soft_wrap=True)
             fatal.clear()
     for r in summary.rejects[:20]:
-        c.err.print(f"  rejected {r}", highlight=False, markup=False)
+        c.err.print(f"  rejected {r}", highlight=False, markup=False, soft_wrap=True)
     if summary.rejected > 20:
         c.err.print(f"  … and {summary.rejected - 20:,} more (use --rejects FILE for all)")
     print_summary(c.console, "import", summary, time.perf_counter() - started)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+import uuid
 import zlib
 from pathlib import Path
 
@@ -114,7 +115,7 @@ def damaged_files(path: Path, *, trust_checked: bool = True) -> list[str]:
         if not problems or unchanged:
             break
     if trust_checked and not problems and passed != checked:
-        tmp = path / f"{_CHECKED}.{os.getpid()}.tmp"
+        tmp = path / f"{_CHECKED}.{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp"  # unique: see the writer's state
         try:
             tmp.write_text(json.dumps(passed))
             os.replace(tmp, path / _CHECKED)

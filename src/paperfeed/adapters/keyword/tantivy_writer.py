@@ -24,6 +24,7 @@ import logging
 import os
 import queue
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -154,7 +155,8 @@ class TantivyWriter:
                 state["dirty_since"] = mark
         if clean:
             state.pop("dirty_since", None)
-        tmp = self._state_file.with_suffix(f".{os.getpid()}.tmp")
+        # unique per call: two writers of one process (an app and a CLI command, threads) must not share it
+        tmp = self._state_file.with_suffix(f".{os.getpid()}.{uuid.uuid4().hex[:12]}.tmp")
         tmp.write_text(json.dumps(state))
         os.replace(tmp, self._state_file)
 
