@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from paperfeed.adapters.embed import EmbedderConfig, EmbedderUnavailable, open_embedder, resolve_model
+from paperfeed.adapters.embed import EmbedderConfig, open_embedder, resolve_model
 from paperfeed.adapters.embed.base import PACKAGED_MODEL_NAME
+from paperfeed.domain.errors import EmbedderUnavailable
 
 
 def test_model_ids_separate_backends_whose_vectors_differ(tmp_path: Path) -> None:

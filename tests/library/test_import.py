@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 from paperfeed.adapters.store.schema_library import library_saves, library_tags
 from paperfeed.bootstrap import App
 from paperfeed.cli import cli_app as cli
+from paperfeed.domain.errors import SourceUnavailable
 from paperfeed.domain.library import BibliographyError, CitedWork
-from paperfeed.domain.ports import SourceUnavailable
 from tests.support.http_server import ReplayServer, Reply
 
 from .conftest import API_PATH, DATA

@@ -18,11 +18,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from paperfeed.adapters.sources.arxiv_atom import ArxivFeedError, parse_feed
+from paperfeed.adapters.sources.arxiv_atom import parse_feed
 from paperfeed.adapters.sources.bibliography import parse_bibliography
 from paperfeed.adapters.sources.hf_daily import NotAList, decode_day, parse_day
 from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
-from paperfeed.adapters.sources.oai_pmh import OaiError, OaiProtocolError, parse_page
+from paperfeed.adapters.sources.oai_pmh import OaiProtocolError, parse_page
+from paperfeed.domain.errors import ArxivFeedError, OaiError
 from paperfeed.domain.ids import normalize_paper_id
 from paperfeed.domain.library import BibliographyError
 from paperfeed.domain.models import Paper

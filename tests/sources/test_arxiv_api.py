@@ -15,12 +15,12 @@ import pytest
 from typer.testing import CliRunner
 
 from paperfeed.adapters.sources.arxiv_api import ArxivApiClient, ArxivApiSource
-from paperfeed.adapters.sources.arxiv_atom import ArxivApiError, MalformedFeed, parse_feed
+from paperfeed.adapters.sources.arxiv_atom import parse_feed
 from paperfeed.adapters.sources.http import PoliteClient
 from paperfeed.adapters.store import SqlPaperStore, open_store
 from paperfeed.cli import cli_app as app
+from paperfeed.domain.errors import ArxivApiError, MalformedFeed, SourceUnavailable
 from paperfeed.domain.ingest import Batch
-from paperfeed.domain.ports import SourceUnavailable
 from paperfeed.services.ingest import IngestService
 from tests.support.http_server import ReplayServer, Reply, replay_server
 

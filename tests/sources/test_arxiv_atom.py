@@ -8,12 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from paperfeed.adapters.sources.arxiv_atom import (
-    ArxivApiError,
-    FeedPage,
-    MalformedFeed,
-    parse_feed,
-)
+from paperfeed.adapters.sources.arxiv_atom import FeedPage, parse_feed
+from paperfeed.domain.errors import ArxivApiError, MalformedFeed
 from paperfeed.domain.models import Paper
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)

@@ -27,9 +27,9 @@ from paperfeed.adapters.sources.arxiv_oai import (
     plan_harvest,
 )
 from paperfeed.adapters.sources.http import PoliteClient
-from paperfeed.adapters.sources.oai_pmh import OaiError
 from paperfeed.adapters.store import SqlPaperStore
 from paperfeed.cli import cli_app as app
+from paperfeed.domain.errors import OaiError
 from paperfeed.services.ingest import IngestService
 from tests.support.http_server import ReplayServer, Reply
 

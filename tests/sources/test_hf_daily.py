@@ -24,8 +24,8 @@ from paperfeed.adapters.sources.hf_daily import (
 from paperfeed.adapters.sources.http import PoliteClient
 from paperfeed.adapters.store import SqlPaperStore, open_store
 from paperfeed.cli import cli_app as app
+from paperfeed.domain.errors import SourceUnavailable
 from paperfeed.domain.ingest import Batch
-from paperfeed.domain.ports import SourceUnavailable
 from paperfeed.domain.validation import InvalidRecord, build_paper
 from paperfeed.services.ingest import IngestService
 from tests.support.http_server import ReplayServer, Reply

@@ -12,7 +12,6 @@ import pytest
 
 from paperfeed.adapters.sources.http import PoliteClient
 from paperfeed.adapters.sources.oai_pmh import (
-    OaiError,
     OaiPage,
     OaiProtocolError,
     fetch_page,
@@ -21,6 +20,7 @@ from paperfeed.adapters.sources.oai_pmh import (
     split_author_string,
 )
 from paperfeed.domain.arxiv_subjects import SUBJECT_CODES, subject_category
+from paperfeed.domain.errors import OaiError
 from paperfeed.domain.models import Paper
 from tests.support.http_server import ReplayServer, Reply
 

@@ -35,7 +35,6 @@ from paperfeed.domain.errors import BackupError
 __all__ = [
     "BACKUP_DB",
     "BACKUP_MANIFEST",
-    "BackupError",
     "BackupInfo",
     "backup_sqlite",
     "read_backup",

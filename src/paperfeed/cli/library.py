@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
+from paperfeed.domain.errors import SourceAnswerError, SourceUnavailable
 from paperfeed.domain.library import DEFAULT_TAG, BibliographyError, Format, InvalidLibraryInput
-from paperfeed.domain.ports import SourceAnswerError, SourceUnavailable
 from paperfeed.services.library import LibraryNotFound
 
 from .context import Context, fail

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Protocol, runtime_checkable
 
-from .errors import SourceAnswerError, SourceUnavailable
 from .ingest import Batch, BatchResult, RawRecord, Realized
 from .models import Listing, Paper
 
@@ -18,8 +17,6 @@ __all__ = [
     "PaperStore",
     "ProgressReporter",
     "RecordRealizer",
-    "SourceAnswerError",
-    "SourceUnavailable",
     "StoreStats",
 ]
 

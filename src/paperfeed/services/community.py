@@ -46,10 +46,10 @@ from paperfeed.domain.community import (
     submission_cap_reached,
     with_local_counts,
 )
-from paperfeed.domain.errors import SourceTimeout
+from paperfeed.domain.errors import SourceAnswerError, SourceTimeout, SourceUnavailable
 from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id, parse_arxiv_id
 from paperfeed.domain.models import Paper
-from paperfeed.domain.ports import PaperFetcher, SourceAnswerError, SourceUnavailable
+from paperfeed.domain.ports import PaperFetcher
 from paperfeed.services.ingest import IngestService
 
 __all__ = ["CommunityLimits", "CommunityService"]

@@ -19,6 +19,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import pass_context
 
 from paperfeed.domain.accounts import User
+from paperfeed.domain.errors import SourceAnswerError, SourceUnavailable
 from paperfeed.domain.library import (
     DEFAULT_TAG,
     MAX_FILE_BYTES,
@@ -27,7 +28,6 @@ from paperfeed.domain.library import (
     InvalidLibraryInput,
     Tag,
 )
-from paperfeed.domain.ports import SourceAnswerError, SourceUnavailable
 from paperfeed.domain.search import SearchFilters
 from paperfeed.services.library import LibraryNotFound, LibraryService, PaperState
 

@@ -33,6 +33,7 @@ from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from pydantic import BaseModel, ConfigDict, Field
 
 from paperfeed.domain.accounts import User
+from paperfeed.domain.errors import SourceAnswerError, SourceUnavailable
 from paperfeed.domain.library import (
     DEFAULT_TAG,
     MAX_FILE_BYTES,
@@ -44,7 +45,6 @@ from paperfeed.domain.library import (
     Tag,
 )
 from paperfeed.domain.models import Paper
-from paperfeed.domain.ports import SourceAnswerError, SourceUnavailable
 from paperfeed.domain.search import SearchFilters
 from paperfeed.services.library import AlertPage, LibraryNotFound, PaperState
 

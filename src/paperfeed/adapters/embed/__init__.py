@@ -5,13 +5,12 @@
 imported only when a backend is built.
 """
 
-from .base import EmbedderUnavailable, ModelSource, resolve_model
+from .base import ModelSource, resolve_model
 from .factory import BACKENDS, EmbedderConfig, open_embedder
 
 __all__ = [
     "BACKENDS",
     "EmbedderConfig",
-    "EmbedderUnavailable",
     "ModelSource",
     "open_embedder",
     "resolve_model",

@@ -16,7 +16,6 @@ from paperfeed.domain.errors import EmbedderUnavailable
 
 __all__ = [
     "PACKAGED_MODEL_NAME",
-    "EmbedderUnavailable",
     "ModelSource",
     "force_offline",
     "normalise_rows",

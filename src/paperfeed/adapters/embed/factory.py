@@ -6,9 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from paperfeed.domain.errors import EmbedderUnavailable
 from paperfeed.domain.search import Embedder
 
-from .base import EmbedderUnavailable, resolve_model
+from .base import resolve_model
 
 __all__ = ["BACKENDS", "EmbedderConfig", "open_embedder"]
 

@@ -29,8 +29,9 @@ import orjson
 
 from paperfeed.adapters.files import fsync
 from paperfeed.domain.embedding import MAX_TOKENS
+from paperfeed.domain.errors import EmbedderUnavailable
 
-from .base import EmbedderUnavailable, ModelSource, force_offline, normalise_rows
+from .base import ModelSource, force_offline, normalise_rows
 
 __all__ = ["OnnxEmbedder", "OnnxFiles", "ensure_onnx"]
 

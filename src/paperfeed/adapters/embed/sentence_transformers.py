@@ -16,8 +16,9 @@ import numpy as np
 import numpy.typing as npt
 
 from paperfeed.domain.embedding import MAX_TOKENS
+from paperfeed.domain.errors import EmbedderUnavailable
 
-from .base import EmbedderUnavailable, ModelSource, force_offline, normalise_rows
+from .base import ModelSource, force_offline, normalise_rows
 
 __all__ = ["SentenceTransformerEmbedder", "cpu_supports_bf16"]
 

@@ -11,10 +11,11 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from paperfeed.domain.errors import ArxivApiError, MalformedFeed
 from paperfeed.domain.ids import InvalidPaperId, parse_arxiv_id
 from paperfeed.domain.ingest import Batch, Reject
 
-from .arxiv_atom import SOURCE_NAME, ArxivApiError, FeedPage, MalformedFeed, parse_feed
+from .arxiv_atom import SOURCE_NAME, FeedPage, parse_feed
 from .http import PoliteClient
 
 __all__ = ["MAX_IDS_PER_REQUEST", "SORT_BY", "ArxivApiClient", "ArxivApiSource"]

@@ -16,7 +16,7 @@ from typing import Any
 
 from lxml import etree
 
-from paperfeed.domain.errors import ArxivApiError, ArxivFeedError, MalformedFeed
+from paperfeed.domain.errors import ArxivApiError, MalformedFeed
 from paperfeed.domain.ids import InvalidPaperId, parse_arxiv_id
 from paperfeed.domain.ingest import Reject
 from paperfeed.domain.models import Paper
@@ -24,10 +24,7 @@ from paperfeed.domain.validation import InvalidRecord, build_paper
 
 __all__ = [
     "SOURCE_NAME",
-    "ArxivApiError",
-    "ArxivFeedError",
     "FeedPage",
-    "MalformedFeed",
     "parse_feed",
 ]
 

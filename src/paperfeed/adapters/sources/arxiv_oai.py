@@ -29,11 +29,12 @@ from typing import Any
 
 import orjson
 
+from paperfeed.domain.errors import OaiError
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.ports import PaperStore
 
 from .http import PoliteClient
-from .oai_pmh import SOURCE, OaiError, OaiPage, OaiProtocolError, fetch_page, list_params
+from .oai_pmh import SOURCE, OaiPage, OaiProtocolError, fetch_page, list_params
 
 __all__ = ["ArxivOaiSource", "HarvestReport", "checkpoint_key", "highwater_key", "plan_harvest"]
 

@@ -19,7 +19,9 @@ import httpx
 
 from paperfeed.domain.errors import SourceTimeout, SourceUnavailable
 
-__all__ = ["PoliteClient", "SourceTimeout", "SourceUnavailable"]
+__all__ = [
+    "PoliteClient",
+]
 
 _RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 

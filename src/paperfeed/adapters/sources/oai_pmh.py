@@ -37,7 +37,6 @@ from .http import PoliteClient
 
 __all__ = [
     "FORMATS",
-    "OaiError",
     "OaiHeader",
     "OaiPage",
     "OaiProtocolError",
