@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING
 from paperfeed.settings import Settings
 
 if TYPE_CHECKING:
-    from datetime import date
+    from datetime import date, datetime
     from pathlib import Path
 
     from sqlalchemy.engine import Engine
 
     from paperfeed.adapters.backup import BackupInfo
-    from paperfeed.adapters.sources.arxiv_api import ArxivApiClient, ArxivApiSource
+    from paperfeed.adapters.sources.arxiv_api import ArxivApiClient, ArxivApiSource, ArxivListingSource
     from paperfeed.adapters.sources.arxiv_oai import ArxivOaiSource
     from paperfeed.adapters.sources.hf_daily import HfDailySource
     from paperfeed.adapters.sources.http import PoliteClient
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from paperfeed.services.digest import SubscriptionService
     from paperfeed.services.digest_send import DigestService
     from paperfeed.services.feed import FeedService
+    from paperfeed.services.fill import FillService
     from paperfeed.services.indexing import IndexingService
     from paperfeed.services.ingest import IngestService
     from paperfeed.services.jobs import JobSchedule, JobService
@@ -490,6 +491,47 @@ class App:
         finally:
             probe.close()
 
+    def arxiv_listing(
+        self, category: str, since: datetime, max_results: int, clock: Callable[[], datetime]
+    ) -> ArxivListingSource:
+        """The newest arXiv submissions of ``category`` back to ``since`` (resumable, arXiv API)."""
+        from paperfeed.adapters.sources.arxiv_api import ArxivListingSource
+
+        return ArxivListingSource(
+            self.arxiv_api,
+            category,
+            since,
+            max_results=max_results,
+            page_size=min(200, max_results),
+            clock=clock,
+        )
+
+    @cached_property
+    def fill(self) -> FillService:
+        """First-start fill of the window and the catch-up of missed days (``paperfeed harvest fill``,
+        ``paperfeed run``, the daily job's harvest steps)."""
+        from datetime import timedelta
+
+        from paperfeed.domain.fill import parse_categories
+        from paperfeed.services.fill import FillService, FillSettings
+
+        s = self.settings
+        config = FillSettings(
+            days=s.fill_days,
+            categories=parse_categories(s.arxiv_categories),
+            listing_max=s.arxiv_listing_max,
+            rederive_after=timedelta(days=7),
+        )
+        return FillService(
+            self.store,
+            ingest=lambda: self.ingest,
+            hf_day=lambda day: self.hf_daily(day, day),
+            hf_probe=self.hf_daily_probe,
+            arxiv_papers=lambda: self.arxiv_api,
+            arxiv_listing=self.arxiv_listing,
+            settings=config,
+        )
+
     def jsonl_file(self, path: Path, *, batch_size: int, namespace: str | None = None) -> JsonlFileSource:
         """A JSONL file of papers (ours or the arXiv snapshot, gzip or plain)."""
         from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
@@ -508,8 +550,7 @@ class App:
         pipeline = DailyPipeline(
             ingest=lambda: self.ingest,
             arxiv_harvest=lambda: self.arxiv_oai_harvest(set_spec=s.jobs_arxiv_set),
-            hf_days=self.hf_daily,
-            clear_checkpoint=lambda name: self.store.clear_checkpoint(name),
+            fill=lambda: self.fill,
             indexing=lambda: self.indexing,
             digests=lambda: self.digests,
             daily_steps=[n.strip() for n in s.jobs_daily_steps.split(",") if n.strip()],

@@ -10,7 +10,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["Settings", "default_data_dir"]
 
-_JOB_STEP = "(harvest-arxiv|harvest-hf|index|digests)"  # a step of the daily job (services/jobs.py)
+_CATEGORY = r"[a-z]+(-[a-z]+)*(\.[A-Za-z]+(-[A-Za-z]+)*)?"  # an arXiv category code: cs.CL, hep-th
+_JOB_STEP = (
+    "(harvest-arxiv|harvest-hf|harvest-listings|index|digests)"  # a step of the daily job (services/jobs.py)
+)
 
 
 def default_data_dir() -> Path:
@@ -73,6 +76,27 @@ class Settings(BaseSettings):
         description="Seconds between arXiv requests (arXiv asks for one request every 3 s).",
     )
     hf_delay: float = Field(default=1.0, ge=0, description="Seconds between Hugging Face requests.")
+    fill_days: int = Field(
+        default=30,
+        ge=1,
+        le=365,
+        description="The window `paperfeed run` fills on first start and the daily job keeps complete: the "
+        "last N days of Hugging Face Daily Papers, and arXiv submissions of the followed categories since.",
+    )
+    arxiv_categories: str | None = Field(
+        default=None,
+        pattern=rf"^\s*{_CATEGORY}(\s*,\s*{_CATEGORY})*\s*$",
+        description="arXiv categories this instance follows, comma-separated (e.g. 'cs.CL,cs.LG'); their "
+        "newest submissions are fetched through the arXiv API. Default: the primary categories most of the "
+        "window's Daily Papers come from (at most 5, asked of the arXiv API once a week in one request).",
+    )
+    arxiv_listing_max: int = Field(
+        default=1000,
+        ge=1,
+        le=30_000,
+        description="Newest submissions read per followed arXiv category and pass, at most (200 per request, "
+        "PAPERFEED_ARXIV_DELAY apart).",
+    )
     contact_email: str | None = Field(
         default=None, description="Contact address sent in the User-Agent, as arXiv asks of harvesters."
     )
@@ -184,10 +208,12 @@ class Settings(BaseSettings):
         description="When the scheduler sends due digests every hour, :MM (subscribers choose local hours).",
     )
     jobs_daily_steps: str = Field(
-        default="harvest-arxiv,harvest-hf,index,digests",
+        default="harvest-hf,harvest-listings,index,digests",
         pattern=rf"^\s*{_JOB_STEP}(\s*,\s*{_JOB_STEP})*\s*$",
-        description="Steps of the daily job, in order (comma-separated: harvest-arxiv, harvest-hf, index, "
-        "digests).",
+        description="Steps of the daily job, in order (comma-separated): harvest-hf (the Daily Papers days "
+        "of the window not complete yet), harvest-listings (the followed arXiv categories' new submissions, "
+        "arXiv API), harvest-arxiv (OAI-PMH from where the last harvest ended: for mirrors, with "
+        "PAPERFEED_JOBS_ARXIV_SET), index, digests.",
     )
     jobs_arxiv_set: str | None = Field(
         default=None,

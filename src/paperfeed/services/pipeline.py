@@ -1,10 +1,19 @@
-"""The daily pipeline's steps: harvest arXiv, harvest Hugging Face, index, send digests.
+"""The daily pipeline's steps: harvest Hugging Face and arXiv, index, send digests.
 
 Jobs (run by :class:`~paperfeed.services.jobs.JobService`, on time by its scheduler):
 
-- ``daily``: the configured steps in order — ``harvest-arxiv`` (OAI-PMH, from where the last harvest
-  ended), ``harvest-hf`` (Hugging Face Daily Papers of yesterday and today, UTC), ``index`` (embed the
-  backlog, refresh the vector index), ``digests`` (compose and send due digests).
+- ``daily``: the configured steps in order — ``harvest-hf`` (every Hugging Face day of the window not
+  complete yet: today, yesterday and any day missed while the instance was down; see
+  :mod:`paperfeed.services.fill`), ``harvest-listings`` (the newest arXiv submissions of the followed
+  categories since the last pass, through the arXiv API), ``harvest-arxiv`` (OAI-PMH, from where the
+  last harvest ended; not a default step), ``index`` (embed the backlog, refresh the vector index),
+  ``digests`` (compose and send due digests).
+
+Why the API listings and not OAI-PMH by default: OAI-PMH sets are whole archives (``cs``, ``math``), not
+the categories an instance follows, and a first OAI harvest without a high-water mark is all of arXiv
+(millions of records) — right for a mirror that sets ``PAPERFEED_JOBS_ARXIV_SET`` and adds the step,
+wrong for a laptop. The listings read only the followed categories' new submissions and resume from
+where the last pass ended, so a missed day is caught up by the next run like the Daily Papers are.
 - ``digests``: only the last step; the scheduler runs it every hour, since subscribers choose local hours.
 
 Every collaborator is passed as a callable, so a step builds (and loads) only what it uses; the sources
@@ -14,22 +23,24 @@ come from the composition root, so this module knows no adapter.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, timedelta
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from paperfeed.domain.fill import SilentReporter
 from paperfeed.domain.ingest import IngestSummary
 from paperfeed.domain.ports import PaperSource
 from paperfeed.services.jobs import Step, StepCounts
 
 if TYPE_CHECKING:
     from paperfeed.services.digest_send import DigestService
+    from paperfeed.services.fill import FillService
     from paperfeed.services.indexing import IndexingService
     from paperfeed.services.ingest import IngestService
 
-__all__ = ["STEP_NAMES", "DailyPipeline"]
+__all__ = ["DEFAULT_STEPS", "STEP_NAMES", "DailyPipeline"]
 
-STEP_NAMES = ("harvest-arxiv", "harvest-hf", "index", "digests")
+STEP_NAMES = ("harvest-arxiv", "harvest-hf", "harvest-listings", "index", "digests")
+DEFAULT_STEPS = ("harvest-hf", "harvest-listings", "index", "digests")
 
 
 def _ingested(summary: IngestSummary) -> StepCounts:
@@ -42,23 +53,26 @@ class DailyPipeline:
 
     ingest: Callable[[], IngestService]
     arxiv_harvest: Callable[[], PaperSource]  # continues from where the last completed harvest ended
-    hf_days: Callable[[date, date], PaperSource]  # Hugging Face Daily Papers of an inclusive day range
-    clear_checkpoint: Callable[[str], None]
+    fill: Callable[[], FillService]  # the window's Hugging Face days and arXiv category listings
     indexing: Callable[[], IndexingService]
     digests: Callable[[], DigestService]
-    daily_steps: Sequence[str] = STEP_NAMES
-    today: Callable[[], date] = field(default=lambda: datetime.now(UTC).date())
+    daily_steps: Sequence[str] = DEFAULT_STEPS
 
     def harvest_arxiv(self) -> StepCounts:
         return _ingested(self.ingest().run(self.arxiv_harvest(), resume=True))
 
     def harvest_hf(self) -> StepCounts:
-        today = self.today()
-        source = self.hf_days(today - timedelta(days=1), today)
-        summary = self.ingest().run(source)
-        if source.checkpoint_name:
-            self.clear_checkpoint(source.checkpoint_name)  # a finished range is harvested afresh next time
-        return _ingested(summary)
+        """Every day of the window not complete yet (a missed day is caught up here)."""
+        out = self.fill().catch_up_hf(SilentReporter())
+        return {**_ingested(out.summary), "days": len(out.fetched)}
+
+    def harvest_listings(self) -> StepCounts:
+        """The followed categories' newest arXiv submissions; a category arXiv refuses fails the step
+        (after the others ran), so the run shows as partial with arXiv's own message."""
+        out = self.fill().catch_up_arxiv(SilentReporter())
+        if out.refused:
+            raise RuntimeError("; ".join(f"arXiv refused {cat}: {why}" for cat, why in out.refused))
+        return {**_ingested(out.summary), "categories": len(out.fetched), "fresh": len(out.fresh)}
 
     def index(self) -> StepCounts:
         summary = self.indexing().run()
@@ -78,6 +92,7 @@ class DailyPipeline:
         runs: dict[str, Callable[[], StepCounts]] = {
             "harvest-arxiv": self.harvest_arxiv,
             "harvest-hf": self.harvest_hf,
+            "harvest-listings": self.harvest_listings,
             "index": self.index,
             "digests": self.send_digests,
         }
