@@ -191,6 +191,7 @@ def test_daily_job_from_the_cli_records_a_partial_run(
     env = {
         "PAPERFEED_HF_API_URL": f"{server.base_url}/api",
         "PAPERFEED_ARXIV_OAI_URL": "http://127.0.0.1:9/oai",  # nothing listens there
+        "PAPERFEED_JOBS_DAILY_STEPS": "harvest-arxiv,harvest-hf,index,digests",  # OAI-PMH is opt-in
         "PAPERFEED_HTTP_RETRIES": "0",
         "PAPERFEED_HF_DELAY": "0",
         "PAPERFEED_EMBEDDING_BACKEND": "fake",

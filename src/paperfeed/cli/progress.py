@@ -20,7 +20,7 @@ from rich.table import Table
 
 from paperfeed.domain.ingest import IngestSummary
 
-__all__ = ["RichProgress", "print_summary"]
+__all__ = ["FillBars", "RichProgress", "print_summary"]
 
 
 class RichProgress:
@@ -69,3 +69,52 @@ def print_summary(console: Console, title: str, summary: IngestSummary, seconds:
         f"{rate:,.0f}",
     )
     console.print(table)
+
+
+class FillBars:
+    """A :class:`~paperfeed.domain.fill.FillReporter`: one bar per stage on a terminal, else plain lines
+    (``<stage> 3/30: <detail>``) a log or a pipe keeps whole."""
+
+    def __init__(self, console: Console) -> None:
+        self._console = console
+        self._live = console.is_terminal
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[detail]}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+            disable=not self._live,
+        )
+        self._tasks: dict[str, TaskID] = {}
+        self._totals: dict[str, int] = {}
+
+    def __enter__(self) -> FillBars:
+        self._progress.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._progress.stop()
+
+    def _say(self, text: str) -> None:
+        self._console.print(text, highlight=False, markup=False, soft_wrap=True)
+
+    def begin(self, stage: str, total: int) -> None:
+        self._totals[stage] = total
+        if self._live:
+            self._tasks[stage] = self._progress.add_task(stage, total=total, detail="")
+        else:
+            self._say(f"{stage}: {total} to fetch")
+
+    def advance(self, stage: str, done: int, detail: str) -> None:
+        if self._live and stage in self._tasks:
+            self._progress.update(self._tasks[stage], completed=done, detail=detail)
+        else:
+            self._say(f"{stage} {done}/{self._totals.get(stage, '?')}: {detail}")
+
+    def note(self, message: str) -> None:
+        self._say(f"note: {message}")

@@ -1,7 +1,8 @@
 """``paperfeed run``: the one command that brings an instance up (what ``make run`` calls).
 
-It imports any files given, checks quickly whether the live sources are reachable (and if so fetches
-today's Hugging Face Daily Papers), prints what the store holds, then serves the web app. Without a
+It imports any files given, checks quickly whether the live sources are reachable (and if so fills the
+window of recent papers on a first start, or catches up what is missing: :mod:`.fill`), prints what the
+store holds, then serves the web app. Without a
 network it never hangs: the reachability check has a short timeout and no retries, and it says how to
 import a file instead. It needs no configuration: without ``PAPERFEED_SECRET_KEY`` it uses the data
 folder's generated secret, and without ``PAPERFEED_BASE_URL`` links in mail point to the address it
@@ -14,16 +15,14 @@ import os
 import subprocess
 import sys
 import threading
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
-from paperfeed.domain.errors import SourceUnavailable
-
 from .context import Context, fail
+from .fill import fill_window
 from .imports import import_paths
 
 if TYPE_CHECKING:
@@ -35,21 +34,6 @@ OFFLINE_HINT = (
     "paperfeed works offline: import a file of papers with `make run DATA=papers.jsonl.gz` "
     "or `paperfeed import FILE.jsonl.gz`"
 )
-
-
-def _refresh_from_hf(c: Context, timeout: float) -> None:
-    """Fetch today's Hugging Face Daily Papers if the network allows, within ``timeout`` seconds."""
-    today = datetime.now(UTC).date()
-    try:
-        with c.app.hf_daily_probe(today, timeout) as source:
-            summary = c.app.ingest.run(source, resume=False)
-    except SourceUnavailable as exc:
-        c.err.print(f"[yellow]sources unreachable[/] ({escape(str(exc))}).", highlight=False)
-        c.err.print(OFFLINE_HINT, highlight=False, markup=False)
-    else:
-        c.err.print(
-            f"fetched today's Hugging Face Daily Papers: {summary.added:,} new, {summary.updated:,} updated"
-        )
 
 
 class BackgroundIndexer:
@@ -132,7 +116,7 @@ def register(app: typer.Typer) -> None:
         if files:
             import_paths(c, files)
         if not offline:
-            _refresh_from_hf(c, probe_timeout)
+            fill_window(c, probe_timeout=probe_timeout, offline_hint=OFFLINE_HINT)
         stats = c.app.store.stats()
         c.console.print(f"{stats.papers:,} papers in {escape(stats.location)}", highlight=False)
         if stats.papers == 0:
