@@ -109,7 +109,7 @@ def build(tmp_path: Path, server: ReplayServer) -> Iterator[Builder]:
             "arxiv_delay": 0,
             "http_retries": 0,
             "http_timeout": 10,
-            "keyword_engine": "fts5",
+            "keyword_engine": "postgres" if (db_url or "").startswith("postgresql") else "fts5",
             "embedding_backend": "fake",
         }
         values.update(settings)
