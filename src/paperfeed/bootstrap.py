@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from paperfeed.domain.mail import OutgoingMail, SessionMailer
     from paperfeed.domain.models import Paper
     from paperfeed.domain.search import Embedder, SyncedKeywordIndex, VectorIndex
+    from paperfeed.domain.supervision import SupervisorStatusStore
     from paperfeed.services.account_data import AccountDataService
     from paperfeed.services.accounts import AccountService
     from paperfeed.services.check import CheckService
@@ -329,6 +330,13 @@ class App:
         from paperfeed.adapters.store.job_runs import SqlJobStore
 
         return SqlJobStore(self.store.engine)
+
+    @cached_property
+    def supervisor_status(self) -> SupervisorStatusStore:
+        """What ``paperfeed run`` publishes about its children (files in ``<data_dir>/run``, no database)."""
+        from paperfeed.adapters.supervisor_status import JsonSupervisorStatus
+
+        return JsonSupervisorStatus(self.settings.data_dir / "run")
 
     @cached_property
     def digest_links(self) -> LinkSigner:

@@ -216,3 +216,27 @@ def test_daily_job_from_the_cli_records_a_partial_run(
     assert "(added 0," in again.output
     assert "index: ok" in again.output
     assert "(embedded 0," in again.output
+
+
+def test_the_scheduler_reports_each_step_as_it_finishes(store: SqlJobStore) -> None:
+    """What `paperfeed run` shows in its log stream while the daily job runs."""
+    clock = Clock(datetime(2025, 3, 20, 6, 0, tzinfo=UTC))
+
+    def broken() -> dict[str, int]:
+        raise ConnectionError("arXiv is unreachable")
+
+    jobs = {"daily": lambda: [Step("harvest-hf", lambda: {"added": 3}), Step("harvest-arxiv", broken)]}
+    said: list[str] = []
+    scheduler = Scheduler(
+        JobService(store, jobs, clock=clock),
+        {"daily": JobSchedule.parse("05:00")},
+        clock=clock,
+        notify=said.append,
+    )
+    scheduler.tick()
+    assert said[0] == "running daily for 2025-03-20 05:00 UTC"
+    assert re.fullmatch(r"daily: harvest-hf ok in [\d.]+ s \(added 3\)", said[1]), said
+    assert re.fullmatch(
+        r"daily: harvest-arxiv failed in [\d.]+ s: ConnectionError: arXiv is unreachable", said[2]
+    ), said
+    assert said[3].startswith("daily: partial")

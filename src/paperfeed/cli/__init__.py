@@ -6,6 +6,7 @@ Exit codes: 0 success; 1 some records were rejected (the rest imported; ``--keep
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -58,6 +59,10 @@ def _root(
         typer.Option("--database-url", envvar="PAPERFEED_DATABASE_URL", help="SQLAlchemy database URL."),
     ] = None,
 ) -> None:
+    if os.environ.get("PAPERFEED_SUPERVISOR_PID"):  # a child of `paperfeed run`: end when it ends
+        from .supervisor import follow_parent
+
+        follow_parent()
     ctx.obj = Context(data_dir=data_dir, database_url=database_url)
     ctx.call_on_close(ctx.obj.close)
 

@@ -1,15 +1,82 @@
-"""``paperfeed index``: embed new and changed papers, then refresh the vector index."""
+"""``paperfeed index``: embed new and changed papers, then refresh the vector index.
+
+``--follow`` is the long-lived indexer that ``paperfeed run`` supervises: it embeds the backlog in slices
+(each committed, the vector index saved after each), then waits for new papers instead of exiting.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import time
+from datetime import UTC, datetime
+from types import FrameType
 from typing import Annotated
 
 import typer
 
 from paperfeed.domain.errors import EmbedderUnavailable
+from paperfeed.services.jobs import holder_is_dead
 
 from .context import Context, fail
 from .progress import RichProgress
+
+FOLLOW_SLICE = 2000
+
+
+class _Stop(BaseException):
+    """SIGTERM/SIGINT in ``--follow``: leave the loop (a slice stopped midway is resumed next time)."""
+
+
+def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None, nice: int) -> None:
+    """Embed the backlog slice by slice, then poll for new papers, until SIGTERM/SIGINT."""
+    if nice:
+        with contextlib.suppress(OSError):
+            os.nice(nice)  # the web server and the scheduler come first
+
+    def stop(_signum: int, _frame: FrameType | None) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: let the unwinding finish
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        raise _Stop
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+
+    def say(text: str) -> None:
+        c.console.print(text, highlight=False, markup=False, soft_wrap=True)
+
+    try:
+        service = c.app.indexing
+        say(service.plan().message())
+        waiting = ""
+        while True:
+            held = c.app.job_store.lease("job:daily")
+            if held is not None and held[1] > datetime.now(UTC) and not holder_is_dead(held[0]):
+                if waiting != "daily":  # the daily job embeds too: one writer of the vector index
+                    say("the daily job is running and indexes too: waiting for it to finish")
+                    waiting = "daily"
+                time.sleep(poll)
+                continue
+            plan = service.plan()
+            if plan.backlog == 0:
+                if waiting != "idle":
+                    say(f"all {plan.papers:,} papers are embedded; checking for new ones every {poll:g} s")
+                    waiting = "idle"
+                time.sleep(poll)
+                continue
+            waiting = ""
+            summary = service.run(limit=slice_size, batch_size=batch_size)
+            say(
+                f"embedded {summary.embedded:,} papers in {summary.seconds:,.1f} s "
+                f"({summary.rate:,.1f} papers/s); {summary.remaining:,} still to embed"
+            )
+            if summary.embedded == 0:
+                time.sleep(poll)  # someone else took them: do not spin
+    except EmbedderUnavailable as exc:
+        raise fail(str(exc)) from None
+    except _Stop:
+        say("indexer stopped; the next start resumes where it left off")
 
 
 def register(app: typer.Typer) -> None:
@@ -30,9 +97,28 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option("--keyword", help="Only rebuild the keyword index from the store (no embedding)."),
         ] = False,
+        follow: Annotated[
+            bool,
+            typer.Option(
+                "--follow",
+                help="Keep running: embed the backlog in slices of --limit papers (default 2000), then wait "
+                "for new papers (what paperfeed run supervises).",
+            ),
+        ] = False,
+        poll: Annotated[
+            float, typer.Option("--poll", min=0.1, help="With --follow: seconds between looks for new work.")
+        ] = 30.0,
+        nice: Annotated[
+            int, typer.Option("--nice", min=0, max=19, help="With --follow: lower this process's priority.")
+        ] = 0,
     ) -> None:
         """Embed papers whose vector is missing or stale. Safe to interrupt: a re-run resumes."""
         c: Context = ctx.obj
+        if follow:
+            if rebuild or keyword:
+                raise fail("--follow embeds the backlog: it cannot be combined with --rebuild or --keyword")
+            _follow(c, slice_size=limit or FOLLOW_SLICE, poll=poll, batch_size=batch_size, nice=nice)
+            return
         if keyword:
             words = c.app.keyword_index
             words.rebuild()

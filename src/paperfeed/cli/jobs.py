@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from paperfeed.services.jobs import LeaseBusy, Scheduler
+from paperfeed.domain.supervision import describe_supervisors
+from paperfeed.services.jobs import LeaseBusy, Scheduler, holder_is_dead
 
 from .context import Context, fail
 
@@ -76,7 +77,8 @@ def status(
     ctx: typer.Context,
     limit: Annotated[int, typer.Option("--limit", min=1, max=500, help="How many recent runs to show.")] = 10,
 ) -> None:
-    """Recent job runs (start, end, per-step counts, errors) and when the scheduler runs them next."""
+    """Recent job runs (start, end, per-step counts, errors), when the scheduler runs them next, and the
+    processes ``paperfeed run`` supervises (web, scheduler, indexer: running, restarting or failed)."""
     c: Context = ctx.obj
     service = c.app.jobs
     runs = service.status(limit=limit)
@@ -96,6 +98,8 @@ def status(
     held = c.app.job_store.lease("scheduler")
     if held is not None and held[1] > now:
         c.console.print(f"scheduler running: {held[0]} (lease until {held[1]:%H:%M:%S} UTC)", highlight=False)
+    for line in describe_supervisors(c.app.supervisor_status.read_all(), holder_is_dead):
+        c.console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,20 +1,21 @@
 """``paperfeed run``: the one command that brings an instance up (what ``make run`` calls).
 
-It imports any files given, checks quickly whether the live sources are reachable (and if so fills the
-window of recent papers on a first start, or catches up what is missing: :mod:`.fill`), prints what the
-store holds, then serves the web app. Without a
-network it never hangs: the reachability check has a short timeout and no retries, and it says how to
-import a file instead. It needs no configuration: without ``PAPERFEED_SECRET_KEY`` it uses the data
-folder's generated secret, and without ``PAPERFEED_BASE_URL`` links in mail point to the address it
-serves on (it says which), never to a request's Host header.
+It imports any files given, then supervises the instance as one unit (:mod:`.supervisor`): the web
+server (``paperfeed serve``) starts first, so the site is served at once; meanwhile, when the sources are
+reachable, it fills the window of recent papers on a first start or catches up what is missing
+(:mod:`.fill`, with progress bars); then the scheduler (``paperfeed scheduler``, the daily pipeline) and
+the background indexer (``paperfeed index --follow``) start. Children are restarted with back-off if they
+die, their output is relayed with their names, and one Ctrl+C stops them all. Without a network it never
+hangs: the reachability check has a short timeout and no retries, and it says how to import a file
+instead. It needs no configuration: without ``PAPERFEED_SECRET_KEY`` it uses the data folder's generated
+secret, and without ``PAPERFEED_BASE_URL`` links in mail point to the address it serves on (it says
+which), never to a request's Host header.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
+import socket
 import sys
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -28,6 +29,8 @@ from .imports import import_paths
 if TYPE_CHECKING:
     from paperfeed.settings import Settings
 
+    from .supervisor import ChildSpec
+
 __all__ = ["register"]
 
 OFFLINE_HINT = (
@@ -36,43 +39,61 @@ OFFLINE_HINT = (
 )
 
 
-class BackgroundIndexer:
-    """Runs ``paperfeed index`` in rounds in a low-priority child process while the server runs.
+def _child_specs(
+    settings: Settings, host: str, port: int, *, scheduler: bool, index: bool
+) -> list[ChildSpec]:
+    """The supervised commands: ``serve`` (web-only), ``scheduler`` and ``index --follow``."""
+    from .supervisor import ChildSpec
 
-    Each round embeds a slice of the backlog and saves the vector index, so semantic search improves
-    while the server is up; the job is resumable, so stopping it at any moment loses nothing.
-    """
-
-    def __init__(self, settings: Settings, round_size: int = 2000) -> None:
-        self._args = [sys.executable, "-m", "paperfeed", "--data-dir", str(settings.data_dir)]
-        if settings.database_url:
-            self._args += ["--database-url", settings.database_url]
-        self._args += ["index", "--limit", str(round_size)]
-        self._stop = threading.Event()
-        self._child: subprocess.Popen[bytes] | None = None
-        self._thread = threading.Thread(target=self._loop, name="paperfeed-indexer", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            self._child = subprocess.Popen(
-                self._args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, preexec_fn=lambda: os.nice(10)
+    base = [sys.executable, "-m", "paperfeed", "--data-dir", str(settings.data_dir)]
+    specs = [
+        ChildSpec(
+            "web",
+            [
+                *base,
+                "serve",
+                "--host",
+                host,
+                "--port",
+                str(port),
+                "--workers",
+                "1",
+                "--base-url",
+                str(settings.base_url),
+                "--log-level",
+                "warning",
+                "--data-folder-secret",
+            ],
+            style="green",
+            essential=True,
+        )
+    ]
+    if scheduler:
+        specs.append(
+            ChildSpec(
+                "scheduler",
+                [*base, "scheduler"],
+                style="magenta",
+                busy_exit=4,  # paperfeed scheduler's exit code when the scheduler lease is held
+                busy_note="another scheduler holds the scheduler lease (a second paperfeed run or "
+                "paperfeed scheduler on this database)",
             )
-            out, _ = self._child.communicate()
-            if self._child.returncode != 0 or b"still to embed" not in out:
-                return  # done, or failing (``paperfeed index`` itself says why when run by hand)
+        )
+    if index:
+        specs.append(ChildSpec("indexer", [*base, "index", "--follow", "--nice", "10"], style="blue"))
+    return specs
 
-    def stop(self) -> None:
-        self._stop.set()
-        child = self._child
-        if child is not None and child.poll() is None:
-            child.terminate()
-            try:
-                child.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                child.kill()
+
+def _port_is_free(host: str, port: int) -> str | None:
+    """None when ``host:port`` can be listened on, else why not (checked before starting the web child)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return None
 
 
 def register(app: typer.Typer) -> None:
@@ -94,8 +115,18 @@ def register(app: typer.Typer) -> None:
         index: Annotated[
             bool, typer.Option("--index/--no-index", help="Embed papers in the background while serving.")
         ] = True,
+        scheduler: Annotated[
+            bool | None,
+            typer.Option(
+                "--scheduler/--no-scheduler",
+                help="Run the daily pipeline at its times (PAPERFEED_JOBS_*_AT) while serving "
+                "(default: yes, unless --offline, since it fetches from the sources).",
+                show_default=False,
+            ),
+        ] = None,
     ) -> None:
-        """Bring paperfeed up: import FILES, refresh from the sources when reachable, then serve."""
+        """Bring paperfeed up: import FILES, refresh from the sources when reachable, then run the web
+        server, the scheduler and the background indexer as one supervised unit (one Ctrl+C stops all)."""
         from paperfeed.public_url import UnsafeBaseUrl, check_base_url, local_base_url
         from paperfeed.secret_key import SECRET_FILE, InsecureSecret, check_secret, configured_secret
 
@@ -113,22 +144,30 @@ def register(app: typer.Typer) -> None:
             check_base_url(serving)
         except UnsafeBaseUrl as exc:
             raise fail(str(exc)) from None
+        why = _port_is_free(host, port) if serve else None
+        if why is not None:  # said before any import or download, not after
+            raise fail(f"cannot serve on {host}:{port}: {why}; choose another port with --port")
         if files:
             import_paths(c, files)
-        if not offline:
-            fill_window(c, probe_timeout=probe_timeout, offline_hint=OFFLINE_HINT)
-        stats = c.app.store.stats()
-        c.console.print(f"{stats.papers:,} papers in {escape(stats.location)}", highlight=False)
-        if stats.papers == 0:
-            c.console.print(f"[yellow]the store is empty.[/] {escape(OFFLINE_HINT)}", highlight=False)
+
+        def fill_and_report() -> None:
+            if not offline:
+                fill_window(c, probe_timeout=probe_timeout, offline_hint=OFFLINE_HINT)
+            stats = c.app.store.stats()
+            c.console.print(f"{stats.papers:,} papers in {escape(stats.location)}", highlight=False)
+            if stats.papers == 0:
+                c.console.print(f"[yellow]the store is empty.[/] {escape(OFFLINE_HINT)}", highlight=False)
+
         if not serve:
+            fill_and_report()
             return
         settings = serving
-        c.close()  # the server opens its own connections in its lifespan
-        indexer = BackgroundIndexer(settings) if index and stats.papers else None
-        if indexer is not None:
-            indexer.start()
-            c.console.print("embedding papers in the background for semantic search (paperfeed index)")
+        from paperfeed.services.jobs import holder_is_dead, process_identity
+
+        from .supervisor import Supervisor
+
+        status = c.app.supervisor_status
+        c.app.store.stats()  # opens (and migrates) the store before any child does
         if configured_secret(settings) is None and not settings.debug:
             c.console.print(
                 f"using the secret key in {settings.data_dir / SECRET_FILE} (generated on first run); "
@@ -144,14 +183,33 @@ def register(app: typer.Typer) -> None:
             highlight=False,
             markup=False,
         )
+        with_scheduler = not offline if scheduler is None else scheduler
+        if not with_scheduler and scheduler is None:
+            c.console.print("offline: the scheduler is not started (--scheduler starts it)", highlight=False)
+        specs = _child_specs(settings, host, port, scheduler=with_scheduler, index=index)
+        c.console.print(
+            "supervising "
+            + ", ".join(spec.name for spec in specs)
+            + " (status: paperfeed jobs status, /admin/jobs)",
+            highlight=False,
+        )
+        # the database URL may hold a password: to the children by environment, not on their command line
+        env = {"PAPERFEED_DATABASE_URL": settings.database_url} if settings.database_url else {}
+        supervisor = Supervisor(
+            specs,
+            console=c.console,
+            identity=process_identity(),
+            status=status,
+            is_dead=holder_is_dead,
+            env=env,
+        )
 
-        import uvicorn  # the server's imports are paid by the command that serves, not by every command
+        def warm_up() -> None:
+            try:
+                fill_and_report()  # served meanwhile: the day page shows what has arrived
+            finally:
+                c.close()  # the children open their own connections
 
-        from paperfeed.bootstrap import build_app
-        from paperfeed.web import create_app
-
-        try:
-            uvicorn.run(create_app(lambda: build_app(settings)), host=host, port=port, log_level="warning")
-        finally:
-            if indexer is not None:
-                indexer.stop()
+        code = supervisor.run(warm_up=warm_up, first=("web",))
+        if code:
+            raise typer.Exit(code)

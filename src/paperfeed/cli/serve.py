@@ -42,6 +42,14 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+        data_folder_secret: Annotated[
+            bool,
+            typer.Option(
+                "--data-folder-secret",
+                hidden=True,  # for `paperfeed run` (a laptop), which supervises serve as its web child
+                help="Accept the data folder's generated secret when PAPERFEED_SECRET_KEY is not set.",
+            ),
+        ] = False,
     ) -> None:
         """Serve the web pages, the JSON API (docs at /docs) and the RSS/Atom feeds."""
         # the server's imports are paid by the command that serves, not by every command
@@ -66,7 +74,7 @@ def register(app: typer.Typer) -> None:
             updates["base_url"] = base_url.rstrip("/")
         settings = settings.model_copy(update=updates)
         try:  # a guessable secret would let anyone forge CSRF tokens: refuse, unless debugging
-            check_secret(settings)
+            check_secret(settings, allow_generated=data_folder_secret)
         except InsecureSecret as exc:
             raise fail(str(exc)) from None
         try:  # mailed links are built from it alone: never from a request's (forgeable) Host header

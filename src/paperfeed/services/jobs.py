@@ -358,13 +358,26 @@ class Scheduler:
         for job, slot in self.jobs.due(self.schedules, self.clock()):
             self.notify(f"running {job} for {slot:%Y-%m-%d %H:%M} UTC")
             try:
-                run = self.jobs.run(job, slot=slot, trigger="scheduler")
+                run = self.jobs.run(job, slot=slot, trigger="scheduler", on_step=self._step_notifier(job))
             except LeaseBusy as exc:
                 self.notify(f"skipped {job}: {exc}")
                 continue
             self.notify(f"{job}: {run.status}" + (f" ({run.error})" if run.error else ""))
             done.append(run)
         return done
+
+    def _step_notifier(self, job: str) -> Callable[[StepReport], None]:
+        """Each finished step as a line, so the log (``paperfeed run``'s stream) shows the job's progress."""
+
+        def notify(report: StepReport) -> None:
+            detail = report.summary()
+            self.notify(
+                f"{job}: {report.name} {report.status} in {report.seconds:.1f} s"
+                + (f" ({detail})" if detail else "")
+                + (f": {report.error}" if report.error else "")
+            )
+
+        return notify
 
     def run_forever(self, *, iterations: int | None = None) -> None:
         """Tick, then nap until the next slot (at most ``max_nap`` seconds, so clock jumps are noticed)."""

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from paperfeed.domain.accounts import AccountError, NotFound
+from paperfeed.domain.supervision import describe_supervisors
 from paperfeed.services.jobs import holder_is_dead
 
 from . import rendering
@@ -100,8 +101,9 @@ def admin_unhide_user(request: Request, admin: Admin, user_id: int) -> Response:
 
 @router.get("/admin/jobs", response_class=HTMLResponse)
 def admin_jobs(request: Request, admin: Admin, app: AppDep, n: int = 0) -> HTMLResponse:
-    """Runs, locks, subscriptions and the send ledger. Reads only: a run whose process is gone is shown as
-    such, and the page's button (:func:`interrupt_dead_runs`) records it as interrupted."""
+    """Runs, locks, subscriptions, the send ledger and what ``paperfeed run`` supervises. Reads only: a
+    run whose process is gone is shown as such, and the page's button (:func:`interrupt_dead_runs`)
+    records it as interrupted."""
     store, jobs = app.digest_store, app.job_store
     runs = jobs.runs(limit=50)
     done = request.query_params.get("done", "")
@@ -118,6 +120,7 @@ def admin_jobs(request: Request, admin: Admin, app: AppDep, n: int = 0) -> HTMLR
         ledger=store.ledger_counts(),
         subscriptions=store.subscription_counts(),
         leases=[(name, jobs.lease(name)) for name in LEASE_NAMES],
+        supervisors=describe_supervisors(app.supervisor_status.read_all(), holder_is_dead),
     )
 
 
