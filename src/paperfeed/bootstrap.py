@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from paperfeed.services.accounts import AccountService
     from paperfeed.services.check import CheckService
     from paperfeed.services.community import CommunityService
+    from paperfeed.services.coverage import CoverageService
     from paperfeed.services.digest import SubscriptionService
     from paperfeed.services.digest_send import DigestService
     from paperfeed.services.feed import FeedService
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from paperfeed.services.jobs import JobSchedule, JobService
     from paperfeed.services.library import LibraryService
     from paperfeed.services.library_import import LibraryImporter
+    from paperfeed.services.paper_upload import PaperUploads
     from paperfeed.services.recommend import RecommendationService
     from paperfeed.services.search import HybridSearch
 
@@ -85,6 +87,43 @@ class App:
         from paperfeed.services.ingest import IngestService
 
         return IngestService(self.store, indexes=[self.keyword_index])
+
+    @cached_property
+    def paper_uploads(self) -> PaperUploads:
+        """An administrator's upload of a JSONL or BibTeX file of papers (the web's drag-and-drop)."""
+        from paperfeed.domain.paper_upload import UploadKind
+        from paperfeed.domain.ports import PaperSource
+        from paperfeed.services.paper_upload import PaperUploads
+
+        def open_source(path: Path, kind: UploadKind, name: str) -> PaperSource:
+            size = self.settings.batch_size
+            if kind == "jsonl":
+                from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
+
+                return JsonlFileSource(path, batch_size=size, label=name)
+            from paperfeed.adapters.sources.bibtex_papers import BibtexPaperSource
+
+            return BibtexPaperSource(path, label=name, batch_size=size)
+
+        return PaperUploads(self.ingest, open_source, after_import=self.coverage.forget)
+
+    @cached_property
+    def coverage(self) -> CoverageService:
+        """How many papers meaning search covers (the vector index) of those in the store, cached."""
+        from paperfeed.services.coverage import CoverageService
+
+        return CoverageService(papers=self.embeddings.count_papers, indexed=self._indexed_papers)
+
+    def _indexed_papers(self) -> int | None:
+        """Papers in the vector index search reads (0 before anything is embedded); None if unreadable."""
+        import logging
+
+        try:
+            index = self._search_vectors()
+        except Exception as exc:  # a notice must never take a page down; search itself says what failed
+            logging.getLogger(__name__).warning("cannot count the vector index: %s", exc)
+            return None
+        return 0 if index is None else len(index)
 
     @cached_property
     def feeds(self) -> FeedService:

@@ -107,6 +107,13 @@ class Settings(BaseSettings):
         le=32,
         description="Processes validating records while the importer writes (0: all in one process).",
     )
+    upload_max_bytes: int = Field(
+        default=256 * 2**20,
+        ge=1,
+        le=64 * 2**30,
+        description="Largest file of papers an administrator may upload on the site (drag-and-drop import, "
+        "/admin/import), in bytes as sent (a .jsonl.gz counts compressed); larger ones are refused (413).",
+    )
 
     # Embeddings (paperfeed index)
     embedding_model: str | None = Field(

@@ -205,7 +205,8 @@ def search_papers(
     if not text:
         return JsonResponse(_items(feeds_of(request).recent(limit=limit)))
     page = search_of(request).search(text, limit=limit)
-    headers = {"X-Search-Notes": "; ".join(page.notes)[:500]} if page.notes else None
+    notes = [*page.notes, *filter(None, [app_of(request).coverage.note()])]
+    headers = {"X-Search-Notes": "; ".join(notes)[:500]} if notes else None
     shown = app_of(request).community.with_counts([hit.paper for hit in page.hits])
     return JsonResponse([_search_item(h, p) for h, p in zip(page.hits, shown, strict=True)], headers=headers)
 

@@ -27,6 +27,7 @@ from . import (
     recommend,
     security,
     subscriptions,
+    uploads,
 )
 from .comment_markup import CommentRenderer
 from .headers import HeadMiddleware, ResponseHeadersMiddleware
@@ -84,6 +85,7 @@ def create_app(build: Callable[[], App], *, comment_renderer: CommentRenderer | 
     web.include_router(recommend.router)
     web.include_router(subscriptions.router)
     web.include_router(admin.router)
+    web.include_router(uploads.router)
     web.include_router(library_api.router)
     web.include_router(library.router)
     web.include_router(feeds.router)

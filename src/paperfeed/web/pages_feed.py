@@ -31,8 +31,9 @@ from paperfeed.domain.feed import (
 from paperfeed.services.feed import FeedService
 
 from . import rendering
-from .deps import Feeds
+from .deps import Feeds, app_of
 from .rendering import absolute_url, error_page
+from .uploads import upload_limits
 from .views import (
     NavLink,
     PageLink,
@@ -80,6 +81,7 @@ class FeedView:
     prev_page_url: str | None = None
     next_page_url: str | None = None
     store_empty: bool = False  # no papers listed on any day: say how to get some
+    unlisted_papers: int = 0  # papers in the store when none is listed on any day
 
 
 def _switch(anchor: date) -> list[tuple[str, str, str]]:
@@ -233,14 +235,55 @@ def _bad_period(request: Request, exc: InvalidPeriod, heading: str, message: str
 def _day_response(
     request: Request, feeds: FeedService, day: date | None, page: int, path: str
 ) -> HTMLResponse:
+    latest = feeds.latest_day()
+    if latest is None and not feeds.papers_page(None, 1).items:
+        return first_run_page(request)
     feed = feeds.day(day, limit=DAY_PAGE_SIZE, offset=(page - 1) * DAY_PAGE_SIZE)
     view = _day_view(feed, page)
-    latest = feeds.latest_day()
     view.last_iso = latest.isoformat() if latest else None
     view.store_empty = latest is None
+    if latest is None:
+        view.unlisted_papers = app_of(request).embeddings.count_papers()
     rss = f"/rss/daily?date={day.isoformat()}" if day else "/rss/daily"
     label = f"Papers of {_short(day)}" if day else "Daily papers"
     return _feed_response(request, view, f"Daily Papers, {_short(feed.day)}", path, ((label, rss),))
+
+
+# -- first run ----------------------------------------------------------------------------------------
+
+# Settings that connect an instance to its sources (their PAPERFEED_* variables are listed on the page).
+_SOURCE_SETTING_PREFIXES = ("hf_", "arxiv_", "http_", "contact_email", "jobs_")
+
+
+def source_settings(request: Request) -> list[tuple[str, str]]:
+    """``(PAPERFEED_NAME, description)`` of every setting about the sources, from the settings model
+    itself (so the page lists new ones as they are added)."""
+    model = type(app_of(request).settings)
+    return [
+        (f"PAPERFEED_{name.upper()}", info.description or "")
+        for name, info in model.model_fields.items()
+        if name.startswith(_SOURCE_SETTING_PREFIXES)
+    ]
+
+
+def first_run_page(request: Request) -> HTMLResponse:
+    """What a store without a single paper shows instead of an empty feed: what paperfeed is, how to
+    import a file (an administrator can drop one on the page), how to connect the sources."""
+    meta = PageMeta(
+        "Welcome to paperfeed",
+        "A new paperfeed instance: import papers from a file or connect it to Hugging Face and arXiv.",
+        absolute_url(request, "/"),
+        noindex=True,
+    )
+    return rendering.page(
+        request,
+        "first_run.html",
+        meta,
+        nav="daily",
+        cache=rendering.NO_STORE,
+        upload=upload_limits(request),
+        source_settings=source_settings(request),
+    )
 
 
 @router.get("/papers/week/{week}", response_class=HTMLResponse)

@@ -209,6 +209,9 @@ def search_page(
         page,
         app.community.with_counts,
     )
+    coverage = app.coverage.note()  # after the search, which reloads a vector index saved meanwhile
+    if coverage:
+        view.notes.append(coverage)
     if view.q:
         title = f"“{clip(view.q, 60)}” · Search"
         description = f"Papers matching {view.q}" + (f": {view.range_label}" if view.range_label else "")

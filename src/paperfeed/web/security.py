@@ -6,7 +6,9 @@ Dependencies every area uses:
   else ``None`` (a presented but invalid or revoked token is a 401, never a silent anonymous request).
 - :func:`require_user` — pages redirect to ``/signin?next=…``; the API (and non-HTML clients) get a 401.
 - :func:`require_admin` — 403 for signed-in non-admins.
-- :func:`verify_csrf` — put on every POST/PUT/PATCH/DELETE route (``dependencies=[Depends(verify_csrf)]``).
+- :func:`verify_csrf` — put on every POST/PUT/PATCH/DELETE route (``dependencies=[Depends(verify_csrf)]``);
+  a handler that streams its own body (the papers upload) calls :func:`refuse_cross_site` before reading
+  it and :func:`check_csrf_token` with the token it found.
 
 CSRF: a signed double-submit token. Every browser gets a random ``pf_csrf`` cookie; the token in forms
 (hidden field ``csrf_token``) or in the ``X-CSRF-Token`` header is an HMAC, under the instance secret,
@@ -55,13 +57,16 @@ __all__ = [
     "Forbidden",
     "SecurityMiddleware",
     "SignInRequired",
+    "check_csrf_token",
     "clear_session_cookie",
     "client_address",
+    "csrf_exempt",
     "csrf_token",
     "current_user",
     "install",
     "link_base_url",
     "redirect_back",
+    "refuse_cross_site",
     "require_admin",
     "require_user",
     "safe_next",
@@ -263,13 +268,9 @@ def _cross_site(request: Request) -> str | None:
 
 async def verify_csrf(request: Request) -> None:
     """Refuse a state-changing request that did not come from one of our pages (see the module doc)."""
-    if request.method in _SAFE_METHODS:
+    if csrf_exempt(request):
         return
-    if _bearer(request) is not None and SESSION_COOKIE not in request.cookies:
-        return  # token-only API clients: no ambient credential for another site to ride on
-    reason = _cross_site(request)
-    if reason is not None:
-        raise CsrfRejected(f"Cross-site request refused: {reason}.")
+    refuse_cross_site(request)
     sent = request.headers.get(CSRF_HEADER, "")
     if not sent:
         content_type = request.headers.get("content-type", "")
@@ -277,6 +278,27 @@ async def verify_csrf(request: Request) -> None:
             form = await request.form()
             value = form.get(CSRF_FIELD)
             sent = value if isinstance(value, str) else ""
+    check_csrf_token(request, sent)
+
+
+def csrf_exempt(request: Request) -> bool:
+    """A safe method, or a client authenticated only by a Bearer token (no ambient credential to ride on)."""
+    if request.method in _SAFE_METHODS:
+        return True
+    return _bearer(request) is not None and SESSION_COOKIE not in request.cookies
+
+
+def refuse_cross_site(request: Request) -> None:
+    """:class:`CsrfRejected` when the browser says the request came from another site (checked before a
+    body is read)."""
+    reason = _cross_site(request)
+    if reason is not None:
+        raise CsrfRejected(f"Cross-site request refused: {reason}.")
+
+
+def check_csrf_token(request: Request, sent: str) -> None:
+    """:class:`CsrfRejected` unless ``sent`` is this browser's token. For handlers that read their body
+    themselves (a streamed upload) and find the token in it; others use :func:`verify_csrf`."""
     if not sent:
         raise CsrfRejected(
             "The security token of this form is missing. Reload the page and try again "

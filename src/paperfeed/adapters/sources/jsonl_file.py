@@ -111,7 +111,9 @@ class JsonlFileSource:
     """A JSONL file as a :class:`~paperfeed.domain.ports.PaperSource`.
 
     ``namespace`` prefixes ids that are not arXiv ids (``scifact`` turns ``4983`` into ``scifact:4983``);
-    without it such records are rejected.
+    without it such records are rejected. ``label`` names the file in rejects (``label:line``) when its
+    path is not what the reader knows it by (a web upload is read from a temporary copy); ``name``, the
+    source recorded with each paper, is ``file:`` and the file's name either way.
     """
 
     path: Path
@@ -121,6 +123,7 @@ class JsonlFileSource:
     batch_size: int = 5000
     namespace: str | None = None
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
+    label: str | None = None
 
     @property
     def name(self) -> str:
@@ -134,7 +137,7 @@ class JsonlFileSource:
         total = self.path.stat().st_size
         stream, raw = _open(self.path)
         batch = Batch(total=total, ledger_source=self.name)
-        label = str(self.path)
+        label = self.label or str(self.path)
         try:
             for lineno, line in _numbered_lines(stream):
                 if line is None:

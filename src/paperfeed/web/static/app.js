@@ -50,10 +50,57 @@
     });
   }
 
+  // An administrator's upload form (form[data-dropzone]): a file dropped anywhere on the page goes into
+  // the form's file input and the form is submitted, as if it had been chosen with the picker.
+  function setupDropzone(form) {
+    var input = form.querySelector("input[type=file]");
+    var status = form.querySelector(".dropzone-status");
+    if (!input) return;
+    var depth = 0;
+    var say = function (message) { if (status) status.textContent = message; };
+    var hasFiles = function (event) {
+      var types = event.dataTransfer && event.dataTransfer.types;
+      return !!types && Array.prototype.indexOf.call(types, "Files") !== -1;
+    };
+    document.addEventListener("dragenter", function (event) {
+      if (!hasFiles(event)) return;
+      depth += 1;
+      form.classList.add("dragging");
+    });
+    document.addEventListener("dragleave", function () {
+      depth = Math.max(0, depth - 1);
+      if (depth === 0) form.classList.remove("dragging");
+    });
+    document.addEventListener("dragover", function (event) {
+      if (!hasFiles(event)) return;
+      event.preventDefault(); // without this the browser would open the file instead
+      event.dataTransfer.dropEffect = "copy";
+    });
+    document.addEventListener("drop", function (event) {
+      var files = event.dataTransfer && event.dataTransfer.files;
+      depth = 0;
+      form.classList.remove("dragging");
+      if (!files || files.length === 0) return;
+      event.preventDefault();
+      if (files.length > 1) {
+        say("Drop one file at a time.");
+        return;
+      }
+      input.files = files;
+      say("Uploading " + files[0].name + "… (a large file takes a while to import)");
+      form.submit();
+    });
+    input.addEventListener("change", function () {
+      if (input.files && input.files.length === 1) say(input.files[0].name + " is ready: press Import.");
+    });
+  }
+
   function init() {
     var buttons = document.querySelectorAll("button[data-copy-target]");
     for (var i = 0; i < buttons.length; i++) setupCopy(buttons[i]);
     setupSlash();
+    var zone = document.querySelector("form[data-dropzone]");
+    if (zone) setupDropzone(zone);
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
