@@ -70,6 +70,7 @@ def main() -> None:
         longer = ""
         if files:
             tok = Tokenizer.from_file(str(files[0]))
+            tok.no_truncation()
             lengths = np.array([len(e.ids) for e in tok.encode_batch([d.text for d in docs])])
             longer = f", {np.mean(lengths > cut):.1%} of docs longer than {cut} tokens"
         print(f"cut {cut} ({embedder.model_id}): {len(sample) / cpu:.1f} docs per CPU-s{longer}")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import secrets
 import signal
 import subprocess
 import sys
@@ -50,10 +51,14 @@ def ensure_data(data_dir: Path) -> None:
         app.keyword_index  # noqa: B018 - build the keyword index now, not in the server
     finally:
         app.close()
+    from bench.vector_cache import CACHE_ROOT
     from paperfeed.adapters.embed import EmbedderConfig, open_embedder
 
+    models = CACHE_ROOT / "models"  # the benches' ONNX exports, shared
     for backend in ("onnx", "onnx-int8"):  # the one-off ONNX export, outside every timed phase
-        open_embedder(EmbedderConfig(backend=backend, cache_dir=data_dir / "models")).embed(["export"])
+        open_embedder(EmbedderConfig(backend=backend, cache_dir=models)).embed(["export"])
+    if not (data_dir / "models").exists():
+        (data_dir / "models").symlink_to(models, target_is_directory=True)
     (data_dir / READY).write_text("ok\n")
 
 
@@ -100,6 +105,7 @@ def main() -> None:
     ensure_data(args.data_dir)
     rng = random.Random(15)
     inputs = sample_inputs(args.data_dir, rng)
+    os.environ.setdefault("PAPERFEED_SECRET_KEY", secrets.token_urlsafe(32))  # serve refuses to run without
     port = free_port()
     server = start_server(args.data_dir, port, 1)
     base = f"http://127.0.0.1:{port}"
