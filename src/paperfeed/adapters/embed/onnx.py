@@ -329,7 +329,8 @@ class OnnxEmbedder:
             options.intra_op_num_threads = self._threads or 0
             options.inter_op_num_threads = 1
             # "0": idle workers sleep instead of busy-waiting for the next run (the CPU is shared)
-            options.add_session_config_entry("session.intra_op.allow_spinning", "1" if self._spinning else "0")
+            spin = "1" if self._spinning else "0"
+            options.add_session_config_entry("session.intra_op.allow_spinning", spin)
             options.log_severity_level = 3
             try:
                 session = ort.InferenceSession(str(files.model), options, providers=["CPUExecutionProvider"])
