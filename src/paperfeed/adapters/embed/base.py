@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from paperfeed.domain.embedding import MAX_TOKENS
 from paperfeed.domain.errors import EmbedderUnavailable
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "force_offline",
     "normalise_rows",
     "resolve_model",
+    "token_suffix",
 ]
 
 Vectors = npt.NDArray[np.float32]
@@ -90,3 +92,9 @@ def normalise_rows(matrix: npt.NDArray[Any]) -> Vectors:
     np.maximum(norms, 1e-12, out=norms)
     result: Vectors = (out / norms).astype(np.float32, copy=False)
     return result
+
+
+def token_suffix(max_tokens: int | None) -> str:
+    """The part of a ``model_id`` that says texts were cut shorter than the default window: vectors of
+    long texts differ with the cut, so a different cut is a different vector space."""
+    return "" if max_tokens is None or max_tokens == MAX_TOKENS else f"@{max_tokens}tok"

@@ -22,14 +22,22 @@ class EmbedderConfig:
     model: str | None = None  # None: the packaged all-MiniLM-L6-v2; for "fake": the fake model's name
     cache_dir: Path = Path("models")  # where exported ONNX files are kept
     threads: int | None = None  # None: the runtime's default (all cores)
+    spinning: bool = True  # ONNX Runtime: idle threads busy-wait (off when the CPU is shared)
     bf16: bool = False  # torch only: bfloat16 autocast (needs AVX512-BF16/AMX)
     fake_dimension: int = 64
+    max_tokens: int | None = None  # None: the model's own window, at most MAX_TOKENS
 
 
 def _torch(config: EmbedderConfig) -> Embedder:
     from .sentence_transformers import SentenceTransformerEmbedder
 
-    return SentenceTransformerEmbedder(resolve_model(config.model), threads=config.threads, bf16=config.bf16)
+    return SentenceTransformerEmbedder(
+        resolve_model(config.model),
+        threads=config.threads,
+        bf16=config.bf16,
+        max_tokens=config.max_tokens,
+        spinning=config.spinning,
+    )
 
 
 def _onnx(quantized: bool) -> Callable[[EmbedderConfig], Embedder]:
@@ -37,7 +45,12 @@ def _onnx(quantized: bool) -> Callable[[EmbedderConfig], Embedder]:
         from .onnx import OnnxEmbedder
 
         return OnnxEmbedder(
-            resolve_model(config.model), config.cache_dir, quantized=quantized, threads=config.threads
+            resolve_model(config.model),
+            config.cache_dir,
+            quantized=quantized,
+            threads=config.threads,
+            max_tokens=config.max_tokens,
+            spinning=config.spinning,
         )
 
     return build

@@ -31,7 +31,7 @@ from paperfeed.adapters.files import fsync
 from paperfeed.domain.embedding import MAX_TOKENS
 from paperfeed.domain.errors import EmbedderUnavailable
 
-from .base import ModelSource, force_offline, normalise_rows
+from .base import ModelSource, force_offline, normalise_rows, token_suffix
 
 __all__ = ["OnnxEmbedder", "OnnxFiles", "ensure_onnx"]
 
@@ -264,12 +264,21 @@ class OnnxEmbedder:
     """
 
     def __init__(
-        self, model: ModelSource, cache_dir: Path, *, quantized: bool = False, threads: int | None = None
+        self,
+        model: ModelSource,
+        cache_dir: Path,
+        *,
+        quantized: bool = False,
+        threads: int | None = None,
+        max_tokens: int | None = None,
+        spinning: bool = True,
     ) -> None:
         self._source = model
         self._cache_dir = cache_dir
         self._quantized = quantized
         self._threads = threads
+        self._max_tokens = max_tokens
+        self._spinning = spinning
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
@@ -278,13 +287,19 @@ class OnnxEmbedder:
 
     @property
     def model_id(self) -> str:
-        return self._source.name + ("+onnx-int8" if self._quantized else "")
+        return self._source.name + ("+onnx-int8" if self._quantized else "") + token_suffix(self._max_tokens)
 
     @property
     def dimension(self) -> int:
         self._load()
         assert self._files is not None
         return self._files.dimension
+
+    @property
+    def session(self) -> Any:
+        """The ONNX Runtime session (loading it): its options say how many threads it runs."""
+        self._load()
+        return self._session
 
     @property
     def files(self) -> OnnxFiles:
@@ -305,12 +320,17 @@ class OnnxEmbedder:
                 ) from exc
             files = ensure_onnx(self._source, self._cache_dir, quantized=self._quantized)
             tokenizer = Tokenizer.from_file(str(files.tokenizer))
-            tokenizer.enable_truncation(max_length=files.max_length)
+            tokenizer.enable_truncation(
+                max_length=min(files.max_length, self._max_tokens or files.max_length)
+            )
             tokenizer.no_padding()
             options = ort.SessionOptions()
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
             options.intra_op_num_threads = self._threads or 0
             options.inter_op_num_threads = 1
+            # "0": idle workers sleep instead of busy-waiting for the next run (the CPU is shared)
+            spin = "1" if self._spinning else "0"
+            options.add_session_config_entry("session.intra_op.allow_spinning", spin)
             options.log_severity_level = 3
             try:
                 session = ort.InferenceSession(str(files.model), options, providers=["CPUExecutionProvider"])

@@ -7,6 +7,8 @@ the network: offline mode is forced before transformers is imported.
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +20,7 @@ import numpy.typing as npt
 from paperfeed.domain.embedding import MAX_TOKENS
 from paperfeed.domain.errors import EmbedderUnavailable
 
-from .base import ModelSource, force_offline, normalise_rows
+from .base import ModelSource, force_offline, normalise_rows, token_suffix
 
 __all__ = ["SentenceTransformerEmbedder", "cpu_supports_bf16"]
 
@@ -48,7 +50,15 @@ def quiet_transformers() -> None:
 class SentenceTransformerEmbedder:
     """:class:`~paperfeed.domain.search.Embedder` running a sentence-transformers model with PyTorch."""
 
-    def __init__(self, model: ModelSource, *, threads: int | None = None, bf16: bool = False) -> None:
+    def __init__(
+        self,
+        model: ModelSource,
+        *,
+        threads: int | None = None,
+        bf16: bool = False,
+        max_tokens: int | None = None,
+        spinning: bool = True,
+    ) -> None:
         if bf16 and not cpu_supports_bf16():
             raise EmbedderUnavailable(
                 "PAPERFEED_TORCH_BF16 is set but this CPU has no native bfloat16 (AVX512-BF16/AMX): "
@@ -57,12 +67,14 @@ class SentenceTransformerEmbedder:
         self._source = model
         self._threads = threads
         self._bf16 = bf16
+        self._max_tokens = max_tokens
+        self._spinning = spinning
         self._model: Any = None
         self._lock = threading.Lock()
 
     @property
     def model_id(self) -> str:
-        return self._source.name + ("+bf16" if self._bf16 else "")
+        return self._source.name + ("+bf16" if self._bf16 else "") + token_suffix(self._max_tokens)
 
     @property
     def dimension(self) -> int:
@@ -78,6 +90,8 @@ class SentenceTransformerEmbedder:
 
     def _build(self) -> Any:
         force_offline()
+        if not self._spinning and "torch" not in sys.modules:  # OpenMP reads it once, when torch loads
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         try:
             import torch
             from sentence_transformers import SentenceTransformer
@@ -87,7 +101,9 @@ class SentenceTransformerEmbedder:
             ) from exc
         quiet_transformers()
         if self._threads:
-            torch.set_num_threads(self._threads)
+            torch.set_num_threads(self._threads)  # process-wide: one embedding process, one setting
+            with contextlib.suppress(RuntimeError):  # only settable before torch's first parallel work
+                torch.set_num_interop_threads(1)
         try:
             model = SentenceTransformer(self._source.location, device="cpu", local_files_only=True)
         except (OSError, ValueError) as exc:
@@ -95,7 +111,7 @@ class SentenceTransformerEmbedder:
                 f"cannot load embedding model {self._source.spec!r} offline: {exc}".splitlines()[0]
             ) from exc
         model.eval()
-        model.max_seq_length = min(MAX_TOKENS, model.max_seq_length or MAX_TOKENS)
+        model.max_seq_length = min(self._max_tokens or MAX_TOKENS, model.max_seq_length or MAX_TOKENS)
         return model
 
     def embed(self, texts: Sequence[str]) -> Vectors:

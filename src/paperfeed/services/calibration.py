@@ -1,0 +1,169 @@
+"""Which embedding backend an instance uses when the setting says ``auto``: measured once, then kept.
+
+Resolution order: an explicit ``PAPERFEED_EMBEDDING_BACKEND`` (the caller does not ask us then); a stored
+calibration made for this model on this CPU; the backend whose vectors are already stored (an instance
+that embedded before calibration existed is never re-embedded behind its back); otherwise calibrate now
+and store the result. Only ``paperfeed index --calibrate`` may replace a choice that has vectors.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+
+from paperfeed.domain.calibration import (
+    AGREEMENT_FLOOR,
+    BackendTiming,
+    Calibration,
+    CalibrationRecords,
+    choose_backend,
+)
+from paperfeed.domain.errors import EmbedderUnavailable
+from paperfeed.domain.search import Embedder
+
+__all__ = ["CANDIDATES", "BackendChooser", "Resolution"]
+
+CANDIDATES = ("torch", "onnx", "onnx-int8")  # the reference (torch float32) first
+PROBE_TEXTS = 48  # three batches of 16: enough for steady CPU figures, a few seconds per backend
+PROBE_BATCH = 16
+UNMEASURED_PREFERENCE = ("onnx", "onnx-int8", "torch")  # without timings: the usual order, fastest first
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    backend: str
+    reason: str  # "calibration record", "stored vectors", "calibrated now...", "provisional"
+    calibration: Calibration | None
+
+    @property
+    def final(self) -> bool:
+        """False for a guess made without timings or vectors: a later calibration may pick another."""
+        return self.reason != "provisional"
+
+
+class BackendChooser:
+    """Times the candidate backends and keeps the fastest that agrees with the reference."""
+
+    def __init__(
+        self,
+        *,
+        open_backend: Callable[[str], Embedder],
+        records: CalibrationRecords,
+        probe_texts: Callable[[int], tuple[list[str], str]],
+        stored_models: Callable[[], dict[str, int]],
+        model: str,
+        cpu: str,
+        threads: int,
+        candidates: Sequence[str] = CANDIDATES,
+        floor: float = AGREEMENT_FLOOR,
+        probes: int = PROBE_TEXTS,
+        clock: Callable[[], float] = time.perf_counter,
+        cpu_clock: Callable[[], float] = time.process_time,
+    ) -> None:
+        self._open = open_backend
+        self._records = records
+        self._probe_texts = probe_texts
+        self._stored_models = stored_models
+        self._model = model
+        self._cpu = cpu
+        self._threads = threads
+        self._candidates = tuple(candidates)
+        self._floor = floor
+        self._probes = probes
+        self._clock = clock
+        self._cpu_clock = cpu_clock
+
+    def recorded(self) -> Calibration | None:
+        """The stored calibration if it was made for this model on this CPU."""
+        found = self._records.load()
+        return found if found is not None and found.applies_to(self._model, self._cpu) else None
+
+    def resolve(self, *, calibrate: bool = True) -> Resolution:
+        """The backend to use now. ``calibrate=False`` (a web process: a request must not wait a minute
+        for timings) never measures: without a record it takes the stored vectors' space, and without
+        those a provisional choice the caller should not keep."""
+        found = self.recorded()
+        if found is not None and found.backend in self._candidates:
+            return Resolution(found.backend, "calibration record", found)
+        spaces = {b: self._open(b).model_id for b in self._candidates}
+        stored = {m: n for m, n in self._stored_models().items() if m in spaces.values() and n > 0}
+        if stored:  # keep the space of the vectors already stored; choose only within it
+            space = max(stored, key=lambda m: stored[m])
+            if not calibrate:
+                same = [b for b in UNMEASURED_PREFERENCE if spaces.get(b) == space]
+                return Resolution(same[0], "stored vectors", None)
+            calibration = self.calibrate(within=space)
+            return Resolution(
+                calibration.backend, "calibrated now, within the stored vectors' space", calibration
+            )
+        if not calibrate:
+            return Resolution(UNMEASURED_PREFERENCE[0], "provisional", None)
+        calibration = self.calibrate()
+        return Resolution(calibration.backend, "calibrated now", calibration)
+
+    def _time(self, embedder: Embedder, texts: list[str]) -> tuple[np.ndarray, float, float]:
+        embedder.embed(texts[:2])  # loads the model (and builds the ONNX export once): not timed
+        wall, cpu = self._clock(), self._cpu_clock()
+        parts = [embedder.embed(texts[i : i + PROBE_BATCH]) for i in range(0, len(texts), PROBE_BATCH)]
+        return np.vstack(parts), self._clock() - wall, self._cpu_clock() - cpu
+
+    def calibrate(self, within: str | None = None) -> Calibration:
+        """Measure every candidate on the probe texts, store the choice and return it.
+
+        ``within``: choose only among backends whose vectors live in this ``model_id`` (the reference is
+        measured anyway, for the agreement figures); the fastest of them even if it does not agree,
+        since its vectors are the ones stored."""
+        texts, source = self._probe_texts(self._probes)
+        if not texts:
+            raise ValueError("calibration needs at least one probe text")
+        timings: list[BackendTiming] = []
+        reference: np.ndarray | None = None
+        for backend in self._candidates:
+            embedder = self._open(backend)
+            try:
+                vectors, wall, cpu = self._time(embedder, texts)
+            except EmbedderUnavailable:
+                if reference is None:
+                    raise  # the reference decides agreement: without it nothing can be chosen
+                continue  # e.g. onnxruntime not installed: the others can still be compared
+            if reference is None:
+                reference = vectors  # the first candidate is the reference
+            cosines = (vectors * reference).sum(axis=1)
+            timings.append(
+                BackendTiming(
+                    backend,
+                    embedder.model_id,
+                    len(texts),
+                    cpu,
+                    wall,
+                    float(cosines.min()),
+                    float(cosines.mean()),
+                )
+            )
+        if within is None:
+            best = choose_backend(timings, self._floor)
+        else:
+            allowed = [t for t in timings if t.model_id == within]
+            best = (
+                choose_backend(allowed, self._floor)
+                if any(t.agrees(self._floor) for t in allowed)
+                else (max(allowed, key=lambda t: t.per_cpu_second))
+            )
+        calibration = Calibration(
+            backend=best.backend,
+            model_id=best.model_id,
+            model=self._model,
+            cpu=self._cpu,
+            threads=self._threads,
+            reference=self._candidates[0],
+            floor=self._floor,
+            probe_source=source,
+            measured_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            timings=tuple(timings),
+        )
+        self._records.save(calibration)
+        return calibration
