@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from paperfeed.domain.search import Embedder, SyncedKeywordIndex, VectorIndex
     from paperfeed.services.account_data import AccountDataService
     from paperfeed.services.accounts import AccountService
+    from paperfeed.services.adaptation import AdaptationService
     from paperfeed.services.check import CheckService
     from paperfeed.services.community import CommunityService
     from paperfeed.services.digest import SubscriptionService
@@ -199,8 +200,26 @@ class App:
             cache_dir=s.data_dir / "models",
             threads=s.embedding_threads,
             bf16=s.torch_bf16,
+            adapted_manifest=s.data_dir / "models" / "active-model.json",
         )
         return open_embedder(config)
+
+    @cached_property
+    def adaptation(self) -> AdaptationService:
+        """``paperfeed model adapt|status|reset``: fine-tuning the embedding model on this instance."""
+        from paperfeed.adapters.embed.adapted import ModelFolder
+        from paperfeed.adapters.embed.base import resolve_model
+        from paperfeed.adapters.embed.trainer import SentenceTransformersTrainer
+        from paperfeed.services.adaptation import AdaptationService
+
+        base = resolve_model(self.settings.embedding_model)
+        return AdaptationService(
+            self.store.iter_papers,
+            SentenceTransformersTrainer(base),
+            ModelFolder(self.settings.data_dir / "models"),
+            base_spec=(self.settings.embedding_model or "").strip(),
+            base_name=base.name,
+        )
 
     @cached_property
     def embeddings(self) -> SqlEmbeddingStore:
