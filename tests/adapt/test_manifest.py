@@ -11,6 +11,7 @@ import pytest
 from paperfeed.adapters.embed import EmbedderConfig, open_embedder
 from paperfeed.adapters.embed.adapted import MANIFEST_NAME, ModelFolder
 from paperfeed.adapters.embed.base import packaged_model_path
+from paperfeed.adapters.embed.trainer import last_complete_checkpoint
 from paperfeed.domain.adaptation import ActiveModel
 from paperfeed.domain.errors import EmbedderUnavailable
 
@@ -68,3 +69,16 @@ def test_kept_aside_lists_every_model_but_the_adopted_one(tmp_path: Path) -> Non
     assert folder.kept_aside() == [other]
     folder.reset()
     assert folder.kept_aside() == [active.path, other]
+
+
+def test_resume_skips_a_checkpoint_the_trainer_did_not_finish_writing(tmp_path: Path) -> None:
+    for step, whole in ((2, True), (4, True), (6, False)):
+        folder = tmp_path / f"checkpoint-{step}"
+        folder.mkdir()
+        (folder / "model.safetensors").write_bytes(b"x")
+        if whole:
+            (folder / "trainer_state.json").write_text(f'{{"global_step": {step}}}')
+    (tmp_path / "checkpoint-4" / "trainer_state.json").write_text('{"global_st')  # cut short by a kill
+    assert last_complete_checkpoint(tmp_path) == tmp_path / "checkpoint-2"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint-2"]
+    assert last_complete_checkpoint(tmp_path / "none") is None

@@ -9,6 +9,9 @@ killed run loses at most ``save_steps`` steps. The finished model is saved to ``
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import os
 import shutil
 import time
@@ -43,14 +46,12 @@ def _training_imports() -> SimpleNamespace:
             SentenceTransformerTrainingArguments,
         )
         from transformers import PrinterCallback, TrainerCallback
-        from transformers.trainer_utils import get_last_checkpoint
     except ImportError as exc:
         raise EmbedderUnavailable(
             f"adapting the model needs torch, sentence-transformers, datasets and accelerate "
             f"({exc.name} is missing)"
         ) from exc
-    disable_progress_bars()  # the CLI draws its own bar …
-    os.environ.setdefault("TQDM_DISABLE", "1")  # … and the model card's example picker would draw another
+    disable_progress_bars()  # the CLI draws its own bar
 
     def dataset(columns: dict[str, list[str]], fingerprint: str) -> Any:
         # An explicit fingerprint: datasets would otherwise hash the whole table with dill, which is
@@ -67,8 +68,29 @@ def _training_imports() -> SimpleNamespace:
         args=SentenceTransformerTrainingArguments,
         callback=TrainerCallback,
         printer=PrinterCallback,
-        last_checkpoint=get_last_checkpoint,
     )
+
+
+def _step_of(checkpoint: Path) -> int:
+    return int(checkpoint.name.rsplit("-", 1)[-1])
+
+
+def last_complete_checkpoint(folder: Path) -> Path | None:
+    """The newest checkpoint the trainer finished writing, removing any it did not finish (a kill -9
+    while saving). The trainer writes ``trainer_state.json`` last, so its presence marks a whole one."""
+    found = sorted(
+        (p for p in folder.glob("checkpoint-*") if p.is_dir() and p.name.rsplit("-", 1)[-1].isdigit()),
+        key=_step_of,
+        reverse=True,
+    )
+    for checkpoint in found:
+        try:
+            json.loads((checkpoint / "trainer_state.json").read_text())
+        except (OSError, ValueError):
+            shutil.rmtree(checkpoint, ignore_errors=True)
+            continue
+        return checkpoint
+    return None
 
 
 class SentenceTransformersTrainer:
@@ -101,7 +123,7 @@ class SentenceTransformersTrainer:
             torch.set_num_threads(options.threads)
         checkpoints = run_dir / "checkpoints"
         checkpoints.mkdir(parents=True, exist_ok=True)
-        resume = lib.last_checkpoint(str(checkpoints))
+        resume = last_complete_checkpoint(checkpoints)
         try:
             model = lib.model(self.base.location, device="cpu", local_files_only=True)
         except (OSError, ValueError) as exc:
@@ -152,14 +174,15 @@ class SentenceTransformersTrainer:
                     control.should_training_stop = True
                 return control
 
-        trainer = lib.trainer(
-            model=model, args=args, train_dataset=data, loss=lib.loss(model), callbacks=[_Steps()]
-        )
+        with contextlib.redirect_stderr(io.StringIO()):  # the model card's example picker draws a tqdm bar
+            trainer = lib.trainer(
+                model=model, args=args, train_dataset=data, loss=lib.loss(model), callbacks=[_Steps()]
+            )
         trainer.remove_callback(lib.printer)  # it prints the trainer's logs as dicts
         resumed_from = 0
         if resume is not None:
-            resumed_from = int(Path(resume).name.rsplit("-", 1)[-1])
-        trainer.train(resume_from_checkpoint=resume)
+            resumed_from = _step_of(resume)
+        trainer.train(resume_from_checkpoint=None if resume is None else str(resume))
         steps, total = state["step"], state["total"]
         seconds = time.monotonic() - started
         if steps < total:
