@@ -58,6 +58,8 @@ def test_a_missing_model_or_broken_manifest_is_a_clear_error(tmp_path: Path) -> 
     (models / MANIFEST_NAME).write_text("{not json")
     with pytest.raises(EmbedderUnavailable, match="unreadable adapted-model manifest"):
         open_embedder(config)
+    assert ModelFolder(models).reset() is None  # the way out of a broken manifest
+    assert open_embedder(config).model_id == "all-MiniLM-L6-v2"
 
 
 def test_kept_aside_lists_every_model_but_the_adopted_one(tmp_path: Path) -> None:

@@ -96,7 +96,11 @@ class ModelFolder:
         os.replace(tmp, self.manifest)
 
     def reset(self) -> ActiveModel | None:
-        previous = self.active()
+        """Remove the manifest, even a broken one (reset is the way out of that too)."""
+        try:
+            previous = self.active()
+        except EmbedderUnavailable:
+            previous = None
         with contextlib.suppress(FileNotFoundError):
             self.manifest.unlink()
         return previous
