@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from paperfeed.domain.supervision import SupervisorStatusStore
     from paperfeed.services.account_data import AccountDataService
     from paperfeed.services.accounts import AccountService
+    from paperfeed.services.adaptation import AdaptationService
     from paperfeed.services.calibration import BackendChooser, Resolution
     from paperfeed.services.check import CheckService
     from paperfeed.services.community import CommunityService
@@ -248,6 +249,7 @@ class App:
             spinning=not background,
             bf16=s.torch_bf16,
             max_tokens=s.embedding_max_tokens,
+            adapted_manifest=s.data_dir / "models" / "active-model.json",
         )
 
     @cached_property
@@ -296,6 +298,23 @@ class App:
     def embedder(self) -> Embedder:
         """The embedder for reading (queries, model ids): never waits for a calibration."""
         return self.resolve_embedder(calibrate=False)
+
+    @cached_property
+    def adaptation(self) -> AdaptationService:
+        """``paperfeed model adapt|status|reset``: fine-tuning the embedding model on this instance."""
+        from paperfeed.adapters.embed.adapted import ModelFolder
+        from paperfeed.adapters.embed.base import resolve_model
+        from paperfeed.adapters.embed.trainer import SentenceTransformersTrainer
+        from paperfeed.services.adaptation import AdaptationService
+
+        base = resolve_model(self.settings.embedding_model)
+        return AdaptationService(
+            self.store.iter_papers,
+            SentenceTransformersTrainer(base),
+            ModelFolder(self.settings.data_dir / "models"),
+            base_spec=(self.settings.embedding_model or "").strip(),
+            base_name=base.name,
+        )
 
     @cached_property
     def embeddings(self) -> SqlEmbeddingStore:

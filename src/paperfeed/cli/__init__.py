@@ -25,6 +25,7 @@ from . import (
     jobs,
     library,
     migrate,
+    model,
     run,
     search,
     serve,
@@ -83,6 +84,7 @@ cli_app.add_typer(harvest.harvest_app, name="harvest")
 cli_app.add_typer(digest.digest_app, name="digest")
 jobs.register(cli_app)
 cli_app.add_typer(library.library_app, name="library")
+cli_app.add_typer(model.model_app, name="model")
 
 
 def main() -> None:

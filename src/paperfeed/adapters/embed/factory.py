@@ -9,7 +9,8 @@ from pathlib import Path
 from paperfeed.domain.errors import EmbedderUnavailable
 from paperfeed.domain.search import Embedder
 
-from .base import resolve_model
+from .adapted import active_model_source
+from .base import ModelSource, resolve_model
 
 __all__ = ["BACKENDS", "EmbedderConfig", "open_embedder"]
 
@@ -26,13 +27,24 @@ class EmbedderConfig:
     bf16: bool = False  # torch only: bfloat16 autocast (needs AVX512-BF16/AMX)
     fake_dimension: int = 64
     max_tokens: int | None = None  # None: the model's own window, at most MAX_TOKENS
+    adapted_manifest: Path | None = None  # <data_dir>/models/active-model.json: an adopted adapted model
+
+
+def _model_source(config: EmbedderConfig) -> ModelSource:
+    """The adopted adapted model when the manifest names one trained from the configured base, else the
+    configured model (``paperfeed model adapt`` / ``reset`` change the manifest, not the settings)."""
+    if config.adapted_manifest is not None:
+        adopted = active_model_source(config.adapted_manifest, config.model)
+        if adopted is not None:
+            return adopted
+    return resolve_model(config.model)
 
 
 def _torch(config: EmbedderConfig) -> Embedder:
     from .sentence_transformers import SentenceTransformerEmbedder
 
     return SentenceTransformerEmbedder(
-        resolve_model(config.model),
+        _model_source(config),
         threads=config.threads,
         bf16=config.bf16,
         max_tokens=config.max_tokens,
@@ -45,7 +57,7 @@ def _onnx(quantized: bool) -> Callable[[EmbedderConfig], Embedder]:
         from .onnx import OnnxEmbedder
 
         return OnnxEmbedder(
-            resolve_model(config.model),
+            _model_source(config),
             config.cache_dir,
             quantized=quantized,
             threads=config.threads,
