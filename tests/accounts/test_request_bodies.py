@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import httpx
 import pytest
 
 from paperfeed.bootstrap import App, build_app
@@ -334,3 +335,32 @@ def test_an_administrators_upload_stops_at_the_upload_limit(server: tuple[str, A
     )
     _read_at_most(outcome, UPLOAD_LIMIT)
     assert outcome.status == 413, outcome.head
+
+
+# -- form parsing limits (web/forms.py): a small body can still hold too many fields or files ---------------
+
+
+def test_a_form_with_too_many_fields_is_refused_by_name(server: tuple[str, App]) -> None:
+    url, app = server
+    body = "&".join(f"tags={i}" for i in range(600))  # 4 kB: under the body limit, over 500 fields
+    got = httpx.post(
+        f"{url}/library/paper-tags",
+        content=body,
+        headers={
+            "Cookie": _session(app, "tagger@example.org"),
+            "Content-Type": "application/x-www-form-urlencoded",
+        },
+    )
+    assert got.status_code == 400
+    assert "Maximum number of fields is 500" in got.json()["error"]
+
+
+def test_a_library_import_with_two_files_is_refused_by_name(server: tuple[str, App]) -> None:
+    url, app = server
+    got = httpx.post(
+        f"{url}/api/me/library/import",
+        files=[("file", ("a.bib", b"% a\n")), ("file", ("b.bib", b"% b\n"))],
+        headers={"Cookie": _session(app, "twofiles@example.org")},
+    )
+    assert got.status_code == 400
+    assert "Maximum number of files is 1" in got.json()["error"]
