@@ -114,6 +114,13 @@ class Settings(BaseSettings):
         description="Largest file of papers an administrator may upload on the site (drag-and-drop import, "
         "/admin/import), in bytes as sent (a .jsonl.gz counts compressed); larger ones are refused (413).",
     )
+    library_import_max_bytes: int = Field(
+        default=20 * 2**20,
+        ge=1,
+        le=20 * 2**20,  # domain.library.MAX_FILE_BYTES: the bibliography reader never takes more
+        description="Largest bibliography a reader may upload to import into their library (/library/import "
+        "and POST /api/me/library/import), in bytes; a larger request is refused (413) before it is read.",
+    )
 
     # Embeddings (paperfeed index)
     embedding_model: str | None = Field(

@@ -17,14 +17,22 @@ from paperfeed.web import create_app
 
 
 @contextmanager
-def live_server(settings: Settings, *, start_timeout: float = 30.0) -> Iterator[str]:
+def live_server(
+    settings: Settings, *, start_timeout: float = 30.0, receive_buffer: int | None = None
+) -> Iterator[str]:
     """Serve the app for ``settings`` on a loopback socket bound here (no free-port race); yield its URL.
+
+    ``receive_buffer`` fixes the kernel's receive buffer of every accepted connection (``SO_RCVBUF``, which
+    also turns off its autotuning), so a test can tell from the bytes a client got onto the socket how
+    much of a body the server really read.
 
     Without a ``base_url`` in ``settings`` the served URL becomes it, as ``paperfeed run`` does: mailed
     links are built from it alone (never from the request), so a browser can follow them.
     """
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if receive_buffer is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     if not settings.base_url:

@@ -29,7 +29,9 @@ from . import (
     subscriptions,
     uploads,
 )
+from .body_limits import BodyLimitMiddleware
 from .comment_markup import CommentRenderer
+from .forms import MAX_FIELDS, MAX_FILES, MAX_PART_BYTES
 from .headers import HeadMiddleware, ResponseHeadersMiddleware
 from .rendering import Renderer
 from .timing import ServerTimingMiddleware
@@ -61,12 +63,15 @@ def create_app(build: Callable[[], App], *, comment_renderer: CommentRenderer | 
         lifespan=lifespan,
         docs_url=None,  # docs.install serves /docs from packaged assets, not a CDN
         redoc_url=None,
+        # Form/File parameters are parsed under the site's limits, not Starlette's 1,000 files and fields.
+        form_limits={"max_files": MAX_FILES, "max_fields": MAX_FIELDS, "max_part_size": MAX_PART_BYTES},
     )
     web.state.comment_html = comment_renderer if comment_renderer is not None else CommentRenderer()
     renderer = Renderer()  # the Jinja environment and static assets every HTML page renders through
     web.state.renderer = renderer
     errors.install(web)
     security.install(web, renderer)
+    web.add_middleware(BodyLimitMiddleware)  # outside the routes: bodies are bounded before any is parsed
     renderer.add_globals(library.TEMPLATE_GLOBALS, library.TEMPLATE_FILTERS)
     renderer.add_globals(community.TEMPLATE_GLOBALS)
     web.add_middleware(ServerTimingMiddleware)

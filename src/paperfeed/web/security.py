@@ -43,6 +43,7 @@ from paperfeed.domain.accounts import RateLimited, User
 
 from .deps import accounts_of, app_of
 from .errors import error_response
+from .forms import read_form
 from .rendering import Renderer, error_page
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "Forbidden",
     "SecurityMiddleware",
     "SignInRequired",
+    "auth_problem_response",
     "check_csrf_token",
     "clear_session_cookie",
     "client_address",
@@ -275,7 +277,7 @@ async def verify_csrf(request: Request) -> None:
     if not sent:
         content_type = request.headers.get("content-type", "")
         if content_type.startswith(("application/x-www-form-urlencoded", "multipart/form-data")):
-            form = await request.form()
+            form = await read_form(request)
             value = form.get(CSRF_FIELD)
             sent = value if isinstance(value, str) else ""
     check_csrf_token(request, sent)
@@ -392,7 +394,9 @@ TEMPLATE_GLOBALS: Mapping[str, Any] = {
 # -- error replies --------------------------------------------------------------------------------------
 
 
-async def _auth_problem(request: Request, exc: Exception) -> Response:
+async def auth_problem_response(request: Request, exc: Exception) -> Response:
+    """The answer to an :class:`AuthProblem`: the sign-in page for a browser, else the error page or JSON
+    (also sent by :class:`~paperfeed.web.body_limits.BodyLimitMiddleware`, before any route runs)."""
     assert isinstance(exc, AuthProblem)
     if isinstance(exc, SignInRequired) and _wants_page(request):
         back = request.url.path + (f"?{request.url.query}" if request.url.query else "")
@@ -418,6 +422,6 @@ async def _rate_limited(request: Request, exc: Exception) -> Response:
 def install(app: FastAPI, renderer: Renderer) -> None:
     """Register the middleware, the error replies and the template globals."""
     app.add_middleware(SecurityMiddleware)
-    app.add_exception_handler(AuthProblem, _auth_problem)
+    app.add_exception_handler(AuthProblem, auth_problem_response)
     app.add_exception_handler(RateLimited, _rate_limited)
     renderer.add_globals(TEMPLATE_GLOBALS)

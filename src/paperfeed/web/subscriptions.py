@@ -33,6 +33,7 @@ from paperfeed.domain.digest_links import InvalidToken
 
 from .deps import app_of as _app
 from .errors import error_response
+from .forms import read_form
 from .rendering import NO_STORE, page
 from .security import client_address, current_user, link_base_url, verify_csrf
 
@@ -172,7 +173,7 @@ def _invalid_link(request: Request, exc: InvalidToken) -> HTMLResponse:
 
 
 async def _form(request: Request) -> tuple[Mapping[str, Any], list[str]]:
-    data = await request.form()
+    data = await read_form(request)
     sections = [str(v) for v in data.getlist("sections")]
     return {k: v for k, v in data.items() if isinstance(v, str)}, sections
 

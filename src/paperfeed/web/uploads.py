@@ -36,7 +36,7 @@ from .deps import AppDep, app_of
 from .rendering import NO_STORE
 from .security import CSRF_FIELD, CSRF_HEADER, Admin, check_csrf_token, csrf_exempt, refuse_cross_site
 
-__all__ = ["UPLOAD_FIELD", "router", "upload_limits"]
+__all__ = ["UPLOAD_FIELD", "router", "too_large", "upload_limits"]
 
 router = APIRouter(include_in_schema=False)
 UPLOAD_FIELD = "file"
@@ -121,7 +121,7 @@ class _Received:
             assert self._out is not None
             self.size += end - start
             if self.size > self.limit:
-                raise UploadProblem(413, _too_large(self.limit))
+                raise UploadProblem(413, too_large(self.limit))
             self._out.write(data[start:end])
         elif self._part:
             value = self.fields[self._part]
@@ -141,7 +141,8 @@ class _Received:
         return bytes(self.fields.get(name, b"")).decode("utf-8", "replace").strip()
 
 
-def _too_large(limit: int) -> str:
+def too_large(limit: int) -> str:
+    """Why an upload over ``limit`` bytes was refused (also said by the body-size limit in front of it)."""
     return (
         f"The file is larger than the {_megabytes(limit)} an upload may be (PAPERFEED_UPLOAD_MAX_BYTES); "
         "nothing was imported. Import big files on the server with `paperfeed import FILE`."
@@ -160,7 +161,7 @@ async def _receive(request: Request, folder: Path, limit: int) -> _Received:
         raise UploadProblem(400, "The upload has no multipart boundary.")
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit + _OVERHEAD:
-        raise UploadProblem(413, _too_large(limit))
+        raise UploadProblem(413, too_large(limit))
     received = _Received(folder, limit)
     callbacks: Any = {
         "on_part_begin": received.on_part_begin,
@@ -177,7 +178,7 @@ async def _receive(request: Request, folder: Path, limit: int) -> _Received:
         async for chunk in request.stream():
             total += len(chunk)
             if total > limit + _OVERHEAD:
-                raise UploadProblem(413, _too_large(limit))
+                raise UploadProblem(413, too_large(limit))
             parser.write(chunk)
         parser.finalize()
     except MultipartParseError as exc:
