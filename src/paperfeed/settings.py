@@ -123,18 +123,18 @@ class Settings(BaseSettings):
     )
     # Similar papers (defaults chosen on the train split of bench/similar_quality.py)
     similar_rrf_k: float = Field(
-        default=60.0, ge=0, description="Similar papers: reciprocal rank fusion constant k."
+        default=10.0, ge=0, description="Similar papers: reciprocal rank fusion constant k."
     )
     similar_dense_weight: float = Field(
         default=1.0, ge=0, description="Similar papers: weight of the embedding neighbours (0: off)."
     )
     similar_keyword_weight: float = Field(
-        default=1.0,
+        default=0.25,
         ge=0,
         description="Similar papers: weight of the keyword query built from the paper's own text (0: off).",
     )
     similar_candidates: int = Field(
-        default=50,
+        default=100,
         ge=1,
         le=1000,
         description="Similar papers: candidates taken from each list before fusion.",
