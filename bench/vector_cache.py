@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import os
 import random
 import re
@@ -37,7 +38,16 @@ from paperfeed.domain.models import content_hash
 from paperfeed.domain.search import Embedder
 from paperfeed.settings import Settings
 
-__all__ = ["CORPORA", "Doc", "VectorCache", "default_embedder", "load_corpus", "read_jsonl"]
+__all__ = [
+    "CORPORA",
+    "SAMPLES",
+    "Doc",
+    "VectorCache",
+    "default_embedder",
+    "load_corpus",
+    "read_jsonl",
+    "sample_key",
+]
 
 F32 = npt.NDArray[np.float32]
 
@@ -51,6 +61,12 @@ CORPORA: dict[str, Path] = {  # in the order the background job fills them: smal
     "hf_daily": SHARED / "data" / "hf_daily.jsonl.gz",
     "arxiv_cats": SHARED / "data" / "arxiv_cats.jsonl.gz",
     "arxiv_oai": SHARED / "data" / "arxiv_oai_2007_2017_sample100k.jsonl.gz",
+}
+
+SAMPLES: dict[str, tuple[str, int]] = {  # name -> (corpus it is drawn from, size)
+    # arXiv papers with known categories for the similar-papers benchmark (bench/similar_quality.py):
+    # small enough to embed on two cores in about a quarter of an hour
+    "arxiv_cats_4k": ("arxiv_cats", 4000),
 }
 
 
@@ -91,9 +107,20 @@ def read_jsonl(path: Path, limit: int | None = None) -> list[Doc]:
     return docs
 
 
+def sample_key(doc_id: str) -> str:
+    """The order a sample is drawn in: md5 of the id, so a sample is the same on every machine."""
+    return hashlib.md5(doc_id.encode()).hexdigest()  # an ordering, not security
+
+
 def load_corpus(name: str, limit: int | None = None) -> list[Doc]:
+    """A corpus's docs, or a sample's: the ``size`` docs of its base corpus lowest by :func:`sample_key`."""
+    if name in SAMPLES:
+        base, size = SAMPLES[name]
+        docs = sorted(read_jsonl(CORPORA[base]), key=lambda d: sample_key(d.id))[:size]
+        return docs[:limit] if limit is not None else docs
     if name not in CORPORA:
-        raise SystemExit(f"unknown corpus {name!r} (choose from {', '.join(CORPORA)})")
+        names = ", ".join([*CORPORA, *SAMPLES])
+        raise SystemExit(f"unknown corpus {name!r} (choose from {names})")
     return read_jsonl(CORPORA[name], limit)
 
 
@@ -208,7 +235,9 @@ class VectorCache:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Fill the benchmark vector cache (resumable).")
-    parser.add_argument("corpora", nargs="*", default=list(CORPORA), help=f"any of {', '.join(CORPORA)}")
+    parser.add_argument(
+        "corpora", nargs="*", default=list(CORPORA), help=f"any of {', '.join([*CORPORA, *SAMPLES])}"
+    )
     parser.add_argument("--backend", default=None, help="embedding backend (default: paperfeed's default)")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
     parser.add_argument("--chunk", type=int, default=1024, help="papers per shard")

@@ -348,7 +348,7 @@ class App:
     @cached_property
     def search(self) -> HybridSearch:
         """Hybrid keyword + semantic search; semantic parts load on the first query that needs them."""
-        from paperfeed.services.search import HybridSearch, HybridSettings
+        from paperfeed.services.search import HybridSearch, HybridSettings, SimilarSettings
 
         s = self.settings
         tuning = HybridSettings(
@@ -366,6 +366,13 @@ class App:
             lambda: self.embedder,
             tuning,
             hidden=lambda: hidden_paper_ids(self.store.engine),
+            similar_settings=SimilarSettings(
+                rrf_k=s.similar_rrf_k,
+                dense_weight=s.similar_dense_weight,
+                keyword_weight=s.similar_keyword_weight,
+                candidates=s.similar_candidates,
+                keyword_terms=s.similar_keyword_terms,
+            ),
         )
         self._closers.append(search)
         return search

@@ -173,6 +173,30 @@ class Settings(BaseSettings):
         le=1,
         description="Cosine similarity below which a semantic match is not shown (the relevance cut-off).",
     )
+    # Similar papers (defaults chosen on the train split of bench/similar_quality.py)
+    similar_rrf_k: float = Field(
+        default=10.0, ge=0, description="Similar papers: reciprocal rank fusion constant k."
+    )
+    similar_dense_weight: float = Field(
+        default=1.0, ge=0, description="Similar papers: weight of the embedding neighbours (0: off)."
+    )
+    similar_keyword_weight: float = Field(
+        default=0.25,
+        ge=0,
+        description="Similar papers: weight of the keyword query built from the paper's own text (0: off).",
+    )
+    similar_candidates: int = Field(
+        default=100,
+        ge=1,
+        le=1000,
+        description="Similar papers: candidates taken from each list before fusion.",
+    )
+    similar_keyword_terms: int = Field(
+        default=25,
+        ge=1,
+        le=200,
+        description="Similar papers: distinctive terms of the paper's title + abstract in its keyword query.",
+    )
     keyword_engine: Literal["auto", "fts5", "tantivy", "postgres"] = Field(
         default="auto",
         description="BM25 engine: tantivy (derived index in <data_dir>/keyword, fast at 1M papers), fts5 "

@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from paperfeed.domain.query import parse_query, with_filters
 from paperfeed.domain.search import SearchFilters, SyncedKeywordIndex
 
+from .corpus import FILLER
+
 
 def ids(index: SyncedKeywordIndex, q: str, k: int = 10) -> list[str]:
     return [hit.paper_id for hit in index.search(parse_query(q), k)]
@@ -263,3 +265,41 @@ def test_engine_never_raises_on_any_string(keyword: SyncedKeywordIndex, raw: str
 
 def test_accents_fold_in_author_names_both_ways(keyword: SyncedKeywordIndex) -> None:
     assert ids(keyword, "author:lovelace") == ids(keyword, "author:Lóvelace")
+
+
+def mlt(
+    keyword: SyncedKeywordIndex, title: str, abstract: str = FILLER, k: int = 10, **kw: object
+) -> list[str]:
+    return [hit.paper_id for hit in keyword.more_like_this(title, abstract, k, **kw)]  # type: ignore[arg-type]
+
+
+def test_more_like_this_finds_the_paper_then_the_one_sharing_its_rare_words(
+    keyword: SyncedKeywordIndex,
+) -> None:
+    found = mlt(keyword, "Quokka tracking with drones")
+    # itself and the other quokka paper ("drones", in no other paper, cannot find anything: dropped)
+    assert set(found[:2]) == {"ex.keep", "ex.drop"}
+    hits = keyword.more_like_this("Quokka tracking with drones", FILLER, 10)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_more_like_this_honours_filters_inside_the_engine(keyword: SyncedKeywordIndex) -> None:
+    # FILLER is in every paper: without the filter the 60 "transformer" papers would crowd the top k
+    assert mlt(keyword, "Tokenizer tricks", k=3, filters=SearchFilters(categories=("cs.CV",))) == ["cat.cv"]
+    years = SearchFilters(date_from=date(2024, 1, 1))
+    assert mlt(keyword, "Tokenizer tricks", k=3, filters=years) == ["cat.ag"]
+
+
+def test_more_like_this_keeps_the_most_distinctive_terms(keyword: SyncedKeywordIndex) -> None:
+    # one term allowed: "zephyrine" (twice in the text) beats "estimation" (once), as rare in the index
+    found = set(mlt(keyword, "Zephyrine zephyrine estimation", "", max_terms=1))
+    assert {"w.title", "w.abstract"} <= found <= {"w.title", "w.abstract", "w.author"}
+    two = set(mlt(keyword, "Zephyrine zephyrine estimation", "", max_terms=2))
+    assert two == {"w.title", "w.abstract", "w.author"}  # "estimation" is in all three titles
+
+
+def test_more_like_this_with_nothing_to_go_on_is_empty(keyword: SyncedKeywordIndex) -> None:
+    assert mlt(keyword, "", "") == []
+    assert mlt(keyword, "qwzx plmkj", "") == []  # words no paper has
+    assert mlt(keyword, "Quokka tracking", k=0) == []
+    assert mlt(keyword, "Quokka tracking", max_terms=0) == []

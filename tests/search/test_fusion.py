@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from paperfeed.domain.fusion import reciprocal_rank_fusion
-from paperfeed.domain.search import ScoredId
+from paperfeed.domain.fusion import WeightedList, fuse_weighted, reciprocal_rank_fusion
+from paperfeed.domain.search import ScoredId, distinctive_terms
 
 
 def ids(*names: str) -> list[ScoredId]:
@@ -41,3 +41,22 @@ def test_fusion_is_a_ranking_of_the_union(raw: list[list[str]]) -> None:
     fused = reciprocal_rank_fusion(lists)
     assert {f.paper_id for f in fused} == {x for items in raw for x in items}
     assert all(a.score >= b.score for a, b in itertools.pairwise(fused))
+
+
+def test_named_lists_fuse_in_their_order_and_a_zero_weight_only_reports_ranks() -> None:
+    dense, keyword = ids("a", "b", "c"), ids("c", "b")
+    fused = fuse_weighted([WeightedList("dense", 1.0, dense), WeightedList("keyword", 2.0, keyword)], k=10)
+    assert [f.paper_id for f in fused] == ["c", "b", "a"]
+    assert fused[0].ranks == (3, 1)
+    off = fuse_weighted([WeightedList("dense", 1.0, dense), WeightedList("keyword", 0.0, keyword)], k=10)
+    assert [f.paper_id for f in off] == ["a", "b", "c"]
+    assert off[2].ranks == (3, 1)
+
+
+def test_distinctive_terms_rank_by_tf_idf_and_drop_what_only_the_paper_has() -> None:
+    counts = {"protein": 3, "the": 9, "fold": 1, "zyx": 5}
+    doc_freq = {"protein": 40.0, "the": 990.0, "fold": 10.0, "zyx": 1.0}
+    assert distinctive_terms(counts, doc_freq, 1000, 3) == ["protein", "fold", "the"]
+    assert distinctive_terms(counts, doc_freq, 1000, 1) == ["protein"]
+    assert distinctive_terms(counts, doc_freq, 1000, 0) == []
+    assert distinctive_terms({"new": 1}, {}, 1000, 5) == ["new"]  # unknown: as rare as allowed

@@ -180,7 +180,9 @@ def test_missing_vector_index_falls_back_to_keyword(tmp_path: Path) -> None:
         page = app.search.search("protein")  # nothing embedded yet: no vector index
         assert ids(page.hits) == ["2401.00003"]
         assert page.hits[0].dense_rank is None
-        assert app.search.similar("2401.00003") == []
+        similar = app.search.similar("2401.00001")  # the keyword list alone (tests/search/test_similar.py)
+        assert similar[0].paper.id == "2401.00002"
+        assert all(h.dense_rank is None and h.similarity is None for h in similar)
     finally:
         app.close()
 

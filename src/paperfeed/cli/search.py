@@ -49,6 +49,7 @@ def _hit_json(hit: SearchHit) -> dict[str, Any]:
         "score": round(hit.score, 6),
         "keyword_rank": hit.keyword_rank,
         "dense_rank": hit.dense_rank,
+        "similarity": None if hit.similarity is None else round(hit.similarity, 6),
         "abstract": p.abstract,
         "title_spans": [[s.start, s.end] for s in hit.title_spans],
         "abstract_spans": [[s.start, s.end] for s in hit.abstract_spans],
@@ -125,7 +126,7 @@ def register(app: typer.Typer) -> None:
         limit: Annotated[int, typer.Option(min=1, max=100, help="Papers to show.")] = 10,
         as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines instead of a table.")] = False,
     ) -> None:
-        """Papers most similar to one paper (nearest neighbours by embedding)."""
+        """Papers most similar to one paper (embedding neighbours and a keyword query of its text, fused)."""
         c: Context = ctx.obj
         try:
             key = normalize_paper_id(paper_id).base
@@ -140,7 +141,8 @@ def register(app: typer.Typer) -> None:
             return
         if not hits:
             c.console.print(
-                "no similar papers yet: run `paperfeed index` to embed the papers.", highlight=False
+                "no similar papers found (`paperfeed index` embeds the papers, which finds more).",
+                highlight=False,
             )
             return
         c.console.print(_table(hits, f"similar to {key}"))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .search import ScoredId
 
-__all__ = ["FusedId", "reciprocal_rank_fusion"]
+__all__ = ["FusedId", "WeightedList", "fuse_weighted", "reciprocal_rank_fusion"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,3 +46,21 @@ def reciprocal_rank_fusion(
     fused = [FusedId(pid, score, tuple(ranks[pid])) for pid, score in scores.items()]
     fused.sort(key=lambda f: (-f.score, min(r for r in f.ranks if r is not None), f.paper_id))
     return fused
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedList:
+    """One named, weighted, best-first list to fuse: "dense", "keyword", later "co-citation", ..."""
+
+    name: str
+    weight: float
+    items: Sequence[ScoredId]
+
+
+def fuse_weighted(lists: Sequence[WeightedList], k: float = 60.0) -> list[FusedId]:
+    """:func:`reciprocal_rank_fusion` over named lists; ``FusedId.ranks`` follow the order of ``lists``.
+
+    A list of weight 0 still reports its ranks but adds nothing to the scores, so a source can be
+    switched off by a setting without changing what callers can read.
+    """
+    return reciprocal_rank_fusion([w.items for w in lists], [max(0.0, w.weight) for w in lists], k=k)

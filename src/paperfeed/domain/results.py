@@ -21,6 +21,7 @@ class SearchHit:
     abstract_spans: tuple[Span, ...] = ()
     keyword_rank: int | None = None  # 1-based rank in the keyword list, if it was there
     dense_rank: int | None = None  # 1-based rank in the embedding list, if it was there
+    similarity: float | None = None  # similar papers: cosine of the two papers' embeddings, if both have one
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,5 +44,6 @@ class PaperSearch(Protocol):
     def similar(
         self, paper_id: str, limit: int = 10, filters: SearchFilters | None = None
     ) -> list[SearchHit]:
-        """Nearest papers by embedding, excluding the paper itself and its exact duplicates."""
+        """Papers most like one paper (its embedding neighbours and a keyword query of its own text, fused),
+        excluding the paper itself and its exact duplicates."""
         ...

@@ -6,7 +6,8 @@ The search service (``services/search.py``) composes a :class:`KeywordIndex`, a 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Protocol
@@ -25,6 +26,7 @@ __all__ = [
     "ParsedQuery",
     "ScoredId",
     "SearchFilters",
+    "SimilarSource",
     "Span",
     "SyncedKeywordIndex",
     "VectorIndex",
@@ -32,6 +34,7 @@ __all__ = [
     "VectorIndexMismatch",
     "VectorIndexUnavailable",
     "VectorRecord",
+    "distinctive_terms",
 ]
 
 Vectors = npt.NDArray[np.float32]
@@ -196,6 +199,54 @@ class KeywordIndex(Protocol):
         """Spans of ``text`` matching the query's terms/phrases (for highlightedTitle/Summary)."""
         ...
 
+    def more_like_this(
+        self,
+        title: str,
+        abstract: str,
+        k: int,
+        filters: SearchFilters | None = None,
+        *,
+        max_terms: int = 25,
+    ) -> list[ScoredId]:
+        """Papers sharing the most distinctive terms of ``title`` + ``abstract`` (a paper's own text),
+        best first: the ``max_terms`` terms of highest tf-idf in that text, searched as an OR query (a
+        "more like this" query). The paper itself, when indexed, is among the results."""
+        ...
+
+
+class SimilarSource(Protocol):
+    """A further list of papers related to a paper, fused into "similar papers" beside the embedding
+    neighbours and the keyword list (co-citation or bibliographic coupling, once citations are stored)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def related(self, paper_id: str, k: int, filters: SearchFilters | None = None) -> list[ScoredId]:
+        """Best first; may include ``paper_id`` itself (the caller removes it)."""
+        ...
+
+
+def distinctive_terms(
+    counts: Mapping[str, int], doc_freq: Mapping[str, float], total: float, n: int, min_doc_freq: float = 2
+) -> list[str]:
+    """The ``n`` terms of a text with the highest tf-idf, best first (ties: the term), for engines whose
+    query language has no "more like this" of its own.
+
+    ``counts``: the text's analysed terms and how often each occurs; ``doc_freq``: in how many indexed
+    papers each occurs (a term missing there counts as ``min_doc_freq``); ``total``: papers indexed. A
+    term in fewer than ``min_doc_freq`` papers is dropped: found only in the paper itself, it cannot
+    lead to another one. The idf is BM25's, so a term in over half the papers weighs almost nothing.
+    """
+    scored: list[tuple[float, str]] = []
+    for term, tf in counts.items():
+        df = doc_freq.get(term, min_doc_freq)
+        if df < min_doc_freq or tf <= 0:
+            continue
+        idf = math.log(1.0 + (total - df + 0.5) / (df + 0.5))
+        scored.append((tf * idf, term))
+    scored.sort(key=lambda s: (-s[0], s[1]))
+    return [term for _, term in scored[: max(0, n)]]
+
 
 class IndexOpener(Protocol):
     """Opens the vector index for a model: the stored one (``fresh=False``) or a new, empty one that
@@ -213,6 +264,16 @@ class SyncedKeywordIndex(Protocol):
     def search(self, query: ParsedQuery, k: int) -> list[ScoredId]: ...
 
     def highlight(self, query: ParsedQuery, text: str) -> list[Span]: ...
+
+    def more_like_this(
+        self,
+        title: str,
+        abstract: str,
+        k: int,
+        filters: SearchFilters | None = None,
+        *,
+        max_terms: int = 25,
+    ) -> list[ScoredId]: ...
 
     def on_papers_changed(self, changed: Sequence[str] | BatchResult) -> None:
         """Ingest listener: a committed batch's result, or just the ids of papers that changed."""

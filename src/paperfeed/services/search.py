@@ -9,6 +9,13 @@
   cosine similarity before fusing.
 * When the vector index or the embedder is unavailable, search degrades to keyword-only and says so in
   ``SearchPage.notes`` rather than failing.
+
+Similar papers fuse, by the same weighted RRF, named lists about one paper: its embedding neighbours
+("dense"), a more-like-this keyword query built from its own title and abstract ("keyword"), and any
+further :class:`~paperfeed.domain.search.SimilarSource` (co-citation, coupling). Weights, k and pool
+sizes are :class:`SimilarSettings`, chosen on the train split of bench/similar_quality.py. Either of
+the two built-in lists may be missing (nothing embedded yet, a damaged keyword index): the others
+still answer.
 """
 
 from __future__ import annotations
@@ -24,7 +31,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from paperfeed.domain.embedding import embedding_text
-from paperfeed.domain.fusion import reciprocal_rank_fusion
+from paperfeed.domain.fusion import WeightedList, fuse_weighted, reciprocal_rank_fusion
+from paperfeed.domain.models import Paper
 from paperfeed.domain.ports import PaperStore
 from paperfeed.domain.query import parse_query, with_filters
 from paperfeed.domain.results import SearchHit, SearchPage
@@ -35,12 +43,13 @@ from paperfeed.domain.search import (
     ParsedQuery,
     ScoredId,
     SearchFilters,
+    SimilarSource,
     VectorIndex,
     VectorIndexError,
     Vectors,
 )
 
-__all__ = ["HybridSearch", "HybridSettings"]
+__all__ = ["HybridSearch", "HybridSettings", "SimilarSettings"]
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +63,20 @@ class HybridSettings:
     min_dense_score: float = 0.3  # cosine floor for dense candidates (the relevance cut-off)
     duplicate_cosine: float = 0.9999  # "similar papers" treats anything this close as the same paper
     reload_every: float = 5.0  # seconds between checks for a vector index saved by another process
+
+
+@dataclass(frozen=True, slots=True)
+class SimilarSettings:
+    """How "similar papers" fuses its lists; defaults chosen on the train split of
+    bench/similar_quality.py (arXiv category agreement), reported on its test split."""
+
+    # bench/similar_quality.py on arxiv_cats_4k train (tantivy, all-MiniLM-L6-v2): k=10, keyword 0.25
+    # (category@10 train 0.7058, dense alone 0.7057; test 0.7065 vs 0.7083, seed pages 0.6118 vs 0.6107)
+    rrf_k: float = 10.0
+    dense_weight: float = 1.0
+    keyword_weight: float = 0.25
+    candidates: int = 100  # per list, before fusion
+    keyword_terms: int = 25  # terms of the paper's text in its more-like-this query
 
 
 @dataclass
@@ -70,6 +93,8 @@ class HybridSearch:
     embedder: Callable[[], Embedder | None]
     settings: HybridSettings = field(default_factory=HybridSettings)
     hidden: Callable[[], frozenset[str]] = field(default=frozenset)  # ids an administrator hid
+    similar_settings: SimilarSettings = field(default_factory=SimilarSettings)
+    similar_sources: tuple[tuple[SimilarSource, float], ...] = ()  # further lists, each with its weight
     _query_cache: OrderedDict[str, Vectors] = field(default_factory=OrderedDict, init=False)
     _pending: dict[str, Future[tuple[Vectors | None, str | None]]] = field(default_factory=dict, init=False)
     _pool: ThreadPoolExecutor | None = field(default=None, init=False)
@@ -136,30 +161,104 @@ class HybridSearch:
     def similar(
         self, paper_id: str, limit: int = 10, filters: SearchFilters | None = None
     ) -> list[SearchHit]:
+        """Papers most like ``paper_id``: its named lists fused (see the module doc), best first; never
+        the paper itself, its duplicates (same text, or embeddings this close) or hidden papers.
+
+        ``score`` is the fused score; ``similarity`` the cosine of the two papers' embeddings when both
+        are embedded; ``dense_rank``/``keyword_rank`` the ranks in those lists.
+        """
         paper = self.store.get_paper(paper_id)
         hidden = self.hidden()
-        if paper is None or paper.id in hidden:
+        if paper is None or paper.id in hidden or limit <= 0:
             return []
+        s = self.similar_settings
+        pool = max(s.candidates, limit + 10)
         index = self._vector_index([])
-        if index is None:
-            return []
-        vector = index.vector(paper.id)
-        if vector is None:
-            vector = self._embed(embedding_text(paper.title, paper.abstract), [])
-            if vector is None:
-                return []
-        found = index.search(vector, limit + 10, filters, exclude=[paper.id])
-        candidates = [s for s in found if s.score < self.settings.duplicate_cosine]
-        papers = self.store.get_papers([s.paper_id for s in candidates])
+        vector = self._paper_vector(index, paper)
+        lists = [
+            WeightedList("dense", s.dense_weight, self._similar_dense(index, vector, paper, pool, filters)),
+            WeightedList("keyword", s.keyword_weight, self._similar_keyword(paper, pool, filters)),
+        ]
+        for source, weight in self.similar_sources:
+            try:
+                lists.append(WeightedList(source.name, weight, source.related(paper.id, pool, filters)))
+            except Exception as exc:  # one failing source must not take similar papers down
+                log.warning("similar papers: the %s list failed: %s", source.name, exc)
+        same = {paper.id} | {x.paper_id for x in lists[0].items if x.score >= self.settings.duplicate_cosine}
+        fused = [
+            f for f in fuse_weighted(lists, k=s.rrf_k) if f.paper_id not in same and f.paper_id not in hidden
+        ]
+        window = fused[: limit + 10]  # room for duplicates found by their text below
+        papers = self.store.get_papers([f.paper_id for f in window])
+        cosines = self._cosines(index, vector, [f.paper_id for f in window])
         hits: list[SearchHit] = []
-        for rank, scored in enumerate(candidates, start=1):
-            other = papers.get(scored.paper_id)
-            if other is None or other.content_hash == paper.content_hash or other.id in hidden:
+        for f in window:
+            other = papers.get(f.paper_id)
+            if other is None or other.content_hash == paper.content_hash:
                 continue
-            hits.append(SearchHit(paper=other, score=scored.score, dense_rank=rank))
+            hits.append(
+                SearchHit(
+                    paper=other,
+                    score=f.score,
+                    dense_rank=f.ranks[0],
+                    keyword_rank=f.ranks[1],
+                    similarity=cosines.get(other.id),
+                )
+            )
             if len(hits) == limit:
                 break
         return hits
+
+    def _paper_vector(self, index: VectorIndex | None, paper: Paper) -> Vectors | None:
+        """The paper's stored vector, or its text embedded now (a paper not indexed yet)."""
+        if index is None:
+            return None
+        try:
+            vector = index.vector(paper.id)
+        except VectorIndexError as exc:
+            log.warning("similar papers: vector lookup failed: %s", exc)
+            return None
+        if vector is None:
+            vector = self._embed(embedding_text(paper.title, paper.abstract), [])
+        return vector
+
+    def _similar_dense(
+        self,
+        index: VectorIndex | None,
+        vector: Vectors | None,
+        paper: Paper,
+        pool: int,
+        filters: SearchFilters | None,
+    ) -> list[ScoredId]:
+        if index is None or vector is None:
+            return []
+        try:
+            return index.search(vector, pool, filters, exclude=[paper.id])
+        except VectorIndexError as exc:
+            log.warning("similar papers without embeddings: %s", exc)
+            return []
+
+    def _similar_keyword(self, paper: Paper, pool: int, filters: SearchFilters | None) -> list[ScoredId]:
+        s = self.similar_settings
+        if s.keyword_weight <= 0:
+            return []  # switched off: spare the query
+        try:
+            return self.keyword.more_like_this(
+                paper.title, paper.abstract, pool + 1, filters, max_terms=s.keyword_terms
+            )
+        except KeywordIndexUnavailable as exc:
+            log.warning("similar papers without the keyword list: %s", exc)
+            return []
+
+    @staticmethod
+    def _cosines(index: VectorIndex | None, vector: Vectors | None, ids: list[str]) -> dict[str, float]:
+        if index is None or vector is None or not ids:
+            return {}
+        try:
+            stored = index.vectors(ids)
+        except VectorIndexError:
+            return {}
+        return {pid: float(np.dot(vector, v)) for pid, v in stored.items()}
 
     # -- internals ------------------------------------------------------------------------------------
 

@@ -8,7 +8,8 @@
 ``GET /api/papers``                ``cursor``, ``limit`` ≤ 100 → all papers newest first; the next page's
                                    URL is in the ``Link: <…>; rel="next"`` header, as HF paginates
 ``GET /api/papers/{id}``           one paper object (HfApi.paper_info); any id spelling, 404 if unknown
-``GET /api/papers/{id}/similar``   ``limit`` ≤ 50 → daily items with ``similarity``
+``GET /api/papers/{id}/similar``   ``limit`` ≤ 50 → daily items with ``similarity`` (cosine of the
+                                   embeddings; null if either paper is not embedded yet), best first
 ``GET /papers/{id}.md``            the paper page as Markdown (HfApi.read_paper)
 =================================  =====================================================================
 
@@ -101,7 +102,7 @@ class SearchItem(DailyItem):
 
 
 class SimilarItem(DailyItem):
-    similarity: float
+    similarity: float | None  # cosine of the two papers' embeddings; the order is the fused ranking
 
 
 class ErrorModel(_Open):
@@ -244,7 +245,7 @@ def list_papers(
     "/api/papers/{paper_id:path}/similar",
     response_model=list[SimilarItem],
     responses=_ERRORS,
-    summary="Papers most similar to one paper (by embedding)",
+    summary="Papers most similar to one paper (embedding neighbours and a keyword query of its text, fused)",
 )
 def similar_papers(
     request: Request,
@@ -258,7 +259,7 @@ def similar_papers(
     out = []
     for hit, paper in zip(hits, app_of(request).community.with_counts([h.paper for h in hits]), strict=True):
         item = daily_item(paper)
-        item["similarity"] = round(hit.score, 6)
+        item["similarity"] = None if hit.similarity is None else round(hit.similarity, 6)
         out.append(item)
     return JsonResponse(out)
 

@@ -60,10 +60,11 @@ def _paper_links(
 def _similar(
     search: PaperSearch, paper_id: str, shown: Callable[[list[Paper]], list[Paper]] = list
 ) -> tuple[list[PaperView], str | None]:
-    """Papers nearest by embedding, or why there are none to show."""
+    """The paper's similar papers (embedding neighbours and a keyword query of its text, fused), or why
+    there are none to show."""
     hits = search.similar(paper_id, limit=SIMILAR_SIZE)
     if not hits:
-        return [], "No similar papers yet: they appear once papers are embedded (paperfeed index)."
+        return [], "No similar papers found yet: more appear once papers are embedded (paperfeed index)."
     return [paper_view(paper, with_abstract=False) for paper in shown([hit.paper for hit in hits])], None
 
 

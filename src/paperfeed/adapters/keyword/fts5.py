@@ -16,8 +16,11 @@ Caveat: ``papers`` has no INTEGER PRIMARY KEY, so a ``VACUUM`` may renumber its 
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
+import time
+from collections import Counter
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -25,7 +28,7 @@ from typing import Any
 from sqlalchemy import text as sql
 from sqlalchemy.engine import Connection, Engine
 
-from paperfeed.domain.search import ParsedQuery, ScoredId, SearchFilters, Span
+from paperfeed.domain.search import ParsedQuery, ScoredId, SearchFilters, Span, distinctive_terms
 
 __all__ = [
     "FieldWeights",
@@ -38,6 +41,10 @@ __all__ = [
 
 TOKENIZE = "porter unicode61 remove_diacritics 2"  # must equal migration 0003's
 _OPEN, _CLOSE = "\ue000", "\ue001"  # private-use marks for highlight(); never left in user text
+_WORD = re.compile(r"[^\W_]+")  # runs of letters and digits, as unicode61 splits words
+# FTS5's term statistics of papers_fts, per connection (temp schema: nothing is added to the database)
+_VOCAB = "CREATE VIRTUAL TABLE IF NOT EXISTS temp.papers_fts_terms USING fts5vocab(main, papers_fts, row)"
+_COUNT_TTL = 60.0  # seconds a count of the indexed papers is reused for more-like-this idf
 
 
 class Fts5Unavailable(RuntimeError):
@@ -156,7 +163,26 @@ class _Highlighter:
     def __init__(self) -> None:
         self._conn = sqlite3.connect(":memory:", check_same_thread=False)
         self._conn.execute(f"CREATE VIRTUAL TABLE h USING fts5(t, tokenize='{TOKENIZE}')")
+        self._conn.execute(f"CREATE VIRTUAL TABLE w USING fts5(t, tokenize='{TOKENIZE}')")
+        self._conn.execute("CREATE VIRTUAL TABLE w_terms USING fts5vocab(w, 'instance')")
         self._lock = threading.Lock()
+
+    def terms(self, text: str) -> tuple[Counter[str], dict[str, str]]:
+        """The text's index terms (Porter stems) with their counts, and a word of the text for each
+        term: a query can only name words, which the same tokenizer turns back into that term."""
+        counts = Counter(w for m in _WORD.finditer(text) if len(w := m.group(0).lower()) > 1)
+        words = list(counts)
+        with self._lock:
+            self._conn.execute("DELETE FROM w")
+            self._conn.executemany("INSERT INTO w(rowid, t) VALUES (?, ?)", enumerate(words, start=1))
+            rows = self._conn.execute("SELECT term, doc FROM w_terms ORDER BY doc, offset").fetchall()
+        tf: Counter[str] = Counter()
+        word_of: dict[str, str] = {}
+        for term, doc in rows:
+            word = words[int(doc) - 1]
+            tf[term] += counts[word]
+            word_of.setdefault(term, word)
+        return tf, word_of
 
     def spans(self, expr: str, value: str) -> list[Span]:
         clean = value.replace(_OPEN, " ").replace(_CLOSE, " ")
@@ -195,6 +221,7 @@ class Fts5KeywordIndex:
         self.engine = engine
         self.weights = weights or FieldWeights()
         self._highlighter = _Highlighter()
+        self._count = (0, -_COUNT_TTL)  # indexed papers, when counted
         if sync:
             self.sync()
 
@@ -289,6 +316,44 @@ class Fts5KeywordIndex:
         with self.engine.connect() as conn:
             rows = conn.execute(sql(statement), params).all()
         return [ScoredId(row.id, -float(row.score)) for row in rows]
+
+    def more_like_this(
+        self,
+        title: str,
+        abstract: str,
+        k: int,
+        filters: SearchFilters | None = None,
+        *,
+        max_terms: int = 25,
+    ) -> list[ScoredId]:
+        """The text's ``max_terms`` terms of highest tf-idf (document frequencies from FTS5's own
+        vocabulary, ``fts5vocab``), searched as an OR query with the usual field-weighted BM25."""
+        if k <= 0 or max_terms <= 0:
+            return []
+        tf, word_of = self._highlighter.terms(f"{title} {abstract}")
+        if not tf:
+            return []
+        with self.engine.connect() as conn:
+            conn.execute(sql(_VOCAB))
+            doc_freq: dict[str, float] = {}
+            for term in tf:  # one indexed lookup each (fts5vocab answers `term =` without a scan)
+                found = conn.execute(
+                    sql("SELECT doc FROM temp.papers_fts_terms WHERE term = :t"), {"t": term}
+                ).scalar()
+                doc_freq[term] = float(found or 0)
+            total = self._indexed(conn)
+        best = distinctive_terms(tf, doc_freq, total, max_terms)
+        query = ParsedQuery(raw="", terms=tuple(word_of[t] for t in best), filters=filters or SearchFilters())
+        return self.search(query, k)
+
+    def _indexed(self, conn: Connection) -> float:
+        """Papers in the index, re-counted at most once a minute (idf needs no more precision)."""
+        count, when = self._count
+        now = time.monotonic()
+        if now - when >= _COUNT_TTL:
+            count = int(conn.execute(sql("SELECT count(*) FROM papers_fts_docsize")).scalar_one())
+            self._count = (count, now)
+        return float(count)
 
     def highlight(self, query: ParsedQuery, text: str) -> list[Span]:
         phrases, terms = _positive_parts(query)

@@ -35,6 +35,7 @@ import math
 import re
 import threading
 import time as clock
+from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from typing import Any
@@ -43,7 +44,7 @@ from sqlalchemy import text as sql
 from sqlalchemy.engine import Engine
 
 from paperfeed.adapters.keyword.folding import fold
-from paperfeed.domain.search import ParsedQuery, ScoredId, SearchFilters, Span
+from paperfeed.domain.search import ParsedQuery, ScoredId, SearchFilters, Span, distinctive_terms
 
 __all__ = [
     "PG_WEIGHTS",
@@ -254,6 +255,46 @@ class PostgresKeywordIndex:
                 return rows
         cap = RANKED_ROWS if all_rows > RANKED_ROWS else None
         return self._run(build_statement(query, k, self.weights, ranked=cap))
+
+    def more_like_this(
+        self,
+        title: str,
+        abstract: str,
+        k: int,
+        filters: SearchFilters | None = None,
+        *,
+        max_terms: int = 25,
+    ) -> list[ScoredId]:
+        """The text's ``max_terms`` lexemes of highest tf-idf, searched as an OR query (ranked as any
+        query is, :meth:`search`).
+
+        Document frequencies come from ANALYZE's lexeme statistics (``pg_stats``), which know only the
+        common lexemes (in over ~1.8% of papers): counting each lexeme's papers would cost a GIN scan
+        per word. Every other lexeme counts as rarer than the rarest common one, so among those the
+        counts in the text decide; common ones are down-weighted by their true share.
+        """
+        if k <= 0 or max_terms <= 0:
+            return []
+        words = [w for w in self._words(f"{title} {abstract}") if len(w) > 1]
+        stems = self._lexemes(words)
+        tf: Counter[str] = Counter()
+        word_of: dict[str, str] = {}
+        for word in words:
+            lexemes = stems[word]
+            if len(lexemes) == 1:  # stop-words have none; a word of several lexemes would be a phrase
+                tf[lexemes[0]] += 1
+                word_of.setdefault(lexemes[0], word)
+        if not tf:
+            return []
+        shares = self._lexeme_shares()
+        total = max(self._papers, 1000.0)  # never analysed (0): every idf equal, the counts decide
+        floor = min(shares.values(), default=COMMON_SHARE) / 2  # "rarer than any common lexeme"
+        doc_freq = {lx: max(2.0, shares.get(lx, floor) * total) for lx in tf}
+        best = distinctive_terms(tf, doc_freq, total, max_terms)
+        query = ParsedQuery(
+            raw="", terms=tuple(word_of[lx] for lx in best), filters=filters or SearchFilters()
+        )
+        return self.search(query, k)
 
     def _run(self, built: tuple[str, dict[str, Any]] | None) -> list[ScoredId]:
         if built is None:

@@ -32,7 +32,7 @@ from sqlalchemy.engine import Engine
 
 from paperfeed.domain.ingest import BatchResult
 from paperfeed.domain.models import Paper
-from paperfeed.domain.search import KeywordIndexUnavailable, ParsedQuery, ScoredId, Span
+from paperfeed.domain.search import KeywordIndexUnavailable, ParsedQuery, ScoredId, SearchFilters, Span
 
 from .fts5 import FieldWeights
 from .tantivy_damage import damaged_files, tantivy_failure
@@ -248,7 +248,22 @@ class TantivyKeywordIndex:
 
     @_unavailable_when_damaged
     def search(self, query: ParsedQuery, k: int) -> list[ScoredId]:
-        tq = self.queries.build(query)
+        return self._top(self.queries.build(query), k)
+
+    @_unavailable_when_damaged
+    def more_like_this(
+        self,
+        title: str,
+        abstract: str,
+        k: int,
+        filters: SearchFilters | None = None,
+        *,
+        max_terms: int = 25,
+    ) -> list[ScoredId]:
+        """tantivy's more-like-this query on the paper's text (see TantivyQueries.more_like_this)."""
+        return self._top(self.queries.more_like_this(title, abstract, filters, max_terms), k)
+
+    def _top(self, tq: tantivy.Query | None, k: int) -> list[ScoredId]:
         if tq is None or k <= 0:
             return []
         self._writer.settle()

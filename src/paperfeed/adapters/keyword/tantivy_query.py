@@ -157,6 +157,32 @@ class TantivyQueries:
             clauses.append((tantivy.Occur.Must, tantivy.Query.const_score_query(flt, 0.0)))
         return tantivy.Query.boolean_query(clauses)
 
+    def more_like_this(
+        self, title: str, abstract: str, filters: SearchFilters | None, max_terms: int
+    ) -> tantivy.Query | None:
+        """tantivy's own "more like this" on the catch-all ``text`` field: the ``max_terms`` terms of the
+        text with the highest tf-idf in the index (analysed like the documents), OR-ed and BM25-scored.
+
+        A term must occur in at least two papers (one is the paper itself) and be two letters long.
+        """
+        text = [t for t in (fold(title, "latin"), fold(abstract, "latin")) if t.strip()]
+        if not text or max_terms <= 0:
+            return None
+        like = tantivy.Query.more_like_this_document_fields_query(
+            self.schema,
+            {"text": text},
+            min_doc_frequency=2,
+            min_term_frequency=1,
+            max_query_terms=int(max_terms),
+            min_word_length=2,
+        )
+        constraints = self.filter_queries(filters or SearchFilters())
+        if not constraints:
+            return like
+        clauses = [(tantivy.Occur.Must, like)]
+        clauses += [(tantivy.Occur.Must, tantivy.Query.const_score_query(f, 0.0)) for f in constraints]
+        return tantivy.Query.boolean_query(clauses)
+
     def highlight_terms(self, query: ParsedQuery) -> tuple[frozenset[str], tuple[tuple[str, ...], ...]]:
         """The query's single stems and multi-token runs, analysed once per query (a results page
         highlights twenty texts with the same query)."""

@@ -1,0 +1,242 @@
+"""Similar papers: the embedding neighbours and the paper's more-like-this keyword list, fused.
+
+Every test runs the real composition (``build_app``: store, keyword engine, vector index) with the fake
+embedder, on each keyword engine (PostgreSQL ones marked ``postgres``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from paperfeed.bootstrap import App, build_app
+from paperfeed.domain.fusion import WeightedList, fuse_weighted
+from paperfeed.domain.ingest import Batch
+from paperfeed.domain.search import ScoredId, SearchFilters
+from paperfeed.services.search import SimilarSettings
+from paperfeed.settings import Settings
+from paperfeed.web import create_app
+from tests.keyword.test_damaged_index import garble
+from tests.search.test_hybrid_search import CORPUS, _paper
+
+# A few more papers than the search tests', so the two lists disagree and the fusion shows
+EXTRA = [
+    (
+        "2402.00001",
+        "Video diffusion transformers",
+        "Scaling transformers for video diffusion generation.",
+        ("Ada Lovelace",),
+        ("cs.CV",),
+        "2024-02-02",
+        None,
+    ),
+    (
+        "2402.00002",
+        "Clip retrieval for video generation",
+        "Retrieval of clips helps generation.",
+        ("Alan Turing",),
+        ("cs.CV",),
+        "2024-02-03",
+        None,
+    ),
+    (
+        "2402.00003",
+        "Protein diffusion models",
+        "Diffusion models generate protein structure.",
+        ("Grace Hopper",),
+        ("q-bio.BM",),
+        "2024-02-04",
+        None,
+    ),
+]
+PAPERS = [_paper(r) for r in CORPUS + EXTRA]
+ME = "2401.00001"  # "Diffusion models for video generation"; 2401.00005 is its exact duplicate
+
+
+def _open(tmp_path: Path, engine: str, url: str | None, *, embed: bool = True, **similar: float) -> App:
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        database_url=url,
+        embedding_backend="fake",
+        keyword_engine=engine,  # type: ignore[arg-type]
+        **similar,  # type: ignore[arg-type]
+    )
+    app = build_app(settings)
+    result = app.store.apply_batch(Batch(papers=PAPERS))
+    app.keyword_index.on_papers_changed(result)
+    app.keyword_index.flush()
+    if embed:
+        app.indexing.run()
+    return app
+
+
+@pytest.fixture(params=["fts5", "tantivy", pytest.param("postgres", marks=pytest.mark.postgres)])
+def engine(request: pytest.FixtureRequest) -> tuple[str, str | None]:
+    url = request.getfixturevalue("pg_url") if request.param == "postgres" else None
+    return request.param, url
+
+
+@pytest.fixture
+def app(engine: tuple[str, str | None], tmp_path: Path) -> Iterator[App]:
+    app = _open(tmp_path, *engine)
+    try:
+        yield app
+    finally:
+        app.close()
+
+
+def ids(hits: object) -> list[str]:
+    return [h.paper.id for h in hits]  # type: ignore[attr-defined]
+
+
+def legs(app: App, paper_id: str, s: SimilarSettings) -> tuple[list[ScoredId], list[ScoredId]]:
+    """The two lists the service fuses, asked of the adapters directly."""
+    paper = app.store.get_paper(paper_id)
+    index = app._search_vectors()
+    assert paper is not None
+    assert index is not None
+    vector = index.vector(paper_id)
+    assert vector is not None
+    dense = index.search(vector, s.candidates, exclude=[paper_id])
+    keyword = app.keyword_index.more_like_this(
+        paper.title, paper.abstract, s.candidates + 1, max_terms=s.keyword_terms
+    )
+    return dense, keyword
+
+
+def test_similar_is_the_weighted_fusion_of_both_lists(app: App) -> None:
+    s = app.search.similar_settings
+    dense, keyword = legs(app, ME, s)
+    assert dense
+    assert keyword
+    assert {x.paper_id for x in keyword} & {"2401.00002", "2402.00001", "2402.00002"}
+    fused = fuse_weighted(
+        [WeightedList("dense", s.dense_weight, dense), WeightedList("keyword", s.keyword_weight, keyword)],
+        k=s.rrf_k,
+    )
+    expected = [f.paper_id for f in fused if f.paper_id not in {ME, "2401.00005"}]
+    hits = app.search.similar(ME, limit=5)
+    assert ids(hits) == expected[:5]
+    dense_rank = {x.paper_id: i for i, x in enumerate(dense, start=1)}
+    keyword_rank = {x.paper_id: i for i, x in enumerate(keyword, start=1)}
+    for hit in hits:
+        assert hit.dense_rank == dense_rank.get(hit.paper.id)
+        assert hit.keyword_rank == keyword_rank.get(hit.paper.id)
+        assert hit.similarity is not None
+        assert -1.0 <= hit.similarity <= 1.0001
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+
+def test_weights_are_settings_and_zero_switches_a_list_off(
+    engine: tuple[str, str | None], tmp_path: Path
+) -> None:
+    dense_only = _open(tmp_path / "d", *engine, similar_keyword_weight=0.0)
+    keyword_only = _open(tmp_path / "k", *engine, similar_dense_weight=0.0)
+    try:
+        s = dense_only.search.similar_settings
+        assert s.keyword_weight == 0.0
+        dense, _ = legs(dense_only, ME, s)
+        want = [x.paper_id for x in dense if x.paper_id != "2401.00005"]
+        assert ids(dense_only.search.similar(ME, limit=4)) == want[:4]
+        assert all(h.keyword_rank is None for h in dense_only.search.similar(ME, limit=4))
+
+        _, keyword = legs(keyword_only, ME, keyword_only.search.similar_settings)
+        want = [x.paper_id for x in keyword if x.paper_id not in {ME, "2401.00005"}]
+        assert ids(keyword_only.search.similar(ME, limit=4)) == want[:4]
+        # a heavier keyword list tilts the fusion towards its own order
+        tilted = replace(SimilarSettings(), keyword_weight=50.0)
+        dense_only.search.similar_settings = tilted
+        assert ids(dense_only.search.similar(ME, limit=4)) == want[:4]
+    finally:
+        dense_only.close()
+        keyword_only.close()
+
+
+def test_similar_never_shows_itself_its_duplicates_or_hidden_papers(app: App) -> None:
+    before = ids(app.search.similar(ME, limit=8))
+    assert ME not in before
+    assert "2401.00005" not in before
+    assert "2401.00002" in before
+    assert app.accounts.hide_paper("2401.00002")
+    after = ids(app.search.similar(ME, limit=8))
+    assert "2401.00002" not in after
+    assert after == [p for p in before if p != "2401.00002"] + after[len(before) - 1 :]
+    assert app.search.similar("2401.00002") == []  # a hidden paper has no similar papers either
+    assert app.search.similar("9999.99999") == []
+    assert app.search.similar(ME, limit=0) == []
+
+
+def test_filters_reach_both_lists(app: App) -> None:
+    hits = app.search.similar(ME, limit=8, filters=SearchFilters(categories=("q-bio.BM",)))
+    assert hits
+    assert set(ids(hits)) <= {"2401.00003", "2402.00003"}
+
+
+def test_without_embeddings_similar_is_the_keyword_list_alone(
+    engine: tuple[str, str | None], tmp_path: Path
+) -> None:
+    app = _open(tmp_path, *engine, embed=False)
+    try:
+        assert app._search_vectors() is None  # nothing embedded yet
+        hits = app.search.similar(ME, limit=5)
+        assert hits, "the keyword list still answers"
+        assert ME not in ids(hits)
+        assert "2401.00005" not in ids(hits)
+        assert all(h.dense_rank is None and h.keyword_rank is not None and h.similarity is None for h in hits)
+        with TestClient(create_app(lambda: app)) as client:
+            answer = client.get(f"/api/papers/{ME}/similar", params={"limit": 5})
+            assert answer.status_code == 200
+            assert [item["paper"]["id"] for item in answer.json()] == ids(hits)
+            assert all(item["similarity"] is None for item in answer.json())
+            page = client.get(f"/papers/{ME}")
+            assert page.status_code == 200
+            assert hits[0].paper.title in page.text
+    finally:
+        app.close()
+
+
+@pytest.mark.sqlite_only  # damages tantivy's files
+def test_a_damaged_keyword_index_leaves_the_embedding_neighbours(tmp_path: Path) -> None:
+    app = _open(tmp_path, "tantivy", None)
+    try:
+        intact = app.search.similar(ME, limit=5)
+        assert any(h.keyword_rank is not None for h in intact)
+        garble(app.settings.data_dir / "keyword", "idx", in_place=True)
+        hits = app.search.similar(ME, limit=5)
+        assert hits
+        assert all(h.keyword_rank is None and h.dense_rank is not None for h in hits)
+        with TestClient(create_app(lambda: app), raise_server_exceptions=False) as client:
+            answer = client.get(f"/api/papers/{ME}/similar")
+            assert answer.status_code == 200
+            assert [item["paper"]["id"] for item in answer.json()] == ids(app.search.similar(ME, limit=10))
+    finally:
+        app.close()
+
+
+class CitedTogether:
+    """A :class:`~paperfeed.domain.search.SimilarSource` over a fixed table, as a co-citation list
+    will be once citations are stored."""
+
+    name = "co-citation"
+
+    def __init__(self, table: dict[str, list[str]]) -> None:
+        self.table = table
+
+    def related(self, paper_id: str, k: int, filters: SearchFilters | None = None) -> list[ScoredId]:
+        return [ScoredId(p, 1.0) for p in self.table.get(paper_id, [])[:k]]
+
+
+def test_a_further_named_list_is_fused_with_its_weight(app: App) -> None:
+    plain = ids(app.search.similar(ME, limit=5))
+    outsider = "2401.00006"  # the language-model paper: neither list puts it near the top
+    assert outsider not in plain[:1]
+    app.search.similar_sources = ((CitedTogether({ME: [outsider, ME]}), 10.0),)
+    boosted = ids(app.search.similar(ME, limit=5))
+    assert boosted[0] == outsider
+    assert ME not in boosted
+    app.search.similar_sources = ((CitedTogether({ME: [outsider]}), 0.0),)
+    assert ids(app.search.similar(ME, limit=5)) == plain
