@@ -143,10 +143,14 @@ def first_ok(base: str, start: float, proc: subprocess.Popen[str] | None) -> Cal
     return probe
 
 
-def search_covered(base: str, start: float) -> Callable[[], tuple[float, int] | None]:
+def search_covered(
+    base: str, start: float, proc: subprocess.Popen[str]
+) -> Callable[[], tuple[float, int] | None]:
     """The time meaning search covers every paper: a search answered 200 without the coverage note."""
 
     def probe() -> tuple[float, int] | None:
+        if proc.poll() is not None:
+            raise SystemExit(f"paperfeed run exited with {proc.returncode} while indexing")
         try:
             response = httpx.get(f"{base}/api/papers/search", params={"q": QUERY}, timeout=30)
         except httpx.HTTPError:
@@ -221,20 +225,29 @@ def first_start(server: ReplayServer, args: argparse.Namespace) -> None:
         arxiv_requests = sum(1 for r in server.requests if r.path == ARXIV_PATH)
         print(f"source requests: {hf_requests} Hugging Face days, {arxiv_requests} arXiv API", flush=True)
 
-        def embedded() -> tuple[float, str] | None:
-            if proc.poll() is not None:
-                raise SystemExit(f"paperfeed run exited with {proc.returncode} while indexing")
-            return output.first(lambda line: "papers are embedded" in line)
-
-        said = wait_for("indexer: all papers embedded", embedded, args.timeout, every=0.5)
-        if isinstance(said, tuple):
-            print(f"indexer says all embedded:     {said[0]:.2f} s ({said[1].strip()})", flush=True)
-        covered = wait_for("search API: no coverage note", search_covered(base, start), args.timeout, 1.0)
+        # the search API is asked from the end of the fill on, every second, while the output is
+        # watched for whoever embeds: the indexer, or the scheduler's daily job (one writer at a time)
+        covered = wait_for(
+            "search API: no coverage note", search_covered(base, start, proc), args.timeout, 1.0
+        )
         if isinstance(covered, tuple):
             print(
                 f"search API covers all papers:  {covered[0]:.2f} s ({covered[1]} hits for {QUERY!r}; "
-                "the coverage count is refreshed at most every 30 s)",
+                "the site refreshes its coverage count at most every 30 s)",
                 flush=True,
+            )
+        daily = output.first(lambda line: "daily: index ok" in line)
+        if daily:
+            print(f"scheduler's daily job indexed: {daily[0]:.2f} s ({daily[1].split(' daily: ', 1)[1]})")
+        said = wait_for(
+            "indexer: all papers embedded",
+            lambda: output.first(lambda line: "papers are embedded" in line),
+            args.timeout if covered else 1,
+            every=0.5,
+        )
+        if isinstance(said, tuple):
+            print(
+                f"indexer says all embedded:     {said[0]:.2f} s ({said[1].split(maxsplit=1)[1]})", flush=True
             )
     finally:
         stop(proc, output, reader)
