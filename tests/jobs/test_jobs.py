@@ -240,3 +240,25 @@ def test_the_scheduler_reports_each_step_as_it_finishes(store: SqlJobStore) -> N
         r"daily: harvest-arxiv failed in [\d.]+ s: ConnectionError: arXiv is unreachable", said[2]
     ), said
     assert said[3].startswith("daily: partial")
+
+
+def _nice_of(pid: int) -> int:
+    with open(f"/proc/{pid}/stat", "rb") as fh:
+        return int(fh.read().rsplit(b")", 1)[1].split()[16])  # field 19 of stat: nice
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads niceness from /proc")
+def test_the_scheduler_lowers_its_priority_when_asked(tmp_path: Path) -> None:
+    """``paperfeed run`` starts its scheduler with ``--nice``: the daily job's indexing then yields to web."""
+    env = {**os.environ, "PAPERFEED_EMBEDDING_BACKEND": "fake", "PAPERFEED_JOBS_DAILY_STEPS": "digests"}
+    args = [sys.executable, "-m", "paperfeed", "--data-dir", str(tmp_path / "data"), "scheduler"]
+    proc = subprocess.Popen([*args, "--nice", "7"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # the first schedule line: the process is past its start
+        assert line, "the scheduler exited before printing its schedule"
+        assert _nice_of(proc.pid) == _nice_of(os.getpid()) + 7
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    assert proc.returncode == 0

@@ -14,6 +14,7 @@ failed (the run is ``partial`` or ``failed``), 4 the job is already running else
 
 from __future__ import annotations
 
+import os
 import signal
 from datetime import UTC, datetime
 from types import FrameType
@@ -112,9 +113,21 @@ def register(app: typer.Typer) -> None:
         once: Annotated[
             bool, typer.Option("--once", help="Run what is due now and exit (for cron) instead of looping.")
         ] = False,
+        nice: Annotated[
+            int,
+            typer.Option(
+                "--nice",
+                min=0,
+                max=19,
+                help="Lower this process's priority (paperfeed run does, so the daily job's indexing "
+                "never crowds out the web server beside it).",
+            ),
+        ] = 0,
     ) -> None:
         """Run the jobs at their times (PAPERFEED_JOBS_*_AT), one scheduler at a time. Not in web workers."""
         c: Context = ctx.obj
+        if nice:
+            os.nice(nice)  # before any embedder is built: niced, it embeds on half the cores, no spinning
         plan = c.app.schedules
         loop = Scheduler(
             c.app.jobs,

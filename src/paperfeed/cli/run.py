@@ -72,7 +72,7 @@ def _child_specs(
         specs.append(
             ChildSpec(
                 "scheduler",
-                [*base, "scheduler"],
+                [*base, "scheduler", "--nice", "5"],
                 style="magenta",
                 busy_exit=4,  # paperfeed scheduler's exit code when the scheduler lease is held
                 busy_note="another scheduler holds the scheduler lease (a second paperfeed run or "
