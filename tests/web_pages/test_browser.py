@@ -143,8 +143,11 @@ def test_paper_page_copies_bibtex(browser: Any, artifacts: Path, live_url: str) 
         button = page.get_by_role("button", name="Copy BibTeX")
         assert button.is_visible()
         button.click()
-        page.wait_for_function("document.querySelector('.copy-status').textContent.length > 0")
-        assert page.locator(".copy-status").inner_text() == "BibTeX copied to the clipboard."
+        # a locator wait, not wait_for_function: its polling evaluates a string, which our CSP forbids
+        # (the test failed whenever the status was not there on the first check)
+        status = page.locator(".copy-status")
+        status.filter(has_text="copied").wait_for(timeout=10_000)
+        assert status.inner_text() == "BibTeX copied to the clipboard."
         copied = page.evaluate("navigator.clipboard.readText()")
         assert copied.startswith("@misc{jayasumana2023rethinking,")
         assert copied == page.locator("pre#bibtex").inner_text()
