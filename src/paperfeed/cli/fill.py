@@ -20,17 +20,15 @@ from .progress import FillBars
 if TYPE_CHECKING:
     from paperfeed.services.fill import FillReport
 
-__all__ = ["fill_window", "register"]
+__all__ = ["OFFLINE_HINT", "fill_window", "register"]
 
-_HINT = (
+OFFLINE_HINT = (
     "paperfeed works offline: import a file of papers with `make run DATA=papers.jsonl.gz` "
     "or `paperfeed import FILE.jsonl.gz`"
 )
 
 
-def fill_window(
-    c: Context, *, probe_timeout: float, days: int | None = None, offline_hint: str = _HINT
-) -> FillReport:
+def fill_window(c: Context, *, probe_timeout: float, days: int | None = None) -> FillReport:
     """Fill or catch up the window with progress on stderr; reports what happened, never raises for an
     unreachable or refusing source."""
     service = c.app.fill
@@ -40,7 +38,7 @@ def fill_window(
         report = service.fill(bars, probe_timeout=probe_timeout)
     if report.offline is not None:
         c.err.print(f"[yellow]sources unreachable[/] ({escape(report.offline)}).", highlight=False)
-        c.err.print(offline_hint, highlight=False, markup=False)
+        c.err.print(OFFLINE_HINT, highlight=False, markup=False)
         return report
     hf = report.hf
     window = service.settings.days

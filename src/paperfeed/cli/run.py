@@ -23,7 +23,7 @@ import typer
 from rich.markup import escape
 
 from .context import Context, fail
-from .fill import fill_window
+from .fill import OFFLINE_HINT, fill_window
 from .imports import import_paths
 
 if TYPE_CHECKING:
@@ -32,11 +32,6 @@ if TYPE_CHECKING:
     from .supervisor import ChildSpec
 
 __all__ = ["register"]
-
-OFFLINE_HINT = (
-    "paperfeed works offline: import a file of papers with `make run DATA=papers.jsonl.gz` "
-    "or `paperfeed import FILE.jsonl.gz`"
-)
 
 
 def _child_specs(
@@ -152,7 +147,7 @@ def register(app: typer.Typer) -> None:
 
         def fill_and_report() -> None:
             if not offline:
-                fill_window(c, probe_timeout=probe_timeout, offline_hint=OFFLINE_HINT)
+                fill_window(c, probe_timeout=probe_timeout)
             stats = c.app.store.stats()
             c.console.print(f"{stats.papers:,} papers in {escape(stats.location)}", highlight=False)
             if stats.papers == 0:
