@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import hashlib
-import platform
 import random
 import tempfile
 import time
@@ -36,25 +35,11 @@ import orjson
 from bench.ir_metrics import evaluate, load_qrels
 from bench.vector_cache import SHARED, Doc, load_corpus
 from paperfeed.adapters.embed.base import resolve_model
+from paperfeed.adapters.embed.cpu import cpu_info
 from paperfeed.adapters.embed.trainer import SentenceTransformersTrainer
 from paperfeed.domain.adaptation import AdaptOptions, CorpusPaper, measure, title_abstract_pairs
 from paperfeed.domain.embedding import embedding_text
 from paperfeed.domain.search import Embedder
-
-
-def cpu_line() -> str:
-    """CPU model and the vector extensions that matter for inference and training speed."""
-    model, flags = platform.processor() or "unknown CPU", set[str]()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name") and model in ("", "unknown CPU", platform.processor()):
-                model = line.split(":", 1)[1].strip()
-            elif line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    wanted = sorted(f for f in flags if f == "avx2" or f.startswith(("avx512", "amx")))
-    return f"{model}; flags: {', '.join(wanted) or 'no avx2/avx512'}"
 
 
 def _order(paper_id: str) -> str:
@@ -133,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--skip", nargs="*", default=[], choices=["scifact", "seeds"])
     args = parser.parse_args(argv)
 
-    print(f"CPU: {cpu_line()}; torch threads: {args.threads}")
+    print(f"CPU: {cpu_info().describe()}; torch threads: {args.threads}")
     papers = arxiv_papers(2 * args.eval + args.train)
     held, distractors, train = (
         papers[: args.eval],

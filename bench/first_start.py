@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import queue
 import re
 import shutil
@@ -51,25 +50,13 @@ sys.path.insert(0, str(ROOT))  # tests.support: the loopback replay server and t
 from tests.fill.conftest import ARXIV_PATH, ATOM, RECORDED_DAYS, arxiv_body, serve_days  # noqa: E402
 from tests.support.http_server import ReplayServer, Reply, replay_server  # noqa: E402
 
-FIXTURES = Path(os.environ.get("PAPERFEED_FIXTURES", "/work/shared/fixtures"))
+from bench.vector_cache import SHARED  # noqa: E402
+from paperfeed.adapters.embed.cpu import cpu_info  # noqa: E402
+
+FIXTURES = Path(os.environ.get("PAPERFEED_FIXTURES", SHARED / "fixtures"))
 ARXIV_ANSWER = "q_testing_s0_m100_cfe7536492ca"  # tests/fill/test_fill.py's ID_LIST_ANSWER
 FILL_END = re.compile(r"^[\d,]+ papers in ")  # run's own line after the fill (children's are prefixed)
 QUERY = "language models for code generation"
-
-
-def cpu_line() -> str:
-    """CPU model and the vector extensions that matter for embedding speed."""
-    model, flags = platform.processor() or "unknown CPU", set[str]()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name") and model in ("", "unknown CPU", platform.processor()):
-                model = line.split(":", 1)[1].strip()
-            elif line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    wanted = sorted(f for f in flags if f == "avx2" or f.startswith(("avx512", "amx")))
-    return f"{model}; {os.cpu_count()} CPUs; flags: {', '.join(wanted) or 'no avx2/avx512'}"
 
 
 def loadavg() -> str:
@@ -316,7 +303,7 @@ def main() -> None:
     if args.backend == "fake":
         parser.error("the fake backend measures nothing: use the real embedding model")
 
-    print(f"CPU: {cpu_line()}", flush=True)
+    print(f"CPU: {cpu_info().describe()}; {os.cpu_count()} CPUs", flush=True)
     print(f"loadavg at start: {loadavg()}", flush=True)
     print(f"window: {args.days} days; arXiv delay {args.arxiv_delay:g} s; sources replayed on loopback")
     with replay_server() as server:

@@ -30,14 +30,15 @@ from pathlib import Path
 
 import httpx
 
+from bench.digest import cpu_seconds
+from bench.vector_cache import CACHE_ROOT, SHARED
 from bench.web_speed import Result, free_port, pct, sample_inputs, start_server
 from paperfeed.adapters.embed.cpu import available_cores, cpu_info
 from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
 from paperfeed.bootstrap import build_app
 from paperfeed.settings import Settings
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
-DEFAULT_DIR = Path("/work/bench-cache/web-indexing-data")
+DEFAULT_DIR = CACHE_ROOT / "web-indexing-data"
 READY = ".ready"
 
 
@@ -46,7 +47,7 @@ def ensure_data(data_dir: Path) -> None:
         return
     app = build_app(Settings(data_dir=data_dir, embedding_backend="fake"))
     try:
-        summary = app.ingest.run(JsonlFileSource(SHARED / "hf_daily.jsonl.gz"))
+        summary = app.ingest.run(JsonlFileSource(SHARED / "data" / "hf_daily.jsonl.gz"))
         print(f"imported {summary.added:,} papers into {data_dir}", flush=True)
         app.keyword_index  # noqa: B018 - build the keyword index now, not in the server
     finally:
@@ -73,11 +74,6 @@ def start_indexer(data_dir: Path, backend: str, background: bool) -> subprocess.
         stderr=subprocess.DEVNULL,
         preexec_fn=(lambda: os.nice(10)) if background else None,
     )
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def phase(base: str, days: list[str], n: int, rng: random.Random) -> Result:
