@@ -14,10 +14,10 @@ from paperfeed.domain.paper_upload import UnsupportedUpload, detect_upload_kind,
     [
         (b'{"id": "2401.00001"}\n', ("jsonl", False)),
         (b'\xef\xbb\xbf\n  {"id": "2401.00001"}', ("jsonl", False)),
-        (gzip.compress(b'{"id": "2401.00001"}\n'), ("jsonl", True)),
+        (gzip.compress(b'{"id": "2401.00001"}\n', mtime=0), ("jsonl", True)),
         (b"% Encoding: UTF-8\n\n@Misc{key,\n title={x}}", ("bibtex", False)),
         (b"@article (key, title = {x})", ("bibtex", False)),
-        (gzip.compress(b"@misc{k, title={x}}"), ("bibtex", True)),
+        (gzip.compress(b"@misc{k, title={x}}", mtime=0), ("bibtex", True)),
     ],
 )
 def test_kinds_are_told_by_content(head: bytes, expected: tuple[str, bool]) -> None:
