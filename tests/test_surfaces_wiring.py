@@ -26,6 +26,7 @@ HEAVY = (
     "tantivy",
     "paperfeed.bootstrap",
     "paperfeed.web",
+    "mcp",
 )
 
 

@@ -219,6 +219,11 @@ class Settings(BaseSettings):
     comments_per_hour: int = Field(
         default=30, ge=0, le=10_000, description="Comments one reader may post within any 60 minutes."
     )
+    mcp_require_token: bool = Field(
+        default=False,
+        description="The MCP endpoint (/mcp) answers only requests with a personal API token, the read-only "
+        "tools and paper resources too (default: only the tools about a reader need one; docs/mcp.md).",
+    )
 
     # Mail (adapters/mail): digests, confirmation and sign-in links
     smtp_host: str | None = Field(

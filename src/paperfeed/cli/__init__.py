@@ -24,6 +24,7 @@ from . import (
     index,
     jobs,
     library,
+    mcp,
     migrate,
     model,
     run,
@@ -78,6 +79,7 @@ index.register(cli_app)
 fetch.register(cli_app)
 run.register(cli_app)
 search.register(cli_app)
+mcp.register(cli_app)
 serve.register(cli_app)
 users.register(cli_app)
 cli_app.add_typer(harvest.harvest_app, name="harvest")

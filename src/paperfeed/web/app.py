@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from starlette.routing import Route
 
 from paperfeed import __version__
 from paperfeed.bootstrap import App, build_app
@@ -21,6 +22,7 @@ from . import (
     feeds,
     library,
     library_api,
+    mcp_server,
     pages_feed,
     pages_paper,
     pages_search,
@@ -47,11 +49,14 @@ def create_app(build: Callable[[], App], *, comment_renderer: CommentRenderer | 
     presentation's own state, so the web surface makes it; a test may hand in one that counts).
     """
 
+    mcp = mcp_server.HttpEndpoint()  # MCP over streamable HTTP at /mcp (docs/mcp.md)
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[dict[str, App]]:
         container = build()
         try:
-            yield {"app": container}
+            async with mcp.running():
+                yield {"app": container}
         finally:
             container.close()
 
@@ -79,6 +84,7 @@ def create_app(build: Callable[[], App], *, comment_renderer: CommentRenderer | 
     web.add_middleware(HeadMiddleware)  # outermost: every layer inside sees HEAD as the GET it is
     docs.install(web, renderer.assets)
     web.mount("/static", renderer.assets.files(), name="static")
+    web.router.routes.append(Route("/mcp", mcp, name="mcp"))  # an ASGI app: every method, as MCP wants
     # Order matters: /papers/{id}.md (api) must match before the HTML page's /papers/{id:path}.
     web.include_router(auth.api_router)
     web.include_router(account_data.api_router)

@@ -1,0 +1,142 @@
+"""A real SQLite store with a few papers, listings on the daily feed, vectors (the ``fake`` embedder) and a
+reader with a personal API token; the MCP client of the SDK driving it over stdio and streamable HTTP."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import httpx2
+import pytest
+from mcp.client.streamable_http import streamable_http_client
+
+from mcp import Client, StdioServerParameters
+from paperfeed.bootstrap import build_app
+from paperfeed.domain.ingest import Batch
+from paperfeed.domain.models import Listing, Paper
+from paperfeed.settings import Settings
+from tests.library.conftest import add_user
+from tests.support.live_server import live_server
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _paper(pid: str, title: str, day: str, authors: tuple[str, ...], **extra: object) -> Paper:
+    published = datetime.fromisoformat(day).replace(tzinfo=UTC)
+    return Paper(
+        id=pid,
+        title=title,
+        abstract=f"{title}. We study this with graph neural networks and diffusion; results improve.",
+        authors=authors,
+        categories=("cs.LG",),
+        published=published,
+        updated=published,
+        sources={"test": day},
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+PAPERS = [
+    _paper(
+        "2503.00001",
+        "Diffusion transformers for graphs",
+        "2025-03-10",
+        ("Ada Lovelace", "Alan Turing"),
+        upvotes=12,
+        github_repo="https://github.com/example/dtg",
+    ),
+    _paper("2503.00002", "Sparse attention for long documents", "2025-03-10", ("Grace Hopper",), upvotes=30),
+    _paper(
+        "2503.00003",
+        "Graph diffusion as message passing",
+        "2025-03-11",
+        ("Ada Lovelace", "B", "C", "D", "E"),
+        upvotes=3,
+    ),
+    _paper("2503.00004", "A survey of protein language models", "2025-03-12", ("Rosalind Franklin",)),
+    _paper("hep-th/9901001", "An old-style string theory paper", "1999-01-04", ("Edward Witten",)),
+]
+LISTINGS = [
+    Listing(date(2025, 3, 10), "2503.00002", "hf-daily", 30, rank=0),
+    Listing(date(2025, 3, 10), "2503.00001", "hf-daily", 12, rank=1),
+    Listing(date(2025, 3, 11), "2503.00003", "hf-daily", 3, rank=0),
+]
+
+
+@dataclass(frozen=True)
+class Instance:
+    settings: Settings
+    token: str  # Ada's personal API token
+    other_token: str  # Bob's
+
+
+def settings_for(data_dir: Path, **extra: object) -> Settings:
+    return Settings(data_dir=data_dir, database_url=None, embedding_backend="fake", **extra)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def instance(tmp_path_factory: pytest.TempPathFactory) -> Instance:
+    """The store, built once: papers, listings, keyword index, vectors, two readers with tokens."""
+    settings = settings_for(tmp_path_factory.mktemp("mcp-data"))
+    app = build_app(settings)
+    try:
+        app.keyword_index.on_papers_changed(app.store.apply_batch(Batch(papers=PAPERS, listings=LISTINGS)))
+        app.keyword_index.flush()
+        app.indexing.run()
+        tokens = []
+        for email, name in (("ada@example.org", "Ada"), ("bob@example.org", "Bob")):
+            user = app.accounts.user_by_id(add_user(app, email, name))
+            assert user is not None
+            tokens.append(app.accounts.create_api_token(user, "mcp tests")[1])
+    finally:
+        app.close()
+    return Instance(settings, tokens[0], tokens[1])
+
+
+@pytest.fixture(scope="session")
+def http_url(instance: Instance) -> Iterator[str]:
+    """The web app under a real uvicorn on loopback; its MCP endpoint."""
+    with live_server(instance.settings) as url:
+        yield f"{url}/mcp"
+
+
+@pytest.fixture(scope="session")
+def private_url(instance: Instance) -> Iterator[str]:
+    """The same store served with PAPERFEED_MCP_REQUIRE_TOKEN (a private instance)."""
+    with live_server(instance.settings.model_copy(update={"mcp_require_token": True})) as url:
+        yield f"{url}/mcp"
+
+
+@asynccontextmanager
+async def http_client(url: str, token: str | None = None) -> AsyncIterator[Client]:
+    """The SDK's client over streamable HTTP, with ``Authorization: Bearer token`` when given."""
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=60) as http,
+        Client(streamable_http_client(url, http_client=http), cache=None) as client,
+    ):
+        yield client
+
+
+def stdio_params(instance: Instance, *args: str, token: str | None = None) -> StdioServerParameters:
+    """``python -m paperfeed mcp ARGS`` on the test store, this worktree's code first."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERFEED_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT)])
+    env["PAPERFEED_DATA_DIR"] = str(instance.settings.data_dir)
+    env["PAPERFEED_EMBEDDING_BACKEND"] = "fake"
+    if token is not None:
+        env["PAPERFEED_MCP_TOKEN"] = token
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "paperfeed", "mcp", *args], env=env, cwd=str(ROOT)
+    )
+
+
+@asynccontextmanager
+async def stdio_client(instance: Instance, *args: str, token: str | None = None) -> AsyncIterator[Client]:
+    async with Client(stdio_params(instance, *args, token=token), cache=None) as client:
+        yield client
