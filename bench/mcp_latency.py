@@ -24,9 +24,9 @@ from pathlib import Path
 
 import anyio
 import uvicorn
+from mcp import Client
 
 from bench.vector_cache import CACHE_ROOT, SHARED
-from mcp import Client
 from paperfeed.adapters.embed.cpu import cpu_info
 from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
 from paperfeed.bootstrap import build_app

@@ -7,7 +7,7 @@ import anyio
 import pytest
 from mcp_types import TextContent
 
-from tests.mcp.conftest import Instance, stdio_client
+from tests.mcp_server.conftest import Instance, stdio_client
 
 pytestmark = pytest.mark.slow  # each test spawns the CLI (imports the app: seconds)
 

@@ -9,10 +9,10 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from mcp import Client, MCPError
 from mcp_types import CallToolResult, TextContent
 
-from mcp import Client, MCPError
-from tests.mcp.conftest import Instance, http_client
+from tests.mcp_server.conftest import Instance, http_client
 
 READ_ONLY = {"search_papers", "get_paper", "daily_papers", "trending", "similar_papers"}
 READER = {"for_you", "library_list", "library_add", "library_tag", "subscribe_alert"}

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import httpx2
 import pytest
+from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from mcp import Client, StdioServerParameters
 from paperfeed.bootstrap import build_app
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Listing, Paper
