@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from paperfeed.services.jobs import JobSchedule, JobService
     from paperfeed.services.library import LibraryService
     from paperfeed.services.library_import import LibraryImporter
+    from paperfeed.services.paper_graph import PaperGraphService
     from paperfeed.services.paper_upload import PaperUploads
     from paperfeed.services.recommend import RecommendationService
     from paperfeed.services.search import HybridSearch
@@ -138,6 +139,19 @@ class App:
         from paperfeed.services.feed import FeedService
 
         return FeedService(SqlFeedQueries(self.store.engine))
+
+    @cached_property
+    def paper_graph(self) -> PaperGraphService:
+        """The citation graph as readers see it: counts, references, cited-by and related work (#16)."""
+        from paperfeed.adapters.store.accounts import hidden_paper_ids
+        from paperfeed.services.paper_graph import PaperGraphService
+
+        def visible(ids: Sequence[str]) -> dict[str, Paper]:
+            found = self.store.get_papers(ids) if ids else {}
+            hidden = hidden_paper_ids(self.store.engine) if found else frozenset()
+            return {pid: paper for pid, paper in found.items() if pid not in hidden}
+
+        return PaperGraphService(self.citation_records, paper=self.feeds.queries.paper, papers=visible)
 
     @cached_property
     def library(self) -> LibraryService:
