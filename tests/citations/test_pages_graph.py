@@ -6,6 +6,8 @@ bad query parameters answered 400 (never a 500)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import lxml.html
@@ -13,6 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from paperfeed.bootstrap import build_app
+from paperfeed.domain.paper_graph import Citation, PaperLinks, WorkRef
 from paperfeed.settings import Settings
 from paperfeed.web import create_app
 from paperfeed.web.security import SESSION_COOKIE
@@ -204,3 +207,37 @@ def test_the_service_reads_the_stored_counts(settings: Settings) -> None:
         assert app.paper_graph.summary(LONELY).has_data is False
     finally:
         app.close()
+
+
+HOSTILE = '<img src=x onerror="alert(1)">](javascript:alert(2)) # heading'
+
+
+def test_titles_from_sources_cannot_inject_markup(tmp_path: Path) -> None:
+    """A source's title is text on the page and in the Markdown; links come from ids, always https."""
+    with graph_settings("sqlite", tmp_path / "data", None) as settings:
+        app = build_app(settings)
+        try:
+            evil = WorkRef("doi:10.666/evil", HOSTILE, 2020, doi='10.666/evil"><script>alert(3)</script>')
+            me = WorkRef(LONELY, "A paper nobody has harvested")
+            edge = Citation(LONELY, evil.key, "s2", contexts=(HOSTILE,))
+            app.citation_records.save_links(
+                [PaperLinks(LONELY, "s2", me, (me, evil), (edge,))], harvested_at=datetime.now(UTC)
+            )
+        finally:
+            app.close()
+        with TestClient(create_app(lambda: build_app(settings))) as client:
+            page = client.get(f"/papers/{LONELY}", headers=HTML).text
+            markdown = client.get(f"/papers/{LONELY}.md").text
+    assert "<img src=x" not in page
+    assert "<script>alert(3)" not in page
+    doc = lxml.html.fromstring(page)
+    (link,) = doc.xpath('//section[@id="references"]//ol/li/a')
+    assert link.text_content() == HOSTILE
+    assert link.get("href").startswith("https://doi.org/10.666/evil%22%3E%3Cscript%3E")
+    assert doc.xpath('//section[@id="references"]//q[@class="graph-context"]')[0].text_content() == HOSTILE
+    line = next(line for line in markdown.splitlines() if "10.666" in line)
+    # every bracket, angle bracket and hash escaped: one link, to the DOI, whose text is the whole title
+    assert line.startswith(
+        r'- [\<img src=x onerror="alert(1)"\>\](javascript:alert(2)) \# heading]'
+        "(https://doi.org/10.666/evil%22%3E%3Cscript%3Ealert%283%29%3C/script%3E) (2020; cited by 1)"
+    )
