@@ -230,7 +230,7 @@ def test_titles_from_sources_cannot_inject_markup(tmp_path: Path) -> None:
             markdown = client.get(f"/papers/{LONELY}.md").text
     assert "<img src=x" not in page
     assert "<script>alert(3)" not in page
-    doc = lxml.html.fromstring(page)
+    doc: Any = lxml.html.fromstring(page)
     (link,) = doc.xpath('//section[@id="references"]//ol/li/a')
     assert link.text_content() == HOSTILE
     assert link.get("href").startswith("https://doi.org/10.666/evil%22%3E%3Cscript%3E")
