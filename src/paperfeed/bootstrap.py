@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from paperfeed.adapters.sources.http import PoliteClient
     from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
     from paperfeed.adapters.store import SqlPaperStore
+    from paperfeed.adapters.store.citations import SqlCitationRecords
     from paperfeed.adapters.store.copy import CopySummary, Progress
     from paperfeed.adapters.store.digests import SqlDigestStore
     from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from paperfeed.services.jobs import JobSchedule, JobService
     from paperfeed.services.library import LibraryService
     from paperfeed.services.library_import import LibraryImporter
+    from paperfeed.services.paper_graph import PaperGraphService
     from paperfeed.services.paper_upload import PaperUploads
     from paperfeed.services.recommend import RecommendationService
     from paperfeed.services.search import HybridSearch
@@ -137,6 +139,19 @@ class App:
         from paperfeed.services.feed import FeedService
 
         return FeedService(SqlFeedQueries(self.store.engine))
+
+    @cached_property
+    def paper_graph(self) -> PaperGraphService:
+        """The citation graph as readers see it: counts, references, cited-by and related work (#16)."""
+        from paperfeed.adapters.store.accounts import hidden_paper_ids
+        from paperfeed.services.paper_graph import PaperGraphService
+
+        def visible(ids: Sequence[str]) -> dict[str, Paper]:
+            found = self.store.get_papers(ids) if ids else {}
+            hidden = hidden_paper_ids(self.store.engine) if found else frozenset()
+            return {pid: paper for pid, paper in found.items() if pid not in hidden}
+
+        return PaperGraphService(self.citation_records, paper=self.feeds.queries.paper, papers=visible)
 
     @cached_property
     def library(self) -> LibraryService:
@@ -442,6 +457,13 @@ class App:
         from paperfeed.adapters.store.digests import SqlDigestStore
 
         return SqlDigestStore(self.store.engine)
+
+    @cached_property
+    def citation_records(self) -> SqlCitationRecords:
+        """The paper graph (works, citations, the citation harvest ledger) in the store's database."""
+        from paperfeed.adapters.store.citations import SqlCitationRecords
+
+        return SqlCitationRecords(self.store.engine)
 
     @cached_property
     def job_store(self) -> SqlJobStore:

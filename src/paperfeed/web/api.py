@@ -10,7 +10,9 @@
 ``GET /api/papers/{id}``           one paper object (HfApi.paper_info); any id spelling, 404 if unknown
 ``GET /api/papers/{id}/similar``   ``limit`` ≤ 50 → daily items with ``similarity`` (cosine of the
                                    embeddings; null if either paper is not embedded yet), best first
-``GET /papers/{id}.md``            the paper page as Markdown (HfApi.read_paper)
+``GET /papers/{id}.md``            the paper page as Markdown (HfApi.read_paper), with its citation graph
+``GET /api/papers/{id}/…``         ``references``, ``citations``, ``related``: the citation graph, in
+                                   ``graph_api.py``
 =================================  =====================================================================
 
 Semantics of ``/api/daily_papers``: with ``date``/``week``/``month`` the papers listed in that period,
@@ -38,7 +40,7 @@ from paperfeed.domain.results import SearchHit
 from .deps import app_of, feeds_of, search_of
 from .errors import ApiError, JsonResponse
 from .hf_json import daily_item, highlight, paper_object
-from .paper_markdown import paper_markdown
+from .paper_markdown import GraphMarkdown, paper_markdown
 
 __all__ = ["MAX_QUERY_CHARS", "base_url", "checked_query", "router"]
 
@@ -46,6 +48,7 @@ MAX_QUERY_CHARS = 250  # as Hugging Face
 MAX_DAILY_LIMIT = 100
 MAX_SEARCH_LIMIT = 120
 MAX_PAGE = 10_000
+MARKDOWN_REFERENCES = 100  # the Markdown lists this many references (most cited first), then points on
 
 router = APIRouter(tags=["api"])
 
@@ -293,5 +296,16 @@ def paper_md(request: Request, paper_id: str) -> Response:
     detail = feeds_of(request).paper(paper_id)
     if detail is None:
         raise ApiError(404, f"paper {_canonical_id(paper_id)} is not in this paperfeed instance")
-    page = f"{base_url(request)}/papers/{detail.paper.id}"
-    return Response(paper_markdown(detail, page), media_type="text/markdown; charset=utf-8")
+    base = base_url(request)
+    graph = app_of(request).paper_graph
+    summary = graph.summary(detail.paper.id)
+    extra = None
+    if summary.has_data:
+        extra = GraphMarkdown(
+            summary.counts,
+            graph.references(detail.paper.id, limit=MARKDOWN_REFERENCES),
+            graph.related(detail.paper.id),
+            base,
+        )
+    page = f"{base}/papers/{detail.paper.id}"
+    return Response(paper_markdown(detail, page, extra), media_type="text/markdown; charset=utf-8")

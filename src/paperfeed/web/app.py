@@ -20,6 +20,7 @@ from . import (
     docs,
     errors,
     feeds,
+    graph_api,
     library,
     library_api,
     mcp_server,
@@ -90,6 +91,7 @@ def create_app(build: Callable[[], App], *, comment_renderer: CommentRenderer | 
     web.include_router(account_data.api_router)
     web.include_router(recommend.api_router)
     community.install(web)  # its /api/papers/{id}/… and /papers/{id}/… routes precede the catch-alls
+    web.include_router(graph_api.router)  # /api/papers/{id}/references… before api's /api/papers/{id}
     web.include_router(api.router)
     web.include_router(auth.router)
     web.include_router(account_data.router)

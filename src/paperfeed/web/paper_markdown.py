@@ -1,17 +1,36 @@
 """A paper page as Markdown (``GET /papers/{id}.md``, what ``HfApi.read_paper`` fetches).
 
 Plain, predictable Markdown for people and LLM agents: a title, a list of facts, the abstract, then
-HF's AI summary and keywords when known. Text from sources is escaped so a title cannot inject links,
+HF's AI summary and keywords when known, then the citation graph (counts, related work with its reasons,
+the reference list) when the paper has any. Text from sources is escaped so a title cannot inject links,
 HTML or headings; abstracts keep their LaTeX (``$...$``) since readers want it verbatim.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from paperfeed.domain.feed import PaperDetail
+from paperfeed.domain.models import Paper
+from paperfeed.domain.paper_graph import LinkCounts, WorkRef
+from paperfeed.services.paper_graph import GraphListing, RelatedListing
 
-__all__ = ["paper_markdown"]
+from .graph_views import external_link
+from .views import paper_url
+
+__all__ = ["GraphMarkdown", "paper_markdown"]
+
+
+@dataclass(frozen=True, slots=True)
+class GraphMarkdown:
+    """The graph's part of the Markdown: counts, the first page of references, related work."""
+
+    counts: LinkCounts
+    references: GraphListing
+    related: RelatedListing
+    base_url: str  # this instance's public URL, for links to its own paper pages
+
 
 _INLINE = re.compile(r"([\\`*_\[\]<>#|])")
 
@@ -33,8 +52,61 @@ def _link(label: str, url: str) -> str:
     return f"[{_inline(label)}]({safe})" if safe.startswith(("https://", "http://")) else _inline(url)
 
 
-def paper_markdown(detail: PaperDetail, page_url: str) -> str:
-    """Render ``detail`` as Markdown; ``page_url`` is the paper's HTML page on this instance."""
+def _work_line(work: WorkRef, paper: Paper | None, base_url: str, extra: str) -> str:
+    if paper is not None:
+        title, url = paper.title, base_url + paper_url(paper.id)
+    else:
+        link = external_link(work)
+        title, url = work.title or work.key, link[0] if link else ""
+    year = paper.published.year if paper is not None and paper.published else work.year
+    text = _link(title, url) if url else _inline(title)
+    bits = [b for b in (str(year) if year else "", extra) if b]
+    return f"- {text}" + (f" ({'; '.join(bits)})" if bits else "")
+
+
+def _graph_parts(graph: GraphMarkdown) -> list[str]:
+    c = graph.counts
+    parts = [
+        "## Citations\n\n"
+        f"- **References:** {c.references:,}\n"
+        f"- **Cited by:** {c.citations:,} ({c.citations_last_12_months:,} in the last 12 months)"
+    ]
+    rel = graph.related.related
+    sections = []
+    for title, entries in (
+        ("Prior works", rel.prior),
+        ("Derivative works", rel.derivative),
+        ("Shares references", rel.coupling),
+    ):
+        if entries:
+            lines = [
+                _work_line(e.work, graph.related.papers.get(e.key), graph.base_url, _inline(e.reason))
+                for e in entries
+            ]
+            sections.append(f"### {title}\n\n" + "\n".join(lines))
+    if sections:
+        parts.append("## Related work\n\n" + "\n\n".join(sections))
+    refs = graph.references
+    if refs.entries:
+        lines = [
+            _work_line(
+                e.row.work,
+                e.paper,
+                graph.base_url,
+                f"cited by {e.row.citation_count:,}" if e.row.citation_count else "",
+            )
+            for e in refs.entries
+        ]
+        more = refs.total - len(refs.entries)
+        if more > 0:
+            lines.append(f"\n{more:,} more in the API: /api/papers/{refs.paper.id}/references")
+        parts.append("## References\n\n" + "\n".join(lines))
+    return parts
+
+
+def paper_markdown(detail: PaperDetail, page_url: str, graph: GraphMarkdown | None = None) -> str:
+    """Render ``detail`` as Markdown; ``page_url`` is the paper's HTML page on this instance; ``graph``
+    its citation graph when it has any."""
     p = detail.paper
     facts: list[str] = []
     if p.authors:
@@ -70,4 +142,6 @@ def paper_markdown(detail: PaperDetail, page_url: str) -> str:
         parts.append(f"## AI summary\n\n{_block(p.ai_summary)}")
     if p.ai_keywords:
         parts.append("## Keywords\n\n" + ", ".join(_inline(k) for k in p.ai_keywords))
+    if graph is not None:
+        parts.extend(_graph_parts(graph))
     return "\n\n".join(parts) + "\n"
