@@ -1,0 +1,631 @@
+"""The stored paper graph (:class:`~paperfeed.domain.paper_graph.CitationRecords`) on SQLAlchemy Core,
+SQLite and PostgreSQL alike.
+
+Writes: :meth:`SqlCitationRecords.save_links` is one transaction (works, edges, harvest ledger and the
+caller's checkpoint), made of a few bulk statements whatever the batch size: read the works and edges
+the batch touches, merge in Python, write back with ``executemany``. It assumes one writer at a time
+(the harvest job holds its lease); two concurrent writers of one edge would keep the last merge.
+
+Merging rules: a work's known field is never overwritten with ``None``; source-reported counts keep the
+largest figure seen (two sources disagree, counts grow); a duplicate edge (another source, a re-harvest)
+unions its ``sources``, ``contexts`` and ``intents`` and ORs ``is_influential``; self-citations are
+dropped; cycles (A cites B cites A) are two ordinary edges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import bindparam, case, func, select, text, tuple_, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection, Engine
+
+from paperfeed.domain.paper_graph import (
+    Citation,
+    CitationSort,
+    GraphPage,
+    GraphRow,
+    LinkCounts,
+    PaperLinks,
+    RelatedCounts,
+    SaveResult,
+    WorkRef,
+)
+
+from .columns import as_utc
+from .schema import papers
+from .schema_citations import citation_harvests, citations, works
+from .sql_store import write_checkpoint
+
+__all__ = [
+    "RELATED_CITERS",
+    "RELATED_CITERS_PER_REFERENCE",
+    "RELATED_REFERENCES",
+    "SqlCitationRecords",
+    "sort_day",
+]
+
+_CHUNK = 400  # keys (or key pairs) per IN (...): under every SQLite build's variable limit
+
+_WORK_FIELDS = (
+    "title",
+    "year",
+    "published",
+    "arxiv_id",
+    "doi",
+    "s2_id",
+    "openalex_id",
+    "citation_count",
+    "reference_count",
+)
+_COUNTS = ("citation_count", "reference_count")
+
+
+# -- the read side -----------------------------------------------------------------------------------
+
+# Caps of :meth:`SqlCitationRecords.related_counts` (docs/citations.md repeats them): they bound the
+# fan-out through very highly cited works so that one query reads a few thousand index entries at most.
+RELATED_REFERENCES = 300  # the paper's references considered (in key order; reference lists are short)
+RELATED_CITERS_PER_REFERENCE = 50  # of each reference, only its 50 most recent citers are followed
+RELATED_CITERS = 500  # of the paper itself, only its 500 most recent citers are followed
+
+
+def sort_day(published: date | None, year: int | None) -> int:
+    """A work's date as ``yyyymmdd`` (``yyyy0000`` with only a year, ``0`` unknown): see the schema."""
+    if published is not None:
+        return published.year * 10000 + published.month * 100 + published.day
+    if year is not None and 0 < year < 10000:
+        return year * 10000
+    return 0
+
+
+def _chunks(items: Sequence[Any]) -> Iterable[Sequence[Any]]:
+    for start in range(0, len(items), _CHUNK):
+        yield items[start : start + _CHUNK]
+
+
+def _union(first: Sequence[str], second: Iterable[str]) -> list[str]:
+    """``first`` then what ``second`` adds, each once, in order."""
+    return list(dict.fromkeys([*first, *second]))
+
+
+def _either(a: bool | None, b: bool | None) -> bool | None:
+    """Influence from two reports: true if either says so, unknown only if both are."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a or b
+
+
+@dataclass(slots=True)
+class _Edge:
+    is_influential: bool | None
+    contexts: list[str]
+    intents: list[str]
+    sources: list[str]
+
+    def merge(self, other: _Edge) -> None:
+        self.is_influential = _either(self.is_influential, other.is_influential)
+        self.contexts = _union(self.contexts, other.contexts)
+        self.intents = _union(self.intents, other.intents)
+        self.sources = sorted(set(self.sources) | set(other.sources))
+
+    @classmethod
+    def of(cls, c: Citation) -> _Edge:
+        return cls(c.is_influential, _union(c.contexts, ()), _union(c.intents, ()), [c.source])
+
+    def same(self, other: _Edge) -> bool:
+        return (self.is_influential, self.contexts, self.intents, self.sources) == (
+            other.is_influential,
+            other.contexts,
+            other.intents,
+            other.sources,
+        )
+
+
+def _merge_work(old: dict[str, Any] | None, new: WorkRef) -> dict[str, Any]:
+    """``old`` (a row's fields) with what ``new`` knows: known fields are never set back to ``None``;
+    counts keep the larger figure."""
+    merged: dict[str, Any] = dict(old) if old else dict.fromkeys(_WORK_FIELDS)
+    for name in _WORK_FIELDS:
+        value = getattr(new, name)
+        if value is None:
+            continue
+        if name in _COUNTS and merged[name] is not None:
+            merged[name] = max(int(merged[name]), int(value))
+        else:
+            merged[name] = value
+    if merged["year"] is None and merged["published"] is not None:
+        merged["year"] = merged["published"].year
+    return merged
+
+
+class SqlCitationRecords:
+    """The paper graph in the relational store; knows tables, not pages."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._insert: Any = postgresql.insert if engine.dialect.name == "postgresql" else sqlite.insert
+        self._work_upsert = self._upsert(works, [works.c.key], [*_WORK_FIELDS, "sort_day", "updated_at"])
+        self._edge_insert = citations.insert()
+        self._edge_update = (
+            update(citations)
+            .where(citations.c.citing == bindparam("b_citing"), citations.c.cited == bindparam("b_cited"))
+            .values(
+                is_influential=bindparam("b_influential"),
+                contexts=bindparam("b_contexts", type_=citations.c.contexts.type),
+                intents=bindparam("b_intents", type_=citations.c.intents.type),
+                sources=bindparam("b_sources", type_=citations.c.sources.type),
+            )
+        )
+        self._cited_edges_add = (
+            update(works)
+            .where(works.c.key == bindparam("b_key"))
+            .values(cited_edges=works.c.cited_edges + bindparam("b_added"))
+        )
+        self._citing_day_set = (
+            update(citations)
+            .where(citations.c.citing == bindparam("b_key"))
+            .values(citing_day=bindparam("b_day"))
+        )
+        self._harvest_upsert = self._upsert(
+            citation_harvests,
+            [citation_harvests.c.paper_id, citation_harvests.c.source],
+            ["harvested_at", "known", "references_complete", "citations_complete"],
+        )
+
+    def _upsert(self, table: Any, keys: list[Any], columns: list[str]) -> Any:
+        stmt = self._insert(table)
+        return stmt.on_conflict_do_update(
+            index_elements=keys, set_={name: getattr(stmt.excluded, name) for name in columns}
+        )
+
+    # -- writes -------------------------------------------------------------------------------------
+
+    def save_links(
+        self,
+        links: Sequence[PaperLinks],
+        *,
+        harvested_at: datetime,
+        checkpoint: tuple[str, str] | None = None,
+    ) -> SaveResult:
+        """Store ``links`` (see :meth:`CitationRecords.save_links`), all of it or nothing."""
+        incoming_works: dict[str, WorkRef | None] = {}
+        edges: dict[tuple[str, str], _Edge] = {}
+        for link in links:
+            if link.work is None:
+                continue
+            for ref in (link.work, *link.works):
+                _note_work(incoming_works, ref)
+            for edge in link.edges:
+                if edge.citing == edge.cited:
+                    continue  # a self-citation says nothing about the paper's neighbours
+                for key in (edge.citing, edge.cited):
+                    incoming_works.setdefault(key, None)  # an endpoint the source did not describe
+                pair = (edge.citing, edge.cited)
+                found = edges.get(pair)
+                if found is None:
+                    edges[pair] = _Edge.of(edge)
+                else:
+                    found.merge(_Edge.of(edge))
+        now = datetime.now(UTC)
+        with self.engine.begin() as conn:
+            works_added, days = self._write_works(conn, incoming_works, now)
+            edges_added = self._write_edges(conn, edges, days, now)
+            self._write_harvests(conn, links, harvested_at)
+            if checkpoint is not None:
+                write_checkpoint(conn, *checkpoint)
+        return SaveResult(papers=len(links), edges_added=edges_added, works_added=works_added)
+
+    def _write_works(
+        self, conn: Connection, incoming: dict[str, WorkRef | None], now: datetime
+    ) -> tuple[int, dict[str, int]]:
+        """Upsert the works; returns how many are new and every touched work's ``sort_day``."""
+        if not incoming:
+            return 0, {}
+        old = _existing_works(conn, list(incoming))
+        rows: list[dict[str, Any]] = []
+        days: dict[str, int] = {}
+        moved: list[dict[str, Any]] = []
+        for key, ref in incoming.items():
+            before = old.get(key)
+            if ref is None and before is not None:
+                days[key] = int(before["sort_day"])
+                continue  # a bare endpoint we already know: nothing to write
+            fields = _merge_work(before, ref) if ref is not None else dict.fromkeys(_WORK_FIELDS)
+            day = sort_day(fields["published"], fields["year"])
+            days[key] = day
+            if before is not None and all(before[n] == fields[n] for n in _WORK_FIELDS):
+                continue
+            rows.append({"key": key, **fields, "sort_day": day, "cited_edges": 0, "updated_at": now})
+            if before is not None and int(before["sort_day"]) != day:
+                moved.append({"b_key": key, "b_day": day})
+        if rows:
+            conn.execute(self._work_upsert, rows)
+        if moved:  # edges from a work whose date changed carry the new date
+            conn.execute(self._citing_day_set, moved)
+        return sum(1 for key in incoming if key not in old), days
+
+    def _write_edges(
+        self, conn: Connection, edges: dict[tuple[str, str], _Edge], days: dict[str, int], now: datetime
+    ) -> int:
+        if not edges:
+            return 0
+        pairs = list(edges)
+        old: dict[tuple[str, str], _Edge] = {}
+        for chunk in _chunks(pairs):
+            query = select(
+                citations.c.citing,
+                citations.c.cited,
+                citations.c.is_influential,
+                citations.c.contexts,
+                citations.c.intents,
+                citations.c.sources,
+            ).where(tuple_(citations.c.citing, citations.c.cited).in_(chunk))
+            for row in conn.execute(query):
+                old[(row.citing, row.cited)] = _Edge(
+                    row.is_influential, list(row.contexts), list(row.intents), list(row.sources)
+                )
+        inserts: list[dict[str, Any]] = []
+        updates: list[dict[str, Any]] = []
+        added: dict[str, int] = {}
+        for (citing, cited), edge in edges.items():
+            before = old.get((citing, cited))
+            if before is None:
+                edge.sources = sorted(set(edge.sources))
+                inserts.append(
+                    {
+                        "citing": citing,
+                        "cited": cited,
+                        "citing_day": days.get(citing, 0),
+                        "is_influential": edge.is_influential,
+                        "contexts": edge.contexts,
+                        "intents": edge.intents,
+                        "sources": edge.sources,
+                        "first_seen": now,
+                    }
+                )
+                added[cited] = added.get(cited, 0) + 1
+                continue
+            merged = _Edge(before.is_influential, before.contexts, before.intents, before.sources)
+            merged.merge(edge)
+            if not merged.same(before):
+                updates.append(
+                    {
+                        "b_citing": citing,
+                        "b_cited": cited,
+                        "b_influential": merged.is_influential,
+                        "b_contexts": merged.contexts,
+                        "b_intents": merged.intents,
+                        "b_sources": merged.sources,
+                    }
+                )
+        if inserts:
+            conn.execute(self._edge_insert, inserts)
+        if updates:
+            conn.execute(self._edge_update, updates)
+        if added:
+            conn.execute(self._cited_edges_add, [{"b_key": k, "b_added": n} for k, n in added.items()])
+        return len(inserts)
+
+    def _write_harvests(self, conn: Connection, links: Sequence[PaperLinks], at: datetime) -> None:
+        rows = {
+            (link.paper_id, link.source): {
+                "paper_id": link.paper_id,
+                "source": link.source,
+                "harvested_at": at,
+                "known": link.work is not None,
+                "references_complete": link.references_complete,
+                "citations_complete": link.citations_complete,
+            }
+            for link in links
+        }
+        if rows:
+            conn.execute(self._harvest_upsert, list(rows.values()))
+
+    # -- reads --------------------------------------------------------------------------------------
+
+    def harvested(self, paper_ids: Sequence[str], source: str) -> dict[str, datetime]:
+        """When each of ``paper_ids`` was last harvested from ``source`` (absent: never)."""
+        found: dict[str, datetime] = {}
+        with self.engine.connect() as conn:
+            for chunk in _chunks(list(dict.fromkeys(paper_ids))):
+                query = select(citation_harvests.c.paper_id, citation_harvests.c.harvested_at).where(
+                    citation_harvests.c.source == source, citation_harvests.c.paper_id.in_(chunk)
+                )
+                found.update((pid, as_utc(at)) for pid, at in conn.execute(query))
+        return found
+
+    def references(
+        self, key: str, *, sort: CitationSort, in_store_only: bool, offset: int, limit: int
+    ) -> GraphPage:
+        """What ``key`` cites: one page and the total."""
+        return self._page(
+            key, outgoing=True, sort=sort, in_store_only=in_store_only, offset=offset, limit=limit
+        )
+
+    def citations(
+        self, key: str, *, sort: CitationSort, in_store_only: bool, offset: int, limit: int
+    ) -> GraphPage:
+        """What cites ``key``: one page and the total. Newest first is a range of the
+        ``(cited, citing_day, citing)`` index, so a page costs the same for a paper cited 10 or 100,000 times;
+        most cited first has to look at every citer (a cited-by list of 50,000 costs tens of ms)."""
+        return self._page(
+            key, outgoing=False, sort=sort, in_store_only=in_store_only, offset=offset, limit=limit
+        )
+
+    def _page(
+        self,
+        key: str,
+        *,
+        outgoing: bool,
+        sort: CitationSort,
+        in_store_only: bool,
+        offset: int,
+        limit: int,
+    ) -> GraphPage:
+        if offset < 0 or limit < 0:
+            raise ValueError(f"offset and limit must not be negative (got offset={offset}, limit={limit})")
+        here, there = (
+            (citations.c.citing, citations.c.cited) if outgoing else (citations.c.cited, citations.c.citing)
+        )
+        where = [here == key]
+        joined = citations.join(works, works.c.key == there).outerjoin(papers, papers.c.id == there)
+        if in_store_only:
+            where.append(papers.c.id.is_not(None))
+        if sort is CitationSort.DATE:
+            day = works.c.sort_day if outgoing else citations.c.citing_day
+            order = [day.desc(), there.desc()]
+        else:
+            order = [_cited_by.desc(), there.desc()]
+        query = (
+            select(
+                *_WORK_COLUMNS,
+                _cited_by.label("cited_by"),
+                citations.c.is_influential,
+                citations.c.contexts,
+                citations.c.intents,
+                citations.c.sources,
+                papers.c.id.label("paper_id"),
+                papers.c.title.label("paper_title"),
+                papers.c.published.label("paper_published"),
+            )
+            .select_from(joined)
+            .where(*where)
+            .order_by(*order)
+            .offset(offset)
+            .limit(limit)
+        )
+        counted = select(func.count()).select_from(
+            citations.outerjoin(papers, papers.c.id == there) if in_store_only else citations
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+            total = int(conn.execute(counted.where(*where)).scalar_one())
+        return GraphPage(
+            rows=tuple(
+                GraphRow(
+                    work=_work_of(r),
+                    in_store=r.paper_id is not None,
+                    citation_count=int(r.cited_by),
+                    is_influential=r.is_influential,
+                    contexts=tuple(r.contexts),
+                    intents=tuple(r.intents),
+                    sources=tuple(r.sources),
+                )
+                for r in rows
+            ),
+            total=total,
+        )
+
+    def counts(self, keys: Sequence[str], *, as_of: date) -> dict[str, LinkCounts]:
+        """References, citations (the larger of edges and the source's figure) and citations dated
+        within the 365 days up to ``as_of`` (a citer known only by its year does not count there) for
+        each of ``keys`` with an edge or a harvest record."""
+        window = (sort_day(as_of - timedelta(days=365), None), sort_day(as_of, None))
+        refs: dict[str, int] = {}
+        cited: dict[str, tuple[int, int]] = {}
+        reported: dict[str, int] = {}
+        harvested: dict[str, datetime] = {}
+        recent = func.sum(case((citations.c.citing_day.between(*window), 1), else_=0))
+        with self.engine.connect() as conn:
+            for chunk in _chunks(list(dict.fromkeys(keys))):
+                query = (
+                    select(citations.c.citing, func.count())
+                    .where(citations.c.citing.in_(chunk))
+                    .group_by(citations.c.citing)
+                )
+                refs.update((k, int(n)) for k, n in conn.execute(query))
+                query = (
+                    select(citations.c.cited, func.count(), recent)
+                    .where(citations.c.cited.in_(chunk))
+                    .group_by(citations.c.cited)
+                )
+                cited.update((k, (int(n), int(m or 0))) for k, n, m in conn.execute(query))
+                query = select(works.c.key, works.c.citation_count).where(
+                    works.c.key.in_(chunk), works.c.citation_count.is_not(None)
+                )
+                reported.update((k, int(n)) for k, n in conn.execute(query))
+                query = (
+                    select(citation_harvests.c.paper_id, func.max(citation_harvests.c.harvested_at))
+                    .where(citation_harvests.c.paper_id.in_(chunk))
+                    .group_by(citation_harvests.c.paper_id)
+                )
+                harvested.update((k, as_utc(at)) for k, at in conn.execute(query))
+        out: dict[str, LinkCounts] = {}
+        for key in dict.fromkeys(keys):
+            if key not in refs and key not in cited and key not in harvested:
+                continue
+            edges, last_year = cited.get(key, (0, 0))
+            out[key] = LinkCounts(
+                references=refs.get(key, 0),
+                citations=max(edges, reported.get(key, 0)),
+                citations_last_12_months=last_year,
+                harvested_at=harvested.get(key),
+            )
+        return out
+
+    def related_counts(self, key: str, *, limit: int) -> RelatedCounts:
+        """Coupling, co-citation and prior counts around ``key``, each its ``limit`` largest (ties by key).
+
+        The fan-out is capped (module constants, repeated in docs/citations.md):
+
+        * of the paper's references, the first :data:`RELATED_REFERENCES` (in key order) are used;
+        * each reference contributes only its :data:`RELATED_CITERS_PER_REFERENCE` most recent citers
+          (by ``citing_day``; a tie at the boundary day lets the whole day in) to ``coupling`` and
+          ``prior``: a reference cited 100,000 times costs as much as one cited 50 times, and its
+          older citers are not counted;
+        * ``co_citation`` follows only the paper's own :data:`RELATED_CITERS` most recent citers.
+
+        So ``coupling[w]`` is the number of the paper's references among whose newest citers ``w`` is
+        (exact when each reference has at most 50 citers), ``prior[w]`` the number of references ``r``
+        such that one of ``r``'s newest citers (not the paper) cites both ``r`` and ``w``, and
+        ``co_citation[w]`` the number of the paper's newest citers that also cite ``w``. ``cites_paper``
+        is exact: every returned key that cites the paper, however old the citation.
+        """
+        if limit < 1:
+            return RelatedCounts()
+        params = {
+            "key": key,
+            "refs": RELATED_REFERENCES,
+            "n": RELATED_CITERS_PER_REFERENCE,
+            "n_before": RELATED_CITERS_PER_REFERENCE - 1,
+            "citers": RELATED_CITERS,
+            "limit": limit,
+        }
+        sample = _SAMPLE_PG if self.engine.dialect.name == "postgresql" else _SAMPLE_SQLITE
+        with self.engine.connect() as conn:
+            coupling = _counted(conn, sample + _COUPLING, params)
+            prior = _counted(conn, sample + _PRIOR, params)
+            co_citation = _counted(conn, _CO_CITATION, params)
+            keys = list(dict.fromkeys([*coupling, *co_citation, *prior]))
+            cites: set[str] = set()
+            found: dict[str, WorkRef] = {}
+            in_store: set[str] = set()
+            for chunk in _chunks(keys):
+                query = select(citations.c.citing).where(
+                    citations.c.cited == key, citations.c.citing.in_(chunk)
+                )
+                cites.update(conn.execute(query).scalars())
+                query = (
+                    select(
+                        *_WORK_COLUMNS,
+                        papers.c.id.label("paper_id"),
+                        papers.c.title.label("paper_title"),
+                        papers.c.published.label("paper_published"),
+                    )
+                    .select_from(works.outerjoin(papers, papers.c.id == works.c.key))
+                    .where(works.c.key.in_(chunk))
+                )
+                for row in conn.execute(query):
+                    found[row.key] = _work_of(row)
+                    if row.paper_id is not None:
+                        in_store.add(row.key)
+        return RelatedCounts(
+            coupling=coupling,
+            co_citation=co_citation,
+            prior=prior,
+            cites_paper=frozenset(cites),
+            works=found,
+            in_store=frozenset(in_store),
+        )
+
+
+def _note_work(seen: dict[str, WorkRef | None], ref: WorkRef) -> None:
+    """Several descriptions of one work in a batch merge field by field, later known fields winning."""
+    prior = seen.get(ref.key)
+    if prior is None:
+        seen[ref.key] = ref
+        return
+    merged = _merge_work(
+        {n: getattr(prior, n) for n in _WORK_FIELDS},
+        ref,
+    )
+    seen[ref.key] = WorkRef(key=ref.key, **merged)
+
+
+def _existing_works(conn: Connection, keys: list[str]) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    columns = [works.c.key, *(works.c[n] for n in _WORK_FIELDS), works.c.sort_day]
+    for chunk in _chunks(keys):
+        for row in conn.execute(select(*columns).where(works.c.key.in_(chunk))):
+            found[row.key] = dict(row._mapping)
+    return found
+
+
+# "Cited by" for sorting: the stored edges, or the source's figure when it is larger.
+_cited_by = case(
+    (func.coalesce(works.c.citation_count, 0) > works.c.cited_edges, works.c.citation_count),
+    else_=works.c.cited_edges,
+)
+_WORK_COLUMNS = [works.c.key, *(works.c[n] for n in _WORK_FIELDS)]
+
+
+def _work_of(row: Any) -> WorkRef:
+    """A work from a ``works`` row joined to ``papers``: a paper of the store fills in what the source
+    left out."""
+    fields = {n: getattr(row, n) for n in _WORK_FIELDS}
+    if row.paper_id is not None:
+        if fields["title"] is None:
+            fields["title"] = row.paper_title
+        if fields["published"] is None and row.paper_published is not None:
+            fields["published"] = as_utc(row.paper_published).date()
+        if fields["year"] is None and fields["published"] is not None:
+            fields["year"] = fields["published"].year
+        if fields["arxiv_id"] is None:
+            fields["arxiv_id"] = row.paper_id
+    return WorkRef(key=row.key, **fields)
+
+
+def _counted(conn: Connection, sql: str, params: dict[str, Any]) -> dict[str, int]:
+    return {str(k): int(n) for k, n in conn.execute(text(sql), params)}
+
+
+# The sampled citers of the paper's references: (ref, citer) pairs, at most :n per reference (its most
+# recent), never the paper itself. PostgreSQL: a LATERAL top-n per reference. SQLite has no LATERAL:
+# the :n-th newest day of each reference (a scalar subquery, run once per reference) bounds an index
+# range of (cited, citing_day), so a tie on that day lets the whole day in.
+_SAMPLE_PG = """
+WITH refs AS (
+    SELECT cited AS ref FROM citations WHERE citing = :key AND cited <> :key ORDER BY cited LIMIT :refs
+), sample AS (
+    SELECT r.ref, s.citing FROM refs r CROSS JOIN LATERAL (
+        SELECT c.citing FROM citations c WHERE c.cited = r.ref AND c.citing <> :key
+        ORDER BY c.citing_day DESC, c.citing DESC LIMIT :n
+    ) s
+)
+"""
+_SAMPLE_SQLITE = """
+WITH refs AS (
+    SELECT cited AS ref FROM citations WHERE citing = :key AND cited <> :key ORDER BY cited LIMIT :refs
+), bounds AS MATERIALIZED (
+    SELECT r.ref, coalesce((
+        SELECT c.citing_day FROM citations c WHERE c.cited = r.ref AND c.citing <> :key
+        ORDER BY c.citing_day DESC LIMIT 1 OFFSET :n_before
+    ), -1) AS low FROM refs r
+), sample AS (
+    SELECT b.ref, c.citing FROM bounds b JOIN citations c ON c.cited = b.ref AND c.citing_day >= b.low
+    WHERE c.citing <> :key
+)
+"""
+_COUPLING = """
+SELECT citing, count(*) AS n FROM sample GROUP BY citing ORDER BY n DESC, citing LIMIT :limit
+"""
+_PRIOR = """
+SELECT c.cited, count(DISTINCT s.ref) AS n
+FROM sample s JOIN citations c ON c.citing = s.citing
+WHERE c.cited <> s.ref AND c.cited <> :key
+GROUP BY c.cited ORDER BY n DESC, c.cited LIMIT :limit
+"""
+_CO_CITATION = """
+WITH citers AS (
+    SELECT citing FROM citations WHERE cited = :key ORDER BY citing_day DESC, citing DESC LIMIT :citers
+)
+SELECT c.cited, count(*) AS n FROM citers t JOIN citations c ON c.citing = t.citing
+WHERE c.cited <> :key
+GROUP BY c.cited ORDER BY n DESC, c.cited LIMIT :limit
+"""
