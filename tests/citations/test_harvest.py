@@ -313,3 +313,23 @@ def test_cli_bad_usage_is_one_line_exit_2(tmp_path: Path, args: list[str], messa
     )
     assert result.exit_code == 2
     assert result.stderr.strip() == message
+
+
+def test_bootstrap_spaces_requests_to_each_scholarly_api(tmp_path: Path) -> None:
+    """1 request/s to S2 by default (with or without a key), OpenAlex 10/s; the key and mailto travel."""
+    from paperfeed.bootstrap import build_app
+    from paperfeed.settings import Settings
+
+    app = build_app(Settings(data_dir=tmp_path, contact_email="ops@example.org", s2_api_key="k"))  # type: ignore[arg-type]
+    try:
+        assert app.http.min_interval["api.semanticscholar.org"] == 1.0
+        assert app.http.min_interval["api.openalex.org"] == 0.1
+        s2_source = app.citation_source("s2")
+        oa_source = app.citation_source("openalex")
+        assert isinstance(s2_source, SemanticScholarSource)
+        assert isinstance(oa_source, OpenAlexSource)
+        assert s2_source.api_key == "k"
+        assert oa_source.mailto == "ops@example.org"
+        assert s2_source.client is oa_source.client is app.http  # one polite client for every source
+    finally:
+        app.close()
