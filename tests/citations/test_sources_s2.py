@@ -198,14 +198,22 @@ def test_403_says_the_service_refuses_us(server: ReplayServer, fixtures_dir: Pat
         list(source(server, api_key="bad").links(IDS, max_citations=10))
 
 
-def test_404_on_a_list_names_the_paper_s2_cannot_find(server: ReplayServer, fixtures_dir: Path) -> None:
-    papers = batch_papers(fixtures_dir)
-    server.add(BATCH, s2(fixtures_dir, "batch_full_fields_with_null_for_unknown_id.json"))
+def test_404_on_a_papers_list_means_s2_does_not_know_it(server: ReplayServer, fixtures_dir: Path) -> None:
+    papers = serve_graph(server, fixtures_dir)
     server.add(
         f"{S2_BASE}/paper/{papers[1]['paperId']}/references", s2(fixtures_dir, "paper_not_found_404.json")
     )
+    links = list(source(server).links(IDS, max_citations=10))
+    assert links[1].work is None  # as the port asks: unknown, not an error that stops the harvest
+    assert links[1].edges == ()
+    assert links[2].work is not None  # the next papers are harvested
+    assert links[2].edges
+
+
+def test_404_of_the_batch_endpoint_is_an_answer_error(server: ReplayServer, fixtures_dir: Path) -> None:
+    server.add(BATCH, s2(fixtures_dir, "paper_not_found_404.json"))
     with pytest.raises(
-        SourceAnswerError, match=r"HTTP 404 for GET .*/references\?.*Paper with id 0 not found"
+        SourceAnswerError, match=r"HTTP 404 for POST .*/paper/batch\?.*Paper with id 0 not found"
     ):
         list(source(server).links(IDS, max_citations=10))
 

@@ -15,8 +15,11 @@ like "References IV") cannot be an edge; it is counted in ``PaperLinks.unkeyed``
 Politeness: every request goes through the shared :class:`~.http.PoliteClient` (1 request/s to S2's host
 by default: the limit without a key and the rate S2 grants new keys), which retries 429 and 5xx,
 honouring ``Retry-After`` or backing off exponentially when it is absent (S2's 429s carry none). The
-optional API key travels as ``x-api-key``. HTTP 400 is a :class:`SourceAnswerError` with S2's message;
-401/403 a :class:`SourceUnavailable` (the key or the service refuses us: nothing can be harvested).
+optional API key travels as ``x-api-key``. HTTP 400 is a :class:`SourceAnswerError` with S2's message
+(so is a 404 of the batch endpoint: a wrong base URL); 401/403 a :class:`SourceUnavailable` (the key or the
+service refuses us: nothing can be harvested). A 404 on a paper's references or citations ("Paper with id
+… not found") means S2 does not know the paper: ``PaperLinks(work=None)``, as the port asks, so one such
+paper cannot stop every later harvest at the same place.
 """
 
 from __future__ import annotations
@@ -41,6 +44,10 @@ MAX_PAGES = 100  # bounds a server that keeps answering with a ``next``
 _WORK_FIELDS = "paperId,externalIds,title,year,publicationDate,citationCount,referenceCount"
 _EDGE_FIELDS = f"contexts,intents,isInfluential,{_WORK_FIELDS}"
 _REFUSED = frozenset({400, 401, 403, 404})
+
+
+class _NotFound(SourceAnswerError):
+    """S2 answered 404: on a paper's list, S2 no longer knows the paper the batch lookup found."""
 
 
 def _work(raw: object, *, key: str | None = None) -> WorkRef | None:
@@ -108,7 +115,8 @@ class SemanticScholarSource:
                 f"({refusal(response)}); {hint}"
             )
         if status in (400, 404):
-            raise SourceAnswerError(
+            error = _NotFound if status == 404 else SourceAnswerError
+            raise error(
                 f"Semantic Scholar answered HTTP {status} for {method} {response.request.url}: "
                 f"{refusal(response)}"
             )
@@ -168,11 +176,14 @@ class SemanticScholarSource:
         s2_id = own.s2_id
         if s2_id is None:
             return PaperLinks(paper_id, S2, own, works=(own,))
-        refs, refs_complete = self.pages(f"/paper/{s2_id}/references", None)
-        if max_citations > 0:
-            cites, cites_complete = self.pages(f"/paper/{s2_id}/citations", max_citations)
-        else:
-            cites, cites_complete = [], own.citation_count == 0
+        try:
+            refs, refs_complete = self.pages(f"/paper/{s2_id}/references", None)
+            if max_citations > 0:
+                cites, cites_complete = self.pages(f"/paper/{s2_id}/citations", max_citations)
+            else:
+                cites, cites_complete = [], own.citation_count == 0
+        except _NotFound:  # found by the batch, gone from its lists: S2 does not know it (after all)
+            return PaperLinks(paper_id, S2, None)
         works: dict[str, WorkRef] = {paper_id: own}
         edges: dict[tuple[str, str], Citation] = {}
         unkeyed = 0
