@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from paperfeed.domain.library import SavedSearch
     from paperfeed.domain.mail import OutgoingMail, SessionMailer
     from paperfeed.domain.models import Paper
+    from paperfeed.domain.paper_graph import CitationSource
     from paperfeed.domain.search import Embedder, SyncedKeywordIndex, VectorIndex
     from paperfeed.domain.supervision import SupervisorStatusStore
     from paperfeed.services.account_data import AccountDataService
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from paperfeed.services.adaptation import AdaptationService
     from paperfeed.services.calibration import BackendChooser, Resolution
     from paperfeed.services.check import CheckService
+    from paperfeed.services.citations import CitationHarvest
     from paperfeed.services.community import CommunityService
     from paperfeed.services.coverage import CoverageService
     from paperfeed.services.digest import SubscriptionService
@@ -553,6 +555,8 @@ class App:
             urlsplit(s.arxiv_oai_url).netloc: s.arxiv_delay,
             urlsplit(s.arxiv_api_url).netloc: s.arxiv_delay,
             urlsplit(s.hf_api_url).netloc: s.hf_delay,
+            urlsplit(s.s2_api_url).netloc: s.s2_delay,
+            urlsplit(s.openalex_api_url).netloc: s.openalex_delay,
         }
         client = PoliteClient(
             user_agent=s.user_agent(), timeout=s.http_timeout, retries=s.http_retries, min_interval=intervals
@@ -681,6 +685,51 @@ class App:
             settings=config,
         )
 
+    def citation_source(self, name: str) -> CitationSource:
+        """A scholarly API as a citation source: ``s2`` (Semantic Scholar) or ``openalex``."""
+        s = self.settings
+        if name == "s2":
+            from paperfeed.adapters.sources.semantic_scholar import SemanticScholarSource
+
+            key = s.s2_api_key.get_secret_value() if s.s2_api_key else None
+            return SemanticScholarSource(self.http, s.s2_api_url, api_key=key)
+        if name == "openalex":
+            from paperfeed.adapters.sources.openalex import OpenAlexSource
+
+            key = s.openalex_api_key.get_secret_value() if s.openalex_api_key else None
+            return OpenAlexSource(
+                self.http, s.openalex_api_url, mailto=s.openalex_mailto or s.contact_email, api_key=key
+            )
+        raise ValueError(f"unknown citation source {name!r} (known: s2, openalex)")
+
+    @cached_property
+    def citation_harvest(self) -> CitationHarvest:
+        """``paperfeed harvest citations`` and the daily job's ``harvest-citations`` step."""
+        from datetime import timedelta
+
+        from paperfeed.adapters.store.citation_candidates import SqlPublishedPapers
+        from paperfeed.domain.citation_harvest import HarvestSettings
+        from paperfeed.services.citations import CitationHarvest
+
+        s = self.settings
+        config = HarvestSettings(
+            batch_size=s.citations_batch_size,
+            max_citations=s.citations_max,
+            refresh_after=timedelta(days=s.citations_refresh_after_days),
+            refresh_window=timedelta(days=s.citations_refresh_days),
+            daily_max=s.citations_daily_max,
+        )
+        return CitationHarvest(
+            self.citation_records,
+            self.store,
+            SqlPublishedPapers(self.store.engine),
+            sources={
+                "s2": lambda: self.citation_source("s2"),
+                "openalex": lambda: self.citation_source("openalex"),
+            },
+            settings=config,
+        )
+
     def jsonl_file(self, path: Path, *, batch_size: int, namespace: str | None = None) -> JsonlFileSource:
         """A JSONL file of papers (ours or the arXiv snapshot, gzip or plain)."""
         from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
@@ -703,6 +752,8 @@ class App:
             indexing=lambda: self.indexing,
             digests=lambda: self.digests,
             daily_steps=[n.strip() for n in s.jobs_daily_steps.split(",") if n.strip()],
+            citations=lambda: self.citation_harvest,
+            citation_sources=[n.strip() for n in s.citation_sources.split(",") if n.strip()],
         )
         return JobService(self.job_store, pipeline.jobs())
 

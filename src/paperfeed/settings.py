@@ -10,10 +10,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["Settings", "default_data_dir"]
 
+_CITATION_SOURCE = r"(s2|openalex)"
 _CATEGORY = r"[a-z]+(-[a-z]+)*(\.[A-Za-z]+(-[A-Za-z]+)*)?"  # an arXiv category code: cs.CL, hep-th
-_JOB_STEP = (
-    "(harvest-arxiv|harvest-hf|harvest-listings|index|digests)"  # a step of the daily job (services/jobs.py)
-)
+_JOB_STEP = "(harvest-arxiv|harvest-hf|harvest-listings|harvest-citations|index|digests)"  # a daily job step
 
 
 def default_data_dir() -> Path:
@@ -99,6 +98,72 @@ class Settings(BaseSettings):
     )
     contact_email: str | None = Field(
         default=None, description="Contact address sent in the User-Agent, as arXiv asks of harvesters."
+    )
+    # Citation graph (paperfeed harvest citations, the daily job's harvest-citations; docs/citations.md)
+    s2_api_url: str = Field(
+        default="https://api.semanticscholar.org/graph/v1",
+        description="Semantic Scholar Graph API base URL (references, citations, contexts and intents).",
+    )
+    s2_api_key: SecretStr | None = Field(
+        default=None,
+        description="Semantic Scholar API key, sent as x-api-key (optional; without one S2 shares a pool "
+        "among all key-less clients and answers 429 more often).",
+    )
+    s2_delay: float = Field(
+        default=1.0,
+        ge=0,
+        description="Seconds between Semantic Scholar requests (1 request/s: S2's rule without a key and "
+        "the rate it grants new keys).",
+    )
+    openalex_api_url: str = Field(default="https://api.openalex.org", description="OpenAlex API base URL.")
+    openalex_mailto: str | None = Field(
+        default=None,
+        description="Address sent as mailto= to join OpenAlex's polite pool "
+        "(default: PAPERFEED_CONTACT_EMAIL).",
+    )
+    openalex_api_key: SecretStr | None = Field(
+        default=None, description="OpenAlex API key, sent as api_key= (optional)."
+    )
+    openalex_delay: float = Field(
+        default=0.1, ge=0, description="Seconds between OpenAlex requests (OpenAlex allows 10 per second)."
+    )
+    citation_sources: str = Field(
+        default="s2,openalex",
+        pattern=rf"^\s*{_CITATION_SOURCE}(\s*,\s*{_CITATION_SOURCE})*\s*$",
+        description="Sources the daily job's harvest-citations step asks, in order (s2, openalex).",
+    )
+    citations_max: int = Field(
+        default=1000,
+        ge=0,
+        le=9000,
+        description="Cited-by entries fetched per paper and source (the source's total count is kept "
+        "anyway).",
+    )
+    citations_batch_size: int = Field(
+        default=25,
+        ge=1,
+        le=500,
+        description="Papers per saved batch of a citation harvest: a killed harvest loses at most this many "
+        "papers' answers (a rerun resumes after the saved ones).",
+    )
+    citations_daily_max: int = Field(
+        default=200,
+        ge=0,
+        le=100_000,
+        description="Papers per source the daily harvest-citations step asks at most: new papers first, then "
+        "recent ones due a refresh of their cited-by lists.",
+    )
+    citations_refresh_days: int = Field(
+        default=90,
+        ge=1,
+        le=3650,
+        description="Papers published within this many days get their cited-by lists refreshed.",
+    )
+    citations_refresh_after_days: int = Field(
+        default=7,
+        ge=1,
+        le=365,
+        description="A refresh re-asks a paper harvested longer ago than this many days.",
     )
     batch_size: int = Field(default=5000, ge=1, le=50_000, description="Papers per import transaction.")
     import_workers: int = Field(
@@ -265,12 +330,13 @@ class Settings(BaseSettings):
         description="When the scheduler sends due digests every hour, :MM (subscribers choose local hours).",
     )
     jobs_daily_steps: str = Field(
-        default="harvest-hf,harvest-listings,index,digests",
+        default="harvest-hf,harvest-listings,harvest-citations,index,digests",
         pattern=rf"^\s*{_JOB_STEP}(\s*,\s*{_JOB_STEP})*\s*$",
         description="Steps of the daily job, in order (comma-separated): harvest-hf (the Daily Papers days "
         "of the window not complete yet), harvest-listings (the followed arXiv categories' new submissions, "
         "arXiv API), harvest-arxiv (OAI-PMH from where the last harvest ended: for mirrors, with "
-        "PAPERFEED_JOBS_ARXIV_SET), index, digests.",
+        "PAPERFEED_JOBS_ARXIV_SET), harvest-citations (references and citations of new and recent papers; "
+        "offline it reports and moves on), index, digests.",
     )
     jobs_arxiv_set: str | None = Field(
         default=None,

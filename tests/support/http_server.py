@@ -1,7 +1,8 @@
 """A real HTTP server on loopback that replays recorded responses, for testing network sources.
 
 Routes map a path (and optionally query parameters) to a sequence of responses; each request takes
-the next one, so tests can script "503 with Retry-After, then 200". Requests are recorded.
+the next one, so tests can script "503 with Retry-After, then 200". Requests (GET, and POST with its
+body, as batch lookups send) are recorded.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ class Recorded:
     path: str
     params: dict[str, str]
     headers: dict[str, str]
+    method: str = "GET"
+    body: bytes = b""
 
 
 Matcher = Callable[[str, dict[str, str]], bool]
@@ -66,9 +69,17 @@ def replay_server() -> Iterator[ReplayServer]:
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            self._reply(b"")
+
+        def do_POST(self) -> None:
+            size = int(self.headers.get("Content-Length") or 0)
+            self._reply(self.rfile.read(size) if size else b"")
+
+        def _reply(self, body: bytes) -> None:
             parts = urlsplit(self.path)
             params = dict(parse_qsl(parts.query, keep_blank_values=True))
-            state.requests.append(Recorded(parts.path, params, dict(self.headers.items())))
+            headers = dict(self.headers.items())
+            state.requests.append(Recorded(parts.path, params, headers, self.command, body))
             reply = state._answer(parts.path, params)
             if reply.delay:
                 time.sleep(reply.delay)

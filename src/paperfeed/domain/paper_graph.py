@@ -114,6 +114,9 @@ class PaperLinks:
     harvest records that it asked, so it does not ask again every day). ``works`` describes every key
     that appears in ``edges`` (the paper itself included). ``citations_complete`` is false when the
     cited-by list was cut at the harvest's limit (``citation_count`` still tells the total).
+    ``unkeyed`` counts entries of either list that carry no usable id (:func:`work_key` is ``None``, e.g.
+    Semantic Scholar's unresolved references with ``paperId: null``): they cannot be an edge, so they are
+    not stored, only counted in the harvest's report.
     """
 
     paper_id: str
@@ -123,6 +126,7 @@ class PaperLinks:
     edges: tuple[Citation, ...] = ()
     references_complete: bool = True
     citations_complete: bool = True
+    unkeyed: int = 0
 
 
 class CitationSource(Protocol):

@@ -6,8 +6,11 @@ Jobs (run by :class:`~paperfeed.services.jobs.JobService`, on time by its schedu
   complete yet: today, yesterday and any day missed while the instance was down; see
   :mod:`paperfeed.services.fill`), ``harvest-listings`` (the newest arXiv submissions of the followed
   categories since the last pass, through the arXiv API), ``harvest-arxiv`` (OAI-PMH, from where the
-  last harvest ended; not a default step), ``index`` (embed the backlog, refresh the vector index),
-  ``digests`` (compose and send due digests).
+  last harvest ended; not a default step), ``harvest-citations`` (references and citations of the
+  papers published in the refresh window: new ones first, then those due a refresh of their cited-by
+  lists, at most ``PAPERFEED_CITATIONS_DAILY_MAX`` per source; see :mod:`paperfeed.services.citations`.
+  Offline it reports so in its counts and the job moves on), ``index`` (embed the backlog, refresh the
+  vector index), ``digests`` (compose and send due digests).
 
 Why the API listings and not OAI-PMH by default: OAI-PMH sets are whole archives (``cs``, ``math``), not
 the categories an instance follows, and a first OAI harvest without a high-water mark is all of arXiv
@@ -32,6 +35,7 @@ from paperfeed.domain.ports import PaperSource
 from paperfeed.services.jobs import Step, StepCounts
 
 if TYPE_CHECKING:
+    from paperfeed.services.citations import CitationHarvest
     from paperfeed.services.digest_send import DigestService
     from paperfeed.services.fill import FillService
     from paperfeed.services.indexing import IndexingService
@@ -39,8 +43,15 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_STEPS", "STEP_NAMES", "DailyPipeline"]
 
-STEP_NAMES = ("harvest-arxiv", "harvest-hf", "harvest-listings", "index", "digests")
-DEFAULT_STEPS = ("harvest-hf", "harvest-listings", "index", "digests")
+STEP_NAMES = ("harvest-arxiv", "harvest-hf", "harvest-listings", "harvest-citations", "index", "digests")
+DEFAULT_STEPS = ("harvest-hf", "harvest-listings", "harvest-citations", "index", "digests")
+
+
+class _Quiet:
+    """A :class:`~paperfeed.domain.ports.ProgressReporter` for the scheduler: the run's counts suffice."""
+
+    def update(self, position: int, total: int | None, added: int, updated: int, rejected: int) -> None:
+        return None
 
 
 def _ingested(summary: IngestSummary) -> StepCounts:
@@ -57,6 +68,8 @@ class DailyPipeline:
     indexing: Callable[[], IndexingService]
     digests: Callable[[], DigestService]
     daily_steps: Sequence[str] = DEFAULT_STEPS
+    citations: Callable[[], CitationHarvest] | None = None
+    citation_sources: Sequence[str] = ("s2", "openalex")
 
     def harvest_arxiv(self) -> StepCounts:
         return _ingested(self.ingest().run(self.arxiv_harvest(), resume=True))
@@ -73,6 +86,31 @@ class DailyPipeline:
         if out.refused:
             raise RuntimeError("; ".join(f"arXiv refused {cat}: {why}" for cat, why in out.refused))
         return {**_ingested(out.summary), "categories": len(out.fetched), "fresh": len(out.fresh)}
+
+    def harvest_citations(self) -> StepCounts:
+        """New and recent papers' references and citations from each source. A source that cannot be
+        reached is reported in the counts (``<source>_offline``) and the job goes on; a source that
+        answers with something malformed fails the step after the others ran."""
+        if self.citations is None:
+            raise RuntimeError("no citation harvest is configured")
+        reports = self.citations().daily(self.citation_sources, lambda _plan: _Quiet())
+        counts: dict[str, int | float | str] = {}
+        failed: list[str] = []
+        for r in reports:
+            counts.update(
+                {
+                    f"{r.source}_papers": r.papers,
+                    f"{r.source}_edges": r.edges_added,
+                    f"{r.source}_due": r.planned,
+                }
+            )
+            if r.error is not None and r.unreachable:
+                counts[f"{r.source}_offline"] = r.error[:300]
+            elif r.error is not None:
+                failed.append(f"{r.source}: {r.error}")
+        if failed:
+            raise RuntimeError("; ".join(failed))
+        return counts
 
     def index(self) -> StepCounts:
         summary = self.indexing().run()
@@ -93,6 +131,7 @@ class DailyPipeline:
             "harvest-arxiv": self.harvest_arxiv,
             "harvest-hf": self.harvest_hf,
             "harvest-listings": self.harvest_listings,
+            "harvest-citations": self.harvest_citations,
             "index": self.index,
             "digests": self.send_digests,
         }

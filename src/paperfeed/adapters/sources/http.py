@@ -80,12 +80,42 @@ class PoliteClient:
         self._last[host] = time.monotonic()
 
     def get(
-        self, url: str, params: Mapping[str, str] | None = None, *, ok_statuses: frozenset[int] = frozenset()
+        self,
+        url: str,
+        params: Mapping[str, str] | None = None,
+        *,
+        ok_statuses: frozenset[int] = frozenset(),
+        headers: Mapping[str, str] | None = None,
     ) -> httpx.Response:
         """GET ``url``; returns a 2xx response (or one whose status is in ``ok_statuses``).
 
         Raises :class:`SourceUnavailable` when the host cannot be reached or keeps failing.
         """
+        return self.request("GET", url, params, ok_statuses=ok_statuses, headers=headers)
+
+    def post_json(
+        self,
+        url: str,
+        payload: object,
+        params: Mapping[str, str] | None = None,
+        *,
+        ok_statuses: frozenset[int] = frozenset(),
+        headers: Mapping[str, str] | None = None,
+    ) -> httpx.Response:
+        """POST ``payload`` as JSON (a batch lookup: reading, so retried like a GET)."""
+        return self.request("POST", url, params, json=payload, ok_statuses=ok_statuses, headers=headers)
+
+    def request(
+        self,
+        method: str,
+        url: str,
+        params: Mapping[str, str] | None = None,
+        *,
+        json: object = None,
+        ok_statuses: frozenset[int] = frozenset(),
+        headers: Mapping[str, str] | None = None,
+    ) -> httpx.Response:
+        """One request with the host's spacing, retries and ``Retry-After``; see :meth:`get`."""
         host = urlsplit(url).netloc
         attempt = 0
         while True:
@@ -93,7 +123,7 @@ class PoliteClient:
             delay: float | None
             timed_out = False
             try:
-                response = self.client.get(url, params=params)
+                response = self.client.request(method, url, params=params, json=json, headers=headers)
             except httpx.TransportError as exc:
                 reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
                 timed_out = isinstance(exc, httpx.TimeoutException)
@@ -109,7 +139,8 @@ class PoliteClient:
                     raise SourceUnavailable(f"{host} asks to retry after {delay:.0f}s; giving up for now")
             attempt += 1
             if attempt > self.retries:
-                message = f"{host} unreachable after {attempt} attempts ({reason})"
+                where = httpx.URL(url, params=params) if params else url
+                message = f"{host} unreachable after {attempt} attempts ({reason}) for {method} {where}"
                 if timed_out:
                     raise SourceTimeout(message, self.timeout)
                 raise SourceUnavailable(message)
