@@ -29,6 +29,7 @@ compared with an anonymous ETag.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import re
 import time
@@ -156,6 +157,9 @@ class PublicCacheMiddleware:
         self._version: str | None = None
         self._checked = float("-inf")
         self._check_every = 1.0
+        self._refreshing = asyncio.Lock()  # one version read at a time per worker
+        self._writes = 0  # state-changing requests served: one since the last read makes it stale
+        self._read_at_writes = -1
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -165,7 +169,7 @@ class PublicCacheMiddleware:
             try:
                 await self.app(scope, receive, send)
             finally:
-                self._checked = float("-inf")  # it may have changed the data: read the version anew
+                self._writes += 1  # it may have changed the data: read the version anew
             return
         policy = policy_for(scope["path"]) if scope["method"] == "GET" else None
         if policy is None or _credentialed(scope):
@@ -208,18 +212,30 @@ class PublicCacheMiddleware:
                     timer=self.clock,
                     getsizeof=lambda entry: entry.size,
                 )
-        now = self.clock()
-        if now - self._checked < self._check_every and self._version is not None:
+        if self._fresh():
             return self._version
-        try:
-            version = str(await anyio.to_thread.run_sync(container.feeds.data_version))
-        except Exception:
-            self._version = None
-            return None
-        if version != self._version and self._cache is not None:
-            self._cache.clear()  # every key of the old version is dead: free their memory now
-        self._version, self._checked = version, now
-        return version
+        if self._refreshing.locked() and self._version is not None and self._read_at_writes == self._writes:
+            return self._version  # being read by another request; ours is at most an interval older
+        async with self._refreshing:
+            if self._fresh():
+                return self._version
+            started, writes = self.clock(), self._writes
+            try:
+                version = str(await anyio.to_thread.run_sync(container.feeds.data_version))
+            except Exception:  # a cache must never turn a readable page into an error: cache nothing
+                self._version = None
+                return None
+            if version != self._version and self._cache is not None:
+                self._cache.clear()  # every key of the old version is dead: free their memory now
+            self._version, self._checked, self._read_at_writes = version, started, writes
+            return version
+
+    def _fresh(self) -> bool:
+        return (
+            self._version is not None
+            and self._read_at_writes == self._writes
+            and self.clock() - self._checked < self._check_every
+        )
 
     # -- answering ---------------------------------------------------------------------------------------
 
