@@ -205,17 +205,18 @@ def start_server(
     else:
         cmd = [*PAPERFEED, "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
         cmd += ["--base-url", f"http://127.0.0.1:{port}"]
+    log = (data.parent / "server.log").open("wb")  # a file, not a pipe nobody drains: tracebacks land here
     proc = subprocess.Popen(
         [*cmd, "--log-level", "warning"],
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=log,
         start_new_session=True,
     )
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            err = proc.stderr.read().decode()[-2000:] if proc.stderr else ""
+            err = (data.parent / "server.log").read_text(errors="replace")[-2000:]
             raise SystemExit(f"server exited: {err}")
         try:
             if httpx.get(f"http://127.0.0.1:{port}/api/daily_papers?limit=1", timeout=2).status_code == 200:
@@ -389,6 +390,7 @@ def main() -> None:
     fives = sum(n for s, n in stats.statuses.items() if s >= 500)
     if stats.examples:
         print("5xx examples:", *stats.examples, sep="\n  ")
+        print("server log (tail):", (work / "server.log").read_text(errors="replace")[-3000:])
     print(f"5xx: {fives}  mean latency {statistics.fmean(every) * 1000 if every else 0:.1f} ms")
     if fives or stats.errors:
         sys.exit(1)
