@@ -171,13 +171,13 @@ class Inputs:
     words: list[str]
 
 
-def inputs(data: Path, url: str | None, rng: random.Random) -> Inputs:
+def inputs(data: Path, url: str | None, rng: random.Random, sample: int = 500) -> Inputs:
     app = build_app(settings_for(data, url))
     try:
         with app.store.engine.connect() as conn:
             days = [str(d)[:10] for d in conn.execute(select(listings.c.day).distinct()).scalars()]
             count = int(conn.execute(select(func.count()).select_from(papers)).scalar_one())
-            picks = sorted(rng.sample(range(count), min(500, count)))
+            picks = sorted(rng.sample(range(count), min(sample, count)))
             ids, titles = [], []
             for offset in picks:
                 row = conn.execute(
@@ -311,6 +311,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--server", choices=["uvicorn", "granian"], default="uvicorn")
     parser.add_argument("--mix", choices=["mixed", "anonymous", "signed-in"], default="mixed")
+    parser.add_argument(
+        "--sample", type=int, default=500, help="papers (and days, title words) drawn from: fewer = hotter"
+    )
     parser.add_argument("--users", type=int, default=16)
     parser.add_argument("--import-papers", type=int, default=20_000)
     parser.add_argument("--backend", choices=["sqlite", "postgresql"], default="sqlite")
@@ -333,7 +336,9 @@ def main() -> None:
     corpus = args.corpus if args.corpus.exists() else None
     t0 = time.monotonic()
     tokens = prepare(data, url, corpus, args.users)
-    inp = inputs(data, url, rng)
+    inp = inputs(data, url, rng, args.sample)
+    if args.sample < 500:  # a hot set: as many days as papers, two-word searches from their titles' words
+        inp = Inputs(rng.sample(inp.days, min(args.sample, len(inp.days))), inp.ids, inp.words[: args.sample])
     print(
         f"set-up: {time.monotonic() - t0:.0f} s; {len(inp.ids)} sample papers, {len(inp.days)} days",
         flush=True,
