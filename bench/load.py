@@ -4,6 +4,7 @@
     .venv/bin/python -m bench.load --seconds 5 --clients 8  # a smoke run
     .venv/bin/python -m bench.load --backend postgresql     # a throwaway PostgreSQL with pgvector
     .venv/bin/python -m bench.load --database-url postgresql://…   # your own PostgreSQL
+    .venv/bin/python -m bench.load --mix anonymous --server granian --workers 2   # readers only, granian
 
 Set-up (not timed): a data folder under ``--work`` gets the corpus (``--corpus``, default the ~10.6k
 Hugging Face daily papers of ../shared/data, else synthetic papers) imported and embedded with the fake
@@ -12,8 +13,11 @@ Then ``paperfeed serve --workers 2`` starts on a loopback port, and ``paperfeed 
 ``--import-papers`` new synthetic papers starts beside it: the load runs while the import writes
 (``--warmup`` seconds of load first, not measured).
 
-Clients (httpx, asyncio, keep-alive, one connection each): half are signed in (a Bearer token, as an API
-script would), half anonymous. Each request is drawn with weights: search (the JSON API and the HTML
+Clients (httpx, asyncio, keep-alive, one connection each): with ``--mix mixed`` (the default) half are
+signed in (a Bearer token, as an API script would), half anonymous; ``--mix anonymous`` and ``--mix
+signed-in`` make every client one or the other. ``--server granian`` serves the same app under granian
+(``--interface asgi``) instead of ``paperfeed serve`` (uvicorn); ``--import-papers 0`` runs no import.
+Each request is drawn with weights: search (the JSON API and the HTML
 page, words from real titles), feeds (the day page and ``/api/daily_papers`` of a random listed day,
 trending), paper pages (HTML and JSON), and — signed-in clients only — upvotes (POST, and DELETE to take
 some back). Reported: requests, requests/s, p50/p99 per kind and overall, status counts; zero 5xx (and
@@ -45,6 +49,7 @@ from sqlalchemy import func, select
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from paperfeed.adapters.embed.cpu import cpu_info  # noqa: E402
 from paperfeed.adapters.store.schema import listings, papers  # noqa: E402
 from paperfeed.bootstrap import build_app  # noqa: E402
 from paperfeed.settings import Settings  # noqa: E402
@@ -53,6 +58,7 @@ PAPERFEED = [sys.executable, "-c", "from paperfeed.cli import main; main()"]
 SHARED = Path(os.environ.get("PAPERFEED_SHARED", ROOT.parent / "shared"))
 SECRET = "load-bench-secret-0123456789abcdefghijklmnop"
 WEIGHTS = {"search": 30, "feed": 25, "paper": 30, "upvote": 15}
+KEPT = ("PAPERFEED_PAGE_CACHE_",)  # settings of the server under test that pass through (e.g. _MB=0: off)
 
 
 @dataclass
@@ -118,7 +124,7 @@ def synthetic(path: Path, start: int, count: int) -> Path:
 
 
 def env_for(data: Path, url: str | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERFEED_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERFEED_") or k.startswith(KEPT)}
     env.update(PAPERFEED_DATA_DIR=str(data), PAPERFEED_EMBEDDING_BACKEND="fake", PAPERFEED_SECRET_KEY=SECRET)
     if url:
         env["PAPERFEED_DATABASE_URL"] = url
@@ -165,13 +171,13 @@ class Inputs:
     words: list[str]
 
 
-def inputs(data: Path, url: str | None, rng: random.Random) -> Inputs:
+def inputs(data: Path, url: str | None, rng: random.Random, sample: int = 500) -> Inputs:
     app = build_app(settings_for(data, url))
     try:
         with app.store.engine.connect() as conn:
             days = [str(d)[:10] for d in conn.execute(select(listings.c.day).distinct()).scalars()]
             count = int(conn.execute(select(func.count()).select_from(papers)).scalar_one())
-            picks = sorted(rng.sample(range(count), min(500, count)))
+            picks = sorted(rng.sample(range(count), min(sample, count)))
             ids, titles = [], []
             for offset in picks:
                 row = conn.execute(
@@ -187,20 +193,30 @@ def inputs(data: Path, url: str | None, rng: random.Random) -> Inputs:
     return Inputs(days, ids, words or ["model"])
 
 
-def start_server(data: Path, url: str | None, port: int, workers: int) -> subprocess.Popen[bytes]:
-    cmd = [*PAPERFEED, "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
-    cmd += ["--base-url", f"http://127.0.0.1:{port}"]
+def start_server(
+    data: Path, url: str | None, port: int, workers: int, server: str = "uvicorn"
+) -> subprocess.Popen[bytes]:
+    env = env_for(data, url)
+    if server == "granian":  # the same factory uvicorn's workers use, settings from PAPERFEED_*
+        env["PAPERFEED_BASE_URL"] = f"http://127.0.0.1:{port}"
+        granian = str(Path(sys.executable).with_name("granian"))
+        cmd = [granian, "--interface", "asgi", "--factory", "paperfeed.web.app:app_from_environment"]
+        cmd += ["--host", "127.0.0.1", "--port", str(port), "--workers", str(workers), "--no-ws"]
+    else:
+        cmd = [*PAPERFEED, "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers)]
+        cmd += ["--base-url", f"http://127.0.0.1:{port}"]
+    log = (data.parent / "server.log").open("wb")  # a file, not a pipe nobody drains: tracebacks land here
     proc = subprocess.Popen(
         [*cmd, "--log-level", "warning"],
-        env=env_for(data, url),
+        env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=log,
         start_new_session=True,
     )
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            err = proc.stderr.read().decode()[-2000:] if proc.stderr else ""
+            err = (data.parent / "server.log").read_text(errors="replace")[-2000:]
             raise SystemExit(f"server exited: {err}")
         try:
             if httpx.get(f"http://127.0.0.1:{port}/api/daily_papers?limit=1", timeout=2).status_code == 200:
@@ -257,12 +273,19 @@ async def client_loop(
             stats.add(kind, reply.status_code, time.perf_counter() - started, f"{method} {url}")
 
 
-async def load(base: str, tokens: list[str], clients: int, seconds: float, inp: Inputs) -> Stats:
+def signed_in(i: int, mix: str) -> bool:
+    """Whether client ``i`` carries a token under ``mix``."""
+    return mix == "signed-in" or (mix == "mixed" and i % 2 == 0)
+
+
+async def load(
+    base: str, tokens: list[str], clients: int, seconds: float, inp: Inputs, mix: str = "mixed"
+) -> Stats:
     stats = Stats()
     until = time.monotonic() + seconds
     await asyncio.gather(
         *(
-            client_loop(base, tokens[i % len(tokens)] if i % 2 == 0 else None, i, until, inp, stats)
+            client_loop(base, tokens[i % len(tokens)] if signed_in(i, mix) else None, i, until, inp, stats)
             for i in range(clients)
         )
     )
@@ -286,6 +309,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--clients", type=int, default=64)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--server", choices=["uvicorn", "granian"], default="uvicorn")
+    parser.add_argument("--mix", choices=["mixed", "anonymous", "signed-in"], default="mixed")
+    parser.add_argument(
+        "--sample", type=int, default=500, help="papers (and days, title words) drawn from: fewer = hotter"
+    )
     parser.add_argument("--users", type=int, default=16)
     parser.add_argument("--import-papers", type=int, default=20_000)
     parser.add_argument("--backend", choices=["sqlite", "postgresql"], default="sqlite")
@@ -308,31 +336,38 @@ def main() -> None:
     corpus = args.corpus if args.corpus.exists() else None
     t0 = time.monotonic()
     tokens = prepare(data, url, corpus, args.users)
-    inp = inputs(data, url, rng)
+    inp = inputs(data, url, rng, args.sample)
+    if args.sample < 500:  # a hot set: as many days as papers, two-word searches from their titles' words
+        inp = Inputs(rng.sample(inp.days, min(args.sample, len(inp.days))), inp.ids, inp.words[: args.sample])
     print(
         f"set-up: {time.monotonic() - t0:.0f} s; {len(inp.ids)} sample papers, {len(inp.days)} days",
         flush=True,
     )
     extra = synthetic(work / f"extra-{int(time.time())}.jsonl", rng.randrange(100_000), args.import_papers)
     port = free_port()
-    server = start_server(data, url, port, args.workers)
+    server = start_server(data, url, port, args.workers, args.server)
     importer = None
     try:
-        importer = subprocess.Popen(
-            [*PAPERFEED, "import", str(extra)],
-            env=env_for(data, url),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
+        if args.import_papers > 0:
+            importer = subprocess.Popen(
+                [*PAPERFEED, "import", str(extra)],
+                env=env_for(data, url),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        base = f"http://127.0.0.1:{port}"
         if args.warmup > 0:  # first requests open indexes and fill caches in each worker: not measured
-            asyncio.run(load(f"http://127.0.0.1:{port}", tokens, args.clients, args.warmup, inp))
+            asyncio.run(load(base, tokens, args.clients, args.warmup, inp, args.mix))
         started = time.monotonic()
-        stats = asyncio.run(load(f"http://127.0.0.1:{port}", tokens, args.clients, args.seconds, inp))
+        stats = asyncio.run(load(base, tokens, args.clients, args.seconds, inp, args.mix))
         elapsed = time.monotonic() - started
-        import_state = (
-            "still running at the end" if importer.poll() is None else f"exit {importer.returncode}"
-        )
+        if importer is None:
+            import_state = "none"
+        else:
+            import_state = (
+                "still running at the end" if importer.poll() is None else f"exit {importer.returncode}"
+            )
     finally:
         if importer is not None and importer.poll() is None:
             os.killpg(importer.pid, signal.SIGTERM)
@@ -345,8 +380,10 @@ def main() -> None:
     total = sum(stats.statuses.values())
     every = [t for times in stats.times.values() for t in times]
     print(
-        f"\n{backend}, {args.clients} clients, {args.workers} workers, {elapsed:.0f} s, "
-        f"import of {args.import_papers:,} papers alongside ({import_state})"
+        f"\n{backend}, {args.server}, {args.mix} mix, {args.clients} clients, {args.workers} workers, "
+        f"{elapsed:.0f} s, import of {args.import_papers:,} papers alongside ({import_state}); "
+        f"loadavg {' '.join(f'{x:.2f}' for x in os.getloadavg())}; CPU: {cpu_info().describe()}, "
+        f"{os.cpu_count()} CPUs"
     )
     print(f"{'kind':<8}{'requests':>10}{'p50 ms':>9}{'p99 ms':>9}")
     for kind in WEIGHTS:
@@ -358,6 +395,7 @@ def main() -> None:
     fives = sum(n for s, n in stats.statuses.items() if s >= 500)
     if stats.examples:
         print("5xx examples:", *stats.examples, sep="\n  ")
+        print("server log (tail):", (work / "server.log").read_text(errors="replace")[-3000:])
     print(f"5xx: {fives}  mean latency {statistics.fmean(every) * 1000 if every else 0:.1f} ms")
     if fives or stats.errors:
         sys.exit(1)

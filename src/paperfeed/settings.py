@@ -343,6 +343,21 @@ class Settings(BaseSettings):
         description="OAI set the daily job harvests from arXiv, e.g. 'cs' (default: all of arXiv).",
     )
 
+    page_cache_mb: int = Field(
+        default=64,
+        ge=0,
+        le=4096,
+        description="Memory (MiB) each web worker keeps for rendered anonymous pages and API answers "
+        "(0: no cache; docs/deployment.md).",
+    )
+    page_cache_check_seconds: float = Field(
+        default=1.0,
+        ge=0,
+        le=60,
+        description="How often a web worker re-reads the data version that invalidates its page cache: "
+        "writes made by other processes show on cached anonymous pages within this many seconds.",
+    )
+
     @property
     def db_url(self) -> str:
         if self.database_url:

@@ -205,7 +205,9 @@ class FeedQueries(Protocol):
         ...
 
     def data_version(self) -> str:
-        """Changes whenever papers or listings change (cheap; used to invalidate caches)."""
+        """Changes whenever what an anonymous reader sees changes: papers, listings, hidden papers, votes,
+        comments (added, edited, hidden, removed) and hidden readers. Cheap (a few index reads); the
+        trending cache and the web's page cache are keyed by it."""
         ...
 
     def paper(self, paper_id: str) -> Paper | None: ...

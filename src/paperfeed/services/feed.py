@@ -94,6 +94,11 @@ class FeedService:
         """Human-readable formula with parameters, e.g. for the trending page's footer."""
         return self.params.formula()
 
+    def data_version(self) -> str:
+        """What the web's page cache is keyed by: changes with every import, vote, comment and moderation
+        action (see :meth:`FeedQueries.data_version`)."""
+        return self.queries.data_version()
+
     # days ------------------------------------------------------------------------------------------
 
     def latest_day(self) -> date | None:

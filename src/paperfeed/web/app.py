@@ -36,6 +36,7 @@ from .body_limits import BodyLimitMiddleware
 from .comment_markup import CommentRenderer
 from .forms import MAX_FIELDS, MAX_FILES, MAX_PART_BYTES
 from .headers import HeadMiddleware, ResponseHeadersMiddleware
+from .public_cache import PublicCacheMiddleware
 from .rendering import Renderer
 from .timing import ServerTimingMiddleware
 
@@ -80,6 +81,7 @@ def create_app(build: Callable[[], App], *, comment_renderer: CommentRenderer | 
     web.add_middleware(BodyLimitMiddleware)  # outside the routes: bodies are bounded before any is parsed
     renderer.add_globals(library.TEMPLATE_GLOBALS, library.TEMPLATE_FILTERS)
     renderer.add_globals(community.TEMPLATE_GLOBALS)
+    web.add_middleware(PublicCacheMiddleware)  # outside security's cookie, inside the shared headers
     web.add_middleware(ServerTimingMiddleware)
     web.add_middleware(ResponseHeadersMiddleware)
     web.add_middleware(HeadMiddleware)  # outermost: every layer inside sees HEAD as the GET it is

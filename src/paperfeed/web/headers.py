@@ -15,7 +15,8 @@ body is dropped, so the status and headers (``Content-Length`` included) are the
   no-store`` when the handler set no ``Cache-Control``: whatever a signed-in reader sees may be theirs
   alone, and neither a shared cache nor the browser's disk should keep it;
 - ``Vary: Cookie, Authorization`` on every answer not marked ``public`` by its handler (feeds and static
-  files are), so a cache never hands one reader's page to another.
+  files are) or by :mod:`.public_cache` (anonymous reads, which set their own ``Vary``), so a cache never
+  hands one reader's page to another.
 
 500 answers are made outside these middlewares (Starlette's outermost error layer), so
 :func:`~paperfeed.web.errors.error_response` sets the same defaults itself.

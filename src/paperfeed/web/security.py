@@ -67,6 +67,7 @@ __all__ = [
     "current_user",
     "install",
     "link_base_url",
+    "personal",
     "redirect_back",
     "refuse_cross_site",
     "require_admin",
@@ -84,6 +85,7 @@ CSRF_HEADER = "X-CSRF-Token"
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 _NEW_CSRF = "pf_new_csrf_cookie"  # request-state key: a CSRF cookie to set on the response
 _USER = "pf_user"  # request-state key: the resolved user (or None), once per request
+_CSRF_USED = "pf_csrf_used"  # request-state key: a CSRF token was computed (the answer is this browser's)
 _CSRF_COOKIE_AGE = 365 * 24 * 3600
 _MACHINE_PREFIXES = ("/api/", "/rss/", "/atom/")
 _request_var: contextvars.ContextVar[Request | None] = contextvars.ContextVar("pf_request", default=None)
@@ -237,11 +239,19 @@ def _csrf_for(secret: bytes, browser: str, session: str) -> str:
 def csrf_token(request: Request) -> str:
     """The token this request's pages must send back (as ``csrf_token`` or ``X-CSRF-Token``)."""
     state = request.scope.setdefault("state", {})
+    state[_CSRF_USED] = True
     browser = request.cookies.get(CSRF_COOKIE, "") or state.get(_NEW_CSRF, "")
     if not browser:
         browser = secrets.token_urlsafe(24)
         state[_NEW_CSRF] = browser  # SecurityMiddleware sets the cookie on the response
     return _csrf_for(app_of(request).secret_key, browser, request.cookies.get(SESSION_COOKIE, ""))
+
+
+def personal(state: Mapping[str, Any]) -> bool:
+    """Whether the answer to the request with this ``scope["state"]`` is one browser's or reader's own:
+    a signed-in user was resolved, or a CSRF token (tied to the browser's cookie) was computed. Such an
+    answer must never be kept by a shared cache (:mod:`.public_cache` checks this after rendering)."""
+    return state.get(_USER) is not None or bool(state.get(_CSRF_USED)) or bool(state.get(_NEW_CSRF))
 
 
 def _origin_of(url: str) -> str:

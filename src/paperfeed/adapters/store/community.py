@@ -92,11 +92,12 @@ def local_comments(paper_id: ColumnElement[Any]) -> ScalarSelect[int]:
 
 
 def community_version(conn: Connection) -> str:
-    """Changes whenever a vote or a comment is added or removed (for the trending cache's key).
+    """Changes whenever a vote or a comment is added or removed, a comment is edited, hidden or shown
+    again, or an administrator hides or shows a reader (for the trending and page caches' keys).
 
-    Count and newest time together catch every change but a clock going backwards; both are index reads
-    (``ix_paper_upvotes_created``). A reader or comment hidden by an administrator shows in trending when
-    the cache expires (a minute), not at once.
+    Count and newest time together catch every change but a clock going backwards; the vote parts are
+    index reads (``ix_paper_upvotes_created``), the comment and reader parts scan small tables. Callers
+    ask at most about once a second per process (see ``FeedService.data_version``).
     """
     # One aggregate a query: SQLite answers a lone count(*) or max() from an index, not the two together.
     parts = [
@@ -104,6 +105,11 @@ def community_version(conn: Connection) -> str:
         select(func.max(paper_upvotes.c.created_at)),
         select(func.count()).select_from(paper_comments),
         select(func.max(paper_comments.c.id)),
+        select(func.max(paper_comments.c.edited_at)),
+        select(func.count(paper_comments.c.hidden_at)),
+        select(func.max(paper_comments.c.hidden_at)),
+        select(func.count(users.c.hidden_at)),
+        select(func.max(users.c.hidden_at)),
     ]
     return "|".join(str(conn.execute(part).scalar()) for part in parts)
 

@@ -1,0 +1,306 @@
+"""Anonymous reads cost a lookup: validators, conditional requests and a per-process page cache.
+
+:class:`PublicCacheMiddleware` handles the anonymous ``GET`` of the routes in :data:`POLICIES` (the
+day, week and month feeds, trending, search, the paper page and its ``.md``, the RSS/Atom feeds and the
+JSON API's reads). For each it
+
+- sets ``Cache-Control: public, max-age=…, stale-while-revalidate=…`` from the route's :class:`Policy`
+  and ``Vary: Cookie`` (``Authorization, Cookie`` for the API) where a signed-in reader gets another
+  answer, so a shared cache keeps the anonymous copy apart;
+- adds a strong ``ETag`` (a digest of the body, so every worker gives the same tag for the same answer,
+  and time-dependent pages such as today's feed or trending are still told apart) and answers a
+  matching ``If-None-Match`` with ``304 Not Modified`` and no body;
+- keeps the rendered answer in a bounded in-process cache (:class:`cachetools.TLRUCache`, sized in bytes
+  by ``PAPERFEED_PAGE_CACHE_MB``) keyed by scheme, ``Host``, path, normalised query, ``Accept`` and the
+  **data version** (:meth:`~paperfeed.services.feed.FeedService.data_version`: it moves with every
+  import, vote, comment and moderation action). An entry lives at most its policy's ``max-age``.
+
+The version is read at most every ``PAPERFEED_PAGE_CACHE_CHECK_SECONDS`` (default 1 s) per worker, and
+at once after any state-changing request this worker served, so a vote shows on anonymous pages at once
+on the worker that took it and within that second on the others.
+
+What is never cached or marked public: a request with a session cookie or an ``Authorization`` header
+(any value: an expired session is not anonymous) — it passes through untouched and
+:mod:`.headers` makes it ``private, no-store``; an answer that is not a 200, that sets a cookie, whose
+handler chose ``private``/``no-store``/``no-cache``, or during whose rendering a user was resolved or a
+CSRF token computed (:func:`.security.personal`). A signed-in reader's conditional request is never
+compared with an anonymous ETag.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl
+
+import anyio.to_thread
+from cachetools import TLRUCache
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .headers import SESSION_COOKIE_PREFIX
+from .security import personal
+
+__all__ = ["POLICIES", "Policy", "PublicCacheMiddleware", "policy_for"]
+
+MAX_ENTRY_BYTES = 4 * 1024 * 1024  # larger answers are still validated, never kept
+_SAFE = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
+_NOT_SHARED = ("private", "no-store", "no-cache")
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """How long one family of anonymous answers may be reused, and what makes it differ."""
+
+    name: str
+    max_age: int  # seconds a browser or shared cache may reuse it without asking (and our entry lives)
+    stale: int  # stale-while-revalidate: seconds a cache may serve it while fetching a fresh one
+    vary: tuple[str, ...]  # request headers a signed-in reader's different answer hangs on
+
+    @property
+    def cache_control(self) -> str:
+        return f"public, max-age={self.max_age}, stale-while-revalidate={self.stale}"
+
+
+_PAGE = ("Cookie",)  # a signed-in reader's page has vote forms, library buttons, their name
+_API = ("Authorization", "Cookie")
+_ID = r"(?:\d{4}\.\d{4,5}|[a-z][a-z.-]*/\d{7})(?:v\d+)?"  # canonical ids only: other spellings redirect
+
+# Sized to how often each answer changes; docs/deployment.md has the same table.
+POLICIES: tuple[tuple[re.Pattern[str], Policy], ...] = tuple(
+    (re.compile(pattern), policy)
+    for pattern, policy in (
+        (r"/", Policy("today's feed", 60, 300, _PAGE)),
+        (r"/papers/(?:date|week|month)/[^/]+", Policy("day, week and month feeds", 120, 600, _PAGE)),
+        (r"/trending", Policy("trending", 120, 600, _PAGE)),
+        (r"/search", Policy("search page", 60, 300, _PAGE)),
+        (rf"/papers/{_ID}", Policy("paper page", 120, 600, _PAGE)),
+        (rf"/papers/{_ID}\.md", Policy("paper Markdown", 300, 3600, ())),
+        (r"/(?:rss|atom)/(?:daily|trending|search)", Policy("RSS and Atom feeds", 300, 3600, ())),
+        (r"/api/daily_papers", Policy("API: daily papers", 60, 300, _API)),
+        (r"/api/papers/search", Policy("API: search", 60, 300, _API)),
+        (r"/api/papers", Policy("API: all papers", 60, 300, _API)),
+        (rf"/api/papers/{_ID}", Policy("API: one paper", 120, 600, _API)),
+        (rf"/api/papers/{_ID}/similar", Policy("API: similar papers", 300, 3600, _API)),
+    )
+)
+
+
+def policy_for(path: str) -> Policy | None:
+    """The policy of an anonymous GET of ``path``; None for paths this cache never touches."""
+    for pattern, policy in POLICIES:
+        if pattern.fullmatch(path):
+            return policy
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    headers: list[tuple[bytes, bytes]]  # as sent, ETag and Cache-Control included
+    body: bytes
+    etag: str
+    cache_control: str
+    vary: str
+    ttl: float
+
+    @property
+    def size(self) -> int:
+        return len(self.body) + sum(len(k) + len(v) for k, v in self.headers) + 200
+
+
+def _credentialed(scope: Scope) -> bool:
+    """A session cookie (valid or not) or an Authorization header: the reader may not be anonymous."""
+    for name, value in scope.get("headers", ()):
+        if name == b"authorization":
+            return True
+        if name == b"cookie" and SESSION_COOKIE_PREFIX in value:
+            return True
+    return False
+
+
+def _header(scope: Scope, wanted: bytes) -> str:
+    for name, value in scope.get("headers", ()):
+        if name == wanted:
+            return str(value.decode("latin-1"))
+    return ""
+
+
+def _query(raw: bytes) -> tuple[tuple[str, str], ...]:
+    """Parameters sorted by name; values of one name keep their order (a handler may take the first)."""
+    pairs = parse_qsl(raw.decode("latin-1"), keep_blank_values=True)
+    return tuple(sorted(pairs, key=lambda pair: pair[0]))
+
+
+def _matches(if_none_match: str, etag: str) -> bool:
+    """RFC 9110 §13.1.2: weak comparison, a list of tags, or ``*``."""
+    if not if_none_match:
+        return False
+    if if_none_match.strip() == "*":
+        return True
+    wanted = etag.removeprefix("W/")
+    return any(tag.strip().removeprefix("W/") == wanted for tag in if_none_match.split(","))
+
+
+class PublicCacheMiddleware:
+    """See the module doc. One instance per app, so one cache per worker process."""
+
+    def __init__(self, app: ASGIApp, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.app = app
+        self.clock = clock
+        self._cache: TLRUCache[tuple[Any, ...], _Entry] | None = None
+        self._max_bytes = -1  # unknown until the first request brings the settings
+        self._version: str | None = None
+        self._checked = float("-inf")
+        self._check_every = 1.0
+        self._refreshing = asyncio.Lock()  # one version read at a time per worker
+        self._writes = 0  # state-changing requests served: one since the last read makes it stale
+        self._read_at_writes = -1
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if scope["method"] not in _SAFE:
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                self._writes += 1  # it may have changed the data: read the version anew
+            return
+        policy = policy_for(scope["path"]) if scope["method"] == "GET" else None
+        if policy is None or _credentialed(scope):
+            await self.app(scope, receive, send)
+            return
+        state: dict[str, Any] = scope.setdefault("state", {})
+        version = await self._current_version(state)
+        key = (
+            scope.get("scheme", "http"),
+            _header(scope, b"host"),
+            scope.get("root_path", ""),
+            scope["path"],
+            _query(scope.get("query_string", b"")),
+            _header(scope, b"accept")[:300],
+            version,
+        )
+        conditional = _header(scope, b"if-none-match")
+        cache = self._cache
+        hit = cache.get(key) if cache is not None and version is not None else None
+        if hit is not None:
+            await self._reply(send, hit, conditional, "hit")
+            return
+        await self._render(scope, receive, send, policy, state, conditional, key)
+
+    # -- the data version ------------------------------------------------------------------------------
+
+    async def _current_version(self, state: dict[str, Any]) -> str | None:
+        """The data version, read again when older than the check interval; None: cache nothing."""
+        container = state.get("app")
+        if container is None:
+            return None
+        if self._max_bytes < 0:
+            settings = container.settings
+            self._max_bytes = int(settings.page_cache_mb) * 1024 * 1024
+            self._check_every = float(settings.page_cache_check_seconds)
+            if self._max_bytes > 0:
+                self._cache = TLRUCache(
+                    maxsize=self._max_bytes,
+                    ttu=lambda _key, entry, now: now + entry.ttl,
+                    timer=self.clock,
+                    getsizeof=lambda entry: entry.size,
+                )
+        if self._fresh():
+            return self._version
+        if self._refreshing.locked() and self._version is not None and self._read_at_writes == self._writes:
+            return self._version  # being read by another request; ours is at most an interval older
+        async with self._refreshing:
+            if self._fresh():
+                return self._version
+            started, writes = self.clock(), self._writes
+            try:
+                version = str(await anyio.to_thread.run_sync(container.feeds.data_version))
+            except Exception:  # a cache must never turn a readable page into an error: cache nothing
+                self._version = None
+                return None
+            if version != self._version and self._cache is not None:
+                self._cache.clear()  # every key of the old version is dead: free their memory now
+            self._version, self._checked, self._read_at_writes = version, started, writes
+            return version
+
+    def _fresh(self) -> bool:
+        return (
+            self._version is not None
+            and self._read_at_writes == self._writes
+            and self.clock() - self._checked < self._check_every
+        )
+
+    # -- answering ---------------------------------------------------------------------------------------
+
+    async def _render(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        policy: Policy,
+        state: dict[str, Any],
+        conditional: str,
+        key: tuple[Any, ...],
+    ) -> None:
+        start: Message | None = None
+        chunks: list[bytes] = []
+
+        async def capture(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                start = message
+            elif message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+            else:
+                await send(message)
+
+        await self.app(scope, receive, capture)
+        if start is None:
+            return
+        body = b"".join(chunks)
+        headers = MutableHeaders(raw=list(start.get("headers", ())))
+        chosen = headers.get("cache-control", "").lower()
+        shareable = (
+            start["status"] == 200
+            and "set-cookie" not in headers
+            and not any(word in chosen for word in _NOT_SHARED)
+            and not personal(state)
+        )
+        if not shareable:
+            await send(start)
+            await send({"type": "http.response.body", "body": body})
+            return
+        etag = '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
+        headers["Cache-Control"] = policy.cache_control
+        headers["ETag"] = etag
+        if policy.vary:
+            headers["Vary"] = ", ".join(policy.vary)
+        elif "vary" in headers:
+            del headers["Vary"]
+        entry = _Entry(
+            headers.raw, body, etag, policy.cache_control, headers.get("vary", ""), float(policy.max_age)
+        )
+        cache = self._cache
+        if cache is not None and key[-1] is not None and entry.size <= min(MAX_ENTRY_BYTES, cache.maxsize):
+            cache[key] = entry
+        await self._reply(send, entry, conditional, "miss")
+
+    @staticmethod
+    async def _reply(send: Send, entry: _Entry, conditional: str, how: str) -> None:
+        marker = (b"x-paperfeed-cache", how.encode())
+        if _matches(conditional, entry.etag):
+            headers = [(b"etag", entry.etag.encode()), (b"cache-control", entry.cache_control.encode())]
+            if entry.vary:
+                headers.append((b"vary", entry.vary.encode()))
+            await send({"type": "http.response.start", "status": 304, "headers": [*headers, marker]})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": [*entry.headers, marker]})
+        await send({"type": "http.response.body", "body": entry.body})
