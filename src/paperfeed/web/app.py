@@ -21,6 +21,7 @@ from . import (
     feeds,
     library,
     library_api,
+    library_export,
     pages_feed,
     pages_paper,
     pages_search,
@@ -84,6 +85,7 @@ def create_app(build: Callable[[], App], *, comment_renderer: CommentRenderer | 
     web.include_router(account_data.api_router)
     web.include_router(recommend.api_router)
     community.install(web)  # its /api/papers/{id}/… and /papers/{id}/… routes precede the catch-alls
+    web.include_router(library_export.router)  # before api.router: /api/papers/search/export
     web.include_router(api.router)
     web.include_router(auth.router)
     web.include_router(account_data.router)
