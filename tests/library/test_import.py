@@ -215,9 +215,9 @@ def test_cli_import_and_export(app: App, ada: int, bib_server: ReplayServer, tmp
     [
         (["--user", "nobody@example.org"], 2, "no user with email 'nobody@example.org'"),
         (
-            ["--user", "ada@example.org", "--format", "ris"],
+            ["--user", "ada@example.org", "--format", "endnote"],
             2,
-            "--format must be auto, bibtex, csl-json or ids",
+            "--format must be auto, bibtex, ris, csl-json or ids, not 'endnote'",
         ),
     ],
 )

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from paperfeed.domain.errors import SourceAnswerError, SourceUnavailable
-from paperfeed.domain.library import DEFAULT_TAG, BibliographyError, Format, InvalidLibraryInput
+from paperfeed.domain.library import DEFAULT_TAG, FORMATS, BibliographyError, Format, InvalidLibraryInput
 from paperfeed.services.library import LibraryNotFound
 
 from .context import Context, fail
@@ -18,7 +18,7 @@ from .progress import RichProgress
 __all__ = ["library_app"]
 
 library_app = typer.Typer(
-    help="A reader's library: import papers from BibTeX, CSL-JSON or a list of arXiv ids; export it.",
+    help="A reader's library: import papers from BibTeX, RIS, CSL-JSON or a list of arXiv ids; export it.",
     no_args_is_help=True,
 )
 
@@ -36,17 +36,27 @@ def _user_id(c: Context, email: str) -> int:
 @library_app.command("import")
 def import_library(
     ctx: typer.Context,
-    file: Annotated[Path, typer.Argument(help="A .bib, CSL-JSON (.json) or text file of arXiv ids/URLs.")],
+    file: Annotated[
+        Path, typer.Argument(help="A .bib, .ris, CSL-JSON (.json) or text file of arXiv ids/URLs.")
+    ],
     user: UserOption,
     tag: TagOption = DEFAULT_TAG,
     fmt: Annotated[
-        str, typer.Option("--format", help="auto (by extension, then content), bibtex, csl-json or ids.")
+        str, typer.Option("--format", help="auto (by extension, then content), bibtex, ris, csl-json or ids.")
     ] = "auto",
     no_fetch: Annotated[
         bool, typer.Option("--no-fetch", help="Do not fetch papers missing here from arXiv; report them.")
     ] = False,
     keep_going: Annotated[
         bool, typer.Option("--keep-going", help="Exit 0 even when some entries could not be saved.")
+    ] = False,
+    with_tags: Annotated[
+        bool,
+        typer.Option(
+            "--with-tags",
+            help="Save each entry to the tags its keywords name (--tag when none) and import its note "
+            "where you have none: re-importing an export of `paperfeed library export`.",
+        ),
     ] = False,
 ) -> None:
     """Save every paper of a bibliography to a reader's library (importing twice changes nothing).
@@ -57,8 +67,8 @@ def import_library(
     cannot be reached (nothing is saved; run again).
     """
     c: Context = ctx.obj
-    if fmt not in ("auto", "bibtex", "csl-json", "ids"):
-        raise fail(f"--format must be auto, bibtex, csl-json or ids, not {fmt!r}")
+    if fmt not in FORMATS:
+        raise fail(f"--format must be {', '.join(FORMATS[:-1])} or {FORMATS[-1]}, not {fmt!r}")
     if not file.is_file():
         raise fail(f"{file}: no such file")
     user_id = _user_id(c, user)
@@ -66,7 +76,13 @@ def import_library(
     try:
         with RichProgress(c.err, "arXiv API", unit="items") as progress:
             report = c.app.library_import.import_file(
-                user_id, file, tag=tag, fmt=fmt_value, fetch=not no_fetch, progress=progress
+                user_id,
+                file,
+                tag=tag,
+                fmt=fmt_value,
+                fetch=not no_fetch,
+                progress=progress,
+                with_tags=with_tags,
             )
     except BibliographyError as exc:
         raise fail(f"{exc}; nothing was imported") from None
@@ -76,14 +92,16 @@ def import_library(
         raise fail(f"arXiv API unreachable: {exc}; nothing was saved, run the import again", 3) from None
     except SourceAnswerError as exc:
         raise fail(f"arXiv API: {exc}; nothing was saved", 3) from None
+    where = f"the file's tags (“{report.tag}” when none)" if with_tags else f"“{report.tag}”"
     for work in report.problems[:100]:
         c.err.print(f"  not saved {work.where}: {work.problem}", highlight=False, markup=False)
     if len(report.problems) > 100:
         c.err.print(f"  … and {len(report.problems) - 100:,} more")
     c.console.print(
         f"{report.source}: {report.entries:,} entries, {report.with_arxiv_id:,} with an arXiv id; "
-        f"saved {report.saved:,} new to “{report.tag}” ({report.already_saved:,} already there), "
-        f"fetched {report.fetched:,} from arXiv, {report.not_saved:,} not saved",
+        f"saved {report.saved:,} new to {where} ({report.already_saved:,} already there), "
+        f"fetched {report.fetched:,} from arXiv, {report.not_saved:,} not saved"
+        + (f", {report.notes:,} notes added" if with_tags else ""),
         highlight=False,
         markup=False,
     )
@@ -94,47 +112,74 @@ def import_library(
 @library_app.command("export")
 def export_library(
     ctx: typer.Context,
-    user: UserOption,
+    user: Annotated[
+        str | None,
+        typer.Option("--user", help="Email address of the reader whose library it is (not with --search)."),
+    ] = None,
     tag: Annotated[
         str | None, typer.Option("--tag", help="Only this tag (default: the whole library).")
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", help="bibtex or ids (one arXiv id per line).")] = "bibtex",
+    search: Annotated[
+        str | None,
+        typer.Option("--search", help="Export the results of this search instead (no tags or notes)."),
+    ] = None,
+    limit: Annotated[
+        int, typer.Option("--limit", min=1, max=1000, help="With --search: how many results.")
+    ] = 100,
+    fmt: Annotated[
+        str, typer.Option("--format", help="bibtex, ris, csljson, or ids (one arXiv id per line).")
+    ] = "bibtex",
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
     ] = None,
 ) -> None:
-    """Write a reader's saved papers as BibTeX or as a list of ids (newest save first)."""
-    from paperfeed.domain.citation import bibtex
+    """Write a reader's saved papers (newest save first, with their tags and notes), one tag's, or a
+    search's results, as BibTeX, RIS or CSL-JSON for Zotero and other reference managers."""
+    from paperfeed.domain.reference_formats import (
+        EXPORT_FORMATS,
+        Reference,
+        UnknownExportFormat,
+        export_format,
+        render,
+    )
 
     c: Context = ctx.obj
-    if fmt not in ("bibtex", "ids"):
-        raise fail(f"--format must be bibtex or ids, not {fmt!r}")
-    user_id = _user_id(c, user)
-    library = c.app.library
-    tag_id = None
-    if tag is not None:
-        try:
-            found = library.records.tag_named(user_id, tag)
-        except InvalidLibraryInput as exc:
-            raise fail(str(exc)) from None
-        if found is None:
-            raise fail(f"{user} has no tag named {tag!r}")
-        tag_id = found.id
-    chunks: list[str] = []
-    offset = 0
     try:
-        while True:
-            page = library.library(user_id, tag_id=tag_id, limit=200, offset=offset)
-            for entry in page.entries:
-                chunks.append(bibtex(entry.paper) + "\n" if fmt == "bibtex" else entry.paper.id)
-            offset += page.limit
-            if offset >= page.total:
-                break
-    except LibraryNotFound as exc:
-        raise fail(str(exc)) from None
-    text = "\n".join(chunks) + ("\n" if chunks else "")
+        chosen = None if fmt.strip().lower() == "ids" else export_format(fmt)
+    except UnknownExportFormat:
+        raise fail(f"--format must be {', '.join(EXPORT_FORMATS)} or ids, not {fmt!r}") from None
+    refs: list[Reference]
+    if search is not None:
+        if user is not None or tag is not None:
+            raise fail("--search exports search results: give it without --user and --tag")
+        if not search.strip():
+            raise fail("--search needs a query")
+        page = c.app.search.search(search, limit=limit)
+        refs = [Reference(hit.paper) for hit in page.hits]
+    else:
+        if user is None:
+            raise fail("give --user EMAIL (whose library), or --search QUERY")
+        user_id = _user_id(c, user)
+        library = c.app.library
+        tag_id = None
+        if tag is not None:
+            try:
+                found = library.records.tag_named(user_id, tag)
+            except InvalidLibraryInput as exc:
+                raise fail(str(exc)) from None
+            if found is None:
+                raise fail(f"{user} has no tag named {tag!r}")
+            tag_id = found.id
+        try:
+            refs = library.references(user_id, tag_id=tag_id)[0]
+        except LibraryNotFound as exc:
+            raise fail(str(exc)) from None
+    text = "".join(ref.paper.id + "\n" for ref in refs) if chosen is None else render(chosen, refs)
     if output is None:
         sys.stdout.write(text)
     else:
-        output.write_text(text, encoding="utf-8")
-        c.err.print(f"wrote {len(chunks):,} papers to {output}", highlight=False)
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise fail(f"{output}: cannot write: {exc.strerror or exc}") from None
+        c.err.print(f"wrote {len(refs):,} papers to {output}", highlight=False, markup=False)

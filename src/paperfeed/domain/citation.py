@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 
 from paperfeed.domain.models import Paper
 from paperfeed.domain.tex import segments
 
-__all__ = ["bibtex", "bibtex_key"]
+__all__ = ["bibtex", "bibtex_key", "bibtex_value"]
 
 _SPECIALS = re.compile(r"(?<!\\)([&%#_])")
 _STOP = frozenset(
@@ -72,8 +73,15 @@ def _value(text: str) -> str:
     )
 
 
-def bibtex(paper: Paper) -> str:
-    """The paper as one BibTeX entry (fields in the usual order, unknown ones left out)."""
+bibtex_value = _value  # for other fields of an entry (an export's keywords)
+
+
+def bibtex(paper: Paper, *, key: str | None = None, extra: Sequence[tuple[str, str]] = ()) -> str:
+    """The paper as one BibTeX entry (fields in the usual order, unknown ones left out).
+
+    ``key`` replaces :func:`bibtex_key` (an export makes keys unique); ``extra`` fields (name, value)
+    are appended as given: the caller has made their values safe between braces.
+    """
     fields: list[tuple[str, str]] = [("title", "{" + _value(paper.title) + "}")]
     if paper.authors:
         fields.append(("author", " and ".join(_value(a) for a in paper.authors)))
@@ -88,5 +96,6 @@ def bibtex(paper: Paper) -> str:
         fields.append(("doi", _value(paper.doi)))
     if paper.journal_ref:
         fields.append(("note", _value(paper.journal_ref)))
+    fields += extra
     body = ",\n".join(f"  {name:<13} = {{{value}}}" for name, value in fields)
-    return f"@misc{{{bibtex_key(paper)},\n{body}\n}}"
+    return f"@misc{{{key or bibtex_key(paper)},\n{body}\n}}"

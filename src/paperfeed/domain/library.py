@@ -17,6 +17,7 @@ from .search import SearchFilters
 
 __all__ = [
     "DEFAULT_TAG",
+    "FORMATS",
     "MAX_AUTHOR_CHARS",
     "MAX_FILE_BYTES",
     "MAX_NOTE_CHARS",
@@ -291,6 +292,7 @@ class LibraryRecords(Protocol):
     ) -> tuple[list[tuple[str, datetime]], int]: ...
     def set_note(self, user_id: int, paper_id: str, body: str) -> None: ...
     def note(self, user_id: int, paper_id: str) -> Note | None: ...
+    def notes(self, user_id: int, paper_ids: Sequence[str]) -> dict[str, str]: ...
     def follow(self, user_id: int, name: str) -> bool: ...
     def unfollow(self, user_id: int, name: str) -> bool: ...
     def followed(self, user_id: int) -> list[FollowedAuthor]: ...
@@ -309,7 +311,8 @@ class LibraryRecords(Protocol):
 # -- importing a library from a bibliography file (``services/library_import.py``) -------------------------
 
 MAX_FILE_BYTES = 20 * 2**20  # the largest bibliography file read
-Format = Literal["auto", "bibtex", "csl-json", "ids"]
+Format = Literal["auto", "bibtex", "ris", "csl-json", "ids"]
+FORMATS: tuple[str, ...] = ("auto", "bibtex", "ris", "csl-json", "ids")
 
 
 class BibliographyError(ValueError):
@@ -324,6 +327,8 @@ class CitedWork:
     arxiv_id: str | None  # version-less arXiv id, when one was recognised
     title: str | None = None
     problem: str | None = None  # why there is no arXiv id (or why the entry was skipped)
+    tags: tuple[str, ...] = ()  # the entry's keywords (BibTeX keywords, RIS KW, CSL-JSON keyword)
+    note: str | None = None  # the reader's note it carries (BibTeX annote, RIS N1, CSL-JSON note)
 
 
 def arxiv_ids(works: Iterable[CitedWork]) -> list[str]:
@@ -333,6 +338,6 @@ def arxiv_ids(works: Iterable[CitedWork]) -> list[str]:
 
 class BibliographyParser(Protocol):
     """Reads the bytes of a bibliography file called ``name`` (``adapters/sources/bibliography.py``:
-    BibTeX, CSL-JSON or a list of ids); raises :class:`BibliographyError` for a file it cannot read."""
+    BibTeX, RIS, CSL-JSON or a list of ids); raises :class:`BibliographyError` for a file it cannot read."""
 
     def __call__(self, data: bytes, name: str, fmt: Format = "auto") -> list[CitedWork]: ...

@@ -7,7 +7,7 @@ hidden by an admin are left out of everything shown (they stay in the library, o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -30,9 +30,11 @@ from paperfeed.domain.library import (
     check_query,
     check_search_name,
     check_tag_name,
+    tag_key,
 )
 from paperfeed.domain.models import Paper
 from paperfeed.domain.ports import PaperStore
+from paperfeed.domain.reference_formats import Reference
 from paperfeed.domain.results import PaperSearch
 from paperfeed.domain.search import SearchFilters
 
@@ -216,6 +218,32 @@ class LibraryService:
         added = self.records.save(user_id, unique, [name]) if unique else 0
         return added, already
 
+    def save_tagged(self, user_id: int, plan: Mapping[str, Sequence[str]]) -> tuple[int, int]:
+        """Save existing papers each to its own checked tags (an import that carries tags); returns
+        (papers newly saved to some tag, papers already in all of theirs)."""
+        have = self.records.paper_tags(user_id, list(plan))
+        groups: dict[tuple[str, ...], list[str]] = {}
+        already = 0
+        for pid, names in plan.items():
+            keys = {tag_key(t) for t in have.get(pid, ())}
+            if all(tag_key(n) in keys for n in names):
+                already += 1
+            else:
+                groups.setdefault(tuple(names), []).append(pid)
+        for names, pids in groups.items():
+            self.records.save(user_id, pids, list(names))
+        return len(plan) - already, already
+
+    def add_notes(self, user_id: int, notes: Mapping[str, str]) -> int:
+        """Set checked notes on papers the reader has no note on yet (an import never overwrites one)."""
+        existing = self.records.notes(user_id, list(notes))
+        added = 0
+        for pid, body in notes.items():
+            if pid not in existing and body:
+                self.records.set_note(user_id, pid, body)
+                added += 1
+        return added
+
     # -- what a reader sees --------------------------------------------------------------------------------
 
     def state(self, user_id: int, paper_id: str) -> PaperState:
@@ -269,6 +297,42 @@ class LibraryService:
         papers = self._visible([pid for pid, _ in rows])
         shown = tuple((papers[pid], at) for pid, at in rows if pid in papers)
         return CollectionPage(tag, owner, shown, total, offset, limit)
+
+    # -- exports (BibTeX, RIS, CSL-JSON: domain/reference_formats.py) ----------------------------------
+
+    def references(self, user_id: int, *, tag_id: int | None = None) -> tuple[list[Reference], Tag | None]:
+        """The reader's own saved papers (one tag's, or all), newest save first, with every tag of theirs
+        on each paper and their note: what their export file carries. Another reader's tag is a 404."""
+        tag = self._own_tag(user_id, tag_id) if tag_id is not None else None
+        items: list[LibraryItem] = []
+        while True:
+            page, total = self.records.items(user_id, tag_id=tag_id, limit=MAX_PAGE_SIZE, offset=len(items))
+            items += page
+            if not page or len(items) >= total:
+                break
+        papers = self._visible([i.paper_id for i in items])
+        notes = self.records.notes(user_id, [i.paper_id for i in items if i.has_note])
+        refs = [
+            Reference(papers[i.paper_id], i.tags, notes.get(i.paper_id))
+            for i in items
+            if i.paper_id in papers
+        ]
+        return refs, tag
+
+    def collection_references(self, tag_id: int, viewer_id: int | None = None) -> tuple[list[Reference], Tag]:
+        """A tag's papers as an export: its owner gets their own export of the tag (all their tags and
+        notes); anyone else, only for a public tag, the papers with that tag's name and no notes."""
+        shown = self.collection(tag_id, viewer_id, limit=1)
+        if viewer_id == shown.tag.user_id:
+            return self.references(viewer_id, tag_id=tag_id)[0], shown.tag
+        rows: list[tuple[str, datetime]] = []
+        while True:
+            page, total = self.records.tag_papers(tag_id, MAX_PAGE_SIZE, len(rows))
+            rows += page
+            if not page or len(rows) >= total:
+                break
+        papers = self._visible([pid for pid, _ in rows])
+        return [Reference(papers[pid], (shown.tag.name,)) for pid, _ in rows if pid in papers], shown.tag
 
     # -- marks and notes -----------------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from . import (
     graph_api,
     library,
     library_api,
+    library_export,
     mcp_server,
     pages_feed,
     pages_paper,
@@ -94,6 +95,7 @@ def create_app(build: Callable[[], App], *, comment_renderer: CommentRenderer | 
     web.include_router(recommend.api_router)
     community.install(web)  # its /api/papers/{id}/… and /papers/{id}/… routes precede the catch-alls
     web.include_router(graph_api.router)  # /api/papers/{id}/references… before api's /api/papers/{id}
+    web.include_router(library_export.router)  # before api.router: /api/papers/search/export
     web.include_router(api.router)
     web.include_router(auth.router)
     web.include_router(account_data.router)

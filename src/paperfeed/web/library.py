@@ -22,6 +22,7 @@ from paperfeed.domain.accounts import User
 from paperfeed.domain.errors import SourceAnswerError, SourceUnavailable
 from paperfeed.domain.library import (
     DEFAULT_TAG,
+    FORMATS,
     MAX_FILE_BYTES,
     BibliographyError,
     Format,
@@ -426,13 +427,14 @@ async def import_upload(
     file: Annotated[UploadFile, File()],
     tag: Annotated[str, Form(max_length=200)] = DEFAULT_TAG,
     fmt: Annotated[str, Form(max_length=20, alias="format")] = "auto",
+    with_tags: Annotated[str, Form(max_length=10)] = "",
 ) -> HTMLResponse:
     """Import an uploaded .bib / CSL-JSON / id list (at most 100 papers are fetched from arXiv per upload)."""
     from starlette.concurrency import run_in_threadpool
 
     data = await file.read(MAX_FILE_BYTES + 1)
     name = (file.filename or "upload").rsplit("/", 1)[-1][:100] or "upload"
-    chosen: Format = fmt if fmt in ("auto", "bibtex", "csl-json", "ids") else "auto"  # type: ignore[assignment]
+    chosen: Format = fmt if fmt in FORMATS else "auto"  # type: ignore[assignment]
     importer = app_of(request).library_import
     try:
         report = await run_in_threadpool(
@@ -443,6 +445,7 @@ async def import_upload(
             tag=tag or DEFAULT_TAG,
             fmt=chosen,
             max_fetch=WEB_IMPORT_FETCH_CAP,
+            with_tags=_flag(with_tags),
         )
     except (BibliographyError, InvalidLibraryInput) as exc:
         return _page(

@@ -16,7 +16,8 @@
 ``GET|POST /api/me/searches``                  saved searches; create ``{"name", "query", "filters"?}``
 ``GET|DELETE /api/me/searches/{id}``           the alert: new matches since last seen, earlier matches
 ``POST /api/me/searches/{id}/seen``            mark as seen
-``POST /api/me/library/import``                multipart ``file``, ``tag``, ``format`` → the import report
+``POST /api/me/library/import``                multipart ``file``, ``tag``, ``format``, ``with_tags`` → report
+``GET /api/me/library/export``                 ``format``, ``tag`` (id): a file (``web/library_export.py``)
 ``GET /api/collections/{id}``                  a public tag's papers (its owner also sees a private one)
 =============================================  ===============================================================
 
@@ -448,7 +449,8 @@ async def import_library(
     user: SignedIn,
     file: Annotated[UploadFile, File()],
     tag: Annotated[str, Form(max_length=200)] = DEFAULT_TAG,
-    fmt: Annotated[Literal["auto", "bibtex", "csl-json", "ids"], Form(alias="format")] = "auto",
+    fmt: Annotated[Literal["auto", "bibtex", "ris", "csl-json", "ids"], Form(alias="format")] = "auto",
+    with_tags: Annotated[bool, Form()] = False,
 ) -> JsonResponse:
     from starlette.concurrency import run_in_threadpool
 
@@ -465,6 +467,7 @@ async def import_library(
             tag=tag,
             fmt=chosen,
             max_fetch=WEB_IMPORT_FETCH_CAP,
+            with_tags=with_tags,
         )
     except BibliographyError as exc:
         raise ApiError(400, f"{exc}; nothing was imported") from None
@@ -481,6 +484,7 @@ async def import_library(
             "saved": report.saved,
             "alreadySaved": report.already_saved,
             "fetched": report.fetched,
+            "notesAdded": report.notes,
             "notSaved": [
                 {"where": w.where, "arxivId": w.arxiv_id, "reason": w.problem} for w in report.problems
             ],

@@ -72,6 +72,11 @@ class SearchView:
     prev_url: str | None = None
     next_url: str | None = None
 
+    @property
+    def export_query(self) -> str:
+        """The query string of this search for ``/search/export`` (its download links)."""
+        return _search_url(self.q, self.date_from, self.date_to, self.cat, self.has_code).partition("?")[2]
+
 
 def _search_url(
     q: str, date_from: str = "", date_to: str = "", cat: str = "", code: bool = False, page: int = 1

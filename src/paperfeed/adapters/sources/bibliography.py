@@ -1,4 +1,4 @@
-"""Reading a reader's bibliography: BibTeX, CSL-JSON (Zotero's export) or a plain list of arXiv ids.
+"""Reading a reader's bibliography: BibTeX, RIS, CSL-JSON (Zotero's export) or a list of arXiv ids.
 
 Each entry becomes a :class:`CitedWork` with its arXiv id when one is recognisable, or the reason there is
 none; where it came from is always named (``file:line``, plus the entry's key). A file that cannot be read
@@ -8,6 +8,10 @@ place, so an import stops before anything is written.
 arXiv ids are recognised in, by priority: ``eprint`` (when ``archivePrefix``/``eprinttype`` is arXiv or
 absent), an ``arxivid`` field, a DOI ``10.48550/arXiv.<id>``, an arxiv.org URL, and "arXiv:<id>" in
 ``journal``/``note``/``number`` (how Google Scholar and Zotero write preprints).
+
+Each entry's keywords (BibTeX ``keywords``, RIS ``KW``, CSL-JSON ``keyword``) and note (BibTeX
+``annote``, RIS ``N1``, CSL-JSON ``note`` after its ``arXiv:`` line) come along as the entry's tags
+and note, undoing what ``domain/reference_formats.py`` writes; the importer uses them on request.
 """
 
 from __future__ import annotations
@@ -19,11 +23,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+import rispy
 from bibtexparser.entrypoint import parse_string as parse_bibtex_string
 from bibtexparser.model import DuplicateBlockKeyBlock
 
 from paperfeed.domain.ids import InvalidPaperId, parse_arxiv_id
 from paperfeed.domain.library import MAX_FILE_BYTES, BibliographyError, CitedWork, Format
+from paperfeed.domain.reference_formats import unshield_ris_line
 
 __all__ = [
     "detect_format",
@@ -32,6 +38,7 @@ __all__ = [
     "parse_bibtex",
     "parse_csl_json",
     "parse_id_list",
+    "parse_ris",
     "read_bibliography",
 ]
 
@@ -42,6 +49,10 @@ _IN_DOI = re.compile(rf"10\.48550/arxiv\.({_ID})", re.IGNORECASE)
 _IN_TEXT = re.compile(rf"\barxiv\s*:\s*({_ID})", re.IGNORECASE)
 _ARXIV_PREFIXES = frozenset({"arxiv", "arxiv.org"})
 _ENTRY_KEY = re.compile(r"@\w+\s*[{(]\s*([^,\s]+)")
+_TEX_SPECIAL = re.compile(r"\\([&%#_$])")
+_LINE_AT = re.compile(r"^(\s*)\{@\}", re.MULTILINE)
+_ARXIV_LINE = re.compile(rf"^\s*arxiv\s*:\s*{_ID}(?:\s*\[[^\]]*\])?\s*$", re.IGNORECASE)
+_RIS_LINE = re.compile(r"^([A-Z][A-Z0-9])  -(?: (.*))?$")
 
 # bibtexparser logs each broken block; we report them ourselves (BibliographyError), once, with the file.
 logging.getLogger("bibtexparser").addHandler(logging.NullHandler())
@@ -106,6 +117,24 @@ def _clean(value: Any) -> str:
     return " ".join(text.replace("{", "").replace("}", "").split())
 
 
+def _tags(text: str, separators: str = ",;") -> tuple[str, ...]:
+    """Keywords as tag names: split on ``separators``, whitespace collapsed, empty ones and repeats gone."""
+    parts = re.split(f"[{re.escape(separators)}]", text)
+    return tuple(dict.fromkeys(t for t in (" ".join(p.split()) for p in parts) if t))
+
+
+def _note(text: str) -> str | None:
+    """A note without the ``arXiv: <id>`` lines reference managers add (Zotero's Extra field)."""
+    kept = [line for line in text.split("\n") if not _ARXIV_LINE.match(line)]
+    note = "\n".join(kept).strip("\n")
+    return note if note.strip() else None
+
+
+def _untex(text: str) -> str:
+    """Undo the export's escaping of LaTeX specials and of ``@`` opening a line."""
+    return _LINE_AT.sub(r"\1@", _TEX_SPECIAL.sub(r"\1", text))
+
+
 def parse_bibtex(text: str, name: str) -> list[CitedWork]:
     """Entries of a BibTeX file; broken syntax anywhere is a :class:`BibliographyError`."""
     library = parse_bibtex_string(text)
@@ -131,10 +160,13 @@ def parse_bibtex(text: str, name: str) -> list[CitedWork]:
     for entry in library.entries:
         line = (entry.start_line or 0) + 1
         fields = {f.key.lower(): _clean(f.value) for f in entry.fields}
+        raw = {f.key.lower(): f.value for f in entry.fields if isinstance(f.value, str)}
         where = f"{name}:{line} ({entry.key})"
         arxiv_id = find_arxiv_id(fields)
         problem = None if arxiv_id else _no_id_reason(fields)
-        works.append((line, CitedWork(where, arxiv_id, fields.get("title") or None, problem)))
+        tags = _tags(_untex(fields.get("keywords") or fields.get("keyword") or ""))
+        note = _note(_untex(raw["annote"])) if raw.get("annote") else None
+        works.append((line, CitedWork(where, arxiv_id, fields.get("title") or None, problem, tags, note)))
     return [work for _, work in sorted(works, key=lambda pair: pair[0])]
 
 
@@ -165,7 +197,99 @@ def parse_csl_json(text: str, name: str) -> list[CitedWork]:
         fields = _csl_fields(item)
         arxiv_id = find_arxiv_id(fields)
         title = fields.get("title") or None
-        works.append(CitedWork(where, arxiv_id, title, None if arxiv_id else _no_id_reason(fields)))
+        keyword = item.get("keyword")
+        tags = _tags(keyword, ",") if isinstance(keyword, str) else ()
+        note = item.get("note")
+        works.append(
+            CitedWork(
+                where,
+                arxiv_id,
+                title,
+                None if arxiv_id else _no_id_reason(fields),
+                tags,
+                _note(note) if isinstance(note, str) else None,
+            )
+        )
+    return works
+
+
+class _RisParser(rispy.RisParser):  # type: ignore[misc]
+    """rispy's parser, keeping a continuation line as written (a note's indentation is Markdown)."""
+
+    def parse_line(self, line: str) -> tuple[str | None, str]:
+        line = line.rstrip("\r")
+        if _RIS_LINE.match(line):
+            return line[0:2], line[6:].strip()
+        return None, unshield_ris_line(line)
+
+
+def _ris_records(text: str, name: str) -> list[int]:
+    """The line of each record's ``TY``; a file that is not whole RIS is a :class:`BibliographyError`."""
+    starts: list[int] = []
+    open_at: int | None = None
+    for number, raw in enumerate(text.split("\n"), start=1):  # lines as rispy splits them
+        line = raw.rstrip("\r")
+        match = _RIS_LINE.match(line)
+        tag = match[1] if match else None
+        if open_at is None:
+            if tag == "TY":
+                open_at = number
+            elif tag is not None or (line.strip() and not re.fullmatch(r"\s*\d+\.\s*", line)):
+                raise BibliographyError(
+                    f"{name}:{number}: not RIS: expected a record's first line “TY  - …”, "
+                    f"found {line.strip()[:60]!r}"
+                )
+        elif tag == "TY":
+            raise BibliographyError(
+                f"{name}:{number}: a new record starts before the one at line {open_at} ended (no “ER  - ”)"
+            )
+        elif tag == "ER":
+            starts.append(open_at)
+            open_at = None
+    if open_at is not None:
+        raise BibliographyError(
+            f"{name}:{open_at}: the record starting here has no “ER  - ” line (is the file truncated?)"
+        )
+    if not starts and text.strip():
+        raise BibliographyError(f"{name}:1: not RIS: no record (“TY  - …” to “ER  - ”) in the file")
+    return starts
+
+
+def _ris_text(value: object) -> str:
+    if isinstance(value, list):
+        return " ".join(str(v) for v in value)
+    return str(value) if value is not None else ""
+
+
+def parse_ris(text: str, name: str) -> list[CitedWork]:
+    """Records of a RIS file (Zotero, EndNote, Mendeley); a truncated or non-RIS file raises
+    :class:`BibliographyError` naming the line, before anything is imported."""
+    starts = _ris_records(text, name)
+    records = rispy.loads(text, implementation=_RisParser)
+    if len(records) != len(starts):  # the check above and rispy split records alike; never half a file
+        raise BibliographyError(f"{name}: {len(starts)} records found but {len(records)} read")
+    works = []
+    for line, record in zip(starts, records, strict=True):
+        fields = {
+            "title": _clean(_ris_text(record.get("title") or record.get("primary_title"))),
+            "doi": _clean(_ris_text(record.get("doi"))),
+            "url": " ".join(_ris_text(record.get(k)) for k in ("urls", "url", "link_to_pdf")),
+            "note": _clean(_ris_text(record.get("note"))),
+            "number": _clean(_ris_text(record.get("number"))),
+            "journal": " ".join(
+                _ris_text(record.get(k))
+                for k in ("secondary_title", "journal_name", "alternate_title1", "alternate_title3")
+            ),
+        }
+        record_id = _clean(_ris_text(record.get("id")))[:80]
+        where = f"{name}:{line}" + (f" ({record_id})" if record_id else "")
+        arxiv_id = find_arxiv_id(fields)
+        keywords = record.get("keywords") or []
+        tags = tuple(dict.fromkeys(" ".join(str(k).split()) for k in keywords if str(k).strip()))
+        notes = record.get("notes") or []
+        note = _note("\n".join(str(n) for n in notes)) if notes else None
+        problem = None if arxiv_id else _no_id_reason(fields)
+        works.append(CitedWork(where, arxiv_id, fields["title"] or None, problem, tags, note))
     return works
 
 
@@ -185,11 +309,13 @@ def parse_id_list(text: str, name: str) -> list[CitedWork]:
     return works
 
 
-def detect_format(path: Path, text: str) -> Literal["bibtex", "csl-json", "ids"]:
-    """By extension (.bib, .json, .txt), else by content."""
+def detect_format(path: Path, text: str) -> Literal["bibtex", "ris", "csl-json", "ids"]:
+    """By extension (.bib, .ris, .json, .txt), else by content."""
     suffix = path.suffix.lower()
     if suffix in (".bib", ".bibtex"):
         return "bibtex"
+    if suffix == ".ris":
+        return "ris"
     if suffix in (".json", ".csljson"):
         return "csl-json"
     if suffix in (".txt", ".list", ".ids"):
@@ -197,8 +323,13 @@ def detect_format(path: Path, text: str) -> Literal["bibtex", "csl-json", "ids"]
     start = text.lstrip()[:1]
     if start in ("[", "{"):
         return "csl-json"
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    if re.match(r"^(TY  -|\d+\.\s*$)", first):  # a record's first line (or rispy's "1." before it)
+        return "ris"
     if re.search(r"^\s*@\w+\s*[{(]", text, re.MULTILINE):
         return "bibtex"
+    if re.search(r"^TY  - ", text[:4096], re.MULTILINE):
+        return "ris"
     return "ids"
 
 
@@ -218,5 +349,5 @@ def parse_bibliography(
     """Parse the bytes of a bibliography file called ``name`` (an upload has no path)."""
     text = _decode(data, name)
     kind = detect_format(path or Path(name), text) if fmt == "auto" else fmt
-    parsers = {"bibtex": parse_bibtex, "csl-json": parse_csl_json, "ids": parse_id_list}
+    parsers = {"bibtex": parse_bibtex, "ris": parse_ris, "csl-json": parse_csl_json, "ids": parse_id_list}
     return parsers[kind](text, name)

@@ -470,6 +470,17 @@ class SqlLibraryStore:
             ).first()
         return None if row is None else Note(row.paper_id, row.body, row.updated_at)
 
+    def notes(self, user_id: int, paper_ids: Sequence[str]) -> dict[str, str]:
+        """The reader's notes on ``paper_ids`` (those that have one): an export's ``annote`` / ``N1``."""
+        found: dict[str, str] = {}
+        with self.engine.connect() as conn:
+            for chunk in _chunks(list(dict.fromkeys(paper_ids))):
+                query = select(library_notes.c.paper_id, library_notes.c.body).where(
+                    library_notes.c.user_id == user_id, library_notes.c.paper_id.in_(chunk)
+                )
+                found.update({row.paper_id: row.body for row in conn.execute(query)})
+        return found
+
     def noted(self, user_id: int, paper_ids: Sequence[str]) -> set[str]:
         found: set[str] = set()
         with self.engine.connect() as conn:
