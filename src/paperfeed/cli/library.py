@@ -10,7 +10,6 @@ import typer
 
 from paperfeed.domain.errors import SourceAnswerError, SourceUnavailable
 from paperfeed.domain.library import DEFAULT_TAG, BibliographyError, Format, InvalidLibraryInput
-from paperfeed.services.library import LibraryNotFound
 
 from .context import Context, fail
 from .progress import RichProgress
@@ -105,6 +104,7 @@ def export_library(
 ) -> None:
     """Write a reader's saved papers as BibTeX or as a list of ids (newest save first)."""
     from paperfeed.domain.citation import bibtex
+    from paperfeed.services.library import LibraryNotFound
 
     c: Context = ctx.obj
     if fmt not in ("bibtex", "ids"):
