@@ -6,9 +6,9 @@ import csv
 import io
 from pathlib import Path
 
-import bibtexparser
 import orjson
 import pytest
+from bibtexparser.entrypoint import parse_string as parse_bibtex
 from typer.testing import CliRunner, Result
 
 from paperfeed.cli import cli_app
@@ -92,7 +92,7 @@ def test_csv_parses_with_the_csv_module(data: Path, command: str) -> None:
 def test_bibtex_parses_one_misc_entry_per_result_with_unique_keys(data: Path, command: str) -> None:
     result = _run(data, *COMMANDS[command], "--format", "bibtex")
     assert result.exit_code == 0, result.output
-    library = bibtexparser.parse_string(result.stdout)
+    library = parse_bibtex(result.stdout)
     assert library.failed_blocks == []
     assert {e.entry_type for e in library.entries} == {"misc"}
     assert {e["eprint"] for e in library.entries} == _ids(command)
