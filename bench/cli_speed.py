@@ -116,6 +116,7 @@ def main() -> None:
     args = parser.parse_args()
 
     print(f"CPU: {cpu_info().describe()}; cores usable: {len(os.sched_getaffinity(0))}")
+    print("load average at start: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     print(f"python: {sys.executable} {sys.version.split()[0]}")
     figures = build(args.store)
     print(f"store: {args.store} {figures}")
@@ -156,6 +157,7 @@ def main() -> None:
             f"{name:40s} {median:9.3f} {above:9.3f} {median / base:6.1f} {shown_target:>7s} {ok}",
             flush=True,
         )
+    print("load average at end: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     if args.json:
         payload = {"cpu": cpu_info().describe(), "store": figures, "results": results}
         args.json.write_text(json.dumps(payload, indent=2))
