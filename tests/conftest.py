@@ -65,6 +65,17 @@ def session_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
+@pytest.fixture(scope="session", autouse=True)
+def onnx_model_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """PAPERFEED_MODEL_CACHE for every App and child process of the run: one ONNX export per run (the
+    same folder as tests/embed's ``model_cache``), never the developer's own ~/.cache/paperfeed."""
+    folder = session_root(tmp_path_factory) / "onnx-models"
+    folder.mkdir(exist_ok=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PAPERFEED_MODEL_CACHE", str(folder))
+        yield folder
+
+
 @pytest.fixture(scope="session")
 def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[postgres.PgServer]:
     """One throwaway PostgreSQL (with pgvector) for the whole run, shared by the xdist workers."""

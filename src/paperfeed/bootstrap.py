@@ -254,6 +254,7 @@ class App:
         """How to build ``backend`` (default: the configured one) with this process's thread budget."""
         from paperfeed.adapters.embed import EmbedderConfig
         from paperfeed.adapters.embed.cpu import available_cores, runs_in_background
+        from paperfeed.settings import default_model_cache
 
         s = self.settings
         background = runs_in_background()
@@ -261,7 +262,8 @@ class App:
         return EmbedderConfig(
             backend=backend or s.embedding_backend,
             model=s.embedding_model,
-            cache_dir=s.data_dir / "models",
+            cache_dir=s.model_cache or default_model_cache(),
+            legacy_cache_dirs=(s.data_dir / "models",),
             threads=s.embedding_threads or (max(1, cores // 2) if background else cores),
             spinning=not background,
             bf16=s.torch_bf16,

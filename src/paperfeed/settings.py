@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["Settings", "default_data_dir"]
+__all__ = ["Settings", "default_data_dir", "default_model_cache"]
 
 _CITATION_SOURCE = r"(s2|openalex)"
 _CATEGORY = r"[a-z]+(-[a-z]+)*(\.[A-Za-z]+(-[A-Za-z]+)*)?"  # an arXiv category code: cs.CL, hep-th
@@ -21,6 +21,14 @@ def default_data_dir() -> Path:
 
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
     return Path(base) / "paperfeed"
+
+
+def default_model_cache() -> Path:
+    """``$XDG_CACHE_HOME/paperfeed/models`` (``~/.cache/paperfeed/models``): one ONNX export per machine."""
+    import os
+
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "paperfeed" / "models"
 
 
 class Settings(BaseSettings):
@@ -217,6 +225,12 @@ class Settings(BaseSettings):
         le=256,
         description="Word pieces of each paper's text that are embedded (the rest is cut). Changing it "
         "re-embeds everything.",
+    )
+    model_cache: Path | None = Field(
+        default=None,
+        description="Folder of the ONNX exports of the embedding model, shared by every data folder on "
+        "the machine (built once, about a minute; rebuilt when the model or torch/onnx versions change); "
+        "default: $XDG_CACHE_HOME/paperfeed/models, i.e. ~/.cache/paperfeed/models.",
     )
     torch_bf16: bool = Field(
         default=False,

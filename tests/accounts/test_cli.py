@@ -34,7 +34,7 @@ def test_promote_demote_list_hide(app: App) -> None:
     assert app.accounts.user_by_email("root@example.org").is_admin
     code, out = _run(data, "users", "list", "--json")
     assert code == 0
-    rows = orjson.loads(out)
+    rows = [orjson.loads(line) for line in out.splitlines()]  # JSON lines: one object per account
     assert [(r["email"], r["role"], r["hidden"]) for r in rows] == [("root@example.org", "admin", False)]
     code, out = _run(data, "users", "hide", "root@example.org")
     assert code == 2

@@ -64,7 +64,9 @@ def register(app: typer.Typer) -> None:
                 "--repair", help="Fix what is found: re-index missing or stale papers, drop extra entries."
             ),
         ] = False,
-        as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+        as_json: Annotated[
+            bool, typer.Option("--json", help="Print the report as one JSON object (one line).")
+        ] = False,
     ) -> None:
         """Verify that the keyword and vector indexes hold every paper of the store exactly once, current.
 
@@ -82,7 +84,7 @@ def register(app: typer.Typer) -> None:
         except EmbedderUnavailable as exc:
             raise fail(str(exc)) from None
         if as_json:
-            typer.echo(orjson.dumps(_as_json(report), option=orjson.OPT_INDENT_2).decode())
+            typer.echo(orjson.dumps(_as_json(report)).decode())
         else:
             where = c.app.store.engine.url.render_as_string(hide_password=True)
             c.console.print(f"paperfeed check: {where}", highlight=False)

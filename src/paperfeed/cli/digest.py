@@ -14,15 +14,6 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from paperfeed.domain.digest import (
-    InvalidPreferences,
-    Preferences,
-    Subscription,
-    SubscriptionStatus,
-    normalize_email,
-)
-from paperfeed.services.jobs import LeaseBusy
-
 from .context import Context, fail
 
 __all__ = ["digest_app"]
@@ -77,6 +68,14 @@ def preview(
     now: NowOption = None,
 ) -> None:
     """Render the digest an address would get now, without recording or sending anything."""
+    from paperfeed.domain.digest import (
+        InvalidPreferences,
+        Preferences,
+        Subscription,
+        SubscriptionStatus,
+        normalize_email,
+    )
+
     c: Context = ctx.obj
     moment = parse_now(now)
     _use_clock(c, moment)
@@ -128,6 +127,8 @@ def send(
     now: NowOption = None,
 ) -> None:
     """Compose every due digest into the send ledger, then send every pending one (exactly once)."""
+    from paperfeed.services.jobs import LeaseBusy
+
     c: Context = ctx.obj
     moment = parse_now(now)
     _use_clock(c, moment)

@@ -12,16 +12,17 @@ import signal
 import time
 from datetime import UTC, datetime
 from types import FrameType
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from paperfeed.domain.calibration import Calibration
 from paperfeed.domain.errors import EmbedderUnavailable
-from paperfeed.services.jobs import holder_is_dead
 
 from .context import Context, fail
 from .progress import RichProgress
+
+if TYPE_CHECKING:
+    from paperfeed.domain.calibration import Calibration
 
 FOLLOW_SLICE = 2000
 
@@ -46,6 +47,8 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
 
     def say(text: str) -> None:
         c.console.print(text, highlight=False, markup=False, soft_wrap=True)
+
+    from paperfeed.services.jobs import holder_is_dead
 
     try:
         service = c.app.indexing

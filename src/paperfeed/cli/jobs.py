@@ -23,9 +23,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
-from paperfeed.domain.supervision import describe_supervisors
-from paperfeed.services.jobs import LeaseBusy, Scheduler, holder_is_dead
-
 from .context import Context, fail
 
 if TYPE_CHECKING:
@@ -57,6 +54,8 @@ def run(
     job: Annotated[str, typer.Argument(help="daily (harvest → index → digests) or digests.")],
 ) -> None:
     """Run a job now and record it (each step is idempotent: running it twice does no double work)."""
+    from paperfeed.services.jobs import LeaseBusy
+
     c: Context = ctx.obj
     service = c.app.jobs
     if job not in service.names():
@@ -99,6 +98,9 @@ def status(
     held = c.app.job_store.lease("scheduler")
     if held is not None and held[1] > now:
         c.console.print(f"scheduler running: {held[0]} (lease until {held[1]:%H:%M:%S} UTC)", highlight=False)
+    from paperfeed.domain.supervision import describe_supervisors
+    from paperfeed.services.jobs import holder_is_dead
+
     for line in describe_supervisors(c.app.supervisor_status.read_all(), holder_is_dead):
         c.console.print(line, markup=False, highlight=False, soft_wrap=True)
 
@@ -125,6 +127,8 @@ def register(app: typer.Typer) -> None:
         ] = 0,
     ) -> None:
         """Run the jobs at their times (PAPERFEED_JOBS_*_AT), one scheduler at a time. Not in web workers."""
+        from paperfeed.services.jobs import LeaseBusy, Scheduler
+
         c: Context = ctx.obj
         if nice:
             os.nice(nice)  # before any embedder is built: niced, it embeds on half the cores, no spinning

@@ -10,7 +10,6 @@ import typer
 
 from paperfeed.domain.errors import SourceAnswerError, SourceUnavailable
 from paperfeed.domain.library import DEFAULT_TAG, FORMATS, BibliographyError, Format, InvalidLibraryInput
-from paperfeed.services.library import LibraryNotFound
 
 from .context import Context, fail
 from .progress import RichProgress
@@ -142,6 +141,7 @@ def export_library(
         export_format,
         render,
     )
+    from paperfeed.services.library import LibraryNotFound
 
     c: Context = ctx.obj
     try:

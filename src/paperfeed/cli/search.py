@@ -2,22 +2,41 @@
 
 from __future__ import annotations
 
+import sys
 from datetime import date
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
-import orjson
 import typer
 from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
-
-from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
-from paperfeed.domain.results import SearchHit
-from paperfeed.domain.search import SearchFilters, Span
 
 from .context import Context, fail
+from .formats import OutputFormat, render
+
+if TYPE_CHECKING:
+    from rich.table import Table
+    from rich.text import Text
+
+    from paperfeed.domain.results import SearchHit
+    from paperfeed.domain.search import Span
 
 __all__ = ["register"]
+
+FormatOption = Annotated[
+    OutputFormat,
+    typer.Option(
+        "--format",
+        "-f",
+        case_sensitive=False,
+        help="table, json (one array), jsonl (one object per line), csv (with a header) or bibtex.",
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Same as --format jsonl.")]
+
+
+def _output_format(fmt: OutputFormat, as_json: bool) -> OutputFormat:
+    if as_json and fmt not in (OutputFormat.table, OutputFormat.jsonl):
+        raise fail(f"--json means --format jsonl; it cannot go with --format {fmt.value}")
+    return OutputFormat.jsonl if as_json else fmt
 
 
 def _day(value: str | None, flag: str) -> date | None:
@@ -30,6 +49,8 @@ def _day(value: str | None, flag: str) -> date | None:
 
 
 def _marked(text: str, spans: tuple[Span, ...], limit: int | None = None) -> Text:
+    from rich.text import Text
+
     out = Text(text[:limit] + ("…" if limit and len(text) > limit else ""))
     for span in spans:
         if limit is None or span.start < limit:
@@ -37,26 +58,9 @@ def _marked(text: str, spans: tuple[Span, ...], limit: int | None = None) -> Tex
     return out
 
 
-def _hit_json(hit: SearchHit) -> dict[str, Any]:
-    p = hit.paper
-    return {
-        "id": p.id,
-        "title": p.title,
-        "authors": list(p.authors),
-        "published": p.published.isoformat() if p.published else None,
-        "categories": list(p.categories),
-        "upvotes": p.upvotes,
-        "score": round(hit.score, 6),
-        "keyword_rank": hit.keyword_rank,
-        "dense_rank": hit.dense_rank,
-        "similarity": None if hit.similarity is None else round(hit.similarity, 6),
-        "abstract": p.abstract,
-        "title_spans": [[s.start, s.end] for s in hit.title_spans],
-        "abstract_spans": [[s.start, s.end] for s in hit.abstract_spans],
-    }
-
-
 def _table(hits: list[SearchHit], title: str) -> Table:
+    from rich.table import Table
+
     table = Table(title=title, show_lines=True, expand=True)
     table.add_column("#", justify="right", width=3)
     table.add_column("paper", ratio=1)
@@ -96,10 +100,14 @@ def register(app: typer.Typer) -> None:
         has_code: Annotated[
             bool, typer.Option("--has-code", help="Only papers with a GitHub repository.")
         ] = False,
-        as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines instead of a table.")] = False,
+        fmt: FormatOption = OutputFormat.table,
+        as_json: JsonOption = False,
     ) -> None:
         """Search papers by meaning and by words (hybrid: BM25 + embeddings)."""
+        from paperfeed.domain.search import SearchFilters
+
         c: Context = ctx.obj
+        fmt = _output_format(fmt, as_json)
         filters = SearchFilters(
             date_from=_day(date_from, "--from"),
             date_to=_day(date_to, "--until"),
@@ -109,9 +117,8 @@ def register(app: typer.Typer) -> None:
         page = c.app.search.search(query, filters, limit=limit, offset=offset)
         for note in page.notes:
             c.err.print(f"[yellow]note:[/] {escape(note)}")
-        if as_json:
-            for hit in page.hits:
-                typer.echo(orjson.dumps(_hit_json(hit)).decode())
+        if fmt is not OutputFormat.table:
+            sys.stdout.write(render(fmt, page.hits, first_rank=offset + 1))
             return
         if not page.hits:
             c.console.print("no results. Try fewer or other words, or drop a filter.", highlight=False)
@@ -124,10 +131,14 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         paper_id: Annotated[str, typer.Argument(help="arXiv id (any spelling) or a source-prefixed id.")],
         limit: Annotated[int, typer.Option(min=1, max=100, help="Papers to show.")] = 10,
-        as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines instead of a table.")] = False,
+        fmt: FormatOption = OutputFormat.table,
+        as_json: JsonOption = False,
     ) -> None:
         """Papers most similar to one paper (embedding neighbours and a keyword query of its text, fused)."""
+        from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
+
         c: Context = ctx.obj
+        fmt = _output_format(fmt, as_json)
         try:
             key = normalize_paper_id(paper_id).base
         except InvalidPaperId as exc:
@@ -135,9 +146,8 @@ def register(app: typer.Typer) -> None:
         if c.app.store.get_paper(key) is None:
             raise fail(f"paper {key} is not in the store (paperfeed fetch {key} adds it)", code=1)
         hits = c.app.search.similar(key, limit)
-        if as_json:
-            for hit in hits:
-                typer.echo(orjson.dumps(_hit_json(hit)).decode())
+        if fmt is not OutputFormat.table:
+            sys.stdout.write(render(fmt, hits))
             return
         if not hits:
             c.console.print(

@@ -15,13 +15,15 @@ def register(app: typer.Typer) -> None:
     @app.command("stats")
     def stats(
         ctx: typer.Context,
-        as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+        as_json: Annotated[
+            bool, typer.Option("--json", help="Print one JSON object (one line) instead of a table.")
+        ] = False,
     ) -> None:
         """Show how many papers and listings the store holds, and from which sources."""
         c: Context = ctx.obj
         s = c.app.store.stats()
         if as_json:
-            typer.echo(orjson.dumps(s, option=orjson.OPT_INDENT_2).decode())
+            typer.echo(orjson.dumps(s).decode())
             return
         table = Table(title=f"paperfeed store: {s.location}", show_header=False)
         table.add_row("papers", f"{s.papers:,}")

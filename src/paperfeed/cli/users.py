@@ -41,7 +41,9 @@ def _set_role(ctx: typer.Context, email: str, role: str) -> None:
 @users_app.command("list")
 def list_users(
     ctx: typer.Context,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print JSON lines (one object per account) instead of a table.")
+    ] = False,
 ) -> None:
     """Every account: id, email, name, role, state, sessions and API tokens."""
     c: Context = ctx.obj
@@ -61,7 +63,8 @@ def list_users(
             }
             for u in users
         ]
-        typer.echo(orjson.dumps(rows, option=orjson.OPT_INDENT_2).decode())
+        for row in rows:
+            typer.echo(orjson.dumps(row).decode())
         return
     if not users:
         c.console.print("no accounts yet: people sign up at /signup")

@@ -13,12 +13,17 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Protocol
 
 from .search import Embedder
+
+if TYPE_CHECKING:  # numpy is imported where it is used: `paperfeed --help` imports this module
+    from typing import TypeAlias
+
+    import numpy as np
+    import numpy.typing as npt
+
+    Vectors: TypeAlias = npt.NDArray[np.float32]
 
 __all__ = [
     "MIN_HELD_OUT",
@@ -42,7 +47,6 @@ __all__ = [
     "title_abstract_pairs",
 ]
 
-Vectors = npt.NDArray[np.float32]
 
 MIN_HELD_OUT = 8  # fewer held-out queries and the gate's measures are noise
 MIN_TRAIN = 32  # fewer pairs and in-batch negatives teach nothing
@@ -152,6 +156,8 @@ class Quality:
 
 def _rank_of_own(queries: Vectors, docs: Vectors) -> npt.NDArray[np.int64]:
     """1-based rank of doc ``i`` for query ``i`` (ties count against the query)."""
+    import numpy as np
+
     scores = queries @ docs.T
     own = scores[np.arange(len(queries)), np.arange(len(queries))]
     ranks: npt.NDArray[np.int64] = (scores >= own[:, None]).sum(axis=1).astype(np.int64)
@@ -166,6 +172,8 @@ def measure(
     """Title → abstract retrieval (MRR, nDCG@10 with one relevant abstract) over the held-out papers, the
     distractors' abstracts competing; and primary-category agreement of each held-out abstract's 10
     nearest abstracts (held-out and distractors alike), over the papers whose category is known."""
+    import numpy as np
+
     candidates = [*held_out, *distractors]
     titles = embed([p.title for p in held_out])
     abstracts = embed([p.abstract for p in candidates])

@@ -15,8 +15,6 @@ are accepted (the SMTP adapter speaks SMTPUTF8).
 
 from __future__ import annotations
 
-from email_validator import EmailNotValidError, validate_email
-
 __all__ = ["InvalidEmailAddress", "parse_email_address"]
 
 MAX_INPUT = 400  # longer input is refused before parsing (a valid address has at most 254 characters)
@@ -37,6 +35,8 @@ def parse_email_address(text: str) -> str:
         raise InvalidEmailAddress("enter an address such as name@example.org")
     if len(value) > MAX_INPUT:
         raise InvalidEmailAddress("that is too long to be an email address")
+    from email_validator import EmailNotValidError, validate_email  # here: its import takes ~50 ms
+
     try:
         checked = validate_email(
             value,

@@ -10,12 +10,17 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .ingest import BatchResult
+
+if TYPE_CHECKING:  # numpy only for the vector type: the CLI's --help imports this module and not numpy
+    from typing import TypeAlias
+
+    import numpy as np
+    import numpy.typing as npt
+
+    Vectors: TypeAlias = npt.NDArray[np.float32]
 
 __all__ = [
     "Embedder",
@@ -37,7 +42,15 @@ __all__ = [
     "distinctive_terms",
 ]
 
-Vectors = npt.NDArray[np.float32]
+
+def __getattr__(name: str) -> Any:
+    """``Vectors`` at run time too (imported by name elsewhere), built only when asked for."""
+    if name == "Vectors":
+        import numpy as np
+        import numpy.typing as npt
+
+        return npt.NDArray[np.float32]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True, slots=True)

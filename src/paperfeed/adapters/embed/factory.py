@@ -21,7 +21,8 @@ class EmbedderConfig:
 
     backend: str = "onnx-int8"
     model: str | None = None  # None: the packaged all-MiniLM-L6-v2; for "fake": the fake model's name
-    cache_dir: Path = Path("models")  # where exported ONNX files are kept
+    cache_dir: Path = Path("models")  # where exported ONNX files are kept (the machine's shared cache)
+    legacy_cache_dirs: tuple[Path, ...] = ()  # per-data-folder exports of older versions, used first
     threads: int | None = None  # None: the runtime's default (all cores)
     spinning: bool = True  # ONNX Runtime: idle threads busy-wait (off when the CPU is shared)
     bf16: bool = False  # torch only: bfloat16 autocast (needs AVX512-BF16/AMX)
@@ -63,6 +64,7 @@ def _onnx(quantized: bool) -> Callable[[EmbedderConfig], Embedder]:
             threads=config.threads,
             max_tokens=config.max_tokens,
             spinning=config.spinning,
+            legacy_dirs=config.legacy_cache_dirs,
         )
 
     return build

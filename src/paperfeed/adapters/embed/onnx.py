@@ -1,9 +1,15 @@
 """The fast embedder: the same model exported to ONNX and run by ONNX Runtime, in float32 or int8.
 
-The export runs once per model (``torch.onnx.export`` of the transformer; mean pooling and normalisation
-stay in numpy) and is cached under ``<data_dir>/models/<model>-<fingerprint>/{fp32,int8}/``. Each variant
-folder is built in a temporary folder and renamed into place, so a crash mid-build leaves no half file and
-two processes building at once both end up using one complete copy. int8 is ONNX Runtime's dynamic
+The export runs once per model and machine (``torch.onnx.export`` of the transformer; mean pooling and
+normalisation stay in numpy) and is cached in one folder every data folder shares (``PAPERFEED_MODEL_CACHE``,
+default ``~/.cache/paperfeed/models``) under ``<model>-<fingerprint>/{fp32,int8}-<libraries>/``: the
+fingerprint names the model files, ``<libraries>`` the versions of torch, transformers, onnx and
+onnxruntime, so a changed model or library gets a fresh export. Each variant folder is built in a
+temporary folder and renamed into place, so a crash mid-build leaves no half file and two processes
+building at once both end up using one complete copy; ``meta.json`` records the files' sizes, and an entry
+that does not match them (or that ONNX Runtime cannot load) is rebuilt with a warning. Exports made by
+older versions under ``<data_dir>/models/<model>-<fingerprint>/{fp32,int8}/`` are still used first, so
+an existing data folder keeps the exact vectors it was embedded with. int8 is ONNX Runtime's dynamic
 quantisation with per-channel weight scales (per-tensor scales cost far more accuracy on this model).
 
 At run time only onnxruntime and tokenizers are needed; torch and transformers are needed for the export.
@@ -13,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import shutil
 import threading
@@ -20,6 +27,8 @@ import uuid
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import metadata
+from importlib import util as importlib_util
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +44,30 @@ from .base import ModelSource, force_offline, normalise_rows, token_suffix
 
 __all__ = ["OnnxEmbedder", "OnnxFiles", "ensure_onnx"]
 
+log = logging.getLogger(__name__)
+
 Vectors = npt.NDArray[np.float32]
 
 EXPORT_FORMAT = 1  # bump when the export changes, so caches built by older code are not reused
 INFERENCE_BATCH = 32
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+_LIBRARIES = ("torch", "transformers", "onnx", "onnxruntime")  # the ones whose version shapes the files
+
+
+def _library_versions() -> dict[str, str]:
+    """Installed versions, read from package metadata (importing torch to ask would cost seconds)."""
+    versions = {}
+    for name in _LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "none"
+    return versions
+
+
+def _libraries_key(versions: dict[str, str]) -> str:
+    text = ";".join(f"{k}={v}" for k, v in sorted(versions.items()))
+    return hashlib.blake2b(text.encode(), digest_size=4).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,14 +145,19 @@ def _fsync_tree(folder: Path) -> None:
         fsync(item)
 
 
+def _discard(folder: Path) -> None:
+    """Move a damaged entry aside (one rename, so a reader never sees it half deleted), then delete it."""
+    stale = folder.with_name(f".stale-{folder.name}-{uuid.uuid4().hex[:8]}")
+    with contextlib.suppress(FileNotFoundError):
+        os.replace(folder, stale)
+    shutil.rmtree(stale, ignore_errors=True)
+
+
 def _publish(tmp: Path, final: Path) -> None:
     """Rename a finished temporary folder into place; if another process won the race, keep theirs."""
     _fsync_tree(tmp)
-    if final.exists() and _files(final) is None:  # damaged by hand (our own builds never leave one)
-        stale = final.with_name(f".stale-{final.name}-{uuid.uuid4().hex[:8]}")
-        with contextlib.suppress(FileNotFoundError):
-            os.replace(final, stale)
-        shutil.rmtree(stale, ignore_errors=True)
+    if final.exists() and _files(final) is None:  # damaged (our own builds never leave one)
+        _discard(final)
     try:
         os.replace(tmp, final)
     except OSError:
@@ -186,8 +219,14 @@ def _quantize(fp32: OnnxFiles, tmp: Path) -> None:
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError as exc:
         raise EmbedderUnavailable("int8 quantisation needs onnxruntime (and onnx)") from exc
-    import logging
-
+    # quantize_dynamic writes a shape-inferred copy *next to its input* (model-inferred.onnx) and deletes
+    # it after: two processes quantising from the shared fp32 folder would delete each other's copy.
+    # So it reads a private link (or copy) of the input inside this build's own temporary folder.
+    source = tmp / "fp32-input.onnx"
+    try:
+        os.link(fp32.model, source)
+    except OSError:
+        shutil.copyfile(fp32.model, source)
     root = logging.getLogger()
     level = root.level
     root.setLevel(logging.ERROR)  # quantize_dynamic logs a pre-processing hint at WARNING on the root logger
@@ -195,19 +234,37 @@ def _quantize(fp32: OnnxFiles, tmp: Path) -> None:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             quantize_dynamic(
-                str(fp32.model), str(tmp / "model.onnx"), weight_type=QuantType.QInt8, per_channel=True
+                str(source), str(tmp / "model.onnx"), weight_type=QuantType.QInt8, per_channel=True
             )
     finally:
         root.setLevel(level)
+        for leftover in tmp.glob("fp32-input*"):
+            leftover.unlink()
     shutil.copyfile(fp32.tokenizer, tmp / "tokenizer.json")
 
 
-def _files(folder: Path) -> OnnxFiles | None:
-    meta = _read_json(folder / "meta.json")
+def _damage(folder: Path) -> str | None:
+    """Why the entry at ``folder`` cannot be used (None: it is complete)."""
+    try:
+        meta = _read_json(folder / "meta.json")
+    except (OSError, orjson.JSONDecodeError):
+        return "meta.json is unreadable"
     if not isinstance(meta, dict) or meta.get("format") != EXPORT_FORMAT:
+        return "meta.json is missing or from another export format"
+    sizes = meta.get("bytes") or {}  # exports before the shared cache did not record sizes
+    for name in ("model.onnx", "tokenizer.json"):
+        path = folder / name
+        if not path.is_file():
+            return f"{name} is missing"
+        if name in sizes and path.stat().st_size != sizes[name]:
+            return f"{name} is {path.stat().st_size:,} bytes, {sizes[name]:,} were written"
+    return None
+
+
+def _files(folder: Path) -> OnnxFiles | None:
+    if _damage(folder) is not None:
         return None
-    if not (folder / "model.onnx").is_file() or not (folder / "tokenizer.json").is_file():
-        return None
+    meta = _read_json(folder / "meta.json")
     return OnnxFiles(
         folder,
         folder / "model.onnx",
@@ -217,23 +274,50 @@ def _files(folder: Path) -> OnnxFiles | None:
     )
 
 
-def ensure_onnx(source: ModelSource, cache_dir: Path, *, quantized: bool) -> OnnxFiles:
-    """The exported (and, if asked, quantised) model for ``source``, building it once if needed."""
+def _can_export() -> bool:
+    return all(importlib_util.find_spec(name) is not None for name in ("torch", "transformers"))
+
+
+def ensure_onnx(
+    source: ModelSource, cache_dir: Path, *, quantized: bool, legacy_dirs: Sequence[Path] = ()
+) -> OnnxFiles:
+    """The exported (and, if asked, quantised) model for ``source``, building it once if needed.
+
+    ``cache_dir`` is the shared cache; ``legacy_dirs`` are folders where older versions exported per data
+    folder (their complete entries are used first, so that data folder's vectors stay exactly as made).
+    """
     model_dir = _snapshot_path(source)
     max_length, dimension = _check_architecture(model_dir)
-    base = cache_dir / f"{source.name}-{_fingerprint(model_dir)}"
-    variant = base / ("int8" if quantized else "fp32")
+    entry = f"{source.name}-{_fingerprint(model_dir)}"
+    kind = "int8" if quantized else "fp32"
+    for old in (*legacy_dirs, cache_dir):  # unversioned entries, as older versions wrote them
+        found = _files(old / entry / kind)
+        if found is not None:
+            return found
+    versions = _library_versions()
+    base = cache_dir / entry
+    variant = base / f"{kind}-{_libraries_key(versions)}"
     found = _files(variant)
     if found is not None:
         return found
-    fp32 = ensure_onnx(source, cache_dir, quantized=False) if quantized else None
+    if variant.exists():
+        log.warning("the cached ONNX model in %s is damaged (%s): rebuilding it", variant, _damage(variant))
+        _discard(variant)
+    elif not quantized and not _can_export():
+        # torch is gone since the export (it is needed only to export): any complete entry will do
+        for other in sorted(base.glob(f"{kind}-*")) if base.is_dir() else ():
+            if (usable := _files(other)) is not None:
+                return usable
+    fp32 = ensure_onnx(source, cache_dir, quantized=False, legacy_dirs=legacy_dirs) if quantized else None
     base.mkdir(parents=True, exist_ok=True)
     tmp = base / f".tmp-{variant.name}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     try:
         if fp32 is None:
+            log.info("exporting %s to ONNX into %s (once per machine; about a minute)", source.name, base)
             _export_fp32(model_dir, tmp, max_length)
         else:
+            log.info("quantising %s to int8 into %s (once per machine)", source.name, base)
             _quantize(fp32, tmp)
         meta = {
             "format": EXPORT_FORMAT,
@@ -243,6 +327,8 @@ def ensure_onnx(source: ModelSource, cache_dir: Path, *, quantized: bool) -> Onn
             "dimension": dimension,
             "pooling": "mean",
             "quantized": quantized,
+            "libraries": versions,
+            "bytes": {name: (tmp / name).stat().st_size for name in ("model.onnx", "tokenizer.json")},
         }
         (tmp / "meta.json").write_bytes(orjson.dumps(meta, option=orjson.OPT_INDENT_2))
         _publish(tmp, variant)
@@ -272,9 +358,11 @@ class OnnxEmbedder:
         threads: int | None = None,
         max_tokens: int | None = None,
         spinning: bool = True,
+        legacy_dirs: Sequence[Path] = (),
     ) -> None:
         self._source = model
         self._cache_dir = cache_dir
+        self._legacy_dirs = tuple(legacy_dirs)
         self._quantized = quantized
         self._threads = threads
         self._max_tokens = max_tokens
@@ -318,26 +406,43 @@ class OnnxEmbedder:
                 raise EmbedderUnavailable(
                     f"the onnx embedding backends need onnxruntime and tokenizers ({exc.name} is missing)"
                 ) from exc
-            files = ensure_onnx(self._source, self._cache_dir, quantized=self._quantized)
+            files, session = self._open_session(ort)
             tokenizer = Tokenizer.from_file(str(files.tokenizer))
             tokenizer.enable_truncation(
                 max_length=min(files.max_length, self._max_tokens or files.max_length)
             )
             tokenizer.no_padding()
-            options = ort.SessionOptions()
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            options.intra_op_num_threads = self._threads or 0
-            options.inter_op_num_threads = 1
-            # "0": idle workers sleep instead of busy-waiting for the next run (the CPU is shared)
-            spin = "1" if self._spinning else "0"
-            options.add_session_config_entry("session.intra_op.allow_spinning", spin)
-            options.log_severity_level = 3
-            try:
-                session = ort.InferenceSession(str(files.model), options, providers=["CPUExecutionProvider"])
-            except Exception as exc:  # a corrupt cache file: say where it is so it can be deleted
-                raise EmbedderUnavailable(f"{files.model}: ONNX Runtime cannot load it ({exc})") from exc
             self._input_names = [i.name for i in session.get_inputs()]
             self._tokenizer, self._files, self._session = tokenizer, files, session
+
+    def _open_session(self, ort: Any) -> tuple[OnnxFiles, Any]:
+        """The cached files and their session; a cache entry ONNX Runtime cannot load is rebuilt once."""
+        files = ensure_onnx(
+            self._source, self._cache_dir, quantized=self._quantized, legacy_dirs=self._legacy_dirs
+        )
+        try:
+            return files, self._session_for(ort, files)
+        except EmbedderUnavailable as exc:
+            log.warning("%s: rebuilding it", exc)
+        _discard(files.folder)
+        files = ensure_onnx(
+            self._source, self._cache_dir, quantized=self._quantized, legacy_dirs=self._legacy_dirs
+        )
+        return files, self._session_for(ort, files)
+
+    def _session_for(self, ort: Any, files: OnnxFiles) -> Any:
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.intra_op_num_threads = self._threads or 0
+        options.inter_op_num_threads = 1
+        # "0": idle workers sleep instead of busy-waiting for the next run (the CPU is shared)
+        spin = "1" if self._spinning else "0"
+        options.add_session_config_entry("session.intra_op.allow_spinning", spin)
+        options.log_severity_level = 3
+        try:
+            return ort.InferenceSession(str(files.model), options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # a corrupt cache file: say where it is
+            raise EmbedderUnavailable(f"{files.model}: ONNX Runtime cannot load it ({exc})") from exc
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         self._load()
