@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from paperfeed.adapters.sources.http import PoliteClient
     from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
     from paperfeed.adapters.store import SqlPaperStore
+    from paperfeed.adapters.store.citations import SqlCitationRecords
     from paperfeed.adapters.store.copy import CopySummary, Progress
     from paperfeed.adapters.store.digests import SqlDigestStore
     from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
@@ -442,6 +443,13 @@ class App:
         from paperfeed.adapters.store.digests import SqlDigestStore
 
         return SqlDigestStore(self.store.engine)
+
+    @cached_property
+    def citation_records(self) -> SqlCitationRecords:
+        """The paper graph (works, citations, the citation harvest ledger) in the store's database."""
+        from paperfeed.adapters.store.citations import SqlCitationRecords
+
+        return SqlCitationRecords(self.store.engine)
 
     @cached_property
     def job_store(self) -> SqlJobStore:

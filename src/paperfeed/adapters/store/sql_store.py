@@ -28,7 +28,7 @@ from . import migrate
 from .columns import UtcDateTime
 from .schema import checkpoints, listings, papers, source_records
 
-__all__ = ["SqlPaperStore", "normalise_url", "open_store", "sqlite_url"]
+__all__ = ["SqlPaperStore", "normalise_url", "open_store", "sqlite_url", "write_checkpoint"]
 
 _CHUNK = 900  # ids per IN (...) query: under every SQLite build's variable limit
 
@@ -186,6 +186,17 @@ class _BulkWriter:
             stamp = isinstance(bind.type, DateTime | UtcDateTime)
             procs.append(_last_value_memo(proc) if proc and stamp else proc)
         return compiled.string, names, procs
+
+
+def write_checkpoint(conn: Connection, name: str, value: str) -> None:
+    """Set checkpoint ``name`` inside the caller's transaction (other stores write theirs with their data)."""
+    insert: Any = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    stmt = insert(checkpoints).values(name=name, value=value, updated_at=datetime.now(UTC))
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[checkpoints.c.name],
+        set_={"value": stmt.excluded.value, "updated_at": stmt.excluded.updated_at},
+    )
+    conn.execute(stmt)
 
 
 def _last_value_memo(proc: Any) -> Any:
@@ -348,12 +359,7 @@ class SqlPaperStore:
         return found
 
     def _write_checkpoint(self, conn: Connection, name: str, value: str) -> None:
-        stmt = self._insert(checkpoints).values(name=name, value=value, updated_at=datetime.now(UTC))
-        stmt = stmt.on_conflict_do_update(
-            index_elements=[checkpoints.c.name],
-            set_={"value": stmt.excluded.value, "updated_at": stmt.excluded.updated_at},
-        )
-        conn.execute(stmt)
+        write_checkpoint(conn, name, value)
 
     def clear_checkpoint(self, name: str) -> None:
         with self.engine.begin() as conn:

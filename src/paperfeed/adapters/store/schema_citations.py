@@ -1,0 +1,76 @@
+"""Tables of the paper graph (issue #16): works, the citations between them, and the harvest ledger.
+
+A *work* is keyed by :func:`paperfeed.domain.paper_graph.work_key` (an arXiv id for papers of the store,
+``doi:…`` / ``s2:…`` / ``openalex:…`` otherwise); "in the store" means the key is an id in ``papers``.
+No foreign keys: a work outside the store has no paper row, and the harvester writes works before edges
+in one transaction anyway.
+
+Two figures are kept on the rows so the pages never aggregate a long cited-by list to sort it:
+
+* ``sort_day``: the work's date as an integer ``yyyymmdd`` (``yyyy0000`` when only the year is known,
+  ``0`` when nothing is). ``citations.citing_day`` repeats the citing work's ``sort_day``, so "newest
+  citers of X" and "citers of X in the last 12 months" are ranges of the ``(cited, citing_day)`` index;
+  it is rewritten whenever the citing work's date changes. An integer with ``0`` for "unknown" sorts
+  unknown dates last in descending order on both dialects (a NULL would sort first on PostgreSQL).
+* ``cited_edges``: how many stored edges cite the work, raised as edges are added (edges are never
+  removed), so "most cited" sorts by ``max(cited_edges, citation_count)`` without counting.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import JSON, Boolean, Column, Date, Index, Integer, String, Table, Text
+
+from .columns import UtcDateTime
+from .schema import metadata
+
+__all__ = ["citation_harvests", "citations", "metadata", "works"]
+
+KEY = 300  # work keys: "doi:" + a DOI (DOIs are rarely past 200 characters)
+
+works = Table(
+    "works",
+    metadata,
+    Column("key", String(KEY), primary_key=True),
+    Column("title", Text),
+    Column("year", Integer),
+    Column("published", Date),
+    Column("arxiv_id", String(64)),
+    Column("doi", String(500)),
+    Column("s2_id", String(64)),
+    Column("openalex_id", String(32)),
+    Column("citation_count", Integer),  # as the source reports it (the largest seen)
+    Column("reference_count", Integer),
+    Column("cited_edges", Integer, nullable=False),  # stored edges citing it
+    Column("sort_day", Integer, nullable=False),  # yyyymmdd, yyyy0000, 0 = unknown
+    Column("updated_at", UtcDateTime(), nullable=False),
+)
+
+# ``citing`` cites ``cited``; one row per pair whichever sources reported it.
+citations = Table(
+    "citations",
+    metadata,
+    Column("citing", String(KEY), primary_key=True),
+    Column("cited", String(KEY), primary_key=True),
+    Column("citing_day", Integer, nullable=False),  # the citing work's sort_day
+    Column("is_influential", Boolean),
+    Column("contexts", JSON, nullable=False),  # list of strings
+    Column("intents", JSON, nullable=False),  # list of strings
+    Column("sources", JSON, nullable=False),  # list of source names, e.g. ["openalex", "s2"]
+    Column("first_seen", UtcDateTime(), nullable=False),
+    # cited-by lists newest first, and the 12-month window (references use the primary key)
+    Index("ix_citations_cited_day", "cited", "citing_day", "citing"),
+)
+
+# One row per paper of the store and source asked: when, whether the source knew it, and whether its
+# lists were complete (a cited-by list is cut at the harvest's limit).
+citation_harvests = Table(
+    "citation_harvests",
+    metadata,
+    Column("paper_id", String(64), primary_key=True),
+    Column("source", String(32), primary_key=True),
+    Column("harvested_at", UtcDateTime(), nullable=False),
+    Column("known", Boolean, nullable=False),
+    Column("references_complete", Boolean, nullable=False),
+    Column("citations_complete", Boolean, nullable=False),
+    Index("ix_citation_harvests_source_at", "source", "harvested_at"),
+)
