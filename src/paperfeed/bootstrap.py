@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from paperfeed.services.adaptation import AdaptationService
     from paperfeed.services.calibration import BackendChooser, Resolution
     from paperfeed.services.check import CheckService
+    from paperfeed.services.citation_trend import CitedTrending
     from paperfeed.services.community import CommunityService
     from paperfeed.services.coverage import CoverageService
     from paperfeed.services.digest import SubscriptionService
@@ -377,6 +378,14 @@ class App:
         )
         self._closers.append(search)
         return search
+
+    @cached_property
+    def cited_trending(self) -> CitedTrending:
+        """Trending by citation velocity (``/trending?sort=cited``, ``sort=cited`` of the API)."""
+        from paperfeed.adapters.store.cited_queries import SqlCitedQueries
+        from paperfeed.services.citation_trend import CitedTrending
+
+        return CitedTrending(SqlCitedQueries(self.store.engine))
 
     def _search_vectors(self) -> VectorIndex | None:
         """The stored vector index for reading, opened once (it reloads itself when a new one is saved)."""
