@@ -16,20 +16,37 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, select, tuple_, update
+from sqlalchemy import bindparam, case, func, select, text, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
-from paperfeed.domain.paper_graph import Citation, PaperLinks, SaveResult, WorkRef
+from paperfeed.domain.paper_graph import (
+    Citation,
+    CitationSort,
+    GraphPage,
+    GraphRow,
+    LinkCounts,
+    PaperLinks,
+    RelatedCounts,
+    SaveResult,
+    WorkRef,
+)
 
 from .columns import as_utc
+from .schema import papers
 from .schema_citations import citation_harvests, citations, works
 from .sql_store import write_checkpoint
 
-__all__ = ["SqlCitationRecords", "sort_day"]
+__all__ = [
+    "RELATED_CITERS",
+    "RELATED_CITERS_PER_REFERENCE",
+    "RELATED_REFERENCES",
+    "SqlCitationRecords",
+    "sort_day",
+]
 
 _CHUNK = 400  # keys (or key pairs) per IN (...): under every SQLite build's variable limit
 
@@ -45,6 +62,15 @@ _WORK_FIELDS = (
     "reference_count",
 )
 _COUNTS = ("citation_count", "reference_count")
+
+
+# -- the read side -----------------------------------------------------------------------------------
+
+# Caps of :meth:`SqlCitationRecords.related_counts` (docs/citations.md repeats them): they bound the
+# fan-out through very highly cited works so that one query reads a few thousand index entries at most.
+RELATED_REFERENCES = 300  # the paper's references considered (in key order; reference lists are short)
+RELATED_CITERS_PER_REFERENCE = 50  # of each reference, only its 50 most recent citers are followed
+RELATED_CITERS = 500  # of the paper itself, only its 500 most recent citers are followed
 
 
 def sort_day(published: date | None, year: int | None) -> int:
@@ -314,6 +340,200 @@ class SqlCitationRecords:
                 found.update((pid, as_utc(at)) for pid, at in conn.execute(query))
         return found
 
+    def references(
+        self, key: str, *, sort: CitationSort, in_store_only: bool, offset: int, limit: int
+    ) -> GraphPage:
+        """What ``key`` cites: one page and the total."""
+        return self._page(
+            key, outgoing=True, sort=sort, in_store_only=in_store_only, offset=offset, limit=limit
+        )
+
+    def citations(
+        self, key: str, *, sort: CitationSort, in_store_only: bool, offset: int, limit: int
+    ) -> GraphPage:
+        """What cites ``key``: one page and the total. Newest first is a range of the
+        ``(cited, citing_day, citing)`` index, so a page costs the same for a paper cited 10 or 100,000 times;
+        most cited first has to look at every citer (a cited-by list of 50,000 costs tens of ms)."""
+        return self._page(
+            key, outgoing=False, sort=sort, in_store_only=in_store_only, offset=offset, limit=limit
+        )
+
+    def _page(
+        self,
+        key: str,
+        *,
+        outgoing: bool,
+        sort: CitationSort,
+        in_store_only: bool,
+        offset: int,
+        limit: int,
+    ) -> GraphPage:
+        if offset < 0 or limit < 0:
+            raise ValueError(f"offset and limit must not be negative (got offset={offset}, limit={limit})")
+        here, there = (
+            (citations.c.citing, citations.c.cited) if outgoing else (citations.c.cited, citations.c.citing)
+        )
+        where = [here == key]
+        joined = citations.join(works, works.c.key == there).outerjoin(papers, papers.c.id == there)
+        if in_store_only:
+            where.append(papers.c.id.is_not(None))
+        if sort is CitationSort.DATE:
+            day = works.c.sort_day if outgoing else citations.c.citing_day
+            order = [day.desc(), there.desc()]
+        else:
+            order = [_cited_by.desc(), there.desc()]
+        query = (
+            select(
+                *_WORK_COLUMNS,
+                _cited_by.label("cited_by"),
+                citations.c.is_influential,
+                citations.c.contexts,
+                citations.c.intents,
+                citations.c.sources,
+                papers.c.id.label("paper_id"),
+                papers.c.title.label("paper_title"),
+                papers.c.published.label("paper_published"),
+            )
+            .select_from(joined)
+            .where(*where)
+            .order_by(*order)
+            .offset(offset)
+            .limit(limit)
+        )
+        counted = select(func.count()).select_from(
+            citations.outerjoin(papers, papers.c.id == there) if in_store_only else citations
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+            total = int(conn.execute(counted.where(*where)).scalar_one())
+        return GraphPage(
+            rows=tuple(
+                GraphRow(
+                    work=_work_of(r),
+                    in_store=r.paper_id is not None,
+                    citation_count=int(r.cited_by),
+                    is_influential=r.is_influential,
+                    contexts=tuple(r.contexts),
+                    intents=tuple(r.intents),
+                    sources=tuple(r.sources),
+                )
+                for r in rows
+            ),
+            total=total,
+        )
+
+    def counts(self, keys: Sequence[str], *, as_of: date) -> dict[str, LinkCounts]:
+        """References, citations (the larger of edges and the source's figure) and citations dated
+        within the 365 days up to ``as_of`` (a citer known only by its year does not count there) for
+        each of ``keys`` with an edge or a harvest record."""
+        window = (sort_day(as_of - timedelta(days=365), None), sort_day(as_of, None))
+        refs: dict[str, int] = {}
+        cited: dict[str, tuple[int, int]] = {}
+        reported: dict[str, int] = {}
+        harvested: dict[str, datetime] = {}
+        recent = func.sum(case((citations.c.citing_day.between(*window), 1), else_=0))
+        with self.engine.connect() as conn:
+            for chunk in _chunks(list(dict.fromkeys(keys))):
+                query = (
+                    select(citations.c.citing, func.count())
+                    .where(citations.c.citing.in_(chunk))
+                    .group_by(citations.c.citing)
+                )
+                refs.update((k, int(n)) for k, n in conn.execute(query))
+                query = (
+                    select(citations.c.cited, func.count(), recent)
+                    .where(citations.c.cited.in_(chunk))
+                    .group_by(citations.c.cited)
+                )
+                cited.update((k, (int(n), int(m or 0))) for k, n, m in conn.execute(query))
+                query = select(works.c.key, works.c.citation_count).where(
+                    works.c.key.in_(chunk), works.c.citation_count.is_not(None)
+                )
+                reported.update((k, int(n)) for k, n in conn.execute(query))
+                query = (
+                    select(citation_harvests.c.paper_id, func.max(citation_harvests.c.harvested_at))
+                    .where(citation_harvests.c.paper_id.in_(chunk))
+                    .group_by(citation_harvests.c.paper_id)
+                )
+                harvested.update((k, as_utc(at)) for k, at in conn.execute(query))
+        out: dict[str, LinkCounts] = {}
+        for key in dict.fromkeys(keys):
+            if key not in refs and key not in cited and key not in harvested:
+                continue
+            edges, last_year = cited.get(key, (0, 0))
+            out[key] = LinkCounts(
+                references=refs.get(key, 0),
+                citations=max(edges, reported.get(key, 0)),
+                citations_last_12_months=last_year,
+                harvested_at=harvested.get(key),
+            )
+        return out
+
+    def related_counts(self, key: str, *, limit: int) -> RelatedCounts:
+        """Coupling, co-citation and prior counts around ``key``, each its ``limit`` largest (ties by key).
+
+        The fan-out is capped (module constants, repeated in docs/citations.md):
+
+        * of the paper's references, the first :data:`RELATED_REFERENCES` (in key order) are used;
+        * each reference contributes only its :data:`RELATED_CITERS_PER_REFERENCE` most recent citers
+          (by ``citing_day``; a tie at the boundary day lets the whole day in) to ``coupling`` and
+          ``prior``: a reference cited 100,000 times costs as much as one cited 50 times, and its
+          older citers are not counted;
+        * ``co_citation`` follows only the paper's own :data:`RELATED_CITERS` most recent citers.
+
+        So ``coupling[w]`` is the number of the paper's references among whose newest citers ``w`` is
+        (exact when each reference has at most 50 citers), ``prior[w]`` the number of references ``r``
+        such that one of ``r``'s newest citers (not the paper) cites both ``r`` and ``w``, and
+        ``co_citation[w]`` the number of the paper's newest citers that also cite ``w``. ``cites_paper``
+        is exact: every returned key that cites the paper, however old the citation.
+        """
+        if limit < 1:
+            return RelatedCounts()
+        params = {
+            "key": key,
+            "refs": RELATED_REFERENCES,
+            "n": RELATED_CITERS_PER_REFERENCE,
+            "n_before": RELATED_CITERS_PER_REFERENCE - 1,
+            "citers": RELATED_CITERS,
+            "limit": limit,
+        }
+        sample = _SAMPLE_PG if self.engine.dialect.name == "postgresql" else _SAMPLE_SQLITE
+        with self.engine.connect() as conn:
+            coupling = _counted(conn, sample + _COUPLING, params)
+            prior = _counted(conn, sample + _PRIOR, params)
+            co_citation = _counted(conn, _CO_CITATION, params)
+            keys = list(dict.fromkeys([*coupling, *co_citation, *prior]))
+            cites: set[str] = set()
+            found: dict[str, WorkRef] = {}
+            in_store: set[str] = set()
+            for chunk in _chunks(keys):
+                query = select(citations.c.citing).where(
+                    citations.c.cited == key, citations.c.citing.in_(chunk)
+                )
+                cites.update(conn.execute(query).scalars())
+                query = (
+                    select(
+                        *_WORK_COLUMNS,
+                        papers.c.id.label("paper_id"),
+                        papers.c.title.label("paper_title"),
+                        papers.c.published.label("paper_published"),
+                    )
+                    .select_from(works.outerjoin(papers, papers.c.id == works.c.key))
+                    .where(works.c.key.in_(chunk))
+                )
+                for row in conn.execute(query):
+                    found[row.key] = _work_of(row)
+                    if row.paper_id is not None:
+                        in_store.add(row.key)
+        return RelatedCounts(
+            coupling=coupling,
+            co_citation=co_citation,
+            prior=prior,
+            cites_paper=frozenset(cites),
+            works=found,
+            in_store=frozenset(in_store),
+        )
+
 
 def _note_work(seen: dict[str, WorkRef | None], ref: WorkRef) -> None:
     """Several descriptions of one work in a batch merge field by field, later known fields winning."""
@@ -335,3 +555,77 @@ def _existing_works(conn: Connection, keys: list[str]) -> dict[str, dict[str, An
         for row in conn.execute(select(*columns).where(works.c.key.in_(chunk))):
             found[row.key] = dict(row._mapping)
     return found
+
+
+# "Cited by" for sorting: the stored edges, or the source's figure when it is larger.
+_cited_by = case(
+    (func.coalesce(works.c.citation_count, 0) > works.c.cited_edges, works.c.citation_count),
+    else_=works.c.cited_edges,
+)
+_WORK_COLUMNS = [works.c.key, *(works.c[n] for n in _WORK_FIELDS)]
+
+
+def _work_of(row: Any) -> WorkRef:
+    """A work from a ``works`` row joined to ``papers``: a paper of the store fills in what the source
+    left out."""
+    fields = {n: getattr(row, n) for n in _WORK_FIELDS}
+    if row.paper_id is not None:
+        if fields["title"] is None:
+            fields["title"] = row.paper_title
+        if fields["published"] is None and row.paper_published is not None:
+            fields["published"] = as_utc(row.paper_published).date()
+        if fields["year"] is None and fields["published"] is not None:
+            fields["year"] = fields["published"].year
+        if fields["arxiv_id"] is None:
+            fields["arxiv_id"] = row.paper_id
+    return WorkRef(key=row.key, **fields)
+
+
+def _counted(conn: Connection, sql: str, params: dict[str, Any]) -> dict[str, int]:
+    return {str(k): int(n) for k, n in conn.execute(text(sql), params)}
+
+
+# The sampled citers of the paper's references: (ref, citer) pairs, at most :n per reference (its most
+# recent), never the paper itself. PostgreSQL: a LATERAL top-n per reference. SQLite has no LATERAL:
+# the :n-th newest day of each reference (a scalar subquery, run once per reference) bounds an index
+# range of (cited, citing_day), so a tie on that day lets the whole day in.
+_SAMPLE_PG = """
+WITH refs AS (
+    SELECT cited AS ref FROM citations WHERE citing = :key AND cited <> :key ORDER BY cited LIMIT :refs
+), sample AS (
+    SELECT r.ref, s.citing FROM refs r CROSS JOIN LATERAL (
+        SELECT c.citing FROM citations c WHERE c.cited = r.ref AND c.citing <> :key
+        ORDER BY c.citing_day DESC, c.citing DESC LIMIT :n
+    ) s
+)
+"""
+_SAMPLE_SQLITE = """
+WITH refs AS (
+    SELECT cited AS ref FROM citations WHERE citing = :key AND cited <> :key ORDER BY cited LIMIT :refs
+), bounds AS MATERIALIZED (
+    SELECT r.ref, coalesce((
+        SELECT c.citing_day FROM citations c WHERE c.cited = r.ref AND c.citing <> :key
+        ORDER BY c.citing_day DESC LIMIT 1 OFFSET :n_before
+    ), -1) AS low FROM refs r
+), sample AS (
+    SELECT b.ref, c.citing FROM bounds b JOIN citations c ON c.cited = b.ref AND c.citing_day >= b.low
+    WHERE c.citing <> :key
+)
+"""
+_COUPLING = """
+SELECT citing, count(*) AS n FROM sample GROUP BY citing ORDER BY n DESC, citing LIMIT :limit
+"""
+_PRIOR = """
+SELECT c.cited, count(DISTINCT s.ref) AS n
+FROM sample s JOIN citations c ON c.citing = s.citing
+WHERE c.cited <> s.ref AND c.cited <> :key
+GROUP BY c.cited ORDER BY n DESC, c.cited LIMIT :limit
+"""
+_CO_CITATION = """
+WITH citers AS (
+    SELECT citing FROM citations WHERE cited = :key ORDER BY citing_day DESC, citing DESC LIMIT :citers
+)
+SELECT c.cited, count(*) AS n FROM citers t JOIN citations c ON c.citing = t.citing
+WHERE c.cited <> :key
+GROUP BY c.cited ORDER BY n DESC, c.cited LIMIT :limit
+"""

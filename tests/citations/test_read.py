@@ -1,0 +1,165 @@
+"""Reading the paper graph on SQLite and PostgreSQL: pages (sort, filter, paging, totals), counts with
+the 12-month window, and related-work counts on a small graph whose numbers are worked out by hand."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+
+import pytest
+
+from paperfeed.adapters.store.citations import (
+    RELATED_CITERS_PER_REFERENCE,
+    SqlCitationRecords,
+)
+from paperfeed.domain.paper_graph import CitationRecords, CitationSort, GraphPage
+
+from .conftest import HARVESTED, cite, links, work
+
+P = "2401.00001"
+R1, R2, R3 = "doi:10.1/r1", "doi:10.1/r2", "2402.00002"  # R3 is a paper of the store
+A, B, C1, C2, C3 = "doi:10.1/a", "doi:10.1/b", "2403.00003", "doi:10.1/c2", "doi:10.1/c3"  # C1: in store
+X, Y, Z = "doi:10.1/x", "doi:10.1/y", "doi:10.1/z"
+
+EDGES = [
+    (P, R1), (P, R2), (P, R3),
+    (A, R1), (A, R2), (A, R3), (A, P),
+    (B, R1),
+    (C1, P), (C1, R1), (C1, X),
+    (C2, P), (C2, X), (C2, R2),
+    (C3, P),
+    (Y, R2), (Y, Z),
+]  # fmt: skip
+
+
+@pytest.fixture
+def graph(records: SqlCitationRecords) -> SqlCitationRecords:
+    described = [
+        work(P, "2024-01-02", citation_count=7),
+        work(R1, "2019-01-01"),
+        work(R2, "2020-01-01"),
+        work(R3, "2024-02-03", citation_count=100),
+        work(A, "2023-01-01", citation_count=10),
+        work(C1, "2024-03-05"),
+        work(C2, None, citation_count=5),
+        work(C3, "2022-06-01"),
+    ]
+    edges = [cite(a, b) for a, b in EDGES]
+    edges[0] = cite(P, R1, is_influential=True, contexts=("following [3]",), intents=("methodology",))
+    records.save_links([links(P, edges, works=described)], harvested_at=HARVESTED)
+    return records
+
+
+def keys(page: GraphPage) -> list[str]:
+    return [row.work.key for row in page.rows]
+
+
+def test_cited_by_pages_sort_filter_and_page(graph: SqlCitationRecords) -> None:
+    def cited_by(
+        sort: CitationSort, *, in_store_only: bool = False, offset: int = 0, limit: int = 10
+    ) -> GraphPage:
+        return graph.citations(P, sort=sort, in_store_only=in_store_only, offset=offset, limit=limit)
+
+    page = cited_by(CitationSort.DATE)
+    assert (keys(page), page.total) == ([C1, A, C3, C2], 4)  # newest first, the undated one last
+    # most cited first: A (10 reported), C2 (5), then the uncited by key, descending
+    assert keys(cited_by(CitationSort.CITATIONS)) == [A, C2, C3, C1]
+    assert [r.citation_count for r in cited_by(CitationSort.CITATIONS).rows] == [10, 5, 0, 0]
+    page = cited_by(CitationSort.DATE, offset=1, limit=2)
+    assert (keys(page), page.total) == ([A, C3], 4)
+    page = cited_by(CitationSort.DATE, in_store_only=True)
+    assert (keys(page), page.total) == ([C1], 1)
+    assert page.rows[0].in_store is True
+    assert page.rows[0].work.title == "Work 2403.00003"
+    assert cited_by(CitationSort.DATE, offset=10).rows == ()
+    unknown = graph.citations(
+        "doi:10.1/nothing", sort=CitationSort.DATE, in_store_only=False, offset=0, limit=5
+    )
+    assert (unknown.rows, unknown.total) == ((), 0)
+    with pytest.raises(ValueError, match="offset and limit"):
+        cited_by(CitationSort.DATE, offset=-1)
+
+
+def test_reference_pages_sort_filter_and_page(graph: SqlCitationRecords) -> None:
+    def refs(
+        sort: CitationSort, *, in_store_only: bool = False, offset: int = 0, limit: int = 10
+    ) -> GraphPage:
+        return graph.references(P, sort=sort, in_store_only=in_store_only, offset=offset, limit=limit)
+
+    page = refs(CitationSort.CITATIONS)
+    # R3: 100 reported beats its 2 edges; R1 and R2 have 4 edges each, ties by key descending
+    assert (keys(page), page.total) == ([R3, R2, R1], 3)
+    assert [r.citation_count for r in page.rows] == [100, 4, 4]
+    assert keys(refs(CitationSort.DATE)) == [R3, R2, R1]
+    assert (keys(refs(CitationSort.DATE, offset=2, limit=1)), refs(CitationSort.DATE, limit=1).total) == (
+        [R1],
+        3,
+    )
+    page = refs(CitationSort.DATE, in_store_only=True)
+    assert (keys(page), page.total) == ([R3], 1)
+    row = refs(CitationSort.DATE).rows[2]
+    assert (row.work.key, row.is_influential, row.contexts, row.intents, row.sources, row.in_store) == (
+        R1,
+        True,
+        ("following [3]",),
+        ("methodology",),
+        ("s2",),
+        False,
+    )
+    assert (row.work.published, row.work.year) == (date(2019, 1, 1), 2019)
+
+
+def test_counts_with_the_12_month_window(graph: SqlCitationRecords) -> None:
+    counts = graph.counts([P, R3, X, "doi:10.1/never"], as_of=date(2024, 6, 1))
+    assert set(counts) == {P, R3, X}  # a key with no edge and no harvest record has no counts
+    p = counts[P]
+    # 3 references; 4 citing edges but the source reports 7; of the citers only C1 (2024-03-05) is
+    # within 2023-06-02 .. 2024-06-01 (A 2023-01-01 and C3 2022-06-01 are older, C2 is undated)
+    assert (p.references, p.citations, p.citations_last_12_months, p.harvested_at) == (3, 7, 1, HARVESTED)
+    assert (counts[R3].references, counts[R3].citations, counts[R3].harvested_at) == (0, 100, None)
+    assert (counts[X].citations, counts[X].citations_last_12_months) == (2, 1)  # C1 in, C2 undated
+    # the window's edges: exactly 365 days before as_of is in, a day more is out
+    assert graph.counts([P], as_of=date(2024, 3, 5) + timedelta(days=365))[P].citations_last_12_months == 1
+    assert graph.counts([P], as_of=date(2024, 3, 5) + timedelta(days=366))[P].citations_last_12_months == 0
+    assert graph.counts([P], as_of=date(2024, 3, 4))[P].citations_last_12_months == 0
+
+
+def test_related_counts_on_a_graph_counted_by_hand(graph: SqlCitationRecords) -> None:
+    related = graph.related_counts(P, limit=20)
+    # coupling: of P's references R1 {A, B, C1}, R2 {A, C2, Y}, R3 {A}: how many each work cites
+    assert related.coupling == {A: 3, B: 1, C1: 1, C2: 1, Y: 1}
+    # co-citation: P's citers A (R1 R2 R3), C1 (R1 X), C2 (X R2), C3 (nothing else)
+    assert related.co_citation == {R1: 2, R2: 2, R3: 1, X: 2}
+    # prior: per reference, what its other citers also cite:
+    # R1 -> A: R2 R3, C1: X;  R2 -> A: R1 R3, C2: X, Y: Z;  R3 -> A: R1 R2
+    assert related.prior == {R1: 2, R2: 2, R3: 2, X: 2, Z: 1}
+    assert related.cites_paper == {A, C1, C2}
+    assert related.in_store == {C1, R3}
+    assert set(related.works) == {A, B, C1, C2, Y, R1, R2, R3, X, Z}
+    assert related.works[R3].published == date(2024, 2, 3)
+
+    top = graph.related_counts(P, limit=2)  # the largest first, ties by key ascending
+    assert top.coupling == {A: 3, C1: 1}
+    assert top.co_citation == {R1: 2, R2: 2}
+    assert top.prior == {R3: 2, R1: 2}  # "2402.00002" sorts before "doi:…"
+    assert top.cites_paper == {A, C1}
+    assert graph.related_counts("doi:10.1/nothing", limit=5).coupling == {}
+
+
+def test_the_store_implements_the_port(records: SqlCitationRecords) -> None:
+    port: CitationRecords = records  # mypy checks the contract; the other tests check the behaviour
+    assert port.related_counts(P, limit=0).coupling == {}
+
+
+def test_a_highly_cited_reference_contributes_only_its_newest_citers(records: SqlCitationRecords) -> None:
+    """The cap that keeps related_counts fast: of a reference with 60 citers only the 50 most recent
+    count towards coupling (and prior); the cap is the same on both backends."""
+    hub = "doi:10.1/hub"
+    citers = [f"doi:10.2/{i:03d}" for i in range(60)]
+    start = date(2020, 1, 1)
+    described = [work(c, (start + timedelta(days=i)).isoformat()) for i, c in enumerate(citers)]
+    edges = [cite(P, hub)] + [cite(c, hub) for c in citers] + [cite(c, "doi:10.1/other") for c in citers]
+    records.save_links([links(P, edges, works=described)], harvested_at=HARVESTED)
+    related = records.related_counts(P, limit=100)
+    assert RELATED_CITERS_PER_REFERENCE == 50
+    assert set(related.coupling) == set(citers[10:])  # the 50 newest
+    assert related.prior == {"doi:10.1/other": 1}
