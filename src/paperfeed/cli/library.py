@@ -10,6 +10,7 @@ import typer
 
 from paperfeed.domain.errors import SourceAnswerError, SourceUnavailable
 from paperfeed.domain.library import DEFAULT_TAG, BibliographyError, Format, InvalidLibraryInput
+from paperfeed.domain.models import Paper
 from paperfeed.services.library import LibraryNotFound
 
 from .context import Context, fail
@@ -102,6 +103,13 @@ def export_library(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
     ] = None,
+    with_references: Annotated[
+        bool,
+        typer.Option(
+            "--with-references",
+            help="BibTeX only: add every work the papers cite (from the citation graph), each once.",
+        ),
+    ] = False,
 ) -> None:
     """Write a reader's saved papers as BibTeX or as a list of ids (newest save first)."""
     from paperfeed.domain.citation import bibtex
@@ -109,6 +117,8 @@ def export_library(
     c: Context = ctx.obj
     if fmt not in ("bibtex", "ids"):
         raise fail(f"--format must be bibtex or ids, not {fmt!r}")
+    if with_references and fmt != "bibtex":
+        raise fail("--with-references needs --format bibtex")
     user_id = _user_id(c, user)
     library = c.app.library
     tag_id = None
@@ -121,20 +131,25 @@ def export_library(
             raise fail(f"{user} has no tag named {tag!r}")
         tag_id = found.id
     chunks: list[str] = []
+    saved: list[Paper] = []
     offset = 0
     try:
         while True:
             page = library.library(user_id, tag_id=tag_id, limit=200, offset=offset)
             for entry in page.entries:
                 chunks.append(bibtex(entry.paper) + "\n" if fmt == "bibtex" else entry.paper.id)
+                saved.append(entry.paper)
             offset += page.limit
             if offset >= page.total:
                 break
     except LibraryNotFound as exc:
         raise fail(str(exc)) from None
+    if with_references:  # keys made unique across the papers and their references
+        chunks = [entry + "\n" for entry in c.app.reference_bibliography.bibtex(saved)]
     text = "\n".join(chunks) + ("\n" if chunks else "")
     if output is None:
         sys.stdout.write(text)
     else:
         output.write_text(text, encoding="utf-8")
-        c.err.print(f"wrote {len(chunks):,} papers to {output}", highlight=False)
+        refs = f" and {len(chunks) - len(saved):,} references" if with_references else ""
+        c.err.print(f"wrote {len(saved):,} papers{refs} to {output}", highlight=False)
