@@ -72,7 +72,7 @@ _COUNTS = ("citation_count", "reference_count")
 RELATED_REFERENCES = 300  # the paper's references considered (in key order; reference lists are short)
 RELATED_CITERS_PER_REFERENCE = 50  # coupling: of each reference, only its 50 most recent citers count
 RELATED_PRIOR_CITERS_PER_REFERENCE = 20  # prior: only each reference's 20 most recent citers are read
-RELATED_CITERS = 500  # of the paper itself, only its 500 most recent citers are followed
+RELATED_CITERS = 200  # co-citation: of the paper itself, only its 200 most recent citers are read
 
 
 def sort_day(published: date | None, year: int | None) -> int:
@@ -459,7 +459,8 @@ class SqlCitationRecords:
           boundary day lets the whole day in): a reference cited 100,000 times costs as much as one
           cited 50 times, and its older citers are not counted. ``prior`` reads every sampled
           citer's whole reference list, hence its smaller sample;
-        * ``co_citation`` follows only the paper's own :data:`RELATED_CITERS` most recent citers.
+        * ``co_citation`` reads only the reference lists of the paper's own :data:`RELATED_CITERS` (200)
+          most recent citers (a paper cited 50,000 times costs as much as one cited 200 times).
 
         So ``coupling[w]`` is the number of the paper's references among whose 50 newest citers ``w``
         is (exact when each reference has at most 50 citers); ``prior[r]``, for each reference ``r``
