@@ -74,9 +74,13 @@ def primary_categories(corpus: str) -> dict[str, str]:
     return out
 
 
-def instance(root: Path, backend: str, engine: str, settings: SimilarSettings | None = None) -> Settings:
+def instance(
+    root: Path, backend: str, engine: str, settings: SimilarSettings | None = None, graph_weight: float = 0.0
+) -> Settings:
+    """``graph_weight``: ``PAPERFEED_SIMILAR_GRAPH_WEIGHT`` (bench/similar_graph.py compares it)."""
     s = settings or SimilarSettings()
     return Settings(
+        similar_graph_weight=graph_weight,
         data_dir=root,
         embedding_backend=backend,  # type: ignore[arg-type]
         keyword_engine=engine,  # type: ignore[arg-type]
@@ -165,8 +169,14 @@ def service_agreement(app: App, ids: Sequence[str], category: dict[str, str]) ->
 
 
 def seed_coherence(
-    root: Path, cache: VectorCache, backend: str, engine: str, configs: dict[str, SimilarSettings]
+    root: Path,
+    cache: VectorCache,
+    backend: str,
+    engine: str,
+    configs: dict[str, SimilarSettings],
+    graph: dict[str, float] | None = None,
 ) -> dict[str, float]:
+    """``graph``: label → weight of the citation-graph list (``PAPERFEED_SIMILAR_GRAPH_WEIGHT``)."""
     docs = load_corpus("seeds")
     pages: dict[str, set[str]] = defaultdict(set)
     for line in (SHARED / "seeds" / "seed_papers.jsonl").read_bytes().splitlines():
@@ -179,7 +189,7 @@ def seed_coherence(
     populate(instance(folder, backend, engine), papers, vectors, cache.embedder.model_id)
     out: dict[str, float] = {}
     for label, s in configs.items():
-        settings = instance(folder, backend, engine, s)
+        settings = instance(folder, backend, engine, s, (graph or {}).get(label, 0.0))
         with TestClient(create_app(functools.partial(build_app, settings))) as client:
             shares = []
             for p in papers:

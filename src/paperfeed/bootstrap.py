@@ -35,13 +35,14 @@ if TYPE_CHECKING:
     from paperfeed.domain.mail import OutgoingMail, SessionMailer
     from paperfeed.domain.models import Paper
     from paperfeed.domain.paper_graph import CitationSource
-    from paperfeed.domain.search import Embedder, SyncedKeywordIndex, VectorIndex
+    from paperfeed.domain.search import Embedder, SimilarSource, SyncedKeywordIndex, VectorIndex
     from paperfeed.domain.supervision import SupervisorStatusStore
     from paperfeed.services.account_data import AccountDataService
     from paperfeed.services.accounts import AccountService
     from paperfeed.services.adaptation import AdaptationService
     from paperfeed.services.calibration import BackendChooser, Resolution
     from paperfeed.services.check import CheckService
+    from paperfeed.services.citation_trend import CitedTrending
     from paperfeed.services.citations import CitationHarvest
     from paperfeed.services.community import CommunityService
     from paperfeed.services.coverage import CoverageService
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from paperfeed.services.jobs import JobSchedule, JobService
     from paperfeed.services.library import LibraryService
     from paperfeed.services.library_import import LibraryImporter
+    from paperfeed.services.library_references import ReferenceBibliography
     from paperfeed.services.paper_graph import PaperGraphService
     from paperfeed.services.paper_upload import PaperUploads
     from paperfeed.services.recommend import RecommendationService
@@ -392,9 +394,33 @@ class App:
                 candidates=s.similar_candidates,
                 keyword_terms=s.similar_keyword_terms,
             ),
+            similar_sources=self._similar_sources(),
         )
         self._closers.append(search)
         return search
+
+    def _similar_sources(self) -> tuple[tuple[SimilarSource, float], ...]:
+        """Further lists for "similar papers": the citation graph, when its weight is above 0."""
+        if self.settings.similar_graph_weight <= 0:
+            return ()
+        from paperfeed.services.similar_graph import GraphSimilar
+
+        return ((GraphSimilar(self.citation_records, self.store), self.settings.similar_graph_weight),)
+
+    @cached_property
+    def cited_trending(self) -> CitedTrending:
+        """Trending by citation velocity (``/trending?sort=cited``, ``sort=cited`` of the API)."""
+        from paperfeed.adapters.store.cited_queries import SqlCitedQueries
+        from paperfeed.services.citation_trend import CitedTrending
+
+        return CitedTrending(SqlCitedQueries(self.store.engine))
+
+    @cached_property
+    def reference_bibliography(self) -> ReferenceBibliography:
+        """BibTeX of papers with their references (``paperfeed library export --with-references``)."""
+        from paperfeed.services.library_references import ReferenceBibliography
+
+        return ReferenceBibliography(self.citation_records, self.store)
 
     def _search_vectors(self) -> VectorIndex | None:
         """The stored vector index for reading, opened once (it reloads itself when a new one is saved)."""

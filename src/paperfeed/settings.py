@@ -276,6 +276,13 @@ class Settings(BaseSettings):
         le=200,
         description="Similar papers: distinctive terms of the paper's title + abstract in its keyword query.",
     )
+    similar_graph_weight: float = Field(
+        default=0.0,
+        ge=0,
+        description="Similar papers: weight of the citation-graph list (co-citation + bibliographic "
+        "coupling, Salton's cosine; only papers with stored citations have one). 0 (the default): off, "
+        "because no offline judgments can show it does not hurt (docs/citations.md).",
+    )
     keyword_engine: Literal["auto", "fts5", "tantivy", "postgres"] = Field(
         default="auto",
         description="BM25 engine: tantivy (derived index in <data_dir>/keyword, fast at 1M papers), fts5 "

@@ -9,6 +9,7 @@ import pytest
 
 from paperfeed.adapters.store.citations import (
     RELATED_CITERS_PER_REFERENCE,
+    RELATED_PRIOR_CITERS_PER_REFERENCE,
     SqlCitationRecords,
 )
 from paperfeed.domain.paper_graph import CitationRecords, CitationSort, GraphPage
@@ -129,12 +130,12 @@ def test_related_counts_on_a_graph_counted_by_hand(graph: SqlCitationRecords) ->
     assert related.coupling == {A: 3, B: 1, C1: 1, C2: 1, Y: 1}
     # co-citation: P's citers A (R1 R2 R3), C1 (R1 X), C2 (X R2), C3 (nothing else)
     assert related.co_citation == {R1: 2, R2: 2, R3: 1, X: 2}
-    # prior: per reference, what its other citers also cite:
-    # R1 -> A: R2 R3, C1: X;  R2 -> A: R1 R3, C2: X, Y: Z;  R3 -> A: R1 R2
-    assert related.prior == {R1: 2, R2: 2, R3: 2, X: 2, Z: 1}
+    # prior: per reference, which of P's other references its citers also cite:
+    # R1 -> A: R2 R3 (C1: X is no reference of P);  R2 -> A: R1 R3 (C2: X, Y: Z are not);  R3 -> A: R1 R2
+    assert related.prior == {R1: 2, R2: 2, R3: 2}
     assert related.cites_paper == {A, C1, C2}
     assert related.in_store == {C1, R3}
-    assert set(related.works) == {A, B, C1, C2, Y, R1, R2, R3, X, Z}
+    assert set(related.works) == {A, B, C1, C2, Y, R1, R2, R3, X}
     assert related.works[R3].published == date(2024, 2, 3)
 
     top = graph.related_counts(P, limit=2)  # the largest first, ties by key ascending
@@ -151,15 +152,28 @@ def test_the_store_implements_the_port(records: SqlCitationRecords) -> None:
 
 
 def test_a_highly_cited_reference_contributes_only_its_newest_citers(records: SqlCitationRecords) -> None:
-    """The cap that keeps related_counts fast: of a reference with 60 citers only the 50 most recent
-    count towards coupling (and prior); the cap is the same on both backends."""
-    hub = "doi:10.1/hub"
-    citers = [f"doi:10.2/{i:03d}" for i in range(60)]
+    """The caps that keep related_counts fast, the same on both backends: of a reference with 60
+    citers only the 50 most recent count towards coupling, and only the 20 most recent towards prior."""
+    hub, other, third, fourth = "doi:10.1/hub", "doi:10.1/other", "doi:10.1/third", "doi:10.1/fourth"
+    citers = [f"doi:10.2/{i:03d}" for i in range(60)]  # oldest first, one day apart
     start = date(2020, 1, 1)
     described = [work(c, (start + timedelta(days=i)).isoformat()) for i, c in enumerate(citers)]
-    edges = [cite(P, hub)] + [cite(c, hub) for c in citers] + [cite(c, "doi:10.1/other") for c in citers]
+    edges = [cite(P, r) for r in (hub, other, third, fourth)]
+    edges += [cite(c, hub) for c in citers]
+    edges += [cite(c, other) for c in citers[:5]]  # old citers of the hub
+    edges += [cite(citers[45], third), cite(citers[35], fourth)]  # among the hub's newest 20 / 50
     records.save_links([links(P, edges, works=described)], harvested_at=HARVESTED)
     related = records.related_counts(P, limit=100)
-    assert RELATED_CITERS_PER_REFERENCE == 50
-    assert set(related.coupling) == set(citers[10:])  # the 50 newest
-    assert related.prior == {"doi:10.1/other": 1}
+    assert (RELATED_CITERS_PER_REFERENCE, RELATED_PRIOR_CITERS_PER_REFERENCE) == (50, 20)
+    # coupling: the hub's 50 newest (citers[10:]) and the other's 5 (citers[:5]); citers[0] cites the
+    # hub too, but is not among its newest 50
+    assert set(related.coupling) == set(citers[:5] + citers[10:])
+    assert (related.coupling[citers[0]], related.coupling[citers[45]], related.coupling[citers[35]]) == (
+        1,
+        2,
+        2,
+    )
+    # prior: the hub is co-cited with the other (by citers[:5]), the third (citers[45]) and the fourth
+    # (citers[35], which the fourth's own sample holds); from the hub's side only its 20 newest are read,
+    # so the third (citers[45]) is co-cited with it and the fourth (citers[35]) is not
+    assert related.prior == {hub: 3, third: 1}

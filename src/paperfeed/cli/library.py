@@ -131,6 +131,14 @@ def export_library(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
     ] = None,
+    with_references: Annotated[
+        bool,
+        typer.Option(
+            "--with-references",
+            help="BibTeX only: add every work the papers cite (from the citation graph), each once "
+            "(keys unique across the file; tags and notes are left out).",
+        ),
+    ] = False,
 ) -> None:
     """Write a reader's saved papers (newest save first, with their tags and notes), one tag's, or a
     search's results, as BibTeX, RIS or CSL-JSON for Zotero and other reference managers."""
@@ -148,6 +156,8 @@ def export_library(
         chosen = None if fmt.strip().lower() == "ids" else export_format(fmt)
     except UnknownExportFormat:
         raise fail(f"--format must be {', '.join(EXPORT_FORMATS)} or ids, not {fmt!r}") from None
+    if with_references and chosen != "bibtex":
+        raise fail("--with-references needs --format bibtex")
     refs: list[Reference]
     if search is not None:
         if user is not None or tag is not None:
@@ -175,6 +185,11 @@ def export_library(
         except LibraryNotFound as exc:
             raise fail(str(exc)) from None
     text = "".join(ref.paper.id + "\n" for ref in refs) if chosen is None else render(chosen, refs)
+    cited = 0
+    if with_references:  # keys made unique across the papers and the works they cite
+        entries = c.app.reference_bibliography.bibtex([ref.paper for ref in refs])
+        cited = len(entries) - len(refs)
+        text = "".join(entry + "\n\n" for entry in entries)
     if output is None:
         sys.stdout.write(text)
     else:
@@ -182,4 +197,5 @@ def export_library(
             output.write_text(text, encoding="utf-8")
         except OSError as exc:
             raise fail(f"{output}: cannot write: {exc.strerror or exc}") from None
-        c.err.print(f"wrote {len(refs):,} papers to {output}", highlight=False, markup=False)
+        also = f" and {cited:,} references" if with_references else ""
+        c.err.print(f"wrote {len(refs):,} papers{also} to {output}", highlight=False, markup=False)

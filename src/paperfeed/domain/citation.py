@@ -1,4 +1,5 @@
-"""BibTeX for a paper, in the ``@misc{…, eprint=…}`` form arXiv itself suggests.
+"""BibTeX for a paper, in the ``@misc{…, eprint=…}`` form arXiv itself suggests, and for a work a
+reference list names (:func:`work_bibtex`), so a bibliography can carry its papers' references.
 
 Field values come from untrusted metadata, so they are made safe *for BibTeX*: unbalanced braces (which
 would swallow the rest of a .bib file) are dropped and LaTeX specials outside ``$…$`` math are escaped.
@@ -12,9 +13,10 @@ import unicodedata
 from collections.abc import Sequence
 
 from paperfeed.domain.models import Paper
+from paperfeed.domain.paper_graph import WorkRef
 from paperfeed.domain.tex import segments
 
-__all__ = ["bibtex", "bibtex_key", "bibtex_value"]
+__all__ = ["bibliography", "bibtex", "bibtex_key", "bibtex_value", "work_bibtex", "work_bibtex_key"]
 
 _SPECIALS = re.compile(r"(?<!\\)([&%#_])")
 _STOP = frozenset(
@@ -99,3 +101,57 @@ def bibtex(paper: Paper, *, key: str | None = None, extra: Sequence[tuple[str, s
     fields += extra
     body = ",\n".join(f"  {name:<13} = {{{value}}}" for name, value in fields)
     return f"@misc{{{key or bibtex_key(paper)},\n{body}\n}}"
+
+
+def work_bibtex_key(work: WorkRef) -> str:
+    """``firstwordYEAR`` (a reference names no authors), e.g. ``attention2017``; ASCII only."""
+    prose = " ".join(seg.text for seg in segments(work.title or "") if seg.tex is None)
+    word = next((w for w in (_ascii_word(t) for t in prose.split()) if w and w not in _STOP), "")
+    year = str(work.year) if work.year else ""
+    return f"{word}{year}" or _ascii_word(work.key) or "ref"
+
+
+def work_bibtex(work: WorkRef, key: str | None = None) -> str:
+    """A work outside the store as a ``@misc`` entry from what its source told: title, year, DOI, arXiv
+    id. ``@misc`` because a reference record names no venue, and ``@article`` without a journal is
+    invalid BibTeX; the DOI is what reference managers resolve the rest from."""
+    fields: list[tuple[str, str]] = []
+    if work.title:
+        fields.append(("title", "{" + _value(work.title) + "}"))
+    if work.year:
+        fields.append(("year", str(work.year)))
+    if work.arxiv_id:
+        fields += [("eprint", _value(work.arxiv_id)), ("archivePrefix", "arXiv")]
+        fields.append(("url", f"https://arxiv.org/abs/{_value(work.arxiv_id)}"))
+    if work.doi:
+        fields.append(("doi", _value(work.doi)))
+        if not work.arxiv_id:
+            fields.append(("url", f"https://doi.org/{_value(work.doi)}"))
+    body = ",\n".join(f"  {name:<13} = {{{value}}}" for name, value in fields)
+    return f"@misc{{{key or work_bibtex_key(work)},\n{body}\n}}"
+
+
+def bibliography(entries: Sequence[Paper | WorkRef]) -> list[str]:
+    """BibTeX entries for ``entries`` in order, keys made unique across them (``smith2020deep``,
+    ``smith2020deepa``, …), since a tag's papers and their references easily share one."""
+    used: set[str] = set()
+    out: list[str] = []
+    for entry in entries:
+        base = bibtex_key(entry) if isinstance(entry, Paper) else work_bibtex_key(entry)
+        key, n = base, 0
+        while key in used:
+            key = base + _suffix(n)
+            n += 1
+        used.add(key)
+        out.append(bibtex(entry, key=key) if isinstance(entry, Paper) else work_bibtex(entry, key))
+    return out
+
+
+def _suffix(n: int) -> str:
+    """a, b, …, z, aa, ab, … (the usual disambiguation of BibTeX keys)."""
+    letters = ""
+    n += 1
+    while n:
+        n, r = divmod(n - 1, 26)
+        letters = chr(ord("a") + r) + letters
+    return letters

@@ -1,8 +1,8 @@
 """JSON API under /api, shaped like Hugging Face's papers API (so ``huggingface_hub.HfApi`` works on it).
 
 =================================  =====================================================================
-``GET /api/daily_papers``          ``date`` | ``week`` | ``month``, ``sort`` (publishedAt, trending), ``p``,
-                                   ``limit`` ≤ 100 → daily items (HfApi.list_daily_papers)
+``GET /api/daily_papers``          ``date`` | ``week`` | ``month``, ``sort`` (publishedAt, trending,
+                                   cited), ``p``, ``limit`` ≤ 100 → daily items (HfApi.list_daily_papers)
 ``GET /api/papers/search``         ``q`` (≤ 250 chars), ``limit`` ≤ 120 → daily items with
                                    ``highlightedTitle``/``highlightedSummary`` (HfApi.list_papers)
 ``GET /api/papers``                ``cursor``, ``limit`` ≤ 100 → all papers newest first; the next page's
@@ -18,6 +18,8 @@
 Semantics of ``/api/daily_papers``: with ``date``/``week``/``month`` the papers listed in that period,
 most upvoted first (``sort=trending``: by the trending score as of the period's end); with none of them,
 ``sort=publishedAt`` gives the newest days first and ``sort=trending`` the site-wide trending list.
+``sort=cited`` (no period) ranks by citation velocity (docs/citations.md), each item with
+``citationCount``, ``citationsLast12Months`` and ``citationVelocity`` (citations per month).
 ``submitter`` is accepted for compatibility; it names Hugging Face users, so it matches nothing here.
 Counts (``upvotes``, ``numComments``) are Hugging Face's imported ones plus this instance's readers'
 (see docs/community.md); ``submittedOnDailyBy`` names the reader who submitted a paper here.
@@ -32,6 +34,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import PlainTextResponse, Response
 from pydantic import BaseModel, ConfigDict
 
+from paperfeed.domain.citation_trend import CitedItem
 from paperfeed.domain.feed import FeedItem, Period, parse_day, parse_month, parse_week
 from paperfeed.domain.ids import normalize_paper_id
 from paperfeed.domain.models import Paper
@@ -127,6 +130,15 @@ def _items(items: tuple[FeedItem, ...] | list[FeedItem]) -> list[dict[str, Any]]
     return [daily_item(i.paper, upvotes=i.upvotes, listed_on=i.day) for i in items]
 
 
+def _cited_item(item: CitedItem) -> dict[str, Any]:
+    """A daily item plus the inputs of its citation velocity."""
+    out = daily_item(item.paper)
+    out["citationCount"] = item.citations
+    out["citationsLast12Months"] = item.citations_last_12_months
+    out["citationVelocity"] = round(item.velocity, 4)
+    return out
+
+
 def checked_query(q: str) -> str:
     text = q.strip()
     if len(text) > MAX_QUERY_CHARS:
@@ -163,7 +175,10 @@ def daily_papers(
     submitter: Annotated[
         str | None, Query(description="HF username; paperfeed has no submitters.", max_length=200)
     ] = None,
-    sort: Annotated[Literal["publishedAt", "trending"], Query(description="Order.")] = "publishedAt",
+    sort: Annotated[
+        Literal["publishedAt", "trending", "cited"],
+        Query(description="Order (cited: citation velocity, site-wide only; docs/citations.md)."),
+    ] = "publishedAt",
     p: Annotated[int, Query(ge=0, le=MAX_PAGE, description="Page number, 0-based.")] = 0,
     limit: Annotated[int, Query(ge=1, le=MAX_DAILY_LIMIT, description="Papers per page.")] = 50,
 ) -> Response:
@@ -172,8 +187,13 @@ def daily_papers(
         raise ApiError(400, f"give only one of date, week and month (got {', '.join(given)})")
     if submitter:
         return JsonResponse([])
-    feeds = feeds_of(request)
     offset = p * limit
+    if sort == "cited":
+        if given:
+            raise ApiError(400, f"sort=cited ranks the whole store; give no {given[0]}")
+        cited = app_of(request).cited_trending.page(limit, offset)
+        return JsonResponse([_cited_item(t) for t in cited.items])
+    feeds = feeds_of(request)
     order: Literal["upvotes", "trending"] = "trending" if sort == "trending" else "upvotes"
     items: tuple[FeedItem, ...] | list[FeedItem]
     if date:

@@ -16,6 +16,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markupsafe import Markup
 
+from paperfeed.domain.citation_trend import CitedPage, CitedParams
 from paperfeed.domain.feed import (
     DayFeed,
     FeedItem,
@@ -371,15 +372,51 @@ def _trending_view(page: TrendingPage, feeds: FeedService) -> TrendingView:
     )
 
 
+def _cited_view(page: CitedPage, params: CitedParams) -> TrendingView:
+    """``/trending?sort=cited``: papers by citation velocity (docs/citations.md)."""
+    items = [
+        paper_view(
+            t.paper,
+            score_label=(
+                f"{t.velocity:.2g} citations/month · {plural(t.citations_last_12_months, 'citation')} in "
+                f"12 months · {plural(t.citations, 'citation')} in all"
+            ),
+        )
+        for t in page.items
+    ]
+    explanation = Markup(
+        "<p>How fast a paper is cited now, whatever its age: the citations dated in the twelve months "
+        "before {as_of}, per month of that year the paper has existed. A paper a year old or more divides "
+        "by 12; a younger one by its age in months, but by at least {m:g}, so two citations in a paper's "
+        "first week do not outrank a steady rate. Ties go to the paper with more citations in all.</p>"
+        "<p>Counts come from the citation graph this instance harvested (Semantic Scholar, OpenAlex); "
+        "citing works without a date are not counted.</p>"
+    ).format(as_of=day_label(page.as_of), m=params.min_months)
+    return TrendingView(
+        items=items,
+        formula=page.formula,
+        explanation=explanation,
+        subheading=f"The top {len(items)} of {plural(page.total, 'paper')} cited in the last twelve "
+        "months, ranked by citations per month.",
+    )
+
+
 @router.get("/trending", response_class=HTMLResponse)
-def trending_page(request: Request, feeds: Feeds) -> HTMLResponse:
-    result = feeds.trending(limit=TRENDING_SIZE)
-    view = _trending_view(result, feeds)
+def trending_page(request: Request, feeds: Feeds, sort: str = "") -> HTMLResponse:
+    if sort not in ("", "score", "cited"):
+        return error_page(request, 400, "Unknown order", f"sort must be score or cited, not {sort[:40]!r}.")
+    if sort == "cited":
+        cited = app_of(request).cited_trending
+        view = _cited_view(cited.page(limit=TRENDING_SIZE), cited.params)
+        what = "Papers ranked by how fast they are cited now (citations per month, last 12 months)."
+    else:
+        view = _trending_view(feeds.trending(limit=TRENDING_SIZE), feeds)
+        what = "Papers ranked by upvotes and GitHub stars, decayed by age."
     top = ", ".join(v.title_text for v in view.items[:3])
     meta = PageMeta(
         "Trending papers",
-        clip("Papers ranked by upvotes and GitHub stars, decayed by age." + (f" Top: {top}" if top else "")),
-        absolute_url(request, "/trending"),
+        clip(what + (f" Top: {top}" if top else "")),
+        absolute_url(request, "/trending" + ("?sort=cited" if sort == "cited" else "")),
         feeds=(("Trending papers", "/rss/trending"),),
     )
-    return rendering.page(request, "trending.html", meta, nav="trending", trending=view)
+    return rendering.page(request, "trending.html", meta, nav="trending", trending=view, sort=sort or "score")

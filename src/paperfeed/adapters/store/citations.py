@@ -43,6 +43,7 @@ from .sql_store import write_checkpoint
 __all__ = [
     "RELATED_CITERS",
     "RELATED_CITERS_PER_REFERENCE",
+    "RELATED_PRIOR_CITERS_PER_REFERENCE",
     "RELATED_REFERENCES",
     "SqlCitationRecords",
     "sort_day",
@@ -69,8 +70,9 @@ _COUNTS = ("citation_count", "reference_count")
 # Caps of :meth:`SqlCitationRecords.related_counts` (docs/citations.md repeats them): they bound the
 # fan-out through very highly cited works so that one query reads a few thousand index entries at most.
 RELATED_REFERENCES = 300  # the paper's references considered (in key order; reference lists are short)
-RELATED_CITERS_PER_REFERENCE = 50  # of each reference, only its 50 most recent citers are followed
-RELATED_CITERS = 500  # of the paper itself, only its 500 most recent citers are followed
+RELATED_CITERS_PER_REFERENCE = 50  # coupling: of each reference, only its 50 most recent citers count
+RELATED_PRIOR_CITERS_PER_REFERENCE = 20  # prior: only each reference's 20 most recent citers are read
+RELATED_CITERS = 200  # co-citation: of the paper itself, only its 200 most recent citers are read
 
 
 def sort_day(published: date | None, year: int | None) -> int:
@@ -172,6 +174,14 @@ class SqlCitationRecords:
             .where(citations.c.citing == bindparam("b_key"))
             .values(citing_day=bindparam("b_day"))
         )
+        self._pages = {
+            (outgoing, sort, in_store): _page_statements(outgoing, sort, in_store)
+            for outgoing in (True, False)
+            for sort in CitationSort
+            for in_store in (True, False)
+        }
+        sample = _SAMPLE_PG if engine.dialect.name == "postgresql" else _SAMPLE_SQLITE
+        self._related = (text(sample + _COUPLING), text(sample + _PRIOR), text(_CO_CITATION))
         self._harvest_upsert = self._upsert(
             citation_harvests,
             [citation_harvests.c.paper_id, citation_harvests.c.source],
@@ -370,42 +380,10 @@ class SqlCitationRecords:
     ) -> GraphPage:
         if offset < 0 or limit < 0:
             raise ValueError(f"offset and limit must not be negative (got offset={offset}, limit={limit})")
-        here, there = (
-            (citations.c.citing, citations.c.cited) if outgoing else (citations.c.cited, citations.c.citing)
-        )
-        where = [here == key]
-        joined = citations.join(works, works.c.key == there).outerjoin(papers, papers.c.id == there)
-        if in_store_only:
-            where.append(papers.c.id.is_not(None))
-        if sort is CitationSort.DATE:
-            day = works.c.sort_day if outgoing else citations.c.citing_day
-            order = [day.desc(), there.desc()]
-        else:
-            order = [_cited_by.desc(), there.desc()]
-        query = (
-            select(
-                *_WORK_COLUMNS,
-                _cited_by.label("cited_by"),
-                citations.c.is_influential,
-                citations.c.contexts,
-                citations.c.intents,
-                citations.c.sources,
-                papers.c.id.label("paper_id"),
-                papers.c.title.label("paper_title"),
-                papers.c.published.label("paper_published"),
-            )
-            .select_from(joined)
-            .where(*where)
-            .order_by(*order)
-            .offset(offset)
-            .limit(limit)
-        )
-        counted = select(func.count()).select_from(
-            citations.outerjoin(papers, papers.c.id == there) if in_store_only else citations
-        )
+        query, counted = self._pages[(outgoing, sort, in_store_only)]
         with self.engine.connect() as conn:
-            rows = conn.execute(query).all()
-            total = int(conn.execute(counted.where(*where)).scalar_one())
+            rows = conn.execute(query, {"key": key, "offset": offset, "limit": limit}).all()
+            total = int(conn.execute(counted, {"key": key}).scalar_one())
         return GraphPage(
             rows=tuple(
                 GraphRow(
@@ -475,16 +453,22 @@ class SqlCitationRecords:
         The fan-out is capped (module constants, repeated in docs/citations.md):
 
         * of the paper's references, the first :data:`RELATED_REFERENCES` (in key order) are used;
-        * each reference contributes only its :data:`RELATED_CITERS_PER_REFERENCE` most recent citers
-          (by ``citing_day``; a tie at the boundary day lets the whole day in) to ``coupling`` and
-          ``prior``: a reference cited 100,000 times costs as much as one cited 50 times, and its
-          older citers are not counted;
-        * ``co_citation`` follows only the paper's own :data:`RELATED_CITERS` most recent citers.
+        * each reference contributes only its :data:`RELATED_CITERS_PER_REFERENCE` (50) most recent
+          citers to ``coupling`` and only its :data:`RELATED_PRIOR_CITERS_PER_REFERENCE` (20) most
+          recent citers' reference lists to ``prior`` (by ``citing_day``; on SQLite a tie at the
+          boundary day lets the whole day in): a reference cited 100,000 times costs as much as one
+          cited 50 times, and its older citers are not counted. ``prior`` reads every sampled
+          citer's whole reference list, hence its smaller sample;
+        * ``co_citation`` reads only the reference lists of the paper's own :data:`RELATED_CITERS` (200)
+          most recent citers (a paper cited 50,000 times costs as much as one cited 200 times).
 
-        So ``coupling[w]`` is the number of the paper's references among whose newest citers ``w`` is
-        (exact when each reference has at most 50 citers), ``prior[w]`` the number of references ``r``
-        such that one of ``r``'s newest citers (not the paper) cites both ``r`` and ``w``, and
-        ``co_citation[w]`` the number of the paper's newest citers that also cite ``w``. ``cites_paper``
+        So ``coupling[w]`` is the number of the paper's references among whose 50 newest citers ``w``
+        is (exact when each reference has at most 50 citers); ``prior[r]``, for each reference ``r``
+        of the paper, the number of its other references that one of ``r``'s 20 newest citers (not
+        the paper) cites as well (prior works are the most co-cited among the references: restricting
+        ``prior`` to them keeps it to one pass over the sampled citers' reference lists, where any
+        work would mean grouping tens of thousands of keys); ``co_citation[w]`` the number of the
+        paper's newest citers that also cite ``w``. ``cites_paper``
         is exact: every returned key that cites the paper, however old the citation.
         """
         if limit < 1:
@@ -497,11 +481,19 @@ class SqlCitationRecords:
             "citers": RELATED_CITERS,
             "limit": limit,
         }
-        sample = _SAMPLE_PG if self.engine.dialect.name == "postgresql" else _SAMPLE_SQLITE
+        coupling_sql, prior_sql, co_citation_sql = self._related
         with self.engine.connect() as conn:
-            coupling = _counted(conn, sample + _COUPLING, params)
-            prior = _counted(conn, sample + _PRIOR, params)
-            co_citation = _counted(conn, _CO_CITATION, params)
+            coupling = _counted(conn, coupling_sql, params)
+            prior = _counted(
+                conn,
+                prior_sql,
+                {
+                    **params,
+                    "n": RELATED_PRIOR_CITERS_PER_REFERENCE,
+                    "n_before": RELATED_PRIOR_CITERS_PER_REFERENCE - 1,
+                },
+            )
+            co_citation = _counted(conn, co_citation_sql, params)
             keys = list(dict.fromkeys([*coupling, *co_citation, *prior]))
             cites: set[str] = set()
             found: dict[str, WorkRef] = {}
@@ -581,8 +573,48 @@ def _work_of(row: Any) -> WorkRef:
     return WorkRef(key=row.key, **fields)
 
 
-def _counted(conn: Connection, sql: str, params: dict[str, Any]) -> dict[str, int]:
-    return {str(k): int(n) for k, n in conn.execute(text(sql), params)}
+def _page_statements(outgoing: bool, sort: CitationSort, in_store_only: bool) -> tuple[Any, Any]:
+    """The page query and its count for one list, direction and filter, built once with bound
+    parameters (building and cache-keying a statement per call cost as much as running it)."""
+    here, there = (
+        (citations.c.citing, citations.c.cited) if outgoing else (citations.c.cited, citations.c.citing)
+    )
+    where = [here == bindparam("key")]
+    if in_store_only:
+        where.append(papers.c.id.is_not(None))
+    if sort is CitationSort.DATE:  # newest first: for cited-by lists a range of ix_citations_cited_day
+        day = works.c.sort_day if outgoing else citations.c.citing_day
+        order = [day.desc(), there.desc()]
+    else:
+        order = [_cited_by.desc(), there.desc()]
+    query = (
+        select(
+            *_WORK_COLUMNS,
+            _cited_by.label("cited_by"),
+            citations.c.is_influential,
+            citations.c.contexts,
+            citations.c.intents,
+            citations.c.sources,
+            papers.c.id.label("paper_id"),
+            papers.c.title.label("paper_title"),
+            papers.c.published.label("paper_published"),
+        )
+        .select_from(citations.join(works, works.c.key == there).outerjoin(papers, papers.c.id == there))
+        .where(*where)
+        .order_by(*order)
+        .offset(bindparam("offset"))
+        .limit(bindparam("limit"))
+    )
+    counted = (
+        select(func.count())
+        .select_from(citations.outerjoin(papers, papers.c.id == there) if in_store_only else citations)
+        .where(*where)
+    )
+    return query, counted
+
+
+def _counted(conn: Connection, sql: Any, params: dict[str, Any]) -> dict[str, int]:
+    return {str(k): int(n) for k, n in conn.execute(sql, params)}
 
 
 # The sampled citers of the paper's references: (ref, citer) pairs, at most :n per reference (its most
@@ -618,7 +650,7 @@ SELECT citing, count(*) AS n FROM sample GROUP BY citing ORDER BY n DESC, citing
 _PRIOR = """
 SELECT c.cited, count(DISTINCT s.ref) AS n
 FROM sample s JOIN citations c ON c.citing = s.citing
-WHERE c.cited <> s.ref AND c.cited <> :key
+WHERE c.cited IN (SELECT ref FROM refs) AND c.cited <> s.ref
 GROUP BY c.cited ORDER BY n DESC, c.cited LIMIT :limit
 """
 _CO_CITATION = """

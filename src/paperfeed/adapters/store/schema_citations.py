@@ -59,6 +59,9 @@ citations = Table(
     Column("first_seen", UtcDateTime(), nullable=False),
     # cited-by lists newest first, and the 12-month window (references use the primary key)
     Index("ix_citations_cited_day", "cited", "citing_day", "citing"),
+    # SQLite: the rows live in the primary key's b-tree, so a reference list is one contiguous range
+    # and the table holds no second copy of the keys (PostgreSQL ignores this option).
+    sqlite_with_rowid=False,
 )
 
 # One row per paper of the store and source asked: when, whether the source knew it, and whether its

@@ -44,6 +44,7 @@ def upgrade() -> None:
         sa.Column("intents", sa.JSON, nullable=False),
         sa.Column("sources", sa.JSON, nullable=False),
         sa.Column("first_seen", _TS, nullable=False),
+        sqlite_with_rowid=False,
     )
     op.create_index("ix_citations_cited_day", "citations", ["cited", "citing_day", "citing"])
     op.create_table(
