@@ -121,11 +121,10 @@ def test_related_work_with_reasons_and_numbers(client: TestClient) -> None:
     body = _get(client, f"/api/papers/{ME}/related")
     assert set(body) == {"prior", "derivative", "coupling"}
     prior = body["prior"][0]
-    assert (prior["key"], prior["reason"], prior["coCitedWithReferences"]) == (
-        PRIOR,
-        "co-cited with 12 of this paper's references",
-        12,
-    )
+    assert prior["key"] in reference_keys()
+    assert prior["key"] != PRIOR
+    assert prior["reason"].startswith("co-cited with 11 of this paper's references")
+    assert prior["coCitedWithReferences"] == 11
     derivative = {e["key"]: e for e in body["derivative"]}
     assert derivative[CITER]["reason"] == "cites it and 7 of its references"
     assert (derivative[CITER]["sharedReferences"], derivative[CITER]["citesPaper"]) == (7, True)
@@ -193,10 +192,8 @@ def test_markdown_carries_counts_related_work_and_references(client: TestClient)
     assert "## Citations\n\n- **References:** 25\n- **Cited by:** 23 (10 in the last 12 months)" in text
     assert "## Related work" in text
     assert "cites it and 7 of its references" in text
-    assert (
-        "- [A prior classic](https://doi.org/10.1000/prior) "
-        "(1985; co-cited with 12 of this paper's references)" in text
-    )
+    assert "co-cited with 11 of this paper's references" in text
+    assert "[A prior classic]" not in text  # cited with ME's references by THIRD, but not one of them
     references = text.split("## References\n\n", 1)[1]
     assert references.count("\n- ") + 1 == 25  # every reference (fewer than the Markdown's 100)
     assert "[Attention is all you need](http://testserver/papers/1706.03762)" in references

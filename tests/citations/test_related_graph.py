@@ -15,7 +15,16 @@ from paperfeed.bootstrap import App, build_app
 from paperfeed.domain.related_work import RelatedKind, UnknownPaper
 from paperfeed.settings import Settings
 from tests.conftest import BACKENDS
-from tests.support.citation_graph import CITER, EARLIER, ME, PRIOR, THIRD, graph_links, graph_settings
+from tests.support.citation_graph import (
+    CITER,
+    EARLIER,
+    ME,
+    PRIOR,
+    THIRD,
+    graph_links,
+    graph_settings,
+    prior_counts,
+)
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
@@ -54,15 +63,15 @@ def test_shared_reference_counts_match_the_edges(app: App) -> None:
     assert related.papers[CITER].id == CITER
 
 
-def test_prior_work_counts_the_references_it_is_co_cited_with(app: App) -> None:
-    cites = _cites()
-    mine = cites[ME]
-    expected = len(set().union(*(c & mine for k, c in cites.items() if k != ME and PRIOR in c)))
-    prior = app.paper_graph.related(ME).related.prior
-    assert prior[0].key == PRIOR
-    assert prior[0].co_cited_with_references == expected == 12
-    assert prior[0].reason == f"co-cited with {expected} of this paper's references"
-    assert not prior[0].in_store
+def test_prior_works_are_references_counted_by_the_references_they_are_co_cited_with(app: App) -> None:
+    counts = prior_counts()
+    expected = max(counts.values())
+    prior = app.paper_graph.related(ME, per_list=50).related.prior
+    assert prior[0].key in {r for r, n in counts.items() if n == expected}
+    assert prior[0].co_cited_with_references == expected == 11
+    assert prior[0].reason.startswith(f"co-cited with {expected} of this paper's references")
+    assert {e.key: e.co_cited_with_references for e in prior} == {r: n for r, n in counts.items() if n >= 2}
+    assert PRIOR not in {e.key for e in prior}  # co-cited with 12 of them, but not a reference of ME
 
 
 def test_lists_are_ranked_and_capped(app: App) -> None:

@@ -10,8 +10,9 @@ related work has overlaps to find:
   "cites it and 7 of its references";
 * ``EARLIER`` (2301.00004, before ME) cites 9 of its references (R3–R11): "shares 9 references";
 * ``THIRD`` (2203.00003, before ME) cites ``PRIOR`` (doi:10.1000/prior, not in the store) together with
-  12 of ME's references (R3–R14): PRIOR is a prior work "co-cited with 12 of this paper's references"
-  (and THIRD itself "shares 12 references").
+  12 of ME's references (R3–R14): THIRD "shares 12 references"; each of R3–R14 is co-cited with the 11
+  others, so prior works (chosen among ME's own references, see docs/citations.md) say "co-cited with 11
+  of this paper's references", and PRIOR, not a reference of ME, is none of them.
 
 ``LONELY`` (2401.00099) is in the store with no edges at all.
 """
@@ -110,6 +111,19 @@ def _work_of(paper_id: str) -> WorkRef:
     paper = next(p for p in PAPERS if p.id == paper_id)
     assert paper.published is not None
     return WorkRef(paper_id, paper.title, paper.published.year, paper.published.date(), arxiv_id=paper_id)
+
+
+def prior_counts() -> dict[str, int]:
+    """For each reference of ME, how many of its other references some third work cites with it."""
+    cited: dict[str, set[str]] = {}
+    for links in graph_links():
+        for edge in links.edges:
+            cited.setdefault(edge.citing, set()).add(edge.cited)
+    mine = cited[ME]
+    return {
+        r: len(set().union(*(refs & mine for k, refs in cited.items() if k != ME and r in refs)) - {r})
+        for r in mine
+    }
 
 
 def graph_links() -> list[PaperLinks]:

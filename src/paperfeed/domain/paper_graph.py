@@ -187,7 +187,8 @@ class RelatedCounts:
     Each mapping is work key → count:
     ``coupling``: references shared with the paper (bibliographic coupling);
     ``co_citation``: papers citing both it and the paper;
-    ``prior``: how many of the paper's references a work is co-cited with (by some third paper);
+    ``prior``: for each of the paper's own references, how many of its other references some third
+    paper cites together with it (prior works are the most co-cited *among its references*);
     ``cites_paper``: keys among the above that cite the paper itself.
     Lists are capped by the store (the cap is part of its contract, documented in docs/citations.md).
     """

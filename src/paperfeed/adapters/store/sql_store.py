@@ -187,9 +187,20 @@ class _BulkWriter:
         return compiled.string, names, procs
 
 
+def _dialect_insert(dialect: Dialect) -> Any:
+    """The dialect's INSERT (with ON CONFLICT), imported when first needed: the CLI starts without it."""
+    if dialect.name == "postgresql":
+        from sqlalchemy.dialects import postgresql
+
+        return postgresql.insert
+    from sqlalchemy.dialects import sqlite
+
+    return sqlite.insert
+
+
 def write_checkpoint(conn: Connection, name: str, value: str) -> None:
     """Set checkpoint ``name`` inside the caller's transaction (other stores write theirs with their data)."""
-    insert: Any = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    insert = _dialect_insert(conn.dialect)
     stmt = insert(checkpoints).values(name=name, value=value, updated_at=datetime.now(UTC))
     stmt = stmt.on_conflict_do_update(
         index_elements=[checkpoints.c.name],
@@ -231,13 +242,7 @@ class SqlPaperStore:
         self._bulk = _BulkWriter(engine.dialect) if engine.dialect.name == "sqlite" else None
 
     def _dialect_insert(self) -> Any:
-        if self.engine.dialect.name == "postgresql":
-            from sqlalchemy.dialects import postgresql
-
-            return postgresql.insert
-        from sqlalchemy.dialects import sqlite
-
-        return sqlite.insert
+        return _dialect_insert(self.engine.dialect)
 
     # -- writes -------------------------------------------------------------------------------------
 
