@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
@@ -140,3 +142,14 @@ def stdio_params(instance: Instance, *args: str, token: str | None = None) -> St
 async def stdio_client(instance: Instance, *args: str, token: str | None = None) -> AsyncIterator[Client]:
     async with Client(stdio_params(instance, *args, token=token), cache=None) as client:
         yield client
+
+
+def run_async(main: Callable[[], Awaitable[None]]) -> None:
+    """Run ``main`` in its own event loop on a fresh thread.
+
+    Playwright's sync API (the session-scoped browser of the page tests) keeps an asyncio loop running in
+    the main thread for the rest of the session, and ``anyio.run`` refuses to start inside it, so an MCP
+    test collected after a browser test would fail for a reason that has nothing to do with MCP.
+    """
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(anyio.run, main).result()

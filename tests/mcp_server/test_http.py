@@ -6,13 +6,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import anyio
 import httpx
 import pytest
 from mcp import Client, MCPError
 from mcp_types import CallToolResult, TextContent
 
-from tests.mcp_server.conftest import Instance, http_client
+from tests.mcp_server.conftest import Instance, http_client, run_async
 
 READ_ONLY = {"search_papers", "get_paper", "daily_papers", "trending", "similar_papers"}
 READER = {"for_you", "library_list", "library_add", "library_tag", "subscribe_alert"}
@@ -30,7 +29,7 @@ def run(url: str, body: Callable[[Client], Awaitable[None]], token: str | None =
         async with http_client(url, token) as client:
             await body(client)
 
-    anyio.run(main)
+    run_async(main)
 
 
 def text(result: CallToolResult) -> str:

@@ -3,11 +3,10 @@ by the SDK's client as a desktop assistant would; the reader comes from ``--toke
 
 from __future__ import annotations
 
-import anyio
 import pytest
 from mcp_types import TextContent
 
-from tests.mcp_server.conftest import Instance, stdio_client
+from tests.mcp_server.conftest import Instance, run_async, stdio_client
 
 pytestmark = pytest.mark.slow  # each test spawns the CLI (imports the app: seconds)
 
@@ -43,7 +42,7 @@ def test_without_a_token_the_read_only_tools_answer_and_the_reader_tools_say_how
             read = await client.read_resource("paper://2503.00001")
             assert getattr(read.contents[0], "text", "").startswith("# Diffusion transformers for graphs")
 
-    anyio.run(main)
+    run_async(main)
 
 
 def test_the_token_flag_chooses_the_reader(instance: Instance) -> None:
@@ -58,7 +57,7 @@ def test_the_token_flag_chooses_the_reader(instance: Instance) -> None:
             assert not feed.is_error
             assert "why: " in _text(feed)
 
-    anyio.run(main)
+    run_async(main)
 
 
 def test_a_revoked_token_from_the_environment_is_a_tool_error(instance: Instance) -> None:
@@ -69,4 +68,4 @@ def test_a_revoked_token_from_the_environment_is_a_tool_error(instance: Instance
             assert "the personal API token is invalid or has been revoked" in _text(refused)
             assert _text(refused).endswith(HINT)
 
-    anyio.run(main)
+    run_async(main)
