@@ -379,7 +379,7 @@ class App:
 
     def start_index_follower(self) -> IndexFollower | None:
         """On PostgreSQL with node-local indexes: build what is missing now (the cold start, timed and
-        logged), then follow the database every ``PAPERFEED_INDEX_FOLLOW_SECONDS`` (docs/scaling.md).
+        logged), then follow the database every ``PAPERFEED_INDEX_FOLLOW_SECONDS`` (docs/deployment.md).
 
         One process per node follows (a lock in the data folder; the others read the same folders and
         reload when they change, and take over if that process dies). None when there is nothing to follow.

@@ -294,7 +294,7 @@ class Settings(BaseSettings):
         description="Where meaning search's vector index lives: local (a faiss folder index in "
         "<data_dir>/vectors, exact while small, HNSW once large), pgvector (in the PostgreSQL store, shared "
         "by every process and node); auto: pgvector on PostgreSQL, else local. On PostgreSQL a local index "
-        "belongs to its node and follows the database by a watermark (docs/scaling.md).",
+        "belongs to its node and follows the database by a watermark (docs/deployment.md).",
     )
     index_follow_seconds: float = Field(
         default=2.0,
