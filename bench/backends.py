@@ -19,6 +19,11 @@ first words plus common phrases), unfiltered and with a selective filter:
   query embeddings cached, as for a repeated query); day page: ``/papers/date/<day>`` rendered in-process
   for random listed days; ANN recall@10 of the dense search against exact search over the same vectors.
 
+``postgresql-local`` (issue #19): the same PostgreSQL store searched through a node's own indexes
+(``PAPERFEED_KEYWORD_ENGINE=tantivy``, ``PAPERFEED_VECTOR_INDEX=local``) in a fresh data folder
+``pg-<N>-node``: the node's cold start (both indexes built from the database, as ``paperfeed serve`` does
+before it serves) is timed, then the same rows are measured.
+
 Import rate: ``arxiv_oai_2007_2017_sample100k.jsonl.gz`` (100k real records) imported into an empty store
 of each backend through ``IngestService`` with its keyword index following (tantivy flushed at the end;
 PostgreSQL's trigger inline).
@@ -189,8 +194,24 @@ def measure(backend: str, sqlite_root: Path, url: str | None, queries_n: int) ->
     from paperfeed.settings import Settings
     from paperfeed.web import create_app
 
-    settings = Settings(data_dir=sqlite_root, database_url=url)
-    app = build_app(settings)
+    cold_start: float | None = None
+    if backend == "postgresql-local":  # a new node: empty data folder, indexes built from the database
+        node = CACHE / f"{sqlite_root.name.replace('speed-', 'pg-')}-node"
+        shutil.rmtree(node, ignore_errors=True)
+        settings = Settings(
+            data_dir=node,
+            database_url=url,
+            keyword_engine="tantivy",
+            vector_index="local",
+            index_follow_seconds=0,
+        )
+        app = build_app(settings)
+        t0 = time.perf_counter()
+        app.start_index_follower()
+        cold_start = time.perf_counter() - t0
+    else:
+        settings = Settings(data_dir=sqlite_root, database_url=url)
+        app = build_app(settings)
     rng = random.Random(5)
     with app.store.engine.connect() as conn:
         titles = [
@@ -215,6 +236,8 @@ def measure(backend: str, sqlite_root: Path, url: str | None, queries_n: int) ->
         return {"p50_ms": float(np.percentile(lat, 50) * 1e3), "p99_ms": float(np.percentile(lat, 99) * 1e3)}
 
     out: dict[str, Any] = {"keyword_engine": app.keyword_index.name, "vector_index": index.manifest.kind}
+    if cold_start is not None:
+        out["cold_start_s"] = cold_start
     for label, filters in (("", None), (" +filter", selective)):
         out["keyword" + label] = timed(
             lambda q, f=filters: app.keyword_index.search(with_filters(parse_query(q), f), 10), queries
@@ -327,7 +350,9 @@ def main() -> None:
         "--build-only", action="store_true", help="Build (or check) both stores, measure nothing."
     )
     parser.add_argument("--quality", action="store_true", help="Only SciFact keyword quality on PostgreSQL.")
-    parser.add_argument("--measure", choices=["sqlite", "postgresql"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--measure", choices=["sqlite", "postgresql", "postgresql-local"], help=argparse.SUPPRESS
+    )
     parser.add_argument("--url", help=argparse.SUPPRESS)
     args = parser.parse_args()
     sqlite_root = CACHE / f"speed-{args.size}"
@@ -355,7 +380,8 @@ def main() -> None:
         if args.build_only:
             return
         results: dict[str, dict[str, Any]] = {}
-        for backend, url in (("sqlite", None), ("postgresql", server.url(DATABASE))):
+        pg_url = server.url(DATABASE)
+        for backend, url in (("sqlite", None), ("postgresql", pg_url), ("postgresql-local", pg_url)):
             cmd = [sys.executable, "-m", "bench.backends", "--measure", backend, "--size", str(args.size)]
             cmd += ["--queries", str(args.queries)] + (["--url", url] if url else [])
             child = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -371,17 +397,28 @@ def main() -> None:
     finally:
         stop_server(server, remove=False)
 
-    s, p = results["sqlite"], results["postgresql"]
+    from paperfeed.adapters.embed.cpu import cpu_info
+
+    s, p, n = results["sqlite"], results["postgresql"], results["postgresql-local"]
     queries = args.queries + len(COMMON)
     print(f"\n== {args.size:,} papers, k=10, {queries} queries; load now {os.getloadavg()[0]:.2f}")
+    print(f"   CPU: {cpu_info().describe()}")
     print(f"   SQLite: {s['keyword_engine']} + {s['vector_index']}", end="; ")
-    print(f"PostgreSQL: {p['keyword_engine']} + {p['vector_index']}")
-    print(f"{'':22s} {'SQLite p50':>11s} {'p99':>8s} {'Postgres p50':>13s} {'p99':>8s}   (ms)")
+    print(f"PostgreSQL: {p['keyword_engine']} + {p['vector_index']}", end="; ")
+    print(f"PostgreSQL + node indexes: {n['keyword_engine']} + {n['vector_index']}")
+    print(
+        f"{'':22s} {'SQLite p50':>11s} {'p99':>8s} {'Postgres p50':>13s} {'p99':>8s} "
+        f"{'PG+node p50':>12s} {'p99':>8s}"
+    )
     for row in ROWS:
-        sq, pg = s[row], p[row]
-        print(f"{row:22s} {sq['p50_ms']:11.2f} {sq['p99_ms']:8.2f} {pg['p50_ms']:13.2f} {pg['p99_ms']:8.2f}")
+        sq, pg, nd = s[row], p[row], n[row]
+        print(
+            f"{row:22s} {sq['p50_ms']:11.2f} {sq['p99_ms']:8.2f} {pg['p50_ms']:13.2f} {pg['p99_ms']:8.2f} "
+            f"{nd['p50_ms']:12.2f} {nd['p99_ms']:8.2f}"
+        )
     for key in ("ann_recall@10", "ann_recall@10 +filter"):
-        print(f"{key:22s} {s[key]:11.3f} {'':8s} {p[key]:13.3f}")
+        print(f"{key:22s} {s[key]:11.3f} {'':8s} {p[key]:13.3f} {'':8s} {n[key]:12.3f}")
+    print(f"node cold start (tantivy + faiss built from PostgreSQL): {n['cold_start_s']:,.1f} s")
     for backend, figures in imports.items():
         print(
             f"import {IMPORT_FILE}: {backend:10s} {figures['papers']:,} papers in "

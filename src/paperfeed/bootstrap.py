@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from paperfeed.adapters.store.job_runs import SqlJobStore
     from paperfeed.domain.digest_links import LinkSigner
     from paperfeed.domain.digest_mail import DigestRenderer
+    from paperfeed.domain.embedding import IndexMarks
     from paperfeed.domain.library import SavedSearch
     from paperfeed.domain.mail import OutgoingMail, SessionMailer
     from paperfeed.domain.models import Paper
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from paperfeed.services.digest_send import DigestService
     from paperfeed.services.feed import FeedService
     from paperfeed.services.fill import FillService
+    from paperfeed.services.index_follow import IndexFollower
     from paperfeed.services.indexing import IndexingService
     from paperfeed.services.ingest import IngestService
     from paperfeed.services.jobs import JobSchedule, JobService
@@ -353,7 +355,70 @@ class App:
             self.resolve_embedder(calibrate=True),
             self._open_vector_index,
             batch_size=self.settings.embedding_batch_size,
+            marks=self._node_marks(),
         )
+
+    def _local_indexes_on_postgres(self) -> tuple[bool, bool]:
+        """(keyword, vectors): the derived indexes this node keeps on its own disk for a PostgreSQL store."""
+        from paperfeed.adapters.keyword.factory import resolve_engine
+        from paperfeed.adapters.vector.factory import uses_pgvector
+
+        engine = self.store.engine
+        if engine.dialect.name != "postgresql":
+            return False, False
+        keyword = resolve_engine(self.settings.keyword_engine, engine) == "tantivy"
+        return keyword, not uses_pgvector(engine, self.settings.vector_index)
+
+    def _node_marks(self) -> IndexMarks | None:
+        """A node-local vector index on PostgreSQL keeps its sync point on the node (None: in the store)."""
+        if not self._local_indexes_on_postgres()[1]:
+            return None
+        from paperfeed.adapters.vector.marks import FolderMarks
+
+        return FolderMarks(self.settings.data_dir / "vector-marks.json")
+
+    def start_index_follower(self) -> IndexFollower | None:
+        """On PostgreSQL with node-local indexes: build what is missing now (the cold start, timed and
+        logged), then follow the database every ``PAPERFEED_INDEX_FOLLOW_SECONDS`` (docs/deployment.md).
+
+        One process per node follows (a lock in the data folder; the others read the same folders and
+        reload when they change, and take over if that process dies). None when there is nothing to follow.
+        """
+        keyword_local, vectors_local = self._local_indexes_on_postgres()
+        if not (keyword_local or vectors_local):
+            return None
+        from paperfeed.adapters.node_lock import NodeLock
+        from paperfeed.services.index_follow import IndexFollower
+        from paperfeed.services.indexing import IndexingService, IndexSync
+
+        lock = NodeLock(self.settings.data_dir / "index-follower.lock")
+        self._closers.append(lock)
+        follow_keyword: Callable[[], int] | None = None
+        follow_vectors: Callable[[], IndexSync | None] | None = None
+        if keyword_local:
+            from paperfeed.adapters.keyword.tantivy_index import TantivyKeywordIndex
+
+            index = self.keyword_index  # opening it builds it when missing or damaged
+            if isinstance(index, TantivyKeywordIndex):
+                keyword_index = index
+
+                def follow_keyword() -> int:
+                    return keyword_index.follow_store() if lock.held() else 0
+
+        if vectors_local:
+            vectors = IndexingService(
+                self.embeddings, self.embedder, self._open_vector_index, marks=self._node_marks()
+            )
+
+            def follow_vectors() -> IndexSync | None:
+                return vectors.follow_index() if lock.held() else None
+
+        follower = IndexFollower(
+            keyword=follow_keyword, vectors=follow_vectors, every=self.settings.index_follow_seconds
+        )
+        follower.start()
+        self._closers.append(follower)
+        return follower
 
     @cached_property
     def check(self) -> CheckService:
@@ -361,7 +426,12 @@ class App:
         from paperfeed.adapters.consistency import StoreInspector
         from paperfeed.services.check import CheckService
 
-        inspector = StoreInspector(self.store.engine, self.settings.data_dir, self.settings.keyword_engine)
+        inspector = StoreInspector(
+            self.store.engine,
+            self.settings.data_dir,
+            self.settings.keyword_engine,
+            self.settings.vector_index,
+        )
         return CheckService(
             inspector, model_id=lambda: self.embedder.model_id, indexing=lambda: self.indexing
         )
@@ -427,7 +497,9 @@ class App:
         if self._vectors_for_search is None:
             from paperfeed.adapters.vector.factory import stored_dimension
 
-            dimension = stored_dimension(self.store.engine, self.vector_index_path)
+            dimension = stored_dimension(
+                self.store.engine, self.vector_index_path, self.settings.vector_index
+            )
             if dimension is None:
                 return None  # nothing embedded yet: keyword search only
             self._vectors_for_search = self._open_vector_index(
@@ -444,7 +516,12 @@ class App:
         from paperfeed.adapters.vector.factory import open_deployment_index
 
         return open_deployment_index(
-            self.store.engine, self.vector_index_path, model_id=model_id, dimension=dimension, fresh=fresh
+            self.store.engine,
+            self.vector_index_path,
+            model_id=model_id,
+            dimension=dimension,
+            fresh=fresh,
+            choice=self.settings.vector_index,
         )
 
     @cached_property

@@ -289,6 +289,20 @@ class Settings(BaseSettings):
         "(SQLite's own table, always in sync, slow on common words at 1M), postgres (PostgreSQL full-text "
         "search in the store); auto: postgres on PostgreSQL, else tantivy if installed.",
     )
+    vector_index: Literal["auto", "local", "pgvector"] = Field(
+        default="auto",
+        description="Where meaning search's vector index lives: local (a faiss folder index in "
+        "<data_dir>/vectors, exact while small, HNSW once large), pgvector (in the PostgreSQL store, shared "
+        "by every process and node); auto: pgvector on PostgreSQL, else local. On PostgreSQL a local index "
+        "belongs to its node and follows the database by a watermark (docs/deployment.md).",
+    )
+    index_follow_seconds: float = Field(
+        default=2.0,
+        ge=0,
+        description="On PostgreSQL with local indexes (PAPERFEED_KEYWORD_ENGINE=tantivy or "
+        "PAPERFEED_VECTOR_INDEX=local): how often each web process looks for papers and vectors another "
+        "node wrote and adds them to its own indexes; 0 turns this follower off.",
+    )
     recommend_window_days: int = Field(
         default=30,
         ge=1,

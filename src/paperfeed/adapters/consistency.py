@@ -25,6 +25,7 @@ from sqlalchemy.engine import Engine
 from paperfeed.adapters.keyword.factory import KeywordEngine, resolve_engine
 from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
 from paperfeed.adapters.store.schema import embeddings, papers
+from paperfeed.adapters.vector.factory import VectorIndexChoice
 from paperfeed.domain.consistency import EmbeddingState, FindingKind, Probe
 from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
 from paperfeed.domain.search import VectorIndexError
@@ -428,12 +429,13 @@ class StoreInspector:
     engine: Engine
     data_dir: Path
     keyword_engine: KeywordEngine
+    vector_index: VectorIndexChoice = "auto"
 
     @property
     def _postgres(self) -> bool:
         from paperfeed.adapters.vector.factory import uses_pgvector  # the one place that chooses pgvector
 
-        return uses_pgvector(self.engine)
+        return uses_pgvector(self.engine, self.vector_index)
 
     def probe(self, model_id: str) -> list[Probe]:
         from paperfeed.adapters.keyword.tantivy_index import INDEX_VERSION

@@ -19,6 +19,7 @@ from .search import VectorRecord
 __all__ = [
     "MAX_TOKENS",
     "EmbeddingStore",
+    "IndexMarks",
     "PendingPaper",
     "embedding_text",
 ]
@@ -47,6 +48,15 @@ class PendingPaper:
     @property
     def text(self) -> str:
         return embedding_text(self.title, self.abstract)
+
+
+class IndexMarks(Protocol):
+    """Where a vector index's sync point (a high-water mark) is kept: in the store for an index every
+    process shares, next to the index for one a node keeps on its own disk."""
+
+    def get_mark(self, name: str) -> datetime | None: ...
+
+    def set_mark(self, name: str, value: datetime | None) -> None: ...
 
 
 class EmbeddingStore(Protocol):

@@ -17,11 +17,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Literal
 
 import numpy as np
 
-from paperfeed.domain.embedding import EmbeddingStore
+from paperfeed.domain.embedding import EmbeddingStore, IndexMarks
 from paperfeed.domain.ports import ProgressReporter
 from paperfeed.domain.search import Embedder, IndexOpener, VectorIndex, VectorIndexError
 
@@ -91,7 +92,10 @@ class IndexingService:
         batch_size: int = DEFAULT_BATCH,
         sync_every: float = SYNC_EVERY_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        marks: IndexMarks | None = None,
     ) -> None:
+        """``marks``: where the index's sync point is kept (default: the store, for an index every process
+        shares; a node-local index on PostgreSQL keeps its own next to it)."""
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         self.store = store
@@ -100,6 +104,9 @@ class IndexingService:
         self.batch_size = batch_size
         self.sync_every = sync_every
         self._clock = clock
+        self.marks: IndexMarks = marks if marks is not None else store
+        self._followed = False  # follow_index(): looked at least once
+        self._followed_signal: datetime | None = None
 
     def plan(self, *, rebuild: bool = False) -> IndexPlan:
         model_id = self.embedder.model_id
@@ -126,6 +133,7 @@ class IndexingService:
         summary = IndexingSummary(model_id)
         if rebuild:
             self.store.delete_all()
+            self.marks.set_mark(self._mark(model_id), None)  # marks kept outside the store too
         backlog = self.store.count_backlog(model_id)
         target = backlog if limit is None else min(backlog, max(0, limit))
         if progress is not None:
@@ -143,6 +151,8 @@ class IndexingService:
                     f"(or non-finite values) around paper {batch[0].paper_id}"
                 )
             self.store.save_vectors(model_id, batch, vectors)
+            if self.marks is not self.store:  # node-local indexes elsewhere: tell them (one row's upsert)
+                self.store.set_mark(self._changed(model_id), datetime.now(UTC))
             after = batch[-1].paper_id
             replaced = sum(1 for p in batch if p.has_vector)
             summary.embedded += len(batch)
@@ -163,6 +173,28 @@ class IndexingService:
 
     def _mark(self, model_id: str) -> str:
         return f"vector-index:{model_id}"
+
+    def _changed(self, model_id: str) -> str:
+        """The store's cheap signal that vectors of ``model_id`` were written (read by followers)."""
+        return f"vectors-changed:{model_id}"
+
+    def follow_index(self) -> IndexSync | None:
+        """Sync a node-local index if the store says vectors were written since the last look (one
+        primary-key read when nothing changed); None when nothing had to be done.
+
+        The first look after start always syncs: that is a node's cold start (a full build from the
+        stored vectors when its index or its mark is missing).
+        """
+        model_id = self.embedder.model_id
+        signal = self.store.get_mark(self._changed(model_id))
+        if self._followed and signal == self._followed_signal:
+            return None
+        if self.store.newest(model_id) is None:  # nothing embedded yet: no index to build
+            self._followed, self._followed_signal = True, signal
+            return None
+        result = self.sync_index()
+        self._followed, self._followed_signal = True, signal
+        return result
 
     def _open(self, model_id: str, dimension: int, fresh: bool) -> tuple[VectorIndex, bool]:
         assert self.open_index is not None
@@ -188,7 +220,7 @@ class IndexingService:
         mark_name = self._mark(model_id)
         newest = self.store.newest(model_id)
         expected = self.store.model_counts().get(model_id, 0)
-        mark = None if full else self.store.get_mark(mark_name)
+        mark = None if full else self.marks.get_mark(mark_name)
         dimension = self._dimension(model_id)
         index, fresh = self._open(model_id, dimension, fresh=full or mark is None)
         upserted = 0
@@ -205,5 +237,5 @@ class IndexingService:
                 upserted += len(page)
         if fresh or upserted:
             index.save()
-            self.store.set_mark(mark_name, newest)
+            self.marks.set_mark(mark_name, newest)
         return IndexSync("full" if fresh else "incremental", len(index), upserted)

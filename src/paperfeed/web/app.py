@@ -58,6 +58,7 @@ def create_app(build: Callable[[], App], *, comment_renderer: CommentRenderer | 
     async def lifespan(_: FastAPI) -> AsyncIterator[dict[str, App]]:
         container = build()
         try:
+            container.start_index_follower()  # PostgreSQL with node-local indexes: build, then follow
             async with mcp.running():
                 yield {"app": container}
         finally:

@@ -22,8 +22,9 @@ from __future__ import annotations
 import functools
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
@@ -49,6 +50,10 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+# How far below its watermark a following node looks again: covers transactions that commit after a
+# later-stamped one and clocks of other nodes that lag this much (keep nodes NTP-synced).
+FOLLOW_OVERLAP_SECONDS = 30.0
 
 
 _P = ParamSpec("_P")
@@ -227,8 +232,24 @@ class TantivyKeywordIndex:
         return self._writer.catch_up()
 
     def rebuild(self, batch_size: int = 5000) -> int:
-        """Index every paper from scratch."""
-        return self._writer.rebuild(batch_size)
+        """Index every paper from scratch (timed and logged: a node's cold start is this)."""
+        started = time.monotonic()
+        count = self._writer.rebuild(batch_size)
+        log.warning(
+            "%s: keyword index built from the store: %d papers in %.1f s",
+            self.path,
+            count,
+            time.monotonic() - started,
+        )
+        return count
+
+    def follow_store(self, overlap_seconds: float = FOLLOW_OVERLAP_SECONDS) -> int:
+        """Add what other nodes wrote to a PostgreSQL store since the last look, then let the writer lock
+        go; returns how many papers were (re-)indexed (see :meth:`TantivyWriter.follow`)."""
+        try:
+            return self._writer.follow(timedelta(seconds=overlap_seconds))
+        finally:
+            self._writer.release()
 
     def close(self) -> None:
         """Finish queued work, let merges finish, release the writer lock (other processes may write)."""

@@ -14,7 +14,13 @@ The store stays the source of truth; the index follows it:
   (a crash between the store's commit and ours, or a writer that ran without this listener) are
   re-indexed (:meth:`~TantivyWriter.catch_up`);
 * :meth:`~TantivyWriter.rebuild` re-reads everything (deletions in the store are only picked up by a
-  rebuild).
+  rebuild);
+* :meth:`~TantivyWriter.follow` is how a node's index follows a PostgreSQL store that other nodes write
+  (no listener of theirs reaches this folder): it re-reads papers modified since the watermark minus an
+  overlap, because ``modified_at`` is stamped by the writing process before its transaction commits, so
+  a transaction that commits late, or a node whose clock lags, can add rows *below* a watermark already
+  passed. Papers already indexed at the same ``modified_at`` are skipped, so an idle look costs one
+  indexed ``count``/``max`` query.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import queue
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +136,8 @@ class TantivyWriter:
         self._staged: bool | None = None  # papers staged in the writer (False: could not, lock busy)
         self._failure: BaseException | None = None
         self._needs_rebuild = needs_rebuild  # damaged files were wiped: the next reindex/catch-up rebuilds
+        self._followed: dict[str, datetime] = {}  # follow(): papers of the overlap window indexed, by stamp
+        self._window: tuple[int, datetime | None] | None = None  # follow(): the window's last count, max
 
     # -- state --------------------------------------------------------------------------------------
 
@@ -386,6 +394,45 @@ class TantivyWriter:
         if count == len(ids):
             self._write_state(None, clean=True)
         return count
+
+    def follow(self, overlap: timedelta) -> int:
+        """Index papers another node wrote since the watermark (minus ``overlap``); see the module.
+
+        Returns how many papers were (re-)indexed. A missing watermark (or wiped damaged files) means a
+        full rebuild. If another process on this node holds the writer, nothing is recorded as followed,
+        so the next look tries again.
+        """
+        if self._needs_rebuild or read_state(self.path).get("watermark") is None:
+            self._followed.clear()
+            self._window = None
+            return self.rebuild()
+        mark = datetime.fromisoformat(read_state(self.path)["watermark"])
+        since = mark - overlap
+        window = papers.c.modified_at > since
+        with self.engine.connect() as conn:
+            look = select(func.count(), func.max(papers.c.modified_at)).where(window)
+            count, newest = conn.execute(look).one()
+            if self._window == (int(count), newest):
+                return 0  # nothing committed in the window since the last look
+            rows = conn.execute(select(papers.c.id, papers.c.modified_at).where(window)).all()
+        todo = [r.id for r in rows if self._followed.get(r.id) != r.modified_at]
+        done = 0
+        for start in range(0, len(todo), 5000):
+            done += self.reindex(todo[start : start + 5000])
+        if done < len(todo):
+            return done  # the writer is busy here: look again next time
+        self._followed = {r.id: r.modified_at for r in rows}
+        self._window = (int(count), newest)
+        return done
+
+    def release(self) -> None:
+        """Let the writer lock go when nothing is staged or queued (another process of this node may
+        write the index, e.g. ``paperfeed import``)."""
+        with self._lock:
+            if self._writer is None or self._staged is not None or not self._pending.empty():
+                return
+            writer, self._writer = self._writer, None
+            writer.wait_merging_threads()
 
     def rebuild(self, batch_size: int = 5000) -> int:
         """Index every paper from scratch (keyset pages by id).

@@ -1,14 +1,16 @@
 """Open the vector index a deployment is configured for; the one entry point other layers use.
 
-This module is also the one place that chooses the backend: pgvector in the store's own database when
-the store is PostgreSQL, else a folder index (:class:`StoredVectorIndex`) next to the SQLite file.
+This module is also the one place that chooses the backend (``PAPERFEED_VECTOR_INDEX``): pgvector in the
+store's own database (``auto`` on PostgreSQL), or a folder index (:class:`StoredVectorIndex`) in the data
+folder (``auto`` on SQLite; ``local`` on PostgreSQL, where each node keeps its own and follows the
+database by a watermark kept next to it, see :class:`FolderMarks`).
 """
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from paperfeed.adapters.vector.index import Policy, StoredVectorIndex
 
@@ -17,7 +19,16 @@ if TYPE_CHECKING:
 
     from paperfeed.domain.search import VectorIndex
 
-__all__ = ["KINDS", "open_deployment_index", "open_vector_index", "stored_dimension", "uses_pgvector"]
+__all__ = [
+    "KINDS",
+    "VectorIndexChoice",
+    "open_deployment_index",
+    "open_vector_index",
+    "stored_dimension",
+    "uses_pgvector",
+]
+
+VectorIndexChoice = Literal["auto", "local", "pgvector"]
 
 # the folder index's kinds, each the StoredVectorIndex policy of the same name
 _POLICIES: dict[str, Policy] = {"exact": "exact", "hnsw": "hnsw", "auto": "auto"}
@@ -39,14 +50,20 @@ def open_vector_index(path: Path, *, kind: str, model_id: str, dimension: int) -
     return StoredVectorIndex(path, model_id=model_id, dimension=dimension, policy=policy)
 
 
-def uses_pgvector(engine: Engine) -> bool:
-    """Whether vectors live in pgvector (PostgreSQL store) rather than in a folder index."""
-    return engine.dialect.name == "postgresql"
+def uses_pgvector(engine: Engine, choice: VectorIndexChoice = "auto") -> bool:
+    """Whether vectors live in pgvector (in the PostgreSQL store) rather than in a folder index.
+
+    ``auto`` is pgvector on PostgreSQL (nothing on the node's disk), the folder index on SQLite.
+    """
+    postgres = engine.dialect.name == "postgresql"
+    if choice == "pgvector" and not postgres:
+        raise ValueError("PAPERFEED_VECTOR_INDEX=pgvector needs a PostgreSQL store (PAPERFEED_DATABASE_URL)")
+    return choice == "pgvector" or (choice == "auto" and postgres)
 
 
-def stored_dimension(engine: Engine, folder: Path) -> int | None:
+def stored_dimension(engine: Engine, folder: Path, choice: VectorIndexChoice = "auto") -> int | None:
     """The dimension of the stored index, or None when nothing has been embedded yet."""
-    if uses_pgvector(engine):
+    if uses_pgvector(engine, choice):
         from paperfeed.adapters.vector.pgvector_index import stored_manifest
 
         found = stored_manifest(engine)
@@ -60,15 +77,21 @@ def stored_dimension(engine: Engine, folder: Path) -> int | None:
 
 
 def open_deployment_index(
-    engine: Engine, folder: Path, *, model_id: str, dimension: int, fresh: bool
+    engine: Engine,
+    folder: Path,
+    *,
+    model_id: str,
+    dimension: int,
+    fresh: bool,
+    choice: VectorIndexChoice = "auto",
 ) -> VectorIndex:
-    """The index ``paperfeed index`` maintains: pgvector on PostgreSQL, else the folder index in
-    ``folder`` (exact while small, HNSW once large).
+    """The index ``paperfeed index`` maintains: pgvector (see :func:`uses_pgvector`), else the folder
+    index in ``folder`` (exact while small, HNSW once large).
 
     ``fresh`` is asked for when the stored index is another model's, damaged, or out of step: no reader
     can use it as it is, so a new one starts in its place and is complete when saved.
     """
-    if uses_pgvector(engine):  # in the store's own database
+    if uses_pgvector(engine, choice):  # in the store's own database
         from paperfeed.adapters.vector.pgvector_index import PgVectorIndex
 
         return PgVectorIndex(engine, model_id=model_id, dimension=dimension, fresh=fresh)
