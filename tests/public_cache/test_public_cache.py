@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import lxml.html
@@ -25,6 +26,7 @@ from sqlalchemy import update
 from paperfeed.adapters.store.schema import papers
 from paperfeed.bootstrap import App, build_app
 from paperfeed.domain.accounts import User
+from paperfeed.domain.paper_graph import Citation, PaperLinks, WorkRef
 from paperfeed.settings import Settings
 from paperfeed.web import create_app
 from paperfeed.web.security import SESSION_COOKIE, csrf_token
@@ -337,3 +339,17 @@ def test_an_answer_for_a_reader_is_never_stored_even_on_a_cached_path(
         assert "Ada Private" in client.get("/trending", headers=HTML).text
         client.cookies.clear()
         assert client.get("/trending", headers=HTML).text == "hello anonymous"
+
+
+def test_a_citation_harvest_reaches_a_cached_paper_page(site: TestClient, app: App) -> None:
+    url = f"/papers/{PAPER}"
+    assert "No citation data yet" in site.get(url, headers=HTML).text
+    assert site.get(url, headers=HTML).headers.get("x-paperfeed-cache") == "hit"
+    me = WorkRef(PAPER, "Lichen growth under city light", 2025)
+    cited = WorkRef("doi:10.1000/moss", "A survey of urban mosses", 2019, doi="10.1000/moss")
+    links = PaperLinks(PAPER, "s2", me, (me, cited), (Citation(PAPER, cited.key, "s2"),))
+    app.citation_records.save_links([links], harvested_at=datetime.now(UTC))
+    time.sleep(app.settings.page_cache_check_seconds + 0.05)
+    fresh = site.get(url, headers=HTML)
+    assert fresh.headers.get("x-paperfeed-cache") == "miss"
+    assert "A survey of urban mosses" in fresh.text

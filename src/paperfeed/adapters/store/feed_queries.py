@@ -24,6 +24,7 @@ from .columns import as_date
 from .community import community_version, local_comments, local_upvotes
 from .schema import listings, papers
 from .schema_accounts import hidden_papers
+from .schema_citations import citation_harvests
 from .sql_store import _PAPER_COLUMNS, _from_row
 
 __all__ = ["SqlFeedQueries"]
@@ -247,7 +248,9 @@ class SqlFeedQueries:
 
     def data_version(self) -> str:
         with self.engine.connect() as conn:
-            return f"{self._listing_version(conn)}|{community_version(conn)}"
+            # a citation harvest changes paper pages' counts and lists: it must reach cached answers
+            harvested = conn.execute(select(func.max(citation_harvests.c.harvested_at))).scalar()
+            return f"{self._listing_version(conn)}|{community_version(conn)}|{harvested}"
 
     @staticmethod
     def _listing_version(conn: Connection) -> str:

@@ -76,4 +76,5 @@ citation_harvests = Table(
     Column("references_complete", Boolean, nullable=False),
     Column("citations_complete", Boolean, nullable=False),
     Index("ix_citation_harvests_source_at", "source", "harvested_at"),
+    Index("ix_citation_harvests_at", "harvested_at"),  # the newest harvest moves the data version
 )

@@ -57,9 +57,11 @@ def upgrade() -> None:
         sa.Column("citations_complete", sa.Boolean, nullable=False),
     )
     op.create_index("ix_citation_harvests_source_at", "citation_harvests", ["source", "harvested_at"])
+    op.create_index("ix_citation_harvests_at", "citation_harvests", ["harvested_at"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_citation_harvests_at", "citation_harvests")
     op.drop_index("ix_citation_harvests_source_at", "citation_harvests")
     op.drop_table("citation_harvests")
     op.drop_index("ix_citations_cited_day", "citations")
