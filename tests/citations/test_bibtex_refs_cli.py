@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from bibtexparser.entrypoint import parse_string
+from fastapi.testclient import TestClient
 from sqlalchemy import insert
 from typer.testing import CliRunner
 
@@ -19,6 +20,8 @@ from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Paper
 from paperfeed.domain.paper_graph import WorkRef
 from paperfeed.settings import Settings
+from paperfeed.web import create_app
+from paperfeed.web.security import SESSION_COOKIE
 
 from .conftest import HARVESTED, cite, links
 
@@ -105,3 +108,25 @@ def test_with_references_needs_bibtex(app: App) -> None:
     result = CliRunner().invoke(cli, args, env=_env(app))
     assert result.exit_code != 0
     assert "--with-references needs --format bibtex" in result.output
+
+
+def test_the_web_and_the_api_export_a_tag_with_its_references(app: App) -> None:
+    ada = app.accounts.user_by_email("ada@example.org")
+    token = {"authorization": f"Bearer {app.accounts.create_api_token(ada, 'tests')[1]}"}
+    with TestClient(create_app(lambda: app)) as client:
+        answer = client.get("/api/me/library/export?format=bibtex&references=true", headers=token)
+        assert answer.status_code == 200, answer.text
+        assert answer.headers["content-type"].startswith("application/x-bibtex")
+        assert "with-references" in answer.headers["content-disposition"]
+        library = parse_string(answer.text)
+        assert not library.failed_blocks
+        assert len(library.entries) == len({e.key for e in library.entries}) == 6
+        refused = client.get("/api/me/library/export?format=ris&references=true", headers=token)
+        assert refused.status_code == 400
+        assert "format=bibtex" in refused.text
+        client.cookies.set(SESSION_COOKIE, app.accounts.create_session(ada).session)
+        page = client.get("/library", headers={"accept": "text/html"})
+        assert "/library/export?format=bibtex&amp;references=true" in page.text
+        download = client.get("/library/export?format=bibtex&references=true")
+        assert download.status_code == 200
+        assert download.text.count("@misc{") == 6

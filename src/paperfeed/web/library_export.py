@@ -6,10 +6,11 @@ rule: a reader's library and private tags only to their owner (another reader ge
 that does not exist, an anonymous visitor the sign-in redirect, or 401 from the API); a public
 collection to anyone, but without its owner's notes or other tags. Search exports carry no reader data.
 
-``GET /library/export?format=&tag=``          the signed-in reader's library or one tag of it
+``GET /library/export?format=&tag=&references=``  the signed-in reader's library or one tag of it
+                                              (``references=true``, BibTeX only: and the works they cite)
 ``GET /collections/{id}/export?format=``      a collection (the owner's own export for the owner)
 ``GET /search/export?q=&from=&to=&cat=&code=&format=&limit=``  a search's first results
-``GET /api/me/library/export?format=&tag=``   the API's twin of the first (Bearer token or session)
+``GET /api/me/library/export?format=&tag=&references=``  the API's twin of the first (Bearer token or session)
 ``GET /api/papers/search/export?q=&format=&limit=``  the search API's results
 """
 
@@ -35,7 +36,7 @@ from paperfeed.domain.search import SearchFilters
 from paperfeed.services.library import LibraryNotFound
 
 from .api import MAX_SEARCH_LIMIT, checked_query
-from .deps import library_of, search_of
+from .deps import app_of, library_of, search_of
 from .errors import ApiError
 from .pages_search import form_categories, form_day
 from .rendering import NO_STORE, error_page
@@ -61,6 +62,21 @@ def _download(fmt: ExportFormat, refs: Sequence[Reference], stem: str, *, cache:
     )
 
 
+def _with_references(request: Request, refs: Sequence[Reference], stem: str) -> Response:
+    """The papers and every work they cite (the citation graph), once each, as one BibTeX file whose keys
+    are unique across it; the papers' tags and notes are left out (see docs/citations.md)."""
+    entries = app_of(request).reference_bibliography.bibtex([ref.paper for ref in refs])
+    name = export_filename(stem + "-with-references", "bibtex")
+    return Response(
+        "".join(entry + "\n\n" for entry in entries).encode("utf-8"),
+        media_type=f"{media_type('bibtex')}; charset=utf-8",
+        headers={
+            "Content-Disposition": f'attachment; filename="{name}"',
+            "Cache-Control": NO_STORE,
+        },
+    )
+
+
 def _bad_format_page(request: Request, exc: UnknownExportFormat) -> Response:
     return error_page(request, 400, "Unknown export format", str(exc))
 
@@ -75,19 +91,21 @@ def _own_export(request: Request, user: User, tag: int | None) -> tuple[list[Ref
 
 @router.get("/library/export", include_in_schema=False)
 def library_download(
-    request: Request, user: SignedIn, fmt: FormatParam = "bibtex", tag: str = ""
+    request: Request, user: SignedIn, fmt: FormatParam = "bibtex", tag: str = "", references: bool = False
 ) -> Response:
     try:
         chosen = export_format(fmt)
     except UnknownExportFormat as exc:
         return _bad_format_page(request, exc)
+    if references and chosen != "bibtex":
+        return error_page(request, 400, "References come as BibTeX", "references=true needs format=bibtex.")
     try:
         if tag and not tag.isdigit():
             raise LibraryNotFound(tag)
         refs, stem = _own_export(request, user, int(tag) if tag else None)
     except LibraryNotFound:
         return error_page(request, 404, "Tag not found", "There is no such tag in your library.")
-    return _download(chosen, refs, stem)
+    return _with_references(request, refs, stem) if references else _download(chosen, refs, stem)
 
 
 @router.get("/collections/{tag_id}/export", include_in_schema=False)
@@ -158,15 +176,19 @@ def api_library_export(
     user: SignedIn,
     fmt: FormatParam = "bibtex",
     tag: Annotated[int | None, Query(ge=1)] = None,
+    references: bool = False,
 ) -> Response:
     """A file download (``Content-Disposition: attachment``) of your saved papers, or one tag's, with
-    your tags (``keywords`` / ``KW`` / ``keyword``) and notes (``annote`` / ``N1`` / ``note``)."""
+    your tags (``keywords`` / ``KW`` / ``keyword``) and notes (``annote`` / ``N1`` / ``note``).
+    ``references=true`` (BibTeX only) adds every work they cite, once each, without tags and notes."""
     chosen = _api_format(fmt)
+    if references and chosen != "bibtex":
+        raise ApiError(400, "references=true needs format=bibtex", field="references")
     try:
         refs, stem = _own_export(request, user, tag)
     except LibraryNotFound as exc:
         raise ApiError(404, str(exc)) from None
-    return _download(chosen, refs, stem)
+    return _with_references(request, refs, stem) if references else _download(chosen, refs, stem)
 
 
 @router.get("/api/papers/search/export", summary="Search results as BibTeX, RIS or CSL-JSON", tags=["papers"])
