@@ -3,7 +3,10 @@
 Each command runs in a fresh process (as a person typing it would), ``--runs`` times, against a bare
 ``python -c pass`` measured in the same run; the figure that counts is the median wall time *above* the
 interpreter's own start (and the ratio of the two). One untimed run of each command comes first, so a
-one-time cost (e.g. exporting the ONNX model into an empty cache) is not counted as start-up.
+one-time cost (e.g. exporting the ONNX model into an empty cache) is not counted as start-up. That run
+also writes the bytecode cache (``PYTHONDONTWRITEBYTECODE`` is dropped from the commands' environment), as
+``pip install`` does for an installed package: otherwise every timed run would recompile paperfeed's
+sources, which no installed command does.
 
 The store: the 100,005 real papers of ``arxiv_oai_2007_2017_sample100k.jsonl.gz`` imported through
 paperfeed's own import (keyword index included), and a vector index with an embedding-like synthetic
@@ -32,6 +35,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+import paperfeed
 from bench.vector_cache import CACHE_ROOT, SHARED
 from paperfeed.adapters.embed.cpu import cpu_info
 
@@ -127,10 +131,16 @@ def main() -> None:
     print(f"CPU: {cpu_info().describe()}; cores usable: {len(os.sched_getaffinity(0))}")
     print("load average at start: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     print(f"python: {sys.executable} {sys.version.split()[0]}")
+    print(f"paperfeed: {Path(paperfeed.__file__).parent}")
     figures = build(args.store)
     print(f"store: {args.store} {figures}")
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERFEED_")}
+    # no PYTHONDONTWRITEBYTECODE: the untimed run caches bytecode, as an installed package has it
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("PAPERFEED_") and k != "PYTHONDONTWRITEBYTECODE"
+    }
     env["PAPERFEED_DATA_DIR"] = str(args.store)
     env["PAPERFEED_EMBEDDING_THREADS"] = "1"
     keyword = {**env, "PAPERFEED_EMBEDDING_BACKEND": "fake"}

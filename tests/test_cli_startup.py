@@ -7,10 +7,12 @@ and every command take seconds (bench/cli_speed.py measures it); this test names
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import orjson
 import pytest
 
@@ -93,3 +95,119 @@ def test_the_installed_command_prints_help() -> None:
     assert done.returncode == 0, done.stderr
     for command in ("search", "similar", "stats", "import", "serve", "index"):
         assert command in done.stdout
+
+
+def test_root_help_loads_no_command_module_and_no_rich() -> None:
+    """``paperfeed --help`` lists the commands from COMMANDS: no command's module is imported, and the
+    help is click's plain one (rich's help renderer cost more than the whole start-up budget)."""
+    body = (
+        "from paperfeed.cli import main\n"
+        "sys.argv = ['paperfeed', '--help']\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+    )
+    code = body + (
+        "import orjson\n"
+        "mods = [m for m in sys.modules if m.startswith('paperfeed.cli.') or m.split('.')[0] == 'rich']\n"
+        "print(orjson.dumps(sorted(mods)).decode())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys\n" + code], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Commands:" in done.stdout
+    assert "search" in done.stdout
+    assert orjson.loads(done.stdout.strip().splitlines()[-1]) == ["paperfeed.cli.context"]
+
+
+def test_the_lazy_root_lists_every_command_with_its_own_summary() -> None:
+    """COMMANDS (what the root lists without importing the modules) names every command each module
+    defines, with the first paragraph of that command's own help, so ``--help`` cannot drift."""
+    from paperfeed.cli import COMMANDS, load_commands
+
+    modules = {module for module, _ in COMMANDS.values()}
+    built: dict[str, object] = {}
+    for module in modules:
+        built.update(load_commands(module))
+    assert sorted(built) == sorted(COMMANDS)
+    for name, (_, summary) in COMMANDS.items():
+        command = built[name]
+        first_paragraph = (getattr(command, "help", None) or "").split("\n\n")[0]
+        assert " ".join(first_paragraph.split()) == summary, name
+    # a module that defines a root command or group is one COMMANDS knows
+    cli = ROOT / "src" / "paperfeed" / "cli"
+    defining = {
+        p.stem
+        for p in cli.glob("*.py")
+        if "@app.command(" in p.read_text() or "app.add_typer(" in p.read_text()
+    }
+    assert defining <= modules, defining - modules
+
+
+def test_an_unknown_command_gets_close_names_suggested() -> None:
+    from typer.testing import CliRunner
+
+    from paperfeed.cli import cli_app
+
+    result = CliRunner().invoke(cli_app, ["serch", "graphs"])
+    assert result.exit_code == 2
+    assert "No such command 'serch'. Did you mean 'search'" in result.output
+
+
+SEARCH_PROBE = """
+import sys, orjson
+sys.argv = ["paperfeed", "search", "quokka", "--format", "jsonl"]
+from paperfeed.cli import main
+try:
+    main()
+except SystemExit as exc:
+    assert exc.code in (0, None), exc.code
+print(orjson.dumps(sorted({m.split(".")[0] for m in sys.modules} & {"numpy", "faiss"})).decode())
+"""
+
+
+def _search_in_fresh_process(data: Path) -> tuple[list[str], list[str], str]:
+    """(hit ids, vector-stack modules loaded, stderr) of `paperfeed search quokka` in a new process."""
+    env = {**os.environ, "PAPERFEED_DATA_DIR": str(data), "PAPERFEED_EMBEDDING_BACKEND": "fake"}
+    done = subprocess.run(
+        [sys.executable, "-c", SEARCH_PROBE], capture_output=True, text=True, check=False, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    *hits, loaded = done.stdout.strip().splitlines()
+    return [orjson.loads(h)["id"] for h in hits], orjson.loads(loaded), done.stderr
+
+
+def test_a_search_that_cannot_use_vectors_loads_neither_numpy_nor_faiss(tmp_path: Path) -> None:
+    """No vector index yet, or one built with another model (the index refused from its manifest):
+    the search is keyword-only and starts without the vector stack (docs/cli.md, "Start-up time")."""
+    from typer.testing import CliRunner
+
+    from paperfeed.adapters.vector import open_vector_index
+    from paperfeed.cli import cli_app
+    from paperfeed.domain.search import VectorRecord
+    from tests.importing.conftest import rec, write_jsonl
+
+    data = tmp_path / "data"
+    papers = [rec("2503.00001", title="Quokka counts"), rec("2503.00002", title="Numbat diets")]
+    source = write_jsonl(tmp_path / "papers.jsonl", papers)
+    imported = CliRunner().invoke(
+        cli_app, ["--data-dir", str(data), "import", str(source)], env={"PAPERFEED_EMBEDDING_BACKEND": "fake"}
+    )
+    assert imported.exit_code == 0, imported.output
+
+    hits, loaded, _ = _search_in_fresh_process(data)
+    assert hits == ["2503.00001"]
+    assert loaded == []
+
+    # an index of another model: refused, with the same message opening it gives, and still no NumPy
+    index = open_vector_index(data / "vectors", kind="exact", model_id="another-model", dimension=8)
+    vector = np.ones(8, dtype=np.float32) / np.sqrt(8)
+    index.upsert([VectorRecord("2503.00001", vector, None, (), False)])
+    index.save()
+    hits, loaded, err = _search_in_fresh_process(data)
+    assert hits == ["2503.00001"]
+    assert loaded == []
+    assert "built with model 'another-model'" in err
+    assert "semantic search is unavailable" in err

@@ -17,11 +17,14 @@ DOCS = "\n".join(p.read_text() for p in [ROOT / "README.md", *sorted((ROOT / "do
 
 
 def _commands(group: Any, prefix: str = "paperfeed") -> list[str]:
-    """Every command and sub-command name (typer ships its own click, so go by shape, not class)."""
+    """Every command and sub-command name (typer ships its own click, so go by shape, not class;
+    through list_commands/get_command, as the root loads its commands lazily)."""
     found = []
-    for name, command in group.commands.items():
+    ctx = group.make_context(prefix, [], resilient_parsing=True)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
         found.append(f"{prefix} {name}")
-        if hasattr(command, "commands"):
+        if hasattr(command, "list_commands"):
             found.extend(_commands(command, f"{prefix} {name}"))
     return found
 

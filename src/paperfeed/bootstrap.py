@@ -495,15 +495,17 @@ class App:
     def _search_vectors(self) -> VectorIndex | None:
         """The stored vector index for reading, opened once (it reloads itself when a new one is saved)."""
         if self._vectors_for_search is None:
-            from paperfeed.adapters.vector.factory import stored_dimension
+            from paperfeed.adapters.vector.factory import check_stored_model, stored_dimension
 
             dimension = stored_dimension(
                 self.store.engine, self.vector_index_path, self.settings.vector_index
             )
             if dimension is None:
                 return None  # nothing embedded yet: keyword search only
+            model_id = self.embedder.model_id
+            check_stored_model(self.store.engine, self.vector_index_path, model_id=model_id)
             self._vectors_for_search = self._open_vector_index(
-                model_id=self.embedder.model_id, dimension=dimension, fresh=False
+                model_id=model_id, dimension=dimension, fresh=False
             )
         return self._vectors_for_search
 

@@ -6,44 +6,174 @@ Exit codes: 0 success; 1 some records were rejected (the rest imported; ``--keep
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
+from difflib import get_close_matches
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+from typer.core import TyperGroup
 
-from . import (
-    backup,
-    check,
-    copy,
-    digest,
-    fetch,
-    harvest,
-    imports,
-    index,
-    jobs,
-    library,
-    mcp,
-    migrate,
-    model,
-    run,
-    search,
-    serve,
-    stats,
-    users,
-)
 from .context import Context
+
+if TYPE_CHECKING:
+    from typer import _click
 
 __all__ = ["cli_app", "main"]
 
+# Every command: the module that defines it, and its help's first paragraph (what `paperfeed --help`
+# lists). A command's module is imported, and its click command built, only when that command runs or
+# shows its own help, so `paperfeed --help` and each command load one module, not all twenty;
+# tests/test_cli_startup.py checks that each summary is the real command's.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "import": ("imports", "Import papers from files. Re-importing the same file changes nothing."),
+    "migrate": (
+        "migrate",
+        "Upgrade the database schema (every command does it on open; run it once before starting "
+        "several workers on one PostgreSQL database).",
+    ),
+    "copy": (
+        "copy",
+        "Copy the whole store (papers, listings, embeddings, accounts, everything) into another "
+        "database, then build its search indexes. Safe to interrupt and to repeat: a re-run resumes "
+        "and never duplicates.",
+    ),
+    "check": (
+        "check",
+        "Verify that the keyword and vector indexes hold every paper of the store exactly once, current.",
+    ),
+    "backup": (
+        "backup",
+        "Back up the database (a consistent snapshot, safe while the server runs) and the secret key.",
+    ),
+    "restore": (
+        "backup",
+        "Restore a backup into the data folder, then rebuild the keyword and vector indexes.",
+    ),
+    "stats": (
+        "stats",
+        "Show how many papers and listings the store holds, and from which sources.",
+    ),
+    "index": (
+        "index",
+        "Embed papers whose vector is missing or stale. Safe to interrupt: a re-run resumes.",
+    ),
+    "fetch": (
+        "fetch",
+        "Fetch papers by id from the arXiv API (100 ids per request) and store them.",
+    ),
+    "run": (
+        "run",
+        "Bring paperfeed up: import FILES, refresh from the sources when reachable, then run the web "
+        "server, the scheduler and the background indexer as one supervised unit (one Ctrl+C stops "
+        "all).",
+    ),
+    "search": (
+        "search",
+        "Search papers by meaning and by words (hybrid: BM25 + embeddings).",
+    ),
+    "similar": (
+        "search",
+        "Papers most similar to one paper (embedding neighbours and a keyword query of its text, fused).",
+    ),
+    "mcp": (
+        "mcp",
+        "Serve paperfeed's MCP tools (search, papers, feeds, library) over stdio (docs/mcp.md).",
+    ),
+    "serve": (
+        "serve",
+        "Serve the web pages, the JSON API (docs at /docs) and the RSS/Atom feeds.",
+    ),
+    "scheduler": (
+        "jobs",
+        "Run the jobs at their times (PAPERFEED_JOBS_*_AT), one scheduler at a time. Not in web workers.",
+    ),
+    "users": (
+        "users",
+        "List people, make or unmake administrators, hide or show accounts, export or delete their data.",
+    ),
+    "papers": (
+        "users",
+        "Hide papers from feeds, search, the API and pages, or show them again.",
+    ),
+    "harvest": (
+        "harvest",
+        "Harvest papers from arXiv (OAI-PMH), Hugging Face Daily Papers, or fill the recent window; "
+        "harvest citations from Semantic Scholar and OpenAlex.",
+    ),
+    "digest": ("digest", "Email digests: preview one, send the due ones, see the ledger."),
+    "jobs": ("jobs", "The daily pipeline (harvest → index → digests) and its run records."),
+    "library": (
+        "library",
+        "A reader's library: import papers from BibTeX, RIS, CSL-JSON or a list of arXiv ids; export it.",
+    ),
+    "model": (
+        "model",
+        "Fine-tune the embedding model on this instance's papers (adapt), see (status) or undo (reset) it.",
+    ),
+}
+
+
+def load_commands(module: str) -> dict[str, _click.Command]:
+    """The click commands one CLI module defines, built as the root would build them."""
+    mod = importlib.import_module(f"{__name__}.{module}")
+    holder = typer.Typer(add_completion=False, rich_markup_mode=None)
+    if hasattr(mod, "register"):  # plain commands (and the groups jobs and users add themselves)
+        mod.register(holder)
+    else:  # a module that is one command group: harvest_app, digest_app, library_app, model_app
+        holder.add_typer(getattr(mod, f"{module}_app"), name=module)
+    return dict(typer.main.get_group(holder).commands)
+
+
+class _LazyRoot(TyperGroup):
+    """The root group, loading a command's module only when that command is looked up (click's
+    documented lazy-loading pattern); its own ``--help`` lists the summaries from COMMANDS."""
+
+    def list_commands(self, ctx: _click.Context) -> list[str]:
+        return [*self.commands, *(name for name in COMMANDS if name not in self.commands)]
+
+    def get_command(self, ctx: _click.Context, cmd_name: str) -> _click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            self.commands.update(load_commands(COMMANDS[cmd_name][0]))
+        return self.commands.get(cmd_name)
+
+    def resolve_command(
+        self, ctx: _click.Context, args: list[str]
+    ) -> tuple[str | None, _click.Command | None, list[str]]:
+        """typer suggests close names from the commands already built; here that is none yet."""
+        from typer._click.exceptions import UsageError
+
+        try:
+            return super().resolve_command(ctx, args)
+        except UsageError as exc:
+            matches = get_close_matches(args[0], list(COMMANDS)) if args else []
+            if matches and "Did you mean" not in exc.message:
+                exc.message = f"{exc.message.rstrip('.')}. Did you mean {', '.join(map(repr, matches))}?"
+            raise
+
+    def format_commands(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
+        from typer._click.utils import make_default_short_help
+
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = [(name, make_default_short_help(COMMANDS[name][1], limit)) for name in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
 # The typer root (not "app": that is bootstrap's App, and the web's create_app makes a FastAPI app).
+# Plain click help (rich_markup_mode=None): rich's help renderer alone costs more than the whole
+# start-up budget of `paperfeed --help` (docs/cli.md, "Start-up time").
 cli_app = typer.Typer(
     name="paperfeed",
+    cls=_LazyRoot,
     help="Self-hosted research-paper discovery: ingest, search, feeds and digests.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 
 
@@ -67,26 +197,6 @@ def _root(
         follow_parent()
     ctx.obj = Context(data_dir=data_dir, database_url=database_url)
     ctx.call_on_close(ctx.obj.close)
-
-
-imports.register(cli_app)
-migrate.register(cli_app)
-copy.register(cli_app)
-check.register(cli_app)
-backup.register(cli_app)
-stats.register(cli_app)
-index.register(cli_app)
-fetch.register(cli_app)
-run.register(cli_app)
-search.register(cli_app)
-mcp.register(cli_app)
-serve.register(cli_app)
-users.register(cli_app)
-cli_app.add_typer(harvest.harvest_app, name="harvest")
-cli_app.add_typer(digest.digest_app, name="digest")
-jobs.register(cli_app)
-cli_app.add_typer(library.library_app, name="library")
-cli_app.add_typer(model.model_app, name="model")
 
 
 def main() -> None:

@@ -7,18 +7,26 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from paperfeed.bootstrap import App
     from paperfeed.settings import Settings
 
 __all__ = ["Context", "fail"]
 
 
+def _console(stderr: bool = False) -> Console:
+    """A rich console, imported on first use: ``paperfeed --help`` prints none."""
+    from rich.console import Console
+
+    return Console(stderr=stderr)
+
+
 def fail(message: str, code: int = 2) -> typer.Exit:
     """Print one clean error line to stderr and return the Exit to raise."""
-    Console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False)
+    _console(stderr=True).print(f"[bold red]error:[/] {message}", highlight=False)
     return typer.Exit(code)
 
 
@@ -26,8 +34,8 @@ def fail(message: str, code: int = 2) -> typer.Exit:
 class Context:
     data_dir: Path | None = None
     database_url: str | None = None
-    console: Console = field(default_factory=Console)
-    err: Console = field(default_factory=lambda: Console(stderr=True))
+    console: Console = field(default_factory=_console)
+    err: Console = field(default_factory=lambda: _console(stderr=True))
     _app: App | None = None
 
     @property

@@ -9,12 +9,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Protocol
 
 from .search import VectorRecord
+
+if TYPE_CHECKING:  # NumPy only in annotations: a keyword-only search never imports it
+    import numpy as np
+    import numpy.typing as npt
+
+    Vectors = npt.NDArray[np.float32]
 
 __all__ = [
     "MAX_TOKENS",
@@ -25,8 +28,6 @@ __all__ = [
 ]
 
 MAX_TOKENS = 256  # longer texts are truncated by the embedders: the abstract's opening carries its gist
-
-Vectors = npt.NDArray[np.float32]
 
 
 def embedding_text(title: str, abstract: str) -> str:

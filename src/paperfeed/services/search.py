@@ -27,8 +27,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from paperfeed.domain.embedding import embedding_text
 from paperfeed.domain.fusion import WeightedList, fuse_weighted, reciprocal_rank_fusion
@@ -46,8 +45,10 @@ from paperfeed.domain.search import (
     SimilarSource,
     VectorIndex,
     VectorIndexError,
-    Vectors,
 )
+
+if TYPE_CHECKING:  # the vector type needs NumPy, which a keyword-only search never imports
+    from paperfeed.domain.search import Vectors
 
 __all__ = ["HybridSearch", "HybridSettings", "SimilarSettings"]
 
@@ -258,6 +259,8 @@ class HybridSearch:
             stored = index.vectors(ids)
         except VectorIndexError:
             return {}
+        import numpy as np  # here, not at the top: a keyword-only search never loads NumPy
+
         return {pid: float(np.dot(vector, v)) for pid, v in stored.items()}
 
     # -- internals ------------------------------------------------------------------------------------
@@ -292,6 +295,8 @@ class HybridSearch:
 
     @staticmethod
     def _rerank(index: VectorIndex, vector: Vectors, pool: list[ScoredId], floor: float) -> list[ScoredId]:
+        import numpy as np
+
         stored = index.vectors([item.paper_id for item in pool])  # one lookup, not one per candidate
         scored = []
         for item in pool:
@@ -341,6 +346,8 @@ class HybridSearch:
             embedder = self.embedder()
             if embedder is None:
                 return None, None
+            import numpy as np
+
             return np.asarray(embedder.embed([text])[0], dtype=np.float32), None
         except Exception as exc:  # a model that cannot load must not take keyword search down with it
             log.warning("embedding the query failed: %s", exc)

@@ -7,13 +7,16 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from paperfeed.domain.embedding import MAX_TOKENS
 from paperfeed.domain.errors import EmbedderUnavailable
+
+if TYPE_CHECKING:  # NumPy is imported by the embedders that compute, not by choosing one
+    import numpy as np
+    import numpy.typing as npt
+
+    Vectors = npt.NDArray[np.float32]
 
 __all__ = [
     "PACKAGED_MODEL_NAME",
@@ -23,8 +26,6 @@ __all__ = [
     "resolve_model",
     "token_suffix",
 ]
-
-Vectors = npt.NDArray[np.float32]
 
 PACKAGED_MODEL_NAME = "all-MiniLM-L6-v2"
 
@@ -87,6 +88,8 @@ def resolve_model(spec: str | None) -> ModelSource:
 
 def normalise_rows(matrix: npt.NDArray[Any]) -> Vectors:
     """float32 rows of unit length (an all-zero row stays zero rather than becoming NaN)."""
+    import numpy as np
+
     out = np.asarray(matrix, dtype=np.float32)
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     np.maximum(norms, 1e-12, out=norms)

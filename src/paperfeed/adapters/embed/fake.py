@@ -10,17 +10,19 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from paperfeed.domain.embedding import MAX_TOKENS
 
 from .base import normalise_rows
 
-__all__ = ["FakeEmbedder"]
+if TYPE_CHECKING:  # NumPy on the first embed, not when a search only asks for the model id
+    import numpy as np
+    import numpy.typing as npt
 
-Vectors = npt.NDArray[np.float32]
+    Vectors = npt.NDArray[np.float32]
+
+__all__ = ["FakeEmbedder"]
 
 _TOKEN = re.compile(r"\w+")
 
@@ -55,6 +57,8 @@ class FakeEmbedder:
         return found
 
     def embed(self, texts: Sequence[str]) -> Vectors:
+        import numpy as np
+
         out = np.zeros((len(texts), self._dimension), dtype=np.float32)
         for row, text in enumerate(texts):
             tokens = _TOKEN.findall(text.lower())[:MAX_TOKENS]

@@ -425,9 +425,10 @@ class SqlPaperStore:
             count = conn.execute(select(func.count()).select_from(papers)).scalar_one()
             n_listings = conn.execute(select(func.count()).select_from(listings)).scalar_one()
             days = conn.execute(select(func.count(func.distinct(listings.c.day)))).scalar_one()
-            first, last = conn.execute(
-                select(func.min(papers.c.published), func.max(papers.c.published))
-            ).one()
+            # two statements, not one: SQLite answers a lone min() or max() from the published index,
+            # but both in one SELECT with a scan of the whole table (0.04 s on 100k papers)
+            first = conn.execute(select(func.min(papers.c.published))).scalar_one()
+            last = conn.execute(select(func.max(papers.c.published))).scalar_one()
             by_source: dict[str, int] = {}
             # grouped in SQL (a few distinct source lists), not 100k rows decoded in Python; the cast
             # because PostgreSQL's json type has no equality to group by

@@ -12,16 +12,18 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from paperfeed.adapters.vector.index import Policy, StoredVectorIndex
+from paperfeed.adapters.vector.manifest import MANIFEST_NAME, check_compatible, read_manifest
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
+    from paperfeed.adapters.vector.index import Policy, StoredVectorIndex
     from paperfeed.domain.search import VectorIndex
 
 __all__ = [
     "KINDS",
     "VectorIndexChoice",
+    "check_stored_model",
     "open_deployment_index",
     "open_vector_index",
     "stored_dimension",
@@ -47,6 +49,8 @@ def open_vector_index(path: Path, *, kind: str, model_id: str, dimension: int) -
     policy = _POLICIES.get(kind)
     if policy is None:
         raise ValueError(f"unknown vector index kind {kind!r}; expected one of {', '.join(KINDS)}")
+    from paperfeed.adapters.vector.index import StoredVectorIndex  # NumPy and faiss: only now
+
     return StoredVectorIndex(path, model_id=model_id, dimension=dimension, policy=policy)
 
 
@@ -68,12 +72,21 @@ def stored_dimension(engine: Engine, folder: Path, choice: VectorIndexChoice = "
 
         found = stored_manifest(engine)
         return None if found is None else found.dimension
-    from paperfeed.adapters.vector.base import MANIFEST_NAME, StoredManifest
+    saved = read_manifest(folder)
+    return None if saved is None else saved.manifest.dimension
 
-    manifest_path = folder / MANIFEST_NAME
-    if not manifest_path.exists():
-        return None
-    return StoredManifest.from_json(manifest_path.read_bytes(), manifest_path).manifest.dimension
+
+def check_stored_model(engine: Engine, folder: Path, *, model_id: str) -> None:
+    """Refuse a folder index built with another model from its manifest alone, raising the
+    :class:`~paperfeed.domain.search.VectorIndexMismatch` opening it would raise, but before NumPy and
+    faiss are loaded to open it: a search that cannot use the index stays a cheap keyword search.
+    (pgvector checks its manifest table when opened, which loads nothing extra.)"""
+    if uses_pgvector(engine):
+        return
+    found = read_manifest(folder)
+    if found is not None:
+        stored = found.manifest
+        check_compatible(stored, folder / MANIFEST_NAME, model_id=model_id, dimension=stored.dimension)
 
 
 def open_deployment_index(
