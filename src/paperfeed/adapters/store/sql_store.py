@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 from sqlalchemy import DateTime, Text, bindparam, case, cast, create_engine, event, func, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Dialect, Engine, Row
 from sqlalchemy.pool import ConnectionPoolEntry
 
