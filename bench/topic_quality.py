@@ -132,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     configs: list[tuple[str, tuple[str, np.ndarray, int]]] = []
     for k in (n_cats, len(all_docs) // 150, 40, 80):
         configs.append((f"kmeans k={k}", ("kmeans", vectors, k)))
-    configs.append(("kmeans k=27 on pca50", ("kmeans", pca50, len(all_docs) // 150)))
+    configs.append((f"kmeans k={len(all_docs) // 150} on pca50", ("kmeans", pca50, len(all_docs) // 150)))
     for mcs in (10, 25, 50):
         configs.append((f"hdbscan mcs={mcs} on pca50", ("hdbscan", pca50, mcs)))
     for dims in (5, 10):  # HDBSCAN wants few dimensions (BERTopic gives it UMAP to 5); PCA is the stand-in

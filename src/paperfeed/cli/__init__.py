@@ -31,6 +31,7 @@ from . import (
     search,
     serve,
     stats,
+    topics,
     users,
 )
 from .context import Context
@@ -87,6 +88,7 @@ cli_app.add_typer(digest.digest_app, name="digest")
 jobs.register(cli_app)
 cli_app.add_typer(library.library_app, name="library")
 cli_app.add_typer(model.model_app, name="model")
+cli_app.add_typer(topics.topics_app, name="topics")
 
 
 def main() -> None:
