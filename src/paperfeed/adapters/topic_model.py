@@ -2,10 +2,11 @@
 
 The measured choice (``bench/topic_quality.py``, docs/topics.md) is k-means on the L2-normalised
 embeddings themselves (spherical k-means in effect): it agreed with arXiv's primary categories better than
-HDBSCAN with or without a PCA reduction first, and puts every paper in a topic (HDBSCAN without a UMAP
-reduction finds two or three clusters, or with leaf selection leaves ~90 % of the papers as noise).
-``method="hdbscan"`` (leaf selection after a PCA to 10 dimensions) is kept for comparison only. The 2-D layout is a PCA
-projection: cheap and deterministic; the interactive map (not built yet) will want a UMAP-like layout.
+HDBSCAN with or without a PCA reduction first, and puts every paper in a topic (HDBSCAN without a
+UMAP reduction finds two or three clusters, or with leaf selection leaves ~90 % of the papers as noise).
+``method="hdbscan"`` (leaf selection after a PCA to 10 dimensions) is kept for comparison only. The
+2-D layout is a PCA projection: cheap and deterministic; the interactive map (not built yet) will want
+a UMAP-like layout.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ class SklearnTopicModeller:
 
 
 class SklearnTermCounter:
-    """:class:`~paperfeed.domain.topics.TermCounter` by ``CountVectorizer`` (English stop words, 1-2 grams)."""
+    """:class:`~paperfeed.domain.topics.TermCounter`: ``CountVectorizer``, English stop words, 1-2 grams."""
 
     def __init__(self, *, min_df: int = 2, max_features: int = 50_000) -> None:
         self.min_df, self.max_features = min_df, max_features
