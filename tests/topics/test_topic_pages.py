@@ -202,3 +202,16 @@ def test_topics_page_in_a_real_browser(chromium_browser: Any, instance: dict[str
         assert page.locator("svg.trend-plot rect.bar").count() == 7
         context.close()
         assert errors == []
+
+
+def test_cli_list_and_place(instance: dict[str, Any]) -> None:
+    env = {"PAPERFEED_EMBEDDING_BACKEND": "fake"}
+    listed = CliRunner().invoke(cli_app, ["--data-dir", str(instance["data_dir"]), "topics", "list"], env=env)
+    assert listed.exit_code == 0, listed.output
+    assert "2 topics of 120 papers" in listed.output
+    assert f"{instance['graph']:>5}       80  " in listed.output
+    placed = CliRunner().invoke(
+        cli_app, ["--data-dir", str(instance["data_dir"]), "topics", "place"], env=env
+    )
+    assert placed.exit_code == 0, placed.output
+    assert "placed 0 papers" in placed.output

@@ -113,11 +113,11 @@ def topics_page(request: Request, topics: Topics) -> HTMLResponse:
     )
 
 
-@router.get("/topics/{raw_id}", response_class=HTMLResponse)
+@router.get("/topics/{topic_ref}", response_class=HTMLResponse)
 def topic_page(
-    request: Request, raw_id: str, topics: Topics, page: Annotated[int, Query(ge=1, le=1000)] = 1
+    request: Request, topic_ref: str, topics: Topics, page: Annotated[int, Query(ge=1, le=1000)] = 1
 ) -> Response:
-    topic_id = _id(raw_id)
+    topic_id = _id(topic_ref)
     view = (
         topics.page(topic_id, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
         if topic_id is not None
@@ -127,7 +127,7 @@ def topic_page(
         successor = topics.successor(topic_id) if topic_id is not None else None
         if successor is not None and successor != topic_id:
             return RedirectResponse(f"/topics/{successor}", status_code=301)
-        return error_page(request, 404, "No such topic", f"There is no topic {raw_id[:40]!r} (any more).")
+        return error_page(request, 404, "No such topic", f"There is no topic {topic_ref[:40]!r} (any more).")
     t = view.topic
     plot = trend_plot(
         [w.week for w in view.weeks], [w.papers for w in view.weeks], label=f"{t.label}: papers per week"
@@ -162,20 +162,22 @@ def api_topics(topics: Topics) -> Response:
     return JsonResponse(_overview_json(topics.overview(weeks=SPARK_WEEKS)))
 
 
-@api_router.get("/api/topics/{raw_id}", summary="One topic: its papers, its weekly series and its neighbours")
+@api_router.get(
+    "/api/topics/{topic_ref}", summary="One topic: its papers, its weekly series and its neighbours"
+)
 def api_topic(
-    raw_id: str,
+    topic_ref: str,
     topics: Topics,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = PAGE_SIZE,
     offset: Annotated[int, Query(ge=0, le=100_000)] = 0,
 ) -> Response:
-    topic_id = _id(raw_id)
+    topic_id = _id(topic_ref)
     view = topics.page(topic_id, limit=limit, offset=offset) if topic_id is not None else None
     if view is None:
         successor = topics.successor(topic_id) if topic_id is not None else None
         if successor is not None and successor != topic_id:
             return RedirectResponse(f"/api/topics/{successor}", status_code=301)
-        raise ApiError(404, f"there is no topic {raw_id[:40]!r}")
+        raise ApiError(404, f"there is no topic {topic_ref[:40]!r}")
     return JsonResponse(
         {
             "topic": _topic_json(view.topic),
