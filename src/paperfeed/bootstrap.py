@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from paperfeed.services.paper_upload import PaperUploads
     from paperfeed.services.recommend import RecommendationService
     from paperfeed.services.search import HybridSearch
+    from paperfeed.services.topics import TopicService
 
 __all__ = ["App", "build_app"]
 
@@ -575,6 +576,31 @@ class App:
         return SqlCitationRecords(self.store.engine)
 
     @cached_property
+    def topics(self) -> TopicService:
+        """Topics (issue #17): built from the stored embeddings with scikit-learn, kept in the store."""
+        from datetime import timedelta
+
+        from paperfeed.adapters.store.topics import SqlTopicRecords
+        from paperfeed.adapters.topic_model import SklearnTermCounter, SklearnTopicModeller
+        from paperfeed.domain.topics import TopicSettings
+        from paperfeed.services.topics import TopicService
+
+        s = self.settings
+        return TopicService(
+            SqlTopicRecords(self.store.engine),
+            self.embeddings,
+            self.store.get_papers,
+            lambda: SklearnTopicModeller(s.topics_method),
+            SklearnTermCounter,
+            TopicSettings(
+                min_papers=s.topics_min_papers,
+                papers_per_topic=s.topics_papers_per_topic,
+                k=s.topics_k or None,
+            ),
+            rebuild_after=timedelta(days=s.topics_rebuild_days),
+        )
+
+    @cached_property
     def job_store(self) -> SqlJobStore:
         """Job runs and the leases that keep one runner per job and one scheduler."""
         from paperfeed.adapters.store.job_runs import SqlJobStore
@@ -861,6 +887,7 @@ class App:
             daily_steps=[n.strip() for n in s.jobs_daily_steps.split(",") if n.strip()],
             citations=lambda: self.citation_harvest,
             citation_sources=[n.strip() for n in s.citation_sources.split(",") if n.strip()],
+            topic_service=lambda: self.topics,
         )
         return JobService(self.job_store, pipeline.jobs())
 

@@ -12,7 +12,9 @@ __all__ = ["Settings", "default_data_dir", "default_model_cache"]
 
 _CITATION_SOURCE = r"(s2|openalex)"
 _CATEGORY = r"[a-z]+(-[a-z]+)*(\.[A-Za-z]+(-[A-Za-z]+)*)?"  # an arXiv category code: cs.CL, hep-th
-_JOB_STEP = "(harvest-arxiv|harvest-hf|harvest-listings|harvest-citations|index|digests)"  # a daily job step
+_JOB_STEP = (
+    "(harvest-arxiv|harvest-hf|harvest-listings|harvest-citations|index|topics|digests)"  # a daily job step
+)
 
 
 def default_data_dir() -> Path:
@@ -283,6 +285,37 @@ class Settings(BaseSettings):
         "coupling, Salton's cosine; only papers with stored citations have one). 0 (the default): off, "
         "because no offline judgments can show it does not hurt (docs/citations.md).",
     )
+    topics_method: Literal["kmeans", "hdbscan"] = Field(
+        default="kmeans",
+        description="How papers are clustered into topics: kmeans (measured best, docs/topics.md) or "
+        "hdbscan (leaf selection after a PCA to 10 dimensions; measured much worse here; its noise papers "
+        "go to their nearest topic).",
+    )
+    topics_papers_per_topic: int = Field(
+        default=150,
+        ge=10,
+        le=100_000,
+        description="Topics: about one topic per this many papers (k-means' k, within 8..200).",
+    )
+    topics_k: int = Field(
+        default=0,
+        ge=0,
+        le=5000,
+        description="Topics: a fixed number of topics (k-means' k); 0 (the default): one per "
+        "PAPERFEED_TOPICS_PAPERS_PER_TOPIC papers, between 8 and 200.",
+    )
+    topics_min_papers: int = Field(
+        default=200,
+        ge=10,
+        description="Topics: a build refuses with fewer papers that have an embedding (nothing is written).",
+    )
+    topics_rebuild_days: int = Field(
+        default=7,
+        ge=1,
+        le=365,
+        description="The daily topics step rebuilds the topics when the current build is this many days "
+        "old (surviving topics keep their ids); on other days it places new papers into them.",
+    )
     keyword_engine: Literal["auto", "fts5", "tantivy", "postgres"] = Field(
         default="auto",
         description="BM25 engine: tantivy (derived index in <data_dir>/keyword, fast at 1M papers), fts5 "
@@ -365,13 +398,14 @@ class Settings(BaseSettings):
         description="When the scheduler sends due digests every hour, :MM (subscribers choose local hours).",
     )
     jobs_daily_steps: str = Field(
-        default="harvest-hf,harvest-listings,harvest-citations,index,digests",
+        default="harvest-hf,harvest-listings,harvest-citations,index,topics,digests",
         pattern=rf"^\s*{_JOB_STEP}(\s*,\s*{_JOB_STEP})*\s*$",
         description="Steps of the daily job, in order (comma-separated): harvest-hf (the Daily Papers days "
         "of the window not complete yet), harvest-listings (the followed arXiv categories' new submissions, "
         "arXiv API), harvest-arxiv (OAI-PMH from where the last harvest ended: for mirrors, with "
         "PAPERFEED_JOBS_ARXIV_SET), harvest-citations (references and citations of new and recent papers; "
-        "offline it reports and moves on), index, digests.",
+        "offline it reports and moves on), index, topics (place new papers into the topics; rebuild "
+        "them when PAPERFEED_TOPICS_REBUILD_DAYS have passed), digests.",
     )
     jobs_arxiv_set: str | None = Field(
         default=None,

@@ -36,6 +36,7 @@ VALUES = {
     "search_id": "1",
     "comment_id": "1",
     "token": "no-such-token",
+    "topic_ref": "1",
 }
 # Headers whose value may differ between two requests for the same URL.
 VOLATILE = {"date", "server-timing", "set-cookie", "content-length", "x-paperfeed-cache"}  # hit after miss

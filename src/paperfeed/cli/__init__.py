@@ -104,7 +104,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "harvest citations from Semantic Scholar and OpenAlex.",
     ),
     "digest": ("digest", "Email digests: preview one, send the due ones, see the ledger."),
-    "jobs": ("jobs", "The daily pipeline (harvest → index → digests) and its run records."),
+    "jobs": ("jobs", "The daily pipeline (papers, citations, index, topics, digests) and its run records."),
     "library": (
         "library",
         "A reader's library: import papers from BibTeX, RIS, CSL-JSON or a list of arXiv ids; export it.",
@@ -112,6 +112,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "model": (
         "model",
         "Fine-tune the embedding model on this instance's papers (adapt), see (status) or undo (reset) it.",
+    ),
+    "topics": (
+        "topics",
+        "Topics of the papers: build them (a full rebuild that keeps surviving ids), place new papers "
+        "into them (daily), list them.",
     ),
 }
 

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 __all__ = ["jobs_app", "register"]
 
 jobs_app = typer.Typer(
-    help="The daily pipeline (harvest → index → digests) and its run records.", no_args_is_help=True
+    help="The daily pipeline (papers, citations, index, topics, digests) and its run records.",
+    no_args_is_help=True,
 )
 
 
@@ -51,7 +52,7 @@ def _run_line(run: JobRun) -> str:
 @jobs_app.command("run")
 def run(
     ctx: typer.Context,
-    job: Annotated[str, typer.Argument(help="daily (harvest → index → digests) or digests.")],
+    job: Annotated[str, typer.Argument(help="daily (papers, citations, index, topics, digests) or digests.")],
 ) -> None:
     """Run a job now and record it (each step is idempotent: running it twice does no double work)."""
     from paperfeed.services.jobs import LeaseBusy

@@ -10,7 +10,9 @@ Jobs (run by :class:`~paperfeed.services.jobs.JobService`, on time by its schedu
   papers published in the refresh window: new ones first, then those due a refresh of their cited-by
   lists, at most ``PAPERFEED_CITATIONS_DAILY_MAX`` per source; see :mod:`paperfeed.services.citations`.
   Offline it reports so in its counts and the job moves on), ``index`` (embed the backlog, refresh the
-  vector index), ``digests`` (compose and send due digests).
+  vector index), ``topics`` (place the newly embedded papers into their nearest topic; rebuild the topics
+  when the last build is ``PAPERFEED_TOPICS_REBUILD_DAYS`` old; see :mod:`paperfeed.services.topics`),
+  ``digests`` (compose and send due digests).
 
 Why the API listings and not OAI-PMH by default: OAI-PMH sets are whole archives (``cs``, ``math``), not
 the categories an instance follows, and a first OAI harvest without a high-water mark is all of arXiv
@@ -40,11 +42,20 @@ if TYPE_CHECKING:
     from paperfeed.services.fill import FillService
     from paperfeed.services.indexing import IndexingService
     from paperfeed.services.ingest import IngestService
+    from paperfeed.services.topics import TopicService
 
 __all__ = ["DEFAULT_STEPS", "STEP_NAMES", "DailyPipeline"]
 
-STEP_NAMES = ("harvest-arxiv", "harvest-hf", "harvest-listings", "harvest-citations", "index", "digests")
-DEFAULT_STEPS = ("harvest-hf", "harvest-listings", "harvest-citations", "index", "digests")
+STEP_NAMES = (
+    "harvest-arxiv",
+    "harvest-hf",
+    "harvest-listings",
+    "harvest-citations",
+    "index",
+    "topics",
+    "digests",
+)
+DEFAULT_STEPS = ("harvest-hf", "harvest-listings", "harvest-citations", "index", "topics", "digests")
 
 
 class _Quiet:
@@ -70,6 +81,7 @@ class DailyPipeline:
     daily_steps: Sequence[str] = DEFAULT_STEPS
     citations: Callable[[], CitationHarvest] | None = None
     citation_sources: Sequence[str] = ("s2", "openalex")
+    topic_service: Callable[[], TopicService] | None = None
 
     def harvest_arxiv(self) -> StepCounts:
         return _ingested(self.ingest().run(self.arxiv_harvest(), resume=True))
@@ -116,6 +128,12 @@ class DailyPipeline:
         summary = self.indexing().run()
         return {"embedded": summary.embedded, "remaining": summary.remaining}
 
+    def topics(self) -> StepCounts:
+        """Place newly embedded papers into the topics; rebuild them when due (``TopicService.daily``)."""
+        if self.topic_service is None:
+            raise RuntimeError("no topic service is configured")
+        return self.topic_service().daily()
+
     def send_digests(self) -> StepCounts:
         composed, sent = self.digests().run()
         counts: dict[str, int | float | str] = {"composed": composed.composed, "empty": composed.empty}
@@ -133,6 +151,7 @@ class DailyPipeline:
             "harvest-listings": self.harvest_listings,
             "harvest-citations": self.harvest_citations,
             "index": self.index,
+            "topics": self.topics,
             "digests": self.send_digests,
         }
         return Step(name, runs[name])

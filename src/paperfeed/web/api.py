@@ -89,6 +89,7 @@ class PaperModel(_Open):
     ai_summary: str | None = None
     ai_keywords: list[str] | None = None
     organization: Organization | None = None
+    topic: dict[str, Any] | None = None  # paperfeed's: {"id", "label", "url"} of its topic (docs/topics.md)
 
 
 class DailyItem(_Open):
@@ -100,6 +101,7 @@ class DailyItem(_Open):
     summary: str
     numComments: int
     organization: Organization | None = None
+    topic: dict[str, Any] | None = None  # paperfeed's: {"id", "label", "url"} of its topic (docs/topics.md)
 
 
 class SearchItem(DailyItem):
@@ -302,6 +304,10 @@ def paper_info(request: Request, paper_id: str) -> Response:
     submission = app_of(request).community.submission(detail.paper.id)
     if submission is not None and submission.name:
         out["submittedOnDailyBy"] = {"name": submission.name, "fullname": submission.name}
+    topic = app_of(request).topics.topic_of(detail.paper.id)
+    out["topic"] = (
+        None if topic is None else {"id": topic.id, "label": topic.label, "url": f"/topics/{topic.id}"}
+    )
     return JsonResponse(out)
 
 

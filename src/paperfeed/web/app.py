@@ -31,6 +31,7 @@ from . import (
     recommend,
     security,
     subscriptions,
+    topics,
     uploads,
 )
 from .body_limits import BodyLimitMiddleware
@@ -97,6 +98,7 @@ def create_app(build: Callable[[], App], *, comment_renderer: CommentRenderer | 
     community.install(web)  # its /api/papers/{id}/… and /papers/{id}/… routes precede the catch-alls
     web.include_router(graph_api.router)  # /api/papers/{id}/references… before api's /api/papers/{id}
     web.include_router(library_export.router)  # before api.router: /api/papers/search/export
+    web.include_router(topics.api_router)
     web.include_router(api.router)
     web.include_router(auth.router)
     web.include_router(account_data.router)
@@ -110,6 +112,7 @@ def create_app(build: Callable[[], App], *, comment_renderer: CommentRenderer | 
     # The HTML pages last: /papers/date|week|month/… (feeds) before the paper page's /papers/{id:path}.
     web.include_router(pages_feed.router)
     web.include_router(pages_search.router)
+    web.include_router(topics.router)
     web.include_router(pages_paper.router)
     return web
 

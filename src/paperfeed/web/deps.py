@@ -17,6 +17,7 @@ from paperfeed.services.accounts import AccountService
 from paperfeed.services.community import CommunityService
 from paperfeed.services.feed import FeedService
 from paperfeed.services.library import LibraryService
+from paperfeed.services.topics import TopicService
 
 __all__ = [
     "AppDep",
@@ -57,6 +58,10 @@ def community_of(request: Request) -> CommunityService:
 
 def library_of(request: Request) -> LibraryService:
     return app_of(request).library
+
+
+def topics_of(request: Request) -> TopicService:
+    return app_of(request).topics
 
 
 AppDep = Annotated[App, Depends(app_of)]

@@ -1,0 +1,85 @@
+"""Small SVG plots rendered on the server: no script, no CDN, nothing the CSP has to allow.
+
+Only SVG elements and presentation attributes (``fill``, ``stroke``): no ``style`` attribute, which the
+Content-Security-Policy (``style-src 'self'``) would block. Every number is formatted here and every text
+is escaped, so the markup is safe to mark as such.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date
+
+from markupsafe import Markup, escape
+
+__all__ = ["sparkline", "trend_plot"]
+
+_INK = "#3b6ea8"
+_AREA = "#3b6ea833"
+_GRID = "#8884"
+
+
+def _points(values: Sequence[float], width: float, height: float, pad: float) -> list[tuple[float, float]]:
+    top = max(max(values, default=0), 1)
+    step = (width - 2 * pad) / max(len(values) - 1, 1)
+    return [(pad + i * step, height - pad - (v / top) * (height - 2 * pad)) for i, v in enumerate(values)]
+
+
+def _path(points: Sequence[tuple[float, float]]) -> str:
+    return " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
+
+
+def sparkline(values: Sequence[int], *, width: int = 120, height: int = 28, label: str = "") -> Markup:
+    """A line of weekly counts, oldest left, with its area shaded; ``label`` is its accessible name."""
+    points = _points(values or [0], width, height, 2)
+    area = [(points[0][0], height - 2.0), *points, (points[-1][0], height - 2.0)]
+    return Markup(
+        f'<svg class="sparkline" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(label)}">'
+        f"<title>{escape(label)}</title>"
+        f'<polygon points="{_path(area)}" fill="{_AREA}" stroke="none"/>'
+        f'<polyline points="{_path(points)}" fill="none" stroke="{_INK}" stroke-width="1.5"/>'
+        "</svg>"
+    )
+
+
+def trend_plot(
+    weeks: Sequence[date],
+    papers: Sequence[int],
+    *,
+    width: int = 640,
+    height: int = 200,
+    label: str = "Papers per week",
+) -> Markup:
+    """Bars of papers per week with a y axis (0 and the maximum) and the first and last week labelled."""
+    left, bottom, top_pad, right = 36, 22, 8, 8
+    plot_w, plot_h = width - left - right, height - bottom - top_pad
+    n = max(len(papers), 1)
+    peak = max(max(papers, default=0), 1)
+    bar = plot_w / n
+    axis = 'font-size="10" fill="currentColor"'
+    base_y = top_pad + plot_h
+    parts = [
+        f'<svg class="trend-plot" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(label)}">',
+        f"<title>{escape(label)}</title>",
+        f'<line x1="{left}" y1="{top_pad}" x2="{left}" y2="{base_y}" stroke="{_GRID}"/>',
+        f'<line x1="{left}" y1="{base_y}" x2="{left + plot_w}" y2="{base_y}" stroke="{_GRID}"/>',
+        f'<text x="{left - 4}" y="{top_pad + 8}" text-anchor="end" {axis}>{peak}</text>',
+        f'<text x="{left - 4}" y="{base_y}" text-anchor="end" {axis}>0</text>',
+    ]
+    for i, (week, count) in enumerate(zip(weeks, papers, strict=True)):
+        h = count / peak * plot_h
+        x = left + i * bar
+        parts.append(
+            f'<rect class="bar" x="{x + bar * 0.1:.1f}" y="{base_y - h:.1f}" width="{bar * 0.8:.1f}" '
+            f'height="{h:.1f}" fill="{_INK}"><title>week of {week.isoformat()}: {count}</title></rect>'
+        )
+    if weeks:
+        y = height - 6
+        parts.append(f'<text x="{left}" y="{y}" {axis}>{weeks[0].isoformat()}</text>')
+        parts.append(
+            f'<text x="{left + plot_w}" y="{y}" text-anchor="end" {axis}>{weeks[-1].isoformat()}</text>'
+        )
+    parts.append("</svg>")
+    return Markup("".join(parts))

@@ -1,0 +1,188 @@
+"""Topic pages and their JSON API (issue #17; how topics are made: docs/topics.md).
+
+=============================  ===================================================================
+``GET /topics``                every topic, biggest first: label, size, top words, a sparkline of
+                               its last 26 weeks, and the topics rising this week
+``GET /topics/{id}``           a topic's papers (ranked like the feed), its papers-per-week plot and
+                               its neighbouring topics; a removed id redirects (301) to its
+                               successor, an unknown one is 404
+``GET /api/topics``            ``{"build", "topics": [... "weeks"], "rising"}``
+``GET /api/topics/{id}``       ``{"topic", "papers", "weeks", "neighbours"}``; ``limit`` ≤ 100,
+                               ``offset``; removed → 301 to the successor, unknown → 404
+=============================  ===================================================================
+
+The plots are SVG written by :mod:`.plots` on the server: the pages need no JavaScript.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from paperfeed.domain.topics import Topic, WeekCount
+from paperfeed.services.topics import TopicService, TopicsOverview
+
+from . import rendering
+from .deps import topics_of
+from .errors import ApiError, JsonResponse
+from .hf_json import paper_object
+from .plots import sparkline, trend_plot
+from .rendering import absolute_url, error_page
+from .views import PageMeta, paper_view, plural
+
+__all__ = ["api_router", "router"]
+
+router = APIRouter(tags=["pages"])
+api_router = APIRouter(tags=["topics"])
+Topics = Annotated[TopicService, Depends(topics_of)]
+SPARK_WEEKS = 26
+PAGE_SIZE = 30
+MAX_LIMIT = 100
+
+
+def _id(raw: str) -> int | None:
+    return int(raw) if raw.isdigit() and len(raw) < 10 else None
+
+
+def _week_json(w: WeekCount) -> dict[str, Any]:
+    return {"week": w.week.isoformat(), "papers": w.papers, "upvotes": w.upvotes}
+
+
+def _topic_json(t: Topic) -> dict[str, Any]:
+    return {
+        "id": t.id,
+        "label": t.label,
+        "words": list(t.words),
+        "size": t.size,
+        "representatives": list(t.representatives),
+        "url": f"/topics/{t.id}",
+    }
+
+
+def _overview_json(o: TopicsOverview) -> dict[str, Any]:
+    build = None
+    if o.build is not None:
+        b = o.build
+        build = {
+            "generation": b.generation,
+            "builtAt": b.built_at.isoformat(),
+            "model": b.model_id,
+            "method": b.method,
+            "papers": b.papers,
+            "topics": b.topics,
+        }
+    return {
+        "build": build,
+        "topics": [
+            _topic_json(t) | {"weeks": [_week_json(w) for w in o.weeks.get(t.id, [])]} for t in o.topics
+        ],
+        "rising": [
+            {"id": r.topic_id, "papers": r.papers, "share": r.share, "before": r.before, "score": r.score}
+            for r in o.rising
+        ],
+    }
+
+
+# -- pages --------------------------------------------------------------------------------------------------
+
+
+@router.get("/topics", response_class=HTMLResponse)
+def topics_page(request: Request, topics: Topics) -> HTMLResponse:
+    overview = topics.overview(weeks=SPARK_WEEKS)
+    labels = {t.id: t.label for t in overview.topics}
+    rows = [
+        {
+            "topic": t,
+            "spark": sparkline(
+                [w.papers for w in overview.weeks.get(t.id, [])],
+                label=f"{t.label}: papers per week, last {SPARK_WEEKS} weeks",
+            ),
+        }
+        for t in overview.topics
+    ]
+    rising = [(r, labels[r.topic_id]) for r in overview.rising[:5] if r.topic_id in labels]
+    meta = PageMeta(
+        "Topics",
+        f"{plural(len(rows), 'topic')} of the papers of this instance, with their weekly volume.",
+        absolute_url(request, "/topics"),
+    )
+    return rendering.page(
+        request, "topics.html", meta, nav="topics", rows=rows, build=overview.build, rising=rising
+    )
+
+
+@router.get("/topics/{topic_ref}", response_class=HTMLResponse)
+def topic_page(
+    request: Request, topic_ref: str, topics: Topics, page: Annotated[int, Query(ge=1, le=1000)] = 1
+) -> Response:
+    topic_id = _id(topic_ref)
+    view = (
+        topics.page(topic_id, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+        if topic_id is not None
+        else None
+    )
+    if view is None:
+        successor = topics.successor(topic_id) if topic_id is not None else None
+        if successor is not None and successor != topic_id:
+            return RedirectResponse(f"/topics/{successor}", status_code=301)
+        return error_page(request, 404, "No such topic", f"There is no topic {topic_ref[:40]!r} (any more).")
+    t = view.topic
+    plot = trend_plot(
+        [w.week for w in view.weeks], [w.papers for w in view.weeks], label=f"{t.label}: papers per week"
+    )
+    meta = PageMeta(
+        f"Topic: {t.label}",
+        f"{plural(t.size, 'paper')} about {', '.join(t.words[:6])}.",
+        absolute_url(request, f"/topics/{t.id}"),
+    )
+    more = page * PAGE_SIZE < t.size
+    return rendering.page(
+        request,
+        "topic.html",
+        meta,
+        nav="topics",
+        topic=t,
+        plot=plot,
+        papers=[paper_view(p, with_abstract=False) for p in view.papers],
+        neighbours=view.neighbours,
+        page_number=page,
+        more=more,
+    )
+
+
+# -- API ----------------------------------------------------------------------------------------------------
+
+
+@api_router.get(
+    "/api/topics", summary="Every topic with its weekly counts (last 26 weeks) and what is rising"
+)
+def api_topics(topics: Topics) -> Response:
+    return JsonResponse(_overview_json(topics.overview(weeks=SPARK_WEEKS)))
+
+
+@api_router.get(
+    "/api/topics/{topic_ref}", summary="One topic: its papers, its weekly series and its neighbours"
+)
+def api_topic(
+    topic_ref: str,
+    topics: Topics,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT)] = PAGE_SIZE,
+    offset: Annotated[int, Query(ge=0, le=100_000)] = 0,
+) -> Response:
+    topic_id = _id(topic_ref)
+    view = topics.page(topic_id, limit=limit, offset=offset) if topic_id is not None else None
+    if view is None:
+        successor = topics.successor(topic_id) if topic_id is not None else None
+        if successor is not None and successor != topic_id:
+            return RedirectResponse(f"/api/topics/{successor}", status_code=301)
+        raise ApiError(404, f"there is no topic {topic_ref[:40]!r}")
+    return JsonResponse(
+        {
+            "topic": _topic_json(view.topic),
+            "papers": [paper_object(p) for p in view.papers],
+            "weeks": [_week_json(w) for w in view.weeks],
+            "neighbours": [_topic_json(t) | {"similarity": round(s, 6)} for t, s in view.neighbours],
+        }
+    )
