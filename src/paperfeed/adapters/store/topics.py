@@ -17,6 +17,7 @@ from paperfeed.domain.search import Vectors
 from paperfeed.domain.topics import (
     Placement,
     Topic,
+    TopicAssignment,
     TopicBuild,
     TopicGeneration,
     WeekCount,
@@ -221,18 +222,7 @@ class SqlTopicRecords:
             ]
             if topic_rows:
                 conn.execute(insert(topics), topic_rows)
-            rows = [
-                {
-                    "paper_id": a.paper_id,
-                    "topic_id": a.topic_id,
-                    "similarity": a.similarity,
-                    "x": a.x,
-                    "y": a.y,
-                }
-                for a in generation.assignments
-            ]
-            for start in range(0, len(rows), _CHUNK):
-                conn.execute(insert(topic_papers), rows[start : start + _CHUNK])
+            _insert_assignments(conn, generation.assignments)
             self._add_weeks(conn, generation.weeks, fresh=True)
             lineage = [
                 {"generation": number, "old_id": ln.old_id, "new_id": ln.new_id, "kind": ln.kind.value}
@@ -268,25 +258,14 @@ class SqlTopicRecords:
         if not placement.assignments:
             return 0
         with self.engine.begin() as conn:
-            rows = [
-                {
-                    "paper_id": a.paper_id,
-                    "topic_id": a.topic_id,
-                    "similarity": a.similarity,
-                    "x": a.x,
-                    "y": a.y,
-                }
-                for a in placement.assignments
-            ]
-            for start in range(0, len(rows), _CHUNK):
-                conn.execute(insert(topic_papers), rows[start : start + _CHUNK])
+            _insert_assignments(conn, placement.assignments)
             sizes: dict[int, int] = {}
             for a in placement.assignments:
                 sizes[a.topic_id] = sizes.get(a.topic_id, 0) + 1
             for tid, n in sizes.items():
                 conn.execute(update(topics).where(topics.c.id == tid).values(size=topics.c.size + n))
             self._add_weeks(conn, placement.weeks, fresh=False)
-        return len(rows)
+        return len(placement.assignments)
 
     @staticmethod
     def _add_weeks(conn: Connection, weeks: dict[int, list[WeekCount]], *, fresh: bool) -> None:
@@ -310,3 +289,13 @@ class SqlTopicRecords:
             )
             if done.rowcount == 0:
                 conn.execute(insert(topic_weeks).values(**row))
+
+
+def _insert_assignments(conn: Connection, assignments: Sequence[TopicAssignment]) -> None:
+    """Papers' topics and map places, in chunks (a build writes every paper of the store)."""
+    rows = [
+        {"paper_id": a.paper_id, "topic_id": a.topic_id, "similarity": a.similarity, "x": a.x, "y": a.y}
+        for a in assignments
+    ]
+    for start in range(0, len(rows), _CHUNK):
+        conn.execute(insert(topic_papers), rows[start : start + _CHUNK])
