@@ -68,6 +68,13 @@ def _directives(answer: Any) -> dict[str, str]:
 
 
 @pytest.fixture
+def app(app: App) -> App:
+    """The community's instance, embedded: a search without notes is a plain anonymous read."""
+    app.indexing.run()
+    return app
+
+
+@pytest.fixture
 def ada(app: App) -> User:
     return add_reader(app, "ada@example.org", "Ada Private")
 

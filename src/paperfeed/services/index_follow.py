@@ -64,7 +64,7 @@ class IndexFollower:
         """The cold start (first look, in the caller's thread, timed and logged), then the thread."""
         first = self.look()
         vectors = "" if first.vectors is None else f", vectors {first.vectors.mode} ({first.vectors.size:,})"
-        log.warning(
+        log.info(
             "node indexes follow the store every %g s; ready in %.1f s (keyword: %s papers indexed%s)",
             self.every,
             first.seconds,

@@ -235,7 +235,7 @@ class TantivyKeywordIndex:
         """Index every paper from scratch (timed and logged: a node's cold start is this)."""
         started = time.monotonic()
         count = self._writer.rebuild(batch_size)
-        log.warning(
+        log.info(
             "%s: keyword index built from the store: %d papers in %.1f s",
             self.path,
             count,
