@@ -124,7 +124,7 @@ def test_a_removed_topic_redirects_to_its_successor_and_an_unknown_one_is_404(
     assert r.headers["location"] == f"/topics/{instance['graph']}"
     r = client.get(f"/api/topics/{instance['gone']}")
     assert (r.status_code, r.headers["location"]) == (301, f"/api/topics/{instance['graph']}")
-    for bad in ("999999", "abc", "-1", "1e3", "99999999999999999999"):
+    for bad in ("999999", "abc", "-1", "1e3", "99999999999999999999", "²", "1²"):  # "²".isdigit() is True
         assert client.get(f"/topics/{bad}").status_code == 404, bad
         r = client.get(f"/api/topics/{bad}")
         assert r.status_code == 404, bad

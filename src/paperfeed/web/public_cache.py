@@ -23,7 +23,7 @@ What is never cached or marked public: a request with a session cookie or an ``A
 (any value: an expired session is not anonymous) — it passes through untouched and
 :mod:`.headers` makes it ``private, no-store``; an answer that is not a 200, that sets a cookie, whose
 handler chose ``private``/``no-store``/``no-cache``, or during whose rendering a user was resolved or a
-CSRF token computed (:func:`.security.personal`); search answers with notes choose ``no-cache``
+CSRF token computed (:func:`.security.personal`); search answers with notes choose ``private, no-store``
 (:data:`.rendering.PARTIAL_SEARCH`). A signed-in reader's conditional request is never
 compared with an anonymous ETag.
 """

@@ -47,8 +47,8 @@ __all__ = [
 SITE_NAME = "paperfeed"
 NO_STORE = "no-store"  # forms carry CSRF tokens, some pages one-time link tokens or a reader's own data
 # A search answer with notes (meaning search unavailable, the index still filling) changes when the index
-# does, which no write announces: revalidate it each time, never keep it in a shared cache.
-PARTIAL_SEARCH = "no-cache"
+# does, which no write announces: no cache keeps it (and a signed-in reader's answer stays private).
+PARTIAL_SEARCH = "private, no-store"
 _HERE = Path(__file__).resolve().parent
 STATIC_DIR = _HERE / "static"
 TEMPLATES_DIR = _HERE / "templates"

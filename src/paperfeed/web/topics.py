@@ -43,7 +43,7 @@ MAX_LIMIT = 100
 
 
 def _id(raw: str) -> int | None:
-    return int(raw) if raw.isdigit() and len(raw) < 10 else None
+    return int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 10 else None  # not "²"
 
 
 def _week_json(w: WeekCount) -> dict[str, Any]:
@@ -88,7 +88,7 @@ def _overview_json(o: TopicsOverview) -> dict[str, Any]:
 # -- pages --------------------------------------------------------------------------------------------------
 
 
-@router.get("/topics", response_class=HTMLResponse)
+@router.get("/topics", response_class=HTMLResponse, include_in_schema=False)
 def topics_page(request: Request, topics: Topics) -> HTMLResponse:
     overview = topics.overview(weeks=SPARK_WEEKS)
     labels = {t.id: t.label for t in overview.topics}
@@ -113,7 +113,7 @@ def topics_page(request: Request, topics: Topics) -> HTMLResponse:
     )
 
 
-@router.get("/topics/{topic_ref}", response_class=HTMLResponse)
+@router.get("/topics/{topic_ref}", response_class=HTMLResponse, include_in_schema=False)
 def topic_page(
     request: Request, topic_ref: str, topics: Topics, page: Annotated[int, Query(ge=1, le=1000)] = 1
 ) -> Response:
