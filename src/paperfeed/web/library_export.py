@@ -51,9 +51,9 @@ _PUBLIC = "public, max-age=60"
 FormatParam = Annotated[str, Query(alias="format", max_length=40)]
 
 
-def _download(fmt: ExportFormat, refs: Sequence[Reference], stem: str, *, cache: str = NO_STORE) -> Response:
+def _attachment(text: str, fmt: ExportFormat, stem: str, *, cache: str = NO_STORE) -> Response:
     return Response(
-        render(fmt, refs).encode("utf-8"),
+        text.encode("utf-8"),
         media_type=f"{media_type(fmt)}; charset=utf-8",
         headers={
             "Content-Disposition": f'attachment; filename="{export_filename(stem, fmt)}"',
@@ -62,19 +62,15 @@ def _download(fmt: ExportFormat, refs: Sequence[Reference], stem: str, *, cache:
     )
 
 
+def _download(fmt: ExportFormat, refs: Sequence[Reference], stem: str, *, cache: str = NO_STORE) -> Response:
+    return _attachment(render(fmt, refs), fmt, stem, cache=cache)
+
+
 def _with_references(request: Request, refs: Sequence[Reference], stem: str) -> Response:
     """The papers and every work they cite (the citation graph), once each, as one BibTeX file whose keys
     are unique across it; the papers' tags and notes are left out (see docs/citations.md)."""
     entries = app_of(request).reference_bibliography.bibtex([ref.paper for ref in refs])
-    name = export_filename(stem + "-with-references", "bibtex")
-    return Response(
-        "".join(entry + "\n\n" for entry in entries).encode("utf-8"),
-        media_type=f"{media_type('bibtex')}; charset=utf-8",
-        headers={
-            "Content-Disposition": f'attachment; filename="{name}"',
-            "Cache-Control": NO_STORE,
-        },
-    )
+    return _attachment("".join(entry + "\n\n" for entry in entries), "bibtex", stem + "-with-references")
 
 
 def _bad_format_page(request: Request, exc: UnknownExportFormat) -> Response:
