@@ -1,4 +1,5 @@
-"""Tables of the topics (issue #17): the current generation, its papers, weekly counts and the lineage.
+"""Tables of the topics (issue #17): the current generation at two levels, its papers, weekly counts, the
+lineage, and the topics readers picked.
 
 Only one generation is live: a build replaces ``topics``, ``topic_papers`` and ``topic_weeks`` and adds a
 ``topic_builds`` row in **one transaction**, so a build killed mid-way leaves the previous topics served.
@@ -10,12 +11,33 @@ written by the build and raised by the daily placement, so the pages never aggre
 
 from __future__ import annotations
 
-from sqlalchemy import JSON, Column, Date, Float, ForeignKey, Index, Integer, LargeBinary, String, Table, Text
+from sqlalchemy import (
+    JSON,
+    Column,
+    Date,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    SmallInteger,
+    String,
+    Table,
+    Text,
+)
 
 from .columns import UtcDateTime
 from .schema import metadata
 
-__all__ = ["metadata", "topic_builds", "topic_lineage", "topic_papers", "topic_weeks", "topics"]
+__all__ = [
+    "metadata",
+    "topic_builds",
+    "topic_lineage",
+    "topic_papers",
+    "topic_picks",
+    "topic_weeks",
+    "topics",
+]
 
 topic_builds = Table(
     "topic_builds",
@@ -41,6 +63,9 @@ topics = Table(
     Column("centroid", LargeBinary, nullable=False),  # float32 little-endian, L2-normalised
     Column("x", Float, nullable=False),
     Column("y", Float, nullable=False),
+    Column("level", SmallInteger, nullable=False, server_default="0"),  # 0 fine, 1 coarse
+    Column("parent_id", Integer, nullable=True),  # a fine topic's coarse topic
+    Index("ix_topics_parent", "parent_id"),
 )
 
 topic_papers = Table(
@@ -72,4 +97,12 @@ topic_lineage = Table(
     Column("kind", String(16), nullable=False),
     Column("share", Float, nullable=False),
     Index("ix_topic_lineage_old", "old_id", "generation"),
+)
+
+topic_picks = Table(  # the topics a reader chose as a cold start for "For you"
+    "topic_picks",
+    metadata,
+    Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), primary_key=True),
+    Column("topic_id", Integer, primary_key=True, autoincrement=False),
+    Column("picked_at", UtcDateTime(), nullable=False),
 )
