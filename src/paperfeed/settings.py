@@ -426,6 +426,15 @@ class Settings(BaseSettings):
         description="How often a web worker re-reads the data version that invalidates its page cache: "
         "writes made by other processes show on cached anonymous pages within this many seconds.",
     )
+    page_cache_grace_seconds: float = Field(
+        default=10.0,
+        ge=0,
+        le=300,
+        description="How long a cached anonymous page may still be served after an import, vote, comment "
+        "or harvest changed the data (0: re-render at once). Hiding a paper, comment or reader always "
+        "empties the cache at once. Without it, an import writing every second empties the cache every "
+        "second (docs/deployment.md).",
+    )
 
     @property
     def db_url(self) -> str:

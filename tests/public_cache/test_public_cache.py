@@ -3,7 +3,8 @@
 Every anonymous GET of a feed, trending, paper page, RSS/Atom feed, JSON API answer or paper ``.md``
 carries an ``ETag`` and ``Cache-Control: public, max-age=…, stale-while-revalidate=…`` and answers a
 matching ``If-None-Match`` with 304 and no body. The server keeps rendered anonymous answers in a
-bounded per-process cache keyed by the data version, so a vote shows at once. Signed-in readers (a
+bounded per-process cache keyed by the data version; with no grace (these tests), a vote shows at once
+(``test_grace.py`` covers the grace an import or a vote may take). Signed-in readers (a
 session cookie or a Bearer token) always get their own, ``private`` answer: the cache never hands one
 reader's vote state, library marks, note, name or CSRF token to another reader or to anonymous.
 """
@@ -65,6 +66,12 @@ def _directives(answer: Any) -> dict[str, str]:
         if name:
             out[name.lower()] = value
     return out
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """No grace: every change of the data version reaches cached answers at once (see test_grace.py)."""
+    return settings.model_copy(update={"page_cache_grace_seconds": 0.0})
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ __all__ = [
     "FIRST_DAY",
     "LAST_DAY",
     "TRENDING_FORMULA",
+    "DataVersion",
     "DayFeed",
     "FeedItem",
     "FeedQueries",
@@ -175,6 +176,20 @@ class PaperCursor:
     paper_id: str
 
 
+@dataclass(frozen=True, slots=True)
+class DataVersion:
+    """What cached answers are keyed by, in two parts because they may lag by different amounts.
+
+    ``removals`` moves when a paper, a comment or a reader is hidden or shown again: a moderator's action
+    must reach every cached page at once. ``content`` moves with everything else (imports, votes,
+    comments, edits, citation harvests): while an import writes every second, a page cache may show
+    those a few seconds late rather than render every page anew each second.
+    """
+
+    content: str
+    removals: str
+
+
 class FeedQueries(Protocol):
     """The store reads feeds need (SQL in ``adapters/store/feed_queries.py``)."""
 
@@ -204,7 +219,7 @@ class FeedQueries(Protocol):
         """The later of the end of the newest listed day and the newest ``published`` time."""
         ...
 
-    def data_version(self) -> str:
+    def data_version(self) -> DataVersion:
         """Changes whenever what an anonymous reader sees changes: papers, listings, hidden papers, votes,
         comments (added, edited, hidden, removed) and hidden readers. Cheap (a few index reads); the
         trending cache and the web's page cache are keyed by it."""

@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime, timedelta
 
 from paperfeed.domain.feed import (
+    DataVersion,
     DayFeed,
     FeedItem,
     FeedQueries,
@@ -86,7 +87,7 @@ class FeedService:
         self.cache_seconds = cache_seconds
         self._lock = threading.Lock()
         self._trend_cache: dict[
-            tuple[str, str], tuple[float, str, list[TrendingItem], datetime, datetime]
+            tuple[str, str], tuple[float, DataVersion, list[TrendingItem], datetime, datetime]
         ] = {}
 
     @property
@@ -94,7 +95,7 @@ class FeedService:
         """Human-readable formula with parameters, e.g. for the trending page's footer."""
         return self.params.formula()
 
-    def data_version(self) -> str:
+    def data_version(self) -> DataVersion:
         """What the web's page cache is keyed by: changes with every import, vote, comment and moderation
         action (see :meth:`FeedQueries.data_version`)."""
         return self.queries.data_version()

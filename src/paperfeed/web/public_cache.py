@@ -11,13 +11,22 @@ JSON API's reads). For each it
   and time-dependent pages such as today's feed or trending are still told apart) and answers a
   matching ``If-None-Match`` with ``304 Not Modified`` and no body;
 - keeps the rendered answer in a bounded in-process cache (:class:`cachetools.TLRUCache`, sized in bytes
-  by ``PAPERFEED_PAGE_CACHE_MB``) keyed by scheme, ``Host``, path, normalised query, ``Accept`` and the
-  **data version** (:meth:`~paperfeed.services.feed.FeedService.data_version`: it moves with every
-  import, vote, comment and moderation action). An entry lives at most its policy's ``max-age``.
+  by ``PAPERFEED_PAGE_CACHE_MB``) keyed by scheme, ``Host``, path, normalised query and ``Accept``,
+  and stamped with the **data version** (:class:`~paperfeed.domain.feed.DataVersion`, from
+  :meth:`~paperfeed.services.feed.FeedService.data_version`: it moves with every import, vote, comment
+  and moderation action). An entry lives at most its policy's ``max-age``.
+
+An entry of the current version is served as is. One whose version differs only in its **content**
+part (an import, a vote, a comment, a harvest) is still served for ``PAPERFEED_PAGE_CACHE_GRACE_SECONDS``
+(default 10 s) after it was rendered, then rendered anew (``X-Paperfeed-Cache: stale`` marks it): an
+import writes every second, and without this grace each page would be rendered again every second,
+which is no cache at all. A change of the **removals** part (a paper, comment or reader hidden or shown
+again) empties the cache at once, so moderation is never late. With a grace of 0, every change is.
 
 The version is read at most every ``PAPERFEED_PAGE_CACHE_CHECK_SECONDS`` (default 1 s) per worker, and
-at once after any state-changing request this worker served, so a vote shows on anonymous pages at once
-on the worker that took it and within that second on the others.
+at once after any state-changing request this worker served. So an anonymous page shows a vote or a new
+paper within check + grace seconds (11 s by default), and a removal within the check interval. Signed-in
+readers are never served from this cache, so a voter sees their own vote at once.
 
 What is never cached or marked public: a request with a session cookie or an ``Authorization`` header
 (any value: an expired session is not anonymous) — it passes through untouched and
@@ -43,6 +52,8 @@ import anyio.to_thread
 from cachetools import TLRUCache
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from paperfeed.domain.feed import DataVersion
 
 from .headers import SESSION_COOKIE_PREFIX
 from .security import personal
@@ -108,6 +119,8 @@ class _Entry:
     cache_control: str
     vary: str
     ttl: float
+    version: DataVersion | None  # None: the version could not be read, and the entry is not kept
+    stored: float  # the clock when rendered: a content change may reuse it for the grace seconds
 
     @property
     def size(self) -> int:
@@ -155,9 +168,10 @@ class PublicCacheMiddleware:
         self.clock = clock
         self._cache: TLRUCache[tuple[Any, ...], _Entry] | None = None
         self._max_bytes = -1  # unknown until the first request brings the settings
-        self._version: str | None = None
+        self._version: DataVersion | None = None
         self._checked = float("-inf")
         self._check_every = 1.0
+        self._grace = 10.0
         self._refreshing = asyncio.Lock()  # one version read at a time per worker
         self._writes = 0  # state-changing requests served: one since the last read makes it stale
         self._read_at_writes = -1
@@ -185,19 +199,23 @@ class PublicCacheMiddleware:
             scope["path"],
             _query(scope.get("query_string", b"")),
             _header(scope, b"accept")[:300],
-            version,
         )
         conditional = _header(scope, b"if-none-match")
         cache = self._cache
         hit = cache.get(key) if cache is not None and version is not None else None
-        if hit is not None:
-            await self._reply(send, hit, conditional, "hit")
-            return
-        await self._render(scope, receive, send, policy, state, conditional, key)
+        if hit is not None and version is not None:
+            if hit.version == version:
+                await self._reply(send, hit, conditional, "hit")
+                return
+            kept = hit.version is not None and hit.version.removals == version.removals
+            if kept and self.clock() - hit.stored < self._grace:
+                await self._reply(send, hit, conditional, "stale")
+                return
+        await self._render(scope, receive, send, policy, state, conditional, key, version)
 
     # -- the data version ------------------------------------------------------------------------------
 
-    async def _current_version(self, state: dict[str, Any]) -> str | None:
+    async def _current_version(self, state: dict[str, Any]) -> DataVersion | None:
         """The data version, read again when older than the check interval; None: cache nothing."""
         container = state.get("app")
         if container is None:
@@ -206,6 +224,7 @@ class PublicCacheMiddleware:
             settings = container.settings
             self._max_bytes = int(settings.page_cache_mb) * 1024 * 1024
             self._check_every = float(settings.page_cache_check_seconds)
+            self._grace = float(settings.page_cache_grace_seconds)
             if self._max_bytes > 0:
                 self._cache = TLRUCache(
                     maxsize=self._max_bytes,
@@ -222,12 +241,16 @@ class PublicCacheMiddleware:
                 return self._version
             started, writes = self.clock(), self._writes
             try:
-                version = str(await anyio.to_thread.run_sync(container.feeds.data_version))
+                version: DataVersion = await anyio.to_thread.run_sync(container.feeds.data_version)
             except Exception:  # a cache must never turn a readable page into an error: cache nothing
                 self._version = None
                 return None
-            if version != self._version and self._cache is not None:
-                self._cache.clear()  # every key of the old version is dead: free their memory now
+            old, cache = self._version, self._cache
+            dead = (
+                old is not None and version != old and (version.removals != old.removals or self._grace <= 0)
+            )
+            if dead and cache is not None:
+                cache.clear()  # every entry is dead now: free their memory at once
             self._version, self._checked, self._read_at_writes = version, started, writes
             return version
 
@@ -249,6 +272,7 @@ class PublicCacheMiddleware:
         state: dict[str, Any],
         conditional: str,
         key: tuple[Any, ...],
+        version: DataVersion | None,
     ) -> None:
         start: Message | None = None
         chunks: list[bytes] = []
@@ -285,11 +309,12 @@ class PublicCacheMiddleware:
             headers["Vary"] = ", ".join(policy.vary)
         elif "vary" in headers:
             del headers["Vary"]
+        vary = headers.get("vary", "")
         entry = _Entry(
-            headers.raw, body, etag, policy.cache_control, headers.get("vary", ""), float(policy.max_age)
+            headers.raw, body, etag, policy.cache_control, vary, float(policy.max_age), version, self.clock()
         )
         cache = self._cache
-        if cache is not None and key[-1] is not None and entry.size <= min(MAX_ENTRY_BYTES, cache.maxsize):
+        if cache is not None and version is not None and entry.size <= min(MAX_ENTRY_BYTES, cache.maxsize):
             cache[key] = entry
         await self._reply(send, entry, conditional, "miss")
 

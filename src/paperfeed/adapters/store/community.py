@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy import (
     ColumnElement,
     ScalarSelect,
+    Select,
     and_,
     delete,
     exists,
@@ -91,27 +92,34 @@ def local_comments(paper_id: ColumnElement[Any]) -> ScalarSelect[int]:
     )
 
 
-def community_version(conn: Connection) -> str:
-    """Changes whenever a vote or a comment is added or removed, a comment is edited, hidden or shown
-    again, or an administrator hides or shows a reader (for the trending and page caches' keys).
+def community_version(conn: Connection) -> tuple[str, str]:
+    """Two parts: what moves when a vote or a comment is added or removed or a comment edited, and what
+    moves when a comment is hidden or shown again or an administrator hides or shows a reader (for the
+    trending and page caches' keys; see :class:`~paperfeed.domain.feed.DataVersion`).
 
     Count and newest time together catch every change but a clock going backwards; the vote parts are
     index reads (``ix_paper_upvotes_created``), the comment and reader parts scan small tables. Callers
     ask at most about once a second per process (see ``FeedService.data_version``).
     """
     # One aggregate a query: SQLite answers a lone count(*) or max() from an index, not the two together.
-    parts = [
+    added = [
         select(func.count()).select_from(paper_upvotes),
         select(func.max(paper_upvotes.c.created_at)),
         select(func.count()).select_from(paper_comments),
         select(func.max(paper_comments.c.id)),
         select(func.max(paper_comments.c.edited_at)),
+    ]
+    removed = [
         select(func.count(paper_comments.c.hidden_at)),
         select(func.max(paper_comments.c.hidden_at)),
         select(func.count(users.c.hidden_at)),
         select(func.max(users.c.hidden_at)),
     ]
-    return "|".join(str(conn.execute(part).scalar()) for part in parts)
+
+    def joined(group: list[Select[Any]]) -> str:
+        return "|".join(str(conn.execute(part).scalar()) for part in group)
+
+    return joined(added), joined(removed)
 
 
 _COMMENT_COLUMNS = (

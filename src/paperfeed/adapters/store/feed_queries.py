@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection, Engine, Row
 from sqlalchemy.sql.elements import Label
 
 from paperfeed.domain.community import with_local_counts
-from paperfeed.domain.feed import ListedPaper, PaperCursor, TrendCandidate
+from paperfeed.domain.feed import DataVersion, ListedPaper, PaperCursor, TrendCandidate
 from paperfeed.domain.models import Paper
 
 from .accounts import not_hidden
@@ -246,19 +246,26 @@ class SqlFeedQueries:
             stamps.append(value)
         return max(stamps) if stamps else None
 
-    def data_version(self) -> str:
+    def data_version(self) -> DataVersion:
         with self.engine.connect() as conn:
             # a citation harvest changes paper pages' counts and lists: it must reach cached answers
             harvested = conn.execute(select(func.max(citation_harvests.c.harvested_at))).scalar()
-            return f"{self._listing_version(conn)}|{community_version(conn)}|{harvested}"
+            papers_part, hidden = self._listing_parts(conn)
+            added, removed = community_version(conn)
+            return DataVersion(content=f"{papers_part}|{added}|{harvested}", removals=f"{hidden}|{removed}")
+
+    @classmethod
+    def _listing_version(cls, conn: Connection) -> str:
+        """Changes with papers, listings and hidden papers (not with votes: day sizes ignore them)."""
+        return "|".join(cls._listing_parts(conn))
 
     @staticmethod
-    def _listing_version(conn: Connection) -> str:
-        """Changes with papers, listings and hidden papers (not with votes: day sizes ignore them)."""
+    def _listing_parts(conn: Connection) -> tuple[str, str]:
+        """(papers and listings, hidden papers): see :class:`DataVersion` for why they are apart."""
         modified = conn.execute(select(func.max(papers.c.modified_at))).scalar()
         n_listings = conn.execute(select(func.count()).select_from(listings)).scalar_one()
         hidden = conn.execute(select(func.count(), func.max(hidden_papers.c.hidden_at))).one()
-        return f"{modified}|{n_listings}|{hidden[0]}|{hidden[1]}"
+        return f"{modified}|{n_listings}", f"{hidden[0]}|{hidden[1]}"
 
     # -- papers -------------------------------------------------------------------------------------
 

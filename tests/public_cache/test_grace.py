@@ -1,0 +1,86 @@
+"""While the data keeps changing, a cached anonymous page is reused for a grace period; removals are not.
+
+An import writes every second, and the signed-in readers of a public instance vote all the time: if every
+change emptied the page cache, it would be empty whenever it mattered. So an answer whose data version
+differs only in its *content* part (papers, votes, comments, harvests) is still served for
+``page_cache_grace_seconds`` after it was rendered, marked ``X-Paperfeed-Cache: stale``; after that it is
+rendered anew. Hiding a paper, a comment or a reader is a *removal*: it empties the cache at once,
+whatever the grace, because a moderator's action must never wait.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from fastapi.testclient import TestClient
+
+from paperfeed.bootstrap import App, build_app
+from paperfeed.domain.accounts import User
+from paperfeed.settings import Settings
+from paperfeed.web import create_app
+from tests.community.conftest import add_reader
+
+JSON = {"accept": "application/json"}
+PAPER = "2501.00202"  # listed with 11 Hugging Face upvotes
+
+
+def _site(settings: Settings, grace: float) -> TestClient:
+    tuned = settings.model_copy(update={"page_cache_grace_seconds": grace, "page_cache_check_seconds": 0.0})
+    return TestClient(create_app(lambda: build_app(tuned)), follow_redirects=False)
+
+
+@pytest.fixture
+def ada(app: App) -> User:
+    return add_reader(app, "ada@example.org", "Ada Grace")
+
+
+def _upvotes(site: TestClient) -> tuple[int, str]:
+    answer = site.get(f"/api/papers/{PAPER}", headers=JSON)
+    assert answer.status_code == 200, answer.text
+    return answer.json()["upvotes"], answer.headers.get("x-paperfeed-cache", "")
+
+
+def test_a_vote_reaches_a_cached_answer_after_the_grace_not_before(
+    settings: Settings, app: App, ada: User
+) -> None:
+    with _site(settings, grace=1.5) as site:
+        before, how = _upvotes(site)
+        assert how == "miss"
+        app.community.upvote(ada, PAPER)  # another process's write: the version's content part moves
+        assert _upvotes(site) == (before, "stale"), "within the grace the rendered answer is reused"
+        time.sleep(1.6)
+        assert _upvotes(site) == (before + 1, "miss"), "after the grace it is rendered anew"
+        assert _upvotes(site) == (before + 1, "hit")
+
+
+def test_without_grace_a_vote_reaches_the_cached_answer_at_once(
+    settings: Settings, app: App, ada: User
+) -> None:
+    with _site(settings, grace=0.0) as site:
+        before, _ = _upvotes(site)
+        app.community.upvote(ada, PAPER)
+        assert _upvotes(site) == (before + 1, "miss")
+
+
+def test_hiding_a_paper_empties_the_cache_at_once_whatever_the_grace(settings: Settings, app: App) -> None:
+    with _site(settings, grace=300.0) as site:
+        assert site.get(f"/api/papers/{PAPER}", headers=JSON).status_code == 200
+        assert site.get(f"/api/papers/{PAPER}", headers=JSON).headers["x-paperfeed-cache"] == "hit"
+        app.accounts.hide_paper(PAPER, reason="spam")
+        assert site.get(f"/api/papers/{PAPER}", headers=JSON).status_code == 404
+        page = site.get(f"/papers/{PAPER}")
+        assert page.status_code == 404
+
+
+def test_hiding_a_reader_empties_the_cache_at_once_whatever_the_grace(
+    settings: Settings, app: App, ada: User
+) -> None:
+    app.community.add_comment(ada, PAPER, "A remark from Ada that a moderator will remove.")
+    with _site(settings, grace=300.0) as site:
+        assert "A remark from Ada" in site.get(f"/papers/{PAPER}").text
+        assert site.get(f"/papers/{PAPER}").headers["x-paperfeed-cache"] == "hit"
+        app.accounts.hide_user(ada.id)
+        shown = site.get(f"/papers/{PAPER}")
+        assert shown.headers["x-paperfeed-cache"] == "miss"
+        assert "A remark from Ada" not in shown.text
