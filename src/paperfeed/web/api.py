@@ -44,7 +44,7 @@ from .deps import app_of, feeds_of, search_of
 from .errors import ApiError, JsonResponse
 from .hf_json import daily_item, highlight, paper_object
 from .paper_markdown import GraphMarkdown, paper_markdown
-from .rendering import PARTIAL_SEARCH
+from .rendering import PARTIAL_SEARCH_HEADERS
 
 __all__ = ["MAX_QUERY_CHARS", "base_url", "checked_query", "router"]
 
@@ -233,7 +233,7 @@ def search_papers(
         return JsonResponse(_items(feeds_of(request).recent(limit=limit)))
     page = search_of(request).search(text, limit=limit)
     notes = [*page.notes, *filter(None, [app_of(request).coverage.note()])]
-    headers = {"X-Search-Notes": "; ".join(notes)[:500], "Cache-Control": PARTIAL_SEARCH} if notes else None
+    headers = {"X-Search-Notes": "; ".join(notes)[:500], **PARTIAL_SEARCH_HEADERS} if notes else None
     shown = app_of(request).community.with_counts([hit.paper for hit in page.hits])
     return JsonResponse([_search_item(h, p) for h, p in zip(page.hits, shown, strict=True)], headers=headers)
 

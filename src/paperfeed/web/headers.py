@@ -43,6 +43,9 @@ CSP = (
 HSTS = "max-age=31536000"  # a year; no includeSubDomains: other hosts of the owner's domain are not ours
 # security.SESSION_COOKIE (not imported: security imports this module through errors; a test ties them).
 SESSION_COOKIE_PREFIX = b"pf_session="
+# Internal: how long an anonymous copy of an otherwise private answer may be shared (.public_cache reads
+# it); never sent to a client.
+PUBLIC_SECONDS_HEADER = "x-paperfeed-public-seconds"
 
 
 def baseline_headers(html: bool) -> dict[str, str]:
@@ -105,6 +108,8 @@ class ResponseHeadersMiddleware:
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = MutableHeaders(scope=message)
+                if PUBLIC_SECONDS_HEADER in headers:
+                    del headers[PUBLIC_SECONDS_HEADER]
                 html = headers.get("content-type", "").startswith("text/html")
                 for name, value in baseline_headers(html).items():
                     if name not in headers:

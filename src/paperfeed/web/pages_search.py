@@ -225,5 +225,5 @@ def search_page(
     path = _search_url(view.q, view.date_from, view.date_to, view.cat, view.has_code, view.page_number)
     rss = ((f"Search: {clip(view.q, 60)}", "/rss/search?" + urlencode({"q": view.q})),) if view.q else ()
     meta = PageMeta(title, clip(description), absolute_url(request, path), noindex=bool(view.q), feeds=rss)
-    cache = rendering.PARTIAL_SEARCH if view.notes else None
-    return rendering.page(request, "search.html", meta, nav="search", cache=cache, search=view)
+    headers = rendering.PARTIAL_SEARCH_HEADERS if view.notes else None
+    return rendering.page(request, "search.html", meta, nav="search", headers=headers, search=view)

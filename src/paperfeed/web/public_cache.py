@@ -32,8 +32,9 @@ What is never cached or marked public: a request with a session cookie or an ``A
 (any value: an expired session is not anonymous) — it passes through untouched and
 :mod:`.headers` makes it ``private, no-store``; an answer that is not a 200, that sets a cookie, whose
 handler chose ``private``/``no-store``/``no-cache``, or during whose rendering a user was resolved or a
-CSRF token computed (:func:`.security.personal`); search answers with notes choose ``private, no-store``
-(:data:`.rendering.PARTIAL_SEARCH`). A signed-in reader's conditional request is never
+CSRF token computed (:func:`.security.personal`). Search answers with notes (the index still filling)
+are ``private, no-store`` for a signed-in reader and shared for 5 s only when anonymous
+(:data:`.rendering.PARTIAL_SEARCH_HEADERS`). A signed-in reader's conditional request is never
 compared with an anonymous ETag.
 """
 
@@ -55,7 +56,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from paperfeed.domain.feed import DataVersion
 
-from .headers import SESSION_COOKIE_PREFIX
+from .headers import PUBLIC_SECONDS_HEADER, SESSION_COOKIE_PREFIX
 from .security import personal
 
 __all__ = ["POLICIES", "Policy", "PublicCacheMiddleware", "policy_for"]
@@ -125,6 +126,16 @@ class _Entry:
     @property
     def size(self) -> int:
         return len(self.body) + sum(len(k) + len(v) for k, v in self.headers) + 200
+
+
+def _public_seconds(headers: MutableHeaders) -> int | None:
+    """The handler's internal ``X-Paperfeed-Public-Seconds`` (dropped here): how long an anonymous reader's
+    copy of an otherwise private answer may be shared (see :data:`.rendering.PARTIAL_SEARCH_HEADERS`)."""
+    value = headers.get(PUBLIC_SECONDS_HEADER)
+    if value is None:
+        return None
+    del headers[PUBLIC_SECONDS_HEADER]
+    return int(value) if value.isascii() and value.isdigit() else None
 
 
 def _credentialed(scope: Scope) -> bool:
@@ -292,6 +303,10 @@ class PublicCacheMiddleware:
         body = b"".join(chunks)
         headers = MutableHeaders(raw=list(start.get("headers", ())))
         chosen = headers.get("cache-control", "").lower()
+        brief = _public_seconds(headers)  # a private answer its handler lets anonymous readers share briefly
+        if brief is not None:
+            policy = Policy(policy.name, min(brief, policy.max_age), 0, policy.vary)
+            chosen = ""
         shareable = (
             start["status"] == 200
             and "set-cookie" not in headers

@@ -29,7 +29,7 @@ from starlette.types import Scope
 
 from paperfeed import __version__
 
-from .headers import baseline_headers
+from .headers import PUBLIC_SECONDS_HEADER, baseline_headers
 from .markup import plain_text, render_text
 from .views import MissingView, PageMeta, author_search_url
 
@@ -47,8 +47,13 @@ __all__ = [
 SITE_NAME = "paperfeed"
 NO_STORE = "no-store"  # forms carry CSRF tokens, some pages one-time link tokens or a reader's own data
 # A search answer with notes (meaning search unavailable, the index still filling) changes when the index
-# does, which no write announces: no cache keeps it (and a signed-in reader's answer stays private).
+# does, which no write announces. A signed-in reader's answer stays private; an anonymous one may be
+# shared for PARTIAL_SEARCH_SECONDS only: the page cache reads the internal PUBLIC_SECONDS header, makes
+# the answer ``public, max-age=5`` and drops the header (.headers drops it from every other answer). While
+# an import runs every search has such a note, and rendering each anew cost most of the server's CPU.
 PARTIAL_SEARCH = "private, no-store"
+PARTIAL_SEARCH_SECONDS = 5
+PARTIAL_SEARCH_HEADERS = {"Cache-Control": PARTIAL_SEARCH, PUBLIC_SECONDS_HEADER: str(PARTIAL_SEARCH_SECONDS)}
 _HERE = Path(__file__).resolve().parent
 STATIC_DIR = _HERE / "static"
 TEMPLATES_DIR = _HERE / "templates"
