@@ -11,9 +11,11 @@ It is loaded straight into the tables (SQLite ``executemany`` in big transaction
 the cited-by index built after the load, then ANALYZE; the databases are kept under
 ``$PAPERFEED_BENCH_CACHE/graph-<N>`` and reused (``--rebuild`` to start over).
 
-Timed (after a warm pass): for 200 works (150 drawn at random among those with references, 50 of the
-1,000 most cited) a references page and a cited-by page (20 rows, newest first, with the total), the
-cited-by page most-cited-first and in-store-only, ``counts`` and ``related_counts(limit=20)``.
+Timed (after a warm pass, by default one call per timed work): for 200 works (150 drawn at random among
+those with references, 50 of the 1,000 most cited) a references page and a cited-by page (20 rows,
+newest first, with the total), the cited-by page most-cited-first and in-store-only, ``counts`` and
+``related_counts(limit=20)``; wall and CPU time of each call (CPU: this process plus, for PostgreSQL,
+its server process, from ``/proc/<pid>/schedstat``), as p50 / p90.
 
     nice -n 10 .venv/bin/python -m bench.graph_speed --papers 100000 [--backend sqlite|postgresql|both]
 """
@@ -237,33 +239,34 @@ def sample_keys(graph: Graph, count: int) -> list[str]:
     return [graph.keys[i] for i in picked]
 
 
-def backend_cpu(pid: int | None) -> float:
-    """CPU seconds a PostgreSQL backend process has used (0 for SQLite, which runs in ours)."""
+def backend_cpu_ns(pid: int | None) -> int:
+    """Nanoseconds of CPU a PostgreSQL backend process has run (0 for SQLite, which runs in ours):
+    ``/proc/<pid>/schedstat``, exact to the nanosecond where ``/proc/<pid>/stat`` counts 10 ms ticks."""
     if pid is None:
-        return 0.0
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return 0
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
 
 
-def timed(keys: list[str], call: Callable[[str], Any], pid: int | None) -> tuple[np.ndarray, float]:
-    """Wall milliseconds per call, and the mean CPU milliseconds per call (this process and, for
-    PostgreSQL, its backend): on a shared machine the wall time includes waiting for a core."""
-    for key in keys[:20]:
-        call(key)  # warm
-    out = []
-    cpu0, server0 = time.process_time(), backend_cpu(pid)
+def timed(
+    keys: list[str], call: Callable[[str], Any], pid: int | None, warm: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Wall and CPU milliseconds of each call (CPU: this process and, for PostgreSQL, its backend): on a
+    shared machine the wall time includes waiting for a core and the CPU time does not."""
+    for key in keys[:warm]:
+        call(key)  # warm: the caches, and psycopg's prepared statements
+    wall, cpu = [], []
     for key in keys:
-        t0 = time.perf_counter()
+        server0, cpu0, t0 = backend_cpu_ns(pid), time.process_time_ns(), time.perf_counter_ns()
         call(key)
-        out.append(time.perf_counter() - t0)
-    cpu = time.process_time() - cpu0 + backend_cpu(pid) - server0
-    return np.asarray(out) * 1e3, cpu / len(keys) * 1e3
+        wall.append(time.perf_counter_ns() - t0)
+        cpu.append(time.process_time_ns() - cpu0 + backend_cpu_ns(pid) - server0)
+    return np.asarray(wall) / 1e6, np.asarray(cpu) / 1e6
 
 
-Result = tuple[str, np.ndarray, np.ndarray, float]
+Result = tuple[str, np.ndarray, np.ndarray, np.ndarray]
 
 
-def measure(records: Any, keys: list[str], top: list[str]) -> list[Result]:
+def measure(records: Any, keys: list[str], top: list[str], warm: int) -> list[Result]:
     from paperfeed.domain.paper_graph import CitationSort
 
     as_of = date(2026, 1, 1)
@@ -298,9 +301,9 @@ def measure(records: Any, keys: list[str], top: list[str]) -> list[Result]:
     results = []
     top_set = set(top)
     for label, call in probes:
-        ms, cpu = timed(keys, call, pid)
+        ms, cpu = timed(keys, call, pid, warm)
         heavy = np.asarray([m for k, m in zip(keys, ms, strict=True) if k in top_set])
-        results.append((label, ms, heavy, cpu))
+        results.append((label, ms, cpu, heavy))
     if pid is not None:
         with records.engine.connect() as conn:
             assert int(conn.execute(text("SELECT pg_backend_pid()")).scalar_one()) == pid
@@ -309,12 +312,13 @@ def measure(records: Any, keys: list[str], top: list[str]) -> list[Result]:
 
 def report(backend: str, results: list[Result]) -> None:
     print(
-        f"\n{backend}:{'':33s} {'p50 ms':>8s} {'p90 ms':>8s} {'max ms':>8s} {'CPU ms':>7s}  top-cited p50/p90"
+        f"\n{backend}:{'':33s} {'wall p50':>8s} {'p90':>7s} {'max':>7s} {'CPU p50':>8s} {'p90':>6s}"
+        "  top-cited wall p50/p90"
     )
-    for label, ms, heavy, cpu in results:
+    for label, ms, cpu, heavy in results:
         print(
-            f"  {label:40s} {np.percentile(ms, 50):8.2f} {np.percentile(ms, 90):8.2f} "
-            f"{ms.max():8.1f} {cpu:7.2f}"
+            f"  {label:40s} {np.percentile(ms, 50):8.2f} {np.percentile(ms, 90):7.2f} {ms.max():7.1f} "
+            f"{np.percentile(cpu, 50):8.2f} {np.percentile(cpu, 90):6.2f}"
             f"  {np.percentile(heavy, 50):7.2f} / {np.percentile(heavy, 90):.2f}",
             flush=True,
         )
@@ -328,6 +332,13 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
     parser.add_argument("--rebuild", action="store_true", help="load the graph again even if cached")
+    parser.add_argument(
+        "--warm",
+        type=int,
+        default=None,
+        help="calls of each probe before the timed pass (default: every timed work once, so the pass "
+        "reads pages the cache holds; 20 is how session 6 measured)",
+    )
     args = parser.parse_args()
 
     from tests.support.postgres import start_server, stop_server
@@ -365,6 +376,8 @@ def main() -> None:
         "citers of the paper (co-citation)"
     )
     keys = sample_keys(graph, args.queries)
+    warm = len(keys) if args.warm is None else args.warm
+    print(f"timed: {len(keys)} works per probe after {warm} warm-up calls")
     top = [graph.keys[i] for i in np.argsort(-graph.cited_edges)[:1000].tolist()]
     done_path = root / "built.json"
     built: dict[str, Any] = json.loads(done_path.read_text()) if done_path.exists() else {}
@@ -382,7 +395,7 @@ def main() -> None:
             f"{size / 1e9:.2f} GB"
         )
         store = open_store(f"sqlite+pysqlite:///{path}")
-        report("SQLite", measure(SqlCitationRecords(store.engine), keys, top))
+        report("SQLite", measure(SqlCitationRecords(store.engine), keys, top, warm))
         store.close()
 
     if args.backend in ("postgresql", "both"):
@@ -406,7 +419,7 @@ def main() -> None:
                 f"\nPostgreSQL {server.version}: load {built['postgresql']['load_s']:.0f} s + index and "
                 f"VACUUM ANALYZE {built['postgresql']['index_s']:.0f} s; database {size / 1e9:.2f} GB"
             )
-            report("PostgreSQL", measure(SqlCitationRecords(store.engine), keys, top))
+            report("PostgreSQL", measure(SqlCitationRecords(store.engine), keys, top, warm))
             store.close()
         finally:
             stop_server(server, remove=False)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, case, func, select, text, tuple_, update
+from sqlalchemy import bindparam, case, func, select, text, true, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
@@ -174,8 +174,17 @@ class SqlCitationRecords:
             .where(citations.c.citing == bindparam("b_key"))
             .values(citing_day=bindparam("b_day"))
         )
+        # Reads on PostgreSQL run in autocommit: each is one statement or a few independent ones (READ
+        # COMMITTED gives every statement its own snapshot anyway), so a transaction only added a BEGIN
+        # and a ROLLBACK round trip, and psycopg forgets its prepared statements at every ROLLBACK.
+        # SQLite's driver begins no transaction for a SELECT, so its engine is used as it is.
+        self._reader = (
+            engine.execution_options(isolation_level="AUTOCOMMIT")
+            if engine.dialect.name == "postgresql"
+            else engine
+        )
         self._pages = {
-            (outgoing, sort, in_store): _page_statements(outgoing, sort, in_store)
+            (outgoing, sort, in_store): _page_statement(outgoing, sort, in_store)
             for outgoing in (True, False)
             for sort in CitationSort
             for in_store in (True, False)
@@ -342,7 +351,7 @@ class SqlCitationRecords:
     def harvested(self, paper_ids: Sequence[str], source: str) -> dict[str, datetime]:
         """When each of ``paper_ids`` was last harvested from ``source`` (absent: never)."""
         found: dict[str, datetime] = {}
-        with self.engine.connect() as conn:
+        with self._reader.connect() as conn:
             for chunk in _chunks(list(dict.fromkeys(paper_ids))):
                 query = select(citation_harvests.c.paper_id, citation_harvests.c.harvested_at).where(
                     citation_harvests.c.source == source, citation_harvests.c.paper_id.in_(chunk)
@@ -380,25 +389,11 @@ class SqlCitationRecords:
     ) -> GraphPage:
         if offset < 0 or limit < 0:
             raise ValueError(f"offset and limit must not be negative (got offset={offset}, limit={limit})")
-        query, counted = self._pages[(outgoing, sort, in_store_only)]
-        with self.engine.connect() as conn:
+        query = self._pages[(outgoing, sort, in_store_only)]
+        with self._reader.connect() as conn:
             rows = conn.execute(query, {"key": key, "offset": offset, "limit": limit}).all()
-            total = int(conn.execute(counted, {"key": key}).scalar_one())
-        return GraphPage(
-            rows=tuple(
-                GraphRow(
-                    work=_work_of(r),
-                    in_store=r.paper_id is not None,
-                    citation_count=int(r.cited_by),
-                    is_influential=r.is_influential,
-                    contexts=tuple(r.contexts),
-                    intents=tuple(r.intents),
-                    sources=tuple(r.sources),
-                )
-                for r in rows
-            ),
-            total=total,
-        )
+        # one row at least: the total, with the page's columns NULL when the page is empty
+        return GraphPage(rows=tuple(_graph_row(r) for r in rows if r[1] is not None), total=int(rows[0][0]))
 
     def counts(self, keys: Sequence[str], *, as_of: date) -> dict[str, LinkCounts]:
         """References, citations (the larger of edges and the source's figure) and citations dated
@@ -410,7 +405,7 @@ class SqlCitationRecords:
         reported: dict[str, int] = {}
         harvested: dict[str, datetime] = {}
         recent = func.sum(case((citations.c.citing_day.between(*window), 1), else_=0))
-        with self.engine.connect() as conn:
+        with self._reader.connect() as conn:
             for chunk in _chunks(list(dict.fromkeys(keys))):
                 query = (
                     select(citations.c.citing, func.count())
@@ -482,7 +477,7 @@ class SqlCitationRecords:
             "limit": limit,
         }
         coupling_sql, prior_sql, co_citation_sql = self._related
-        with self.engine.connect() as conn:
+        with self._reader.connect() as conn:
             coupling = _counted(conn, coupling_sql, params)
             prior = _counted(
                 conn,
@@ -555,42 +550,90 @@ _cited_by = case(
     else_=works.c.cited_edges,
 )
 _WORK_COLUMNS = [works.c.key, *(works.c[n] for n in _WORK_FIELDS)]
+_AFTER_FIELDS = 2 + len(_WORK_FIELDS)  # a page row: total, key, the work's fields, then the edge's
 
 
 def _work_of(row: Any) -> WorkRef:
     """A work from a ``works`` row joined to ``papers``: a paper of the store fills in what the source
     left out."""
-    fields = {n: getattr(row, n) for n in _WORK_FIELDS}
-    if row.paper_id is not None:
-        if fields["title"] is None:
-            fields["title"] = row.paper_title
-        if fields["published"] is None and row.paper_published is not None:
-            fields["published"] = as_utc(row.paper_published).date()
-        if fields["year"] is None and fields["published"] is not None:
-            fields["year"] = fields["published"].year
-        if fields["arxiv_id"] is None:
-            fields["arxiv_id"] = row.paper_id
-    return WorkRef(key=row.key, **fields)
+    return _work(
+        row.key,
+        tuple(getattr(row, n) for n in _WORK_FIELDS),
+        row.paper_id,
+        row.paper_title,
+        row.paper_published,
+    )
 
 
-def _page_statements(outgoing: bool, sort: CitationSort, in_store_only: bool) -> tuple[Any, Any]:
-    """The page query and its count for one list, direction and filter, built once with bound
-    parameters (building and cache-keying a statement per call cost as much as running it)."""
+def _work(
+    key: str, fields: Sequence[Any], paper_id: str | None, paper_title: str | None, paper_published: Any
+) -> WorkRef:
+    """:func:`_work_of` from the row's values: ``fields`` in the order of ``_WORK_FIELDS``."""
+    title, year, published, arxiv_id, doi, s2_id, openalex_id, citation_count, reference_count = fields
+    if paper_id is not None:
+        if title is None:
+            title = paper_title
+        if published is None and paper_published is not None:
+            published = as_utc(paper_published).date()
+        if year is None and published is not None:
+            year = published.year
+        if arxiv_id is None:
+            arxiv_id = paper_id
+    return WorkRef(
+        key=key,
+        title=title,
+        year=year,
+        published=published,
+        arxiv_id=arxiv_id,
+        doi=doi,
+        s2_id=s2_id,
+        openalex_id=openalex_id,
+        citation_count=citation_count,
+        reference_count=reference_count,
+    )
+
+
+def _graph_row(r: Sequence[Any]) -> GraphRow:
+    """A list entry from a row of :func:`_page_statement` (read by position: a page's rows are the hot
+    path, and a name lookup per field cost as much as the rest of the conversion)."""
+    fields = r[2:_AFTER_FIELDS]
+    cited_by, is_influential, contexts, intents, sources, paper_id, paper_title, paper_published = r[
+        _AFTER_FIELDS:
+    ]
+    return GraphRow(
+        work=_work(r[1], fields, paper_id, paper_title, paper_published),
+        in_store=paper_id is not None,
+        citation_count=int(cited_by),
+        is_influential=is_influential,
+        contexts=tuple(contexts),
+        intents=tuple(intents),
+        sources=tuple(sources),
+    )
+
+
+def _page_statement(outgoing: bool, sort: CitationSort, in_store_only: bool) -> Any:
+    """One page of one list, direction and filter together with the list's total, as one statement
+    built once with bound parameters (building and cache-keying a statement per call cost as much as
+    running it).
+
+    ``total LEFT JOIN page``: the one-row count joined to the page's rows, so a page past the end still
+    answers its total (one row, the page's columns NULL) and a page costs one round trip. The outer
+    ``ORDER BY`` repeats the page's order (a join keeps no order by itself); it sorts at most ``limit``
+    rows, and ``key`` breaks every tie, as it does inside."""
     here, there = (
         (citations.c.citing, citations.c.cited) if outgoing else (citations.c.cited, citations.c.citing)
     )
     where = [here == bindparam("key")]
     if in_store_only:
         where.append(papers.c.id.is_not(None))
+    rank: Any = _cited_by
     if sort is CitationSort.DATE:  # newest first: for cited-by lists a range of ix_citations_cited_day
-        day = works.c.sort_day if outgoing else citations.c.citing_day
-        order = [day.desc(), there.desc()]
-    else:
-        order = [_cited_by.desc(), there.desc()]
-    query = (
+        rank = works.c.sort_day if outgoing else citations.c.citing_day
+    page = (
         select(
             *_WORK_COLUMNS,
             _cited_by.label("cited_by"),
+            rank.label("rank"),
             citations.c.is_influential,
             citations.c.contexts,
             citations.c.intents,
@@ -601,16 +644,38 @@ def _page_statements(outgoing: bool, sort: CitationSort, in_store_only: bool) ->
         )
         .select_from(citations.join(works, works.c.key == there).outerjoin(papers, papers.c.id == there))
         .where(*where)
-        .order_by(*order)
+        .order_by(rank.desc(), there.desc())
         .offset(bindparam("offset"))
         .limit(bindparam("limit"))
+        .subquery("page")
     )
-    counted = (
-        select(func.count())
+    total = (
+        select(func.count().label("total"))
         .select_from(citations.outerjoin(papers, papers.c.id == there) if in_store_only else citations)
         .where(*where)
+        .subquery("total")
     )
-    return query, counted
+    query = (
+        select(total.c.total, *(c for c in page.c if c.name != "rank"))
+        .select_from(total.outerjoin(page, true()))
+        .order_by(page.c.rank.desc(), page.c.key.desc())
+    )
+    names = [c.name for c in query.selected_columns]
+    if names[:_AFTER_FIELDS] != ["total", "key", *_WORK_FIELDS] or names[_AFTER_FIELDS:] != _EDGE_NAMES:
+        raise RuntimeError(f"page columns out of the order _graph_row reads: {names}")
+    return query
+
+
+_EDGE_NAMES = [
+    "cited_by",
+    "is_influential",
+    "contexts",
+    "intents",
+    "sources",
+    "paper_id",
+    "paper_title",
+    "paper_published",
+]
 
 
 def _counted(conn: Connection, sql: Any, params: dict[str, Any]) -> dict[str, int]:
