@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from paperfeed.services.paper_upload import PaperUploads
     from paperfeed.services.recommend import RecommendationService
     from paperfeed.services.search import HybridSearch
+    from paperfeed.services.topic_rising import RisingService
     from paperfeed.services.topics import TopicService
 
 __all__ = ["App", "build_app"]
@@ -599,6 +600,14 @@ class App:
             ),
             rebuild_after=timedelta(days=s.topics_rebuild_days),
         )
+
+    @cached_property
+    def topic_rising(self) -> RisingService:
+        """Rising this week (issue #17): for the daily page, ``/api/topics/rising`` and the digest."""
+        from paperfeed.adapters.store.topics import SqlTopicRecords
+        from paperfeed.services.topic_rising import RisingService
+
+        return RisingService(SqlTopicRecords(self.store.engine))
 
     @cached_property
     def job_store(self) -> SqlJobStore:
