@@ -684,6 +684,7 @@ class App:
             DigestSettings(base_url=self.public_url),
             latest_activity=self.feeds.queries.latest_activity,
             hidden=lambda: hidden_paper_ids(self.store.engine),
+            rising=self.topic_rising,
         )
 
     @cached_property
