@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from paperfeed.services.paper_upload import PaperUploads
     from paperfeed.services.recommend import RecommendationService
     from paperfeed.services.search import HybridSearch
+    from paperfeed.services.topic_rising import RisingService
     from paperfeed.services.topics import TopicService
 
 __all__ = ["App", "build_app"]
@@ -601,6 +602,14 @@ class App:
         )
 
     @cached_property
+    def topic_rising(self) -> RisingService:
+        """Rising this week (issue #17): for the daily page, ``/api/topics/rising`` and the digest."""
+        from paperfeed.adapters.store.topics import SqlTopicRecords
+        from paperfeed.services.topic_rising import RisingService
+
+        return RisingService(SqlTopicRecords(self.store.engine))
+
+    @cached_property
     def job_store(self) -> SqlJobStore:
         """Job runs and the leases that keep one runner per job and one scheduler."""
         from paperfeed.adapters.store.job_runs import SqlJobStore
@@ -675,6 +684,7 @@ class App:
             DigestSettings(base_url=self.public_url),
             latest_activity=self.feeds.queries.latest_activity,
             hidden=lambda: hidden_paper_ids(self.store.engine),
+            rising=self.topic_rising,
         )
 
     @cached_property

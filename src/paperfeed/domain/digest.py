@@ -24,6 +24,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from paperfeed.domain.email_address import InvalidEmailAddress, parse_email_address
 from paperfeed.domain.models import Paper
+from paperfeed.domain.topic_rising import RisingEntry, RisingWeek
 
 __all__ = [
     "CADENCES",
@@ -39,6 +40,7 @@ __all__ = [
     "Pick",
     "Preferences",
     "Recommender",
+    "RisingSource",
     "Section",
     "SectionProvider",
     "SectionRequest",
@@ -75,6 +77,7 @@ class Section(StrEnum):
     alerts = "alerts"
     authors = "authors"
     categories = "categories"
+    rising = "rising"  # topics, not papers: shown with a digest that has papers, never on its own
 
 
 SECTION_TITLES: dict[Section, str] = {
@@ -83,9 +86,11 @@ SECTION_TITLES: dict[Section, str] = {
     Section.authors: "From authors you follow",
     Section.categories: "New in your categories",
     Section.trending: "Trending",
+    Section.rising: "Rising this week",
 }
 PERSONAL_SECTIONS = frozenset({Section.for_you, Section.alerts, Section.authors})  # need an account
-DEFAULT_SECTIONS = (Section.trending,)
+TOPIC_SECTIONS = frozenset({Section.rising})  # no papers of their own
+DEFAULT_SECTIONS = (Section.trending, Section.rising)
 
 
 class SubscriptionStatus(StrEnum):
@@ -183,6 +188,10 @@ class Preferences:
                 sections.append(section)
         if not sections:
             raise InvalidPreferences("sections", "choose at least one section")
+        if all(s in TOPIC_SECTIONS for s in sections):
+            raise InvalidPreferences(
+                "sections", "choose at least one section of papers (Rising this week comes with them)"
+            )
         categories: list[str] = []
         for raw in self.categories:
             name = raw.strip()
@@ -324,6 +333,7 @@ class DigestSection:
     section: Section
     entries: tuple[DigestEntry, ...]
     title: str = ""  # e.g. "New in cs.CL" (default: SECTION_TITLES)
+    topics: tuple[RisingEntry, ...] = ()  # Section.rising: the topics, fixed at composition time
 
     def heading(self) -> str:
         return self.title or SECTION_TITLES[self.section]
@@ -350,6 +360,7 @@ class Digest:
                 "title": s.title,
                 "entries": [{"id": e.paper_id, "why": e.why} for e in s.entries],
             }
+            | ({"topics": [t.to_json() for t in s.topics]} if s.topics else {})
             for s in self.sections
         ]
 
@@ -358,7 +369,10 @@ class Digest:
         sections: list[DigestSection] = []
         for raw in value if isinstance(value, list) else []:
             entries = tuple(DigestEntry(str(e["id"]), e.get("why")) for e in raw.get("entries", []))
-            sections.append(DigestSection(Section(raw["section"]), entries, str(raw.get("title") or "")))
+            topics = tuple(RisingEntry.from_json(t) for t in raw.get("topics", []) if isinstance(t, dict))
+            sections.append(
+                DigestSection(Section(raw["section"]), entries, str(raw.get("title") or ""), topics)
+            )
         return Digest(tuple(sections))
 
 
@@ -460,6 +474,12 @@ class SignedInUser(Protocol):
 
 
 # -- ports of the services that build digests ---------------------------------------------------------
+
+
+class RisingSource(Protocol):
+    """The topics rising in the week a digest speaks of (``services/topic_rising.py``)."""
+
+    def for_digest(self, until: datetime) -> RisingWeek | None: ...
 
 
 class _Recommendation(Protocol):

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 __all__ = [
+    "InlineImage",
     "MailDeliveryUnknown",
     "MailError",
     "MailPermanentError",
@@ -30,11 +31,23 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True)
+class InlineImage:
+    """An image the HTML part shows as ``<img src="cid:{cid}">`` (sent in a multipart/related part:
+    mail clients block remote images and most do not show SVG, so plots travel inside the message)."""
+
+    cid: str  # the Content-ID without its angle brackets, e.g. "rising-1.42@papers.example.org"
+    data: bytes
+    subtype: str = "png"
+    filename: str = "image.png"
+
+
+@dataclass(frozen=True, slots=True)
 class OutgoingMail:
     """One message to one recipient: plain text always, HTML optionally (sent as multipart/alternative).
 
     ``headers`` are added as they are (``List-Unsubscribe``, ``Message-ID``…); ``From``, ``To``,
-    ``Subject`` and ``Date`` come from the mailer and the fields above.
+    ``Subject`` and ``Date`` come from the mailer and the fields above. ``images`` go with the HTML part
+    (ignored without one).
     """
 
     to: str
@@ -42,6 +55,7 @@ class OutgoingMail:
     text: str
     html: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    images: tuple[InlineImage, ...] = ()
 
 
 class MailError(Exception):

@@ -254,10 +254,14 @@ class TopicRecords(Protocol):
         """The topic's papers ranked like the feed: upvotes, then newest first."""
         ...
 
-    def weeks(self, topic_ids: Sequence[int] | None = None) -> dict[int, list[WeekCount]]: ...
+    def weeks(
+        self, topic_ids: Sequence[int] | None = None, *, since: date | None = None, until: date | None = None
+    ) -> dict[int, list[WeekCount]]:
+        """Weekly counts per topic; ``since``/``until`` (inclusive Mondays) bound the weeks read."""
+        ...
 
-    def total_weeks(self) -> list[WeekCount]:
-        """All assigned papers per week (the denominator of a topic's share)."""
+    def total_weeks(self, *, since: date | None = None, until: date | None = None) -> list[WeekCount]:
+        """All assigned papers per week (the denominator of a topic's share), optionally within bounds."""
         ...
 
 

@@ -32,9 +32,11 @@ from paperfeed.domain.digest import (
     MAX_ITEMS,
     PERSONAL_SECTIONS,
     Digest,
+    DigestSection,
     DigestStatus,
     Pick,
     Preferences,
+    RisingSource,
     Section,
     SectionProvider,
     SectionRequest,
@@ -43,6 +45,7 @@ from paperfeed.domain.digest import (
     latest_slot,
     period_of,
     window_days,
+    zone,
 )
 from paperfeed.domain.digest_ledger import DigestLedger, LedgerEntry, NewDigest, PaperLookup
 from paperfeed.domain.digest_mail import DigestRenderer
@@ -56,6 +59,7 @@ from paperfeed.domain.mail import (
     SessionMailer,
 )
 from paperfeed.domain.models import Paper
+from paperfeed.domain.topic_rising import rising_heading
 from paperfeed.services.jobs import Lease
 
 __all__ = [
@@ -139,6 +143,7 @@ class DigestService:
         *,
         latest_activity: Callable[[], datetime | None] = lambda: None,
         hidden: Callable[[], Collection[str]] = frozenset,
+        rising: RisingSource | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.ledger = ledger
@@ -149,11 +154,12 @@ class DigestService:
         self.settings = settings
         self.latest_activity = latest_activity
         self.hidden = hidden
+        self.rising = rising
         self.clock = clock
 
     def missing_sections(self) -> list[Section]:
         """Sections subscribers can choose that this instance cannot fill (their service is absent)."""
-        return [s for s in Section if s not in self.providers]
+        return [s for s in Section if s not in self.providers and not (s == Section.rising and self.rising)]
 
     # -- composing ----------------------------------------------------------------------------------
 
@@ -182,6 +188,10 @@ class DigestService:
         per_section = max(1, min(self.settings.per_section, prefs.max_items))
         parts: list[tuple[Section, str, Sequence[Pick]]] = []
         for section in prefs.sections:
+            if section == Section.rising:
+                if self.rising is None and missing is not None:
+                    missing[section.value] = missing.get(section.value, 0) + 1
+                continue  # added below, once the digest has papers
             provider = self.providers.get(section)
             if provider is None:
                 if missing is not None:
@@ -192,9 +202,25 @@ class DigestService:
             request = SectionRequest(sub, slot, since, until, per_section * 2, already_sent)
             title = provider.title(request)
             parts.append((section, title, provider.picks(request)))
-        return compose(
+        digest = compose(
             parts, already_sent, cap=min(prefs.max_items, MAX_ITEMS), per_section=per_section, hidden=hidden
         )
+        if digest.empty or Section.rising not in prefs.sections or self.rising is None:
+            return digest
+        return self._with_rising(digest, prefs, slot, until)
+
+    def _with_rising(self, digest: Digest, prefs: Preferences, slot: datetime, until: datetime) -> Digest:
+        """``digest`` with its "Rising this week" section (the topics fixed now, like the papers), in the
+        subscriber's order of sections; unchanged when nothing rises or topics were never built."""
+        assert self.rising is not None
+        found = self.rising.for_digest(until)
+        if found is None or not found.entries:
+            return digest
+        local_day = slot.astimezone(zone(prefs.timezone)).date()
+        rising = DigestSection(Section.rising, (), rising_heading(found.week, local_day), found.entries)
+        order = {s: i for i, s in enumerate(prefs.sections)}
+        sections = sorted([*digest.sections, rising], key=lambda s: order.get(s.section, len(order)))
+        return Digest(tuple(sections))
 
     def compose_due(self, *, dry_run: bool = False, limit: int | None = None) -> ComposeSummary:
         """Add a ledger row for every active subscription whose current period has none."""

@@ -29,6 +29,7 @@ from . import (
     pages_paper,
     pages_search,
     recommend,
+    rising,
     security,
     subscriptions,
     topics,
@@ -98,6 +99,7 @@ def create_app(build: Callable[[], App], *, comment_renderer: CommentRenderer | 
     community.install(web)  # its /api/papers/{id}/… and /papers/{id}/… routes precede the catch-alls
     web.include_router(graph_api.router)  # /api/papers/{id}/references… before api's /api/papers/{id}
     web.include_router(library_export.router)  # before api.router: /api/papers/search/export
+    web.include_router(rising.api_router)  # /api/topics/rising before topics' /api/topics/{id}
     web.include_router(topics.api_router)
     web.include_router(api.router)
     web.include_router(auth.router)

@@ -34,6 +34,7 @@ from paperfeed.services.feed import FeedService
 from . import rendering
 from .deps import Feeds, app_of
 from .rendering import absolute_url, error_page
+from .rising import RisingBox, rising_box
 from .uploads import upload_limits
 from .views import (
     NavLink,
@@ -83,6 +84,7 @@ class FeedView:
     next_page_url: str | None = None
     store_empty: bool = False  # no papers listed on any day: say how to get some
     unlisted_papers: int = 0  # papers in the store when none is listed on any day
+    rising: RisingBox | None = None  # "Rising this week" of the day's or week's ISO week
 
 
 def _switch(anchor: date) -> list[tuple[str, str, str]]:
@@ -241,6 +243,7 @@ def _day_response(
         return first_run_page(request)
     feed = feeds.day(day, limit=DAY_PAGE_SIZE, offset=(page - 1) * DAY_PAGE_SIZE)
     view = _day_view(feed, page)
+    view.rising = rising_box(request, feed.day)
     view.last_iso = latest.isoformat() if latest else None
     view.store_empty = latest is None
     if latest is None:
@@ -307,6 +310,8 @@ def _period_response(request: Request, feeds: FeedService, kind: str, label: str
     except InvalidPeriod as exc:
         return _bad_period(request, exc, f"No such {kind}", f"{exc}.")
     view = _period_view(feed, page)
+    if kind == "week":  # a month spans several weeks: which one would rise is not the month's story
+        view.rising = rising_box(request, feed.period.start)
     title = f"{'Weekly' if kind == 'week' else 'Monthly'} Papers, {_period_title(feed.period)}"
     return _feed_response(request, view, title, f"/papers/{kind}/{feed.period.label}")
 

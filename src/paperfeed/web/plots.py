@@ -12,11 +12,12 @@ from datetime import date
 
 from markupsafe import Markup, escape
 
-__all__ = ["sparkline", "trend_plot"]
+__all__ = ["share_bars", "sparkline", "trend_plot"]
 
 _INK = "#3b6ea8"
 _AREA = "#3b6ea833"
 _GRID = "#8884"
+_PAST = "#3b6ea866"
 
 
 def _points(values: Sequence[float], width: float, height: float, pad: float) -> list[tuple[float, float]]:
@@ -80,6 +81,30 @@ def trend_plot(
         parts.append(f'<text x="{left}" y="{y}" {axis}>{weeks[0].isoformat()}</text>')
         parts.append(
             f'<text x="{left + plot_w}" y="{y}" text-anchor="end" {axis}>{weeks[-1].isoformat()}</text>'
+        )
+    parts.append("</svg>")
+    return Markup("".join(parts))
+
+
+def share_bars(values: Sequence[float], *, width: int = 120, height: int = 32, label: str = "") -> Markup:
+    """Small bars of weekly shares, oldest left, the last (this week) in full ink: "Rising this week"."""
+    pad = 2.0
+    base = height - pad
+    shown = list(values) or [0.0]
+    peak = max(max(shown), 1e-12)
+    slot = (width - 2 * pad) / len(shown)
+    parts = [
+        f'<svg class="share-bars" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(label)}">',
+        f"<title>{escape(label)}</title>",
+        f'<line x1="0" y1="{base:.1f}" x2="{width}" y2="{base:.1f}" stroke="{_GRID}"/>',
+    ]
+    for i, v in enumerate(shown):
+        h = max(v, 0.0) / peak * (height - 2 * pad - 1)
+        fill = _INK if i == len(shown) - 1 else _PAST
+        parts.append(
+            f'<rect class="bar" x="{pad + i * slot + slot * 0.15:.1f}" y="{base - h:.1f}" '
+            f'width="{slot * 0.7:.1f}" height="{h:.1f}" fill="{fill}"/>'
         )
     parts.append("</svg>")
     return Markup("".join(parts))

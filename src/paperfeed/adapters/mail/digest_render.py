@@ -1,9 +1,12 @@
 """Render digest and subscription mail from the Jinja templates in ``templates/`` beside this module.
 
-Every mail is multipart: an HTML part (inline CSS, no images, scripts or external resources, so it reads
-the same in webmail and desktop clients and leaks nothing when opened) and a plain-text part with the same
-content. Every link is absolute (``base_url``), and every digest carries its preferences and one-click
-unsubscribe links, plus the ``List-Unsubscribe`` and ``List-Unsubscribe-Post`` headers of RFC 8058.
+Every mail is multipart: an HTML part (inline CSS, no scripts or external resources, so it reads the same
+in webmail and desktop clients and leaks nothing when opened) and a plain-text part with the same
+content. The one kind of image is the "Rising this week" plot: a small PNG drawn here (:mod:`.plot_png`)
+and carried inside the message as an inline part the HTML shows by ``cid:``, with alt text.
+
+Every link is absolute (``base_url``), and every digest carries its preferences and one-click unsubscribe
+links, plus the ``List-Unsubscribe`` and ``List-Unsubscribe-Post`` headers of RFC 8058.
 """
 
 from __future__ import annotations
@@ -17,11 +20,14 @@ from urllib.parse import quote, urlencode, urlsplit
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
-from paperfeed.domain.digest import Cadence, Digest, Preferences, zone
+from paperfeed.domain.digest import Cadence, Digest, DigestSection, Preferences, zone
 from paperfeed.domain.digest_links import LinkSigner
 from paperfeed.domain.digest_mail import SubscriptionLinks
-from paperfeed.domain.mail import OutgoingMail
+from paperfeed.domain.mail import InlineImage, OutgoingMail
 from paperfeed.domain.models import Paper
+from paperfeed.domain.topic_rising import SHOWN, lift_words, shares_alt
+
+from .plot_png import MAX_PNG_BYTES, bar_png
 
 __all__ = ["JinjaDigestRenderer"]
 
@@ -62,9 +68,19 @@ class _Item:
 
 
 @dataclass(frozen=True, slots=True)
+class _Topic:
+    label: str
+    url: str
+    lift: str  # "5 papers this week, 3.1× its usual share"
+    alt: str  # the plot in words
+    cid: str | None  # the inline PNG, when there is one
+
+
+@dataclass(frozen=True, slots=True)
 class _Section:
     heading: str
     items: tuple[_Item, ...]
+    topics: tuple[_Topic, ...] = ()
 
 
 class JinjaDigestRenderer:
@@ -84,6 +100,7 @@ class JinjaDigestRenderer:
         self._text = Environment(
             loader=FileSystemLoader(TEMPLATES), autoescape=False, undefined=StrictUndefined
         )
+        self._plots: dict[tuple[float, ...], bytes] = {}  # one render per distinct plot per renderer
 
     # -- links --------------------------------------------------------------------------------------
 
@@ -125,7 +142,11 @@ class JinjaDigestRenderer:
     ) -> OutgoingMail | None:
         """The mail of a composed digest; None when none of its papers exists any more."""
         sections: list[_Section] = []
+        images: list[InlineImage] = []
         for section in digest.sections:
+            if section.topics:
+                sections.append(self._rising(section, digest_id, images))
+                continue
             items = tuple(
                 self._item(papers[e.paper_id], e.why) for e in section.entries if e.paper_id in papers
             )
@@ -133,15 +154,15 @@ class JinjaDigestRenderer:
                 sections.append(_Section(section.heading(), items))
         count = sum(len(s.items) for s in sections)
         if not count:
-            return None
+            return None  # a digest whose papers are all gone is not sent for its topics alone
         links = self.links(subscription_id)
         label = self.period_label(prefs, slot)
         noun = "paper" if count == 1 else "papers"
         subject = f"{count} {noun} for {label} · paperfeed"
-        first = sections[0].items[0].title
+        lead = next(s for s in sections if s.items)
         context = {
             "subject": subject,
-            "preheader": _shorten(f"{sections[0].heading}: {first}", 140),
+            "preheader": _shorten(f"{lead.heading}: {lead.items[0].title}", 140),
             "heading": f"Your papers for {label}",
             "count": count,
             "period_label": label,
@@ -166,7 +187,38 @@ class JinjaDigestRenderer:
             text=self._text.get_template("digest.txt").render(context),
             html=self._html.get_template("digest.html").render(context),
             headers=headers,
+            images=tuple(images),
         )
+
+    def _rising(self, section: DigestSection, digest_id: int, images: list[InlineImage]) -> _Section:
+        """The "Rising this week" section: each topic with its lift in words and its plot as an inline
+        PNG (at most ``SHOWN`` topics, each plot at most ``MAX_PNG_BYTES``: the mail stays small)."""
+        topics: list[_Topic] = []
+        for entry in section.topics[:SHOWN]:
+            cid: str | None = None
+            if entry.shares:
+                data = self._plot(entry.shares)
+                if len(data) <= MAX_PNG_BYTES:
+                    cid = f"rising-{entry.topic_id}.{digest_id}@{self._host}"
+                    images.append(InlineImage(cid, data, "png", f"rising-{entry.topic_id}.png"))
+            topics.append(
+                _Topic(
+                    label=_shorten(_clean(entry.label), 120),
+                    url=f"{self.base_url}/topics/{entry.topic_id}",
+                    lift=lift_words(entry),
+                    alt=shares_alt(entry),
+                    cid=cid,
+                )
+            )
+        return _Section(section.heading(), (), tuple(topics))
+
+    def _plot(self, shares: tuple[float, ...]) -> bytes:
+        found = self._plots.get(shares)
+        if found is None:
+            if len(self._plots) >= 256:
+                self._plots.clear()
+            found = self._plots[shares] = bar_png(shares)
+        return found
 
     def _item(self, paper: Paper, why: str | None) -> _Item:
         summary = paper.ai_summary or paper.abstract

@@ -8,6 +8,7 @@ killed build rolls back whole. Papers an administrator hid are left out of every
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import date
 from typing import Any
 
 from sqlalchemy import delete, func, insert, select, update
@@ -158,22 +159,32 @@ class SqlTopicRecords:
         with self.engine.connect() as conn:
             return list(conn.execute(query).scalars())
 
-    def weeks(self, topic_ids: Sequence[int] | None = None) -> dict[int, list[WeekCount]]:
+    def weeks(
+        self, topic_ids: Sequence[int] | None = None, *, since: date | None = None, until: date | None = None
+    ) -> dict[int, list[WeekCount]]:
         query = select(topic_weeks).order_by(topic_weeks.c.topic_id, topic_weeks.c.week)
         if topic_ids is not None:
             query = query.where(topic_weeks.c.topic_id.in_(list(topic_ids)))
+        if since is not None:
+            query = query.where(topic_weeks.c.week >= since)
+        if until is not None:
+            query = query.where(topic_weeks.c.week <= until)
         out: dict[int, list[WeekCount]] = {}
         with self.engine.connect() as conn:
             for row in conn.execute(query):
                 out.setdefault(row.topic_id, []).append(WeekCount(as_date(row.week), row.papers, row.upvotes))
         return out
 
-    def total_weeks(self) -> list[WeekCount]:
+    def total_weeks(self, *, since: date | None = None, until: date | None = None) -> list[WeekCount]:
         query = (
             select(topic_weeks.c.week, func.sum(topic_weeks.c.papers), func.sum(topic_weeks.c.upvotes))
             .group_by(topic_weeks.c.week)
             .order_by(topic_weeks.c.week)
         )
+        if since is not None:
+            query = query.where(topic_weeks.c.week >= since)
+        if until is not None:
+            query = query.where(topic_weeks.c.week <= until)
         with self.engine.connect() as conn:
             rows = conn.execute(query).all()
         return [WeekCount(as_date(w), int(n), int(u)) for w, n, u in rows]
