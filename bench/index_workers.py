@@ -87,7 +87,7 @@ def _run(papers: list[Paper], workers: int, backend: str, work: Path) -> dict[st
         "papers_per_s": len(papers) / wall,
         "papers_per_cpu_s": len(papers) / cpu if cpu else 0.0,
         "reported": f"{reported.group(2)} papers/s in {reported.group(1)} s" if reported else "?",
-        "workers": "; ".join(re.findall(r"worker \d \(pid \d+\): [^;]*?loaded in [\d.]+ s\)", out)),
+        "workers": "; ".join(re.findall(r"worker \d+ \(pid \d+\): .*? loaded in [\d.,]+ s\)", out)),
     }
 
 

@@ -44,7 +44,7 @@ def corpus(shared_dir: Path) -> list[str]:
     with gzip.open(shared_dir / "data" / "scifact_corpus.jsonl.gz", "rb") as f:
         for line in f:
             abstracts.append(orjson.loads(line)["abstract"])
-            if len(abstracts) == 200:
+            if len(abstracts) == 48:
                 break
     return abstracts
 
@@ -144,7 +144,7 @@ def _group_gone(pgid: int, within: float = 20.0) -> bool:
 def test_kill_9_mid_run_then_rerun_embeds_every_paper_once(
     db_url: str, corpus: list[str], tmp_path: Path
 ) -> None:
-    n, batch = 120, 4
+    n, batch = 48, 4
     _fill(db_url, corpus[:n])
     proc = _start(tmp_path / "data", db_url, batch)
     _wait_for_rows(db_url, proc, 1)
@@ -168,7 +168,7 @@ def test_kill_9_mid_run_then_rerun_embeds_every_paper_once(
 
 def test_ctrl_c_stops_cleanly_and_keeps_what_is_committed(corpus: list[str], tmp_path: Path) -> None:
     url = f"sqlite+pysqlite:///{tmp_path / 'paperfeed.db'}"
-    n, batch = 120, 4
+    n, batch = 48, 4
     _fill(url, corpus[:n])
     proc = _start(tmp_path / "data", url, batch)
     _wait_for_rows(url, proc, 1)
