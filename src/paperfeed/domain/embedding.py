@@ -7,6 +7,7 @@ Every vector of a paper, whether made by the background indexer, a benchmark cac
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
@@ -21,6 +22,9 @@ if TYPE_CHECKING:  # NumPy only in annotations: a keyword-only search never impo
 
 __all__ = [
     "MAX_TOKENS",
+    "MAX_WORKERS",
+    "EmbedWorkers",
+    "EmbeddedBatch",
     "EmbeddingStore",
     "IndexMarks",
     "PendingPaper",
@@ -28,6 +32,7 @@ __all__ = [
 ]
 
 MAX_TOKENS = 256  # longer texts are truncated by the embedders: the abstract's opening carries its gist
+MAX_WORKERS = 64  # embedding processes of one run (``paperfeed index --workers``): more is a typo
 
 
 def embedding_text(title: str, abstract: str) -> str:
@@ -49,6 +54,39 @@ class PendingPaper:
     @property
     def text(self) -> str:
         return embedding_text(self.title, self.abstract)
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddedBatch:
+    """One batch's vectors from an embedding worker process, with which worker made them and how long it
+    took (``paperfeed index --workers N`` reports papers/s per worker from these)."""
+
+    vectors: Vectors
+    model_id: str  # the worker's vector space: must be the one the run writes
+    worker: int  # the worker's process id
+    seconds: float  # embedding time of this batch, the model's loading excluded
+    load_seconds: float  # loading the model (the worker's first batch only; else 0)
+
+
+class EmbedWorkers(Protocol):
+    """Several embedding processes, each with its own model session and its share of the cores.
+
+    They only compute: the caller stays the one writer of the store, so a batch is committed once, in one
+    transaction, and a run killed anywhere loses at most the batches in flight.
+    """
+
+    @property
+    def size(self) -> int:
+        """How many worker processes."""
+        ...
+
+    def submit(self, texts: Sequence[str]) -> Future[EmbeddedBatch]:
+        """Embed ``texts`` in some worker; the future fails with EmbedderUnavailable if a worker cannot."""
+        ...
+
+    def close(self) -> None:
+        """Stop the workers now: batches not yet done are dropped (they stay in the backlog)."""
+        ...
 
 
 class IndexMarks(Protocol):

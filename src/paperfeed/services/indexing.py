@@ -16,17 +16,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from paperfeed.domain.embedding import EmbeddingStore, IndexMarks
+from paperfeed.domain.embedding import EmbeddedBatch, EmbeddingStore, EmbedWorkers, IndexMarks, PendingPaper
+from paperfeed.domain.errors import EmbedderUnavailable
 from paperfeed.domain.ports import ProgressReporter
 from paperfeed.domain.search import Embedder, IndexOpener, VectorIndex, VectorIndexError
 
-__all__ = ["IndexPlan", "IndexSync", "IndexingService", "IndexingSummary"]
+if TYPE_CHECKING:
+    from paperfeed.domain.embedding import Vectors
+
+__all__ = ["IndexPlan", "IndexSync", "IndexingService", "IndexingSummary", "WorkerRate"]
 
 DEFAULT_BATCH = 128
 SYNC_EVERY_SECONDS = 600.0  # a long job refreshes the index this often, so search sees papers early
@@ -66,14 +71,35 @@ class IndexSync:
 
 
 @dataclass
+class WorkerRate:
+    """What one embedding worker process did in a run (``--workers N``)."""
+
+    pid: int
+    papers: int = 0
+    busy_seconds: float = 0.0  # embedding, the model's loading excluded
+    load_seconds: float = 0.0
+
+    def rate(self, wall_seconds: float) -> float:
+        """Papers/s over the run's wall time: the workers' rates add up to the run's."""
+        return self.papers / wall_seconds if wall_seconds > 0 else 0.0
+
+    @property
+    def busy_rate(self) -> float:
+        """Papers/s while embedding: the worker's own speed."""
+        return self.papers / self.busy_seconds if self.busy_seconds > 0 else 0.0
+
+
+@dataclass
 class IndexingSummary:
     model_id: str
     embedded: int = 0
     added: int = 0  # papers that had no vector at all
     replaced: int = 0  # papers whose vector was of older text or of another model
-    remaining: int = 0  # backlog left when --limit stopped the run early
+    remaining: int = 0  # backlog left when --limit (or a stop) ended the run early
     seconds: float = 0.0
     index: IndexSync | None = None  # None: no vector index is configured
+    workers: list[WorkerRate] = field(default_factory=list)  # empty: embedded in this process
+    stopped: bool = False  # asked to stop (Ctrl-C) before the backlog was done
 
     @property
     def rate(self) -> float:
@@ -122,10 +148,14 @@ class IndexingService:
         rebuild: bool = False,
         limit: int | None = None,
         batch_size: int | None = None,
+        workers: EmbedWorkers | None = None,
+        stop: Callable[[], bool] | None = None,
     ) -> IndexingSummary:
         """Embed up to ``limit`` papers of the backlog (all by default), then sync the vector index.
 
         ``rebuild`` forgets every stored vector first (all models) and rebuilds the index from scratch.
+        ``workers``: embed in those processes (this one stays the only writer) instead of in this one.
+        ``stop``: asked between batches; once it answers True the run commits what is done and ends.
         """
         started = self._clock()
         model_id = self.embedder.model_id
@@ -138,36 +168,121 @@ class IndexingService:
         target = backlog if limit is None else min(backlog, max(0, limit))
         if progress is not None:
             progress.update(0, target, 0, 0, 0)
-        after = ""
-        last_sync = self._clock()
-        while summary.embedded < target:
-            batch = self.store.backlog(model_id, after=after, limit=min(size, target - summary.embedded))
-            if not batch:
-                break  # papers were embedded by someone else meanwhile
-            vectors = self.embedder.embed([p.text for p in batch])
-            if vectors.shape[0] != len(batch) or not np.isfinite(vectors).all():
-                raise RuntimeError(
-                    f"embedder {model_id} returned {vectors.shape} for {len(batch)} texts "
-                    f"(or non-finite values) around paper {batch[0].paper_id}"
-                )
-            self.store.save_vectors(model_id, batch, vectors)
-            if self.marks is not self.store:  # node-local indexes elsewhere: tell them (one row's upsert)
-                self.store.set_mark(self._changed(model_id), datetime.now(UTC))
-            after = batch[-1].paper_id
-            replaced = sum(1 for p in batch if p.has_vector)
-            summary.embedded += len(batch)
-            summary.replaced += replaced
-            summary.added += len(batch) - replaced
-            if progress is not None:
-                progress.update(summary.embedded, target, summary.added, summary.replaced, 0)
-            if self.open_index is not None and self._clock() - last_sync >= self.sync_every:
-                self.sync_index()
-                last_sync = self._clock()
+        if workers is None:
+            self._embed_here(summary, target, size, progress, stop)
+        else:
+            self._embed_in(workers, summary, target, size, progress, stop)
         summary.remaining = max(0, backlog - summary.embedded)
         if self.open_index is not None:
             summary.index = self.sync_index()  # after a rebuild the mark is gone: a full sync
         summary.seconds = self._clock() - started
         return summary
+
+    def _embed_here(
+        self,
+        summary: IndexingSummary,
+        target: int,
+        size: int,
+        progress: ProgressReporter | None,
+        stop: Callable[[], bool] | None,
+    ) -> None:
+        """One batch at a time, embedded in this process."""
+        after = ""
+        last_sync = self._clock()
+        while summary.embedded < target and not (stop is not None and stop()):
+            batch = self.store.backlog(
+                summary.model_id, after=after, limit=min(size, target - summary.embedded)
+            )
+            if not batch:
+                break  # papers were embedded by someone else meanwhile
+            self._commit(summary, batch, self.embedder.embed([p.text for p in batch]), progress, target)
+            after = batch[-1].paper_id
+            if self.open_index is not None and self._clock() - last_sync >= self.sync_every:
+                self.sync_index()
+                last_sync = self._clock()
+        summary.stopped = summary.embedded < target and stop is not None and stop()
+
+    def _embed_in(
+        self,
+        workers: EmbedWorkers,
+        summary: IndexingSummary,
+        target: int,
+        size: int,
+        progress: ProgressReporter | None,
+        stop: Callable[[], bool] | None,
+    ) -> None:
+        """Batches handed to worker processes, two per worker in flight so none waits for the next; each
+        finished batch committed here, in its own transaction, in the order they finish.
+
+        Every paper is handed out once per run (the backlog is read forward from the last id handed
+        out), so no paper is embedded twice into the store; a run killed anywhere keeps every committed
+        batch, and the next run's backlog is exactly the papers still without a vector."""
+        inflight: dict[Future[EmbeddedBatch], list[PendingPaper]] = {}
+        rates: dict[int, WorkerRate] = {}
+        after, handed_out, exhausted = "", 0, False
+        last_sync = self._clock()
+        try:
+            while True:
+                stopping = stop is not None and stop()
+                while (
+                    not (stopping or exhausted) and handed_out < target and len(inflight) < 2 * workers.size
+                ):
+                    batch = self.store.backlog(
+                        summary.model_id, after=after, limit=min(size, target - handed_out)
+                    )
+                    if not batch:
+                        exhausted = True  # papers were embedded by someone else meanwhile
+                        break
+                    inflight[workers.submit([p.text for p in batch])] = batch
+                    after, handed_out = batch[-1].paper_id, handed_out + len(batch)
+                if stopping or not inflight:
+                    break
+                done, _ = wait(inflight, timeout=0.25, return_when=FIRST_COMPLETED)
+                for future in done:
+                    batch = inflight.pop(future)
+                    result = future.result()
+                    if result.model_id != summary.model_id:
+                        raise EmbedderUnavailable(
+                            f"an embedding worker made {result.model_id} vectors, but this run writes "
+                            f"{summary.model_id}: is the model folder changing under the run?"
+                        )
+                    self._commit(summary, batch, result.vectors, progress, target)
+                    rate = rates.setdefault(result.worker, WorkerRate(result.worker))
+                    rate.papers += len(batch)
+                    rate.busy_seconds += result.seconds
+                    rate.load_seconds += result.load_seconds
+                if self.open_index is not None and self._clock() - last_sync >= self.sync_every:
+                    self.sync_index()
+                    last_sync = self._clock()
+        finally:
+            workers.close()  # batches still in flight are dropped: they stay in the backlog
+            summary.workers = sorted(rates.values(), key=lambda r: r.pid)
+        summary.stopped = summary.embedded < target and stop is not None and stop()
+
+    def _commit(
+        self,
+        summary: IndexingSummary,
+        batch: list[PendingPaper],
+        vectors: Vectors,
+        progress: ProgressReporter | None,
+        target: int,
+    ) -> None:
+        """Check one batch's vectors and commit them (one transaction), then count them."""
+        model_id = summary.model_id
+        if vectors.shape[0] != len(batch) or not np.isfinite(vectors).all():
+            raise RuntimeError(
+                f"embedder {model_id} returned {vectors.shape} for {len(batch)} texts "
+                f"(or non-finite values) around paper {batch[0].paper_id}"
+            )
+        self.store.save_vectors(model_id, batch, vectors)
+        if self.marks is not self.store:  # node-local indexes elsewhere: tell them (one row's upsert)
+            self.store.set_mark(self._changed(model_id), datetime.now(UTC))
+        replaced = sum(1 for p in batch if p.has_vector)
+        summary.embedded += len(batch)
+        summary.replaced += replaced
+        summary.added += len(batch) - replaced
+        if progress is not None:
+            progress.update(summary.embedded, target, summary.added, summary.replaced, 0)
 
     # -- the vector index ---------------------------------------------------------------------------------
 
