@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from paperfeed.adapters.store.job_runs import SqlJobStore
     from paperfeed.domain.digest_links import LinkSigner
     from paperfeed.domain.digest_mail import DigestRenderer
-    from paperfeed.domain.embedding import IndexMarks
+    from paperfeed.domain.embedding import EmbedWorkers, IndexMarks
     from paperfeed.domain.library import SavedSearch
     from paperfeed.domain.mail import OutgoingMail, SessionMailer
     from paperfeed.domain.models import Paper
@@ -275,6 +275,17 @@ class App:
             bf16=s.torch_bf16,
             max_tokens=s.embedding_max_tokens,
             adapted_manifest=s.data_dir / "models" / "active-model.json",
+        )
+
+    def embed_workers(self, workers: int) -> EmbedWorkers:
+        """``workers`` embedding processes sharing this process's thread budget (``index --workers``)."""
+        from paperfeed.adapters.embed.cpu import available_cores
+        from paperfeed.adapters.embed.pool import ProcessEmbedWorkers
+
+        choice = self.embedding_choice
+        config = self.embedder_config(choice.backend if choice is not None else None)
+        return ProcessEmbedWorkers(
+            config, workers, total_threads=self.settings.embedding_threads or available_cores()
         )
 
     @cached_property

@@ -233,15 +233,9 @@ def _run_workers(
 ) -> IndexingSummary:
     """Embed the backlog in ``workers`` processes; the first Ctrl-C (or SIGTERM) stops it cleanly: the
     batches done are committed, those in flight dropped, the vector index synced. A second one aborts."""
-    from paperfeed.adapters.embed.cpu import available_cores
-    from paperfeed.adapters.embed.pool import ProcessEmbedWorkers
-
-    choice = c.app.embedding_choice
-    config = c.app.embedder_config(choice.backend if choice is not None else None)
-    budget = c.app.settings.embedding_threads or available_cores()
-    pool = ProcessEmbedWorkers(config, workers, total_threads=budget)
+    pool = c.app.embed_workers(workers)
     c.console.print(
-        f"embedding in {workers} worker processes ({config.backend}), {pool.threads} thread(s) each",
+        f"embedding in {workers} worker processes ({pool.backend}), {pool.threads} thread(s) each",
         highlight=False,
     )
     stop = threading.Event()

@@ -80,6 +80,16 @@ class EmbedWorkers(Protocol):
         """How many worker processes."""
         ...
 
+    @property
+    def threads(self) -> int:
+        """Threads each worker's model session uses."""
+        ...
+
+    @property
+    def backend(self) -> str:
+        """The embedding backend every worker runs (``onnx-int8``, ``torch``…)."""
+        ...
+
     def submit(self, texts: Sequence[str]) -> Future[EmbeddedBatch]:
         """Embed ``texts`` in some worker; the future fails with EmbedderUnavailable if a worker cannot."""
         ...

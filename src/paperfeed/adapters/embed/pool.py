@@ -82,17 +82,26 @@ class ProcessEmbedWorkers:
         if not 1 <= workers <= MAX_WORKERS:
             raise ValueError(f"workers must be between 1 and {MAX_WORKERS}, not {workers}")
         self._size = workers
-        self.threads = threads_per_worker(total_threads, workers)
+        self._backend = config.backend
+        self._threads = threads_per_worker(total_threads, workers)
         self._executor = ProcessPoolExecutor(
             max_workers=workers,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_start,
-            initargs=(replace(config, threads=self.threads), os.getpid()),
+            initargs=(replace(config, threads=self._threads), os.getpid()),
         )
 
     @property
     def size(self) -> int:
         return self._size
+
+    @property
+    def threads(self) -> int:
+        return self._threads
+
+    @property
+    def backend(self) -> str:
+        return self._backend
 
     def submit(self, texts: Sequence[str]) -> Future[EmbeddedBatch]:
         out: Future[EmbeddedBatch] = Future()
