@@ -26,6 +26,7 @@ from paperfeed.domain.ports import BeforeWrite, StoreStats
 from . import migrate
 from .columns import UtcDateTime
 from .schema import checkpoints, listings, papers, source_records
+from .schema_accounts import hidden_papers
 
 __all__ = ["SqlPaperStore", "normalise_url", "open_store", "sqlite_url", "write_checkpoint"]
 
@@ -454,6 +455,15 @@ class SqlPaperStore:
             last_published=_day(last),
             location=self.engine.url.render_as_string(hide_password=True),
         )
+
+    def hidden_paper_ids(self) -> frozenset[str]:
+        with self.engine.connect() as conn:
+            return frozenset(conn.execute(select(hidden_papers.c.paper_id)).scalars())
+
+    def changed_after(self, moment: datetime) -> bool:
+        with self.engine.connect() as conn:
+            found = conn.execute(select(papers.c.id).where(papers.c.modified_at > moment).limit(1)).first()
+        return found is not None
 
     def close(self) -> None:
         self.engine.dispose()
