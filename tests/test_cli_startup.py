@@ -211,3 +211,95 @@ def test_a_search_that_cannot_use_vectors_loads_neither_numpy_nor_faiss(tmp_path
     assert loaded == []
     assert "built with model 'another-model'" in err
     assert "semantic search is unavailable" in err
+
+
+LOOK_PROBE = """
+import sys, orjson
+sys.argv = ["paperfeed", *{argv!r}]
+from paperfeed.cli import main
+try:
+    main()
+except SystemExit as exc:
+    assert exc.code in (0, None), exc.code
+heavy = ("sqlalchemy", "pydantic_settings", "alembic", "tantivy", "numpy", "faiss", "asyncio")
+print(orjson.dumps(sorted({{m.split(".")[0] for m in sys.modules}} & set(heavy))).decode())
+"""
+
+
+def _look(data: Path, *argv: str) -> tuple[list[str], list[str]]:
+    """(output lines, heavy modules loaded) of ``paperfeed ARGV`` in a fresh process."""
+    env = {**os.environ, "PAPERFEED_DATA_DIR": str(data), "PAPERFEED_EMBEDDING_BACKEND": "fake"}
+    code = LOOK_PROBE.format(argv=list(argv))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False, env=env)
+    assert done.returncode == 0, done.stderr
+    *lines, loaded = done.stdout.strip().splitlines()
+    return lines, orjson.loads(loaded)
+
+
+def _imported_store(tmp_path: Path) -> Path:
+    from typer.testing import CliRunner
+
+    from paperfeed.cli import cli_app
+    from tests.importing.conftest import rec, write_jsonl
+
+    data = tmp_path / "data"
+    papers = [rec("2503.00001", title="Quokka counts"), rec("2503.00002", title="Numbat diets")]
+    source = write_jsonl(tmp_path / "papers.jsonl", papers)
+    imported = CliRunner().invoke(
+        cli_app, ["--data-dir", str(data), "import", str(source)], env={"PAPERFEED_EMBEDDING_BACKEND": "fake"}
+    )
+    assert imported.exit_code == 0, imported.output
+    return data
+
+
+def test_stats_and_a_keyword_search_start_without_sqlalchemy_or_pydantic_settings(tmp_path: Path) -> None:
+    """On a SQLite store at the current schema, ``stats`` reads through the stdlib driver and a keyword
+    search opens a current tantivy index for searching only: neither imports SQLAlchemy, Alembic or
+    pydantic-settings (its asyncio included), and ``stats`` not tantivy either (docs/cli.md)."""
+    from paperfeed.adapters.store import open_store
+
+    data = _imported_store(tmp_path)
+    lines, loaded = _look(data, "stats", "--json")
+    assert loaded == []
+    fast = orjson.loads(lines[-1])
+    store = open_store(f"sqlite+pysqlite:///{data / 'paperfeed.db'}")
+    try:
+        assert fast == orjson.loads(orjson.dumps(store.stats()))  # the same answer as the SQL store's
+    finally:
+        store.close()
+    assert fast["papers"] == 2
+    lines, loaded = _look(data, "stats")
+    assert loaded == []
+    assert any("papers" in line and "2" in line for line in lines)
+
+    lines, loaded = _look(data, "search", "quokka", "--format", "jsonl")
+    assert [orjson.loads(line)["id"] for line in lines] == ["2503.00001"]
+    assert loaded == ["tantivy"]
+
+
+def test_a_search_behind_the_store_catches_up_first(tmp_path: Path) -> None:
+    """Papers written while no keyword index followed (here: straight into the store) make the index
+    stale: the search then opens it with the store, which catches it up, and finds them."""
+    from paperfeed.adapters.store import open_store
+    from paperfeed.domain.ingest import Batch
+    from paperfeed.domain.models import Paper
+
+    data = _imported_store(tmp_path)
+    store = open_store(f"sqlite+pysqlite:///{data / 'paperfeed.db'}")
+    try:
+        store.apply_batch(Batch(papers=[Paper(id="2503.00003", title="Wombat burrows", sources={"x": "1"})]))
+    finally:
+        store.close()
+    lines, loaded = _look(data, "search", "wombat", "--format", "jsonl")
+    assert [orjson.loads(line)["id"] for line in lines] == ["2503.00003"]
+    assert "sqlalchemy" in loaded  # the full path, not the read-only one
+    lines, loaded = _look(data, "search", "wombat", "--format", "jsonl")  # caught up: fast again
+    assert [orjson.loads(line)["id"] for line in lines] == ["2503.00003"]
+    assert "sqlalchemy" not in loaded
+
+
+def test_stats_of_a_new_data_folder_creates_the_store(tmp_path: Path) -> None:
+    lines, loaded = _look(tmp_path / "new", "stats", "--json")
+    assert orjson.loads(lines[-1])["papers"] == 0
+    assert "sqlalchemy" in loaded  # nothing to read yet: the SQL store creates it
+    assert (tmp_path / "new" / "paperfeed.db").is_file()

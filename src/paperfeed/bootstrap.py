@@ -8,8 +8,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from paperfeed.settings import Settings
-
 if TYPE_CHECKING:
     from datetime import date, datetime
     from pathlib import Path
@@ -36,7 +34,8 @@ if TYPE_CHECKING:
     from paperfeed.domain.mail import OutgoingMail, SessionMailer
     from paperfeed.domain.models import Paper
     from paperfeed.domain.paper_graph import CitationSource
-    from paperfeed.domain.search import Embedder, SimilarSource, SyncedKeywordIndex, VectorIndex
+    from paperfeed.domain.ports import PaperLookup, StoreReads
+    from paperfeed.domain.search import Embedder, KeywordIndex, SimilarSource, SyncedKeywordIndex, VectorIndex
     from paperfeed.domain.supervision import SupervisorStatusStore
     from paperfeed.services.account_data import AccountDataService
     from paperfeed.services.accounts import AccountService
@@ -64,6 +63,7 @@ if TYPE_CHECKING:
     from paperfeed.services.search import HybridSearch
     from paperfeed.services.topic_rising import RisingService
     from paperfeed.services.topics import TopicService
+    from paperfeed.settings_model import SettingsModel
 
 __all__ = ["App", "build_app"]
 
@@ -72,7 +72,7 @@ __all__ = ["App", "build_app"]
 class App:
     """Lazily built adapters and services for one process; close it when done."""
 
-    settings: Settings
+    settings: SettingsModel
     _closers: list[object] = field(default_factory=list, init=False)
     _vectors_for_search: VectorIndex | None = field(default=None, init=False)
     _embedder: Embedder | None = field(default=None, init=False)
@@ -87,6 +87,19 @@ class App:
         store = open_store(self.settings.db_url)
         self._closers.append(store)
         return store
+
+    @cached_property
+    def reads(self) -> StoreReads:
+        """The store for commands that only look (``stats``, search): on SQLite a reader on Python's own
+        driver when the file exists at the current schema, which starts without SQLAlchemy; otherwise the
+        SQL store (which creates or migrates the database first)."""
+        from paperfeed.adapters.sqlite_reads import open_sqlite_reads
+
+        reads = open_sqlite_reads(self.settings.db_url)
+        if reads is None:
+            return self.store
+        self._closers.append(reads)
+        return reads
 
     @cached_property
     def keyword_index(self) -> SyncedKeywordIndex:
@@ -260,7 +273,7 @@ class App:
         """How to build ``backend`` (default: the configured one) with this process's thread budget."""
         from paperfeed.adapters.embed import EmbedderConfig
         from paperfeed.adapters.embed.cpu import available_cores, runs_in_background
-        from paperfeed.settings import default_model_cache
+        from paperfeed.settings_model import default_model_cache
 
         s = self.settings
         background = runs_in_background()
@@ -452,6 +465,46 @@ class App:
     @cached_property
     def search(self) -> HybridSearch:
         """Hybrid keyword + semantic search; semantic parts load on the first query that needs them."""
+        from paperfeed.adapters.store.accounts import hidden_paper_ids
+
+        search = self._hybrid_search(
+            self.store, self.keyword_index, lambda: hidden_paper_ids(self.store.engine), similar=True
+        )
+        self._closers.append(search)
+        return search
+
+    @cached_property
+    def one_shot_search(self) -> HybridSearch:
+        """The search of a process that answers one query and exits (``paperfeed search``): the papers
+        come from :attr:`reads` and, when it is provably current, the tantivy index is opened for
+        searching only, so a keyword search on SQLite starts without SQLAlchemy (docs/cli.md). Anything
+        else (PostgreSQL, FTS5, an index behind the store) is :attr:`search`'s own parts."""
+        from paperfeed.adapters.sqlite_reads import SqliteReads
+
+        reads = self.reads
+        keyword: KeywordIndex | None = None
+        if self.settings.keyword_engine in ("auto", "tantivy") and isinstance(reads, SqliteReads):
+            import importlib.util
+
+            if importlib.util.find_spec("tantivy") is not None:
+                from paperfeed.adapters.keyword.tantivy_index import TantivyKeywordIndex
+
+                keyword = TantivyKeywordIndex.open_current(self.settings.data_dir / "keyword", reads)
+        if keyword is None:
+            return self.search
+        self._closers.append(keyword)
+        search = self._hybrid_search(reads, keyword, reads.hidden_paper_ids, similar=False)
+        self._closers.append(search)
+        return search
+
+    def _hybrid_search(
+        self,
+        papers: PaperLookup,
+        keyword: KeywordIndex,
+        hidden: Callable[[], frozenset[str]],
+        *,
+        similar: bool,
+    ) -> HybridSearch:
         from paperfeed.services.search import HybridSearch, HybridSettings, SimilarSettings
 
         s = self.settings
@@ -461,15 +514,13 @@ class App:
             dense_weight=s.search_dense_weight,
             min_dense_score=s.search_min_dense_score,
         )
-        from paperfeed.adapters.store.accounts import hidden_paper_ids
-
-        search = HybridSearch(
-            self.store,
-            self.keyword_index,
+        return HybridSearch(
+            papers,
+            keyword,
             self._search_vectors,
             lambda: self.embedder,
             tuning,
-            hidden=lambda: hidden_paper_ids(self.store.engine),
+            hidden=hidden,
             similar_settings=SimilarSettings(
                 rrf_k=s.similar_rrf_k,
                 dense_weight=s.similar_dense_weight,
@@ -477,10 +528,8 @@ class App:
                 candidates=s.similar_candidates,
                 keyword_terms=s.similar_keyword_terms,
             ),
-            similar_sources=self._similar_sources(),
+            similar_sources=self._similar_sources() if similar else (),
         )
-        self._closers.append(search)
-        return search
 
     def _similar_sources(self) -> tuple[tuple[SimilarSource, float], ...]:
         """Further lists for "similar papers": the citation graph, when its weight is above 0."""
@@ -507,6 +556,19 @@ class App:
 
     def _search_vectors(self) -> VectorIndex | None:
         """The stored vector index for reading, opened once (it reloads itself when a new one is saved)."""
+        if self._vectors_for_search is None and self._folder_vectors_only():
+            # a SQLite store's folder index: found and checked without the store's engine (docs/cli.md)
+            from paperfeed.adapters.vector import open_vector_index
+            from paperfeed.adapters.vector.factory import check_folder_model, folder_dimension
+
+            folder_dim = folder_dimension(self.vector_index_path)
+            if folder_dim is None:
+                return None
+            model_id = self.embedder.model_id
+            check_folder_model(self.vector_index_path, model_id=model_id)
+            self._vectors_for_search = open_vector_index(
+                self.vector_index_path, kind="auto", model_id=model_id, dimension=folder_dim
+            )
         if self._vectors_for_search is None:
             from paperfeed.adapters.vector.factory import check_stored_model, stored_dimension
 
@@ -521,6 +583,13 @@ class App:
                 model_id=model_id, dimension=dimension, fresh=False
             )
         return self._vectors_for_search
+
+    def _folder_vectors_only(self) -> bool:
+        """A SQLite store whose vectors can only be a folder index (PAPERFEED_VECTOR_INDEX auto/local)."""
+        from paperfeed.adapters.sqlite_reads import sqlite_path
+
+        choice = self.settings.vector_index
+        return choice in ("auto", "local") and sqlite_path(self.settings.db_url) is not None
 
     @property
     def vector_index_path(self) -> Path:
@@ -992,5 +1061,10 @@ class App:
         self._closers.clear()
 
 
-def build_app(settings: Settings | None = None) -> App:
-    return App(settings or Settings())
+def build_app(settings: SettingsModel | None = None) -> App:
+    """The composition root for ``settings`` (default: the environment's, read by pydantic-settings)."""
+    if settings is None:
+        from paperfeed.settings import Settings
+
+        settings = Settings()
+    return App(settings)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from paperfeed.settings import Settings
+from paperfeed.settings_model import SettingsModel
 
 __all__ = ["UnsafeBaseUrl", "check_base_url", "local_base_url", "public_url"]
 
@@ -33,7 +33,7 @@ def _problem(value: str) -> str | None:
     return None
 
 
-def check_base_url(settings: Settings) -> None:
+def check_base_url(settings: SettingsModel) -> None:
     """Raise :class:`UnsafeBaseUrl` unless mailed links have a configured, well-formed base to use.
 
     Debug mode accepts no base URL (links then point to ``http://<host>:<port>`` from the settings); a
@@ -61,7 +61,7 @@ def local_base_url(host: str, port: int) -> str:
     return f"http://{shown}:{port}"
 
 
-def public_url(settings: Settings) -> str:
+def public_url(settings: SettingsModel) -> str:
     """Where links in mail point (no trailing slash): ``PAPERFEED_BASE_URL``, else the configured
     ``host:port`` (what debug mode and the command-line jobs fall back to). Never the request's."""
     configured = (settings.base_url or "").strip()

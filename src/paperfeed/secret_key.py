@@ -12,7 +12,7 @@ import os
 import secrets
 from pathlib import Path
 
-from paperfeed.settings import Settings
+from paperfeed.settings_model import SettingsModel
 
 __all__ = ["SECRET_FILE", "InsecureSecret", "check_secret", "file_secret", "resolve_secret"]
 
@@ -31,12 +31,12 @@ class InsecureSecret(Exception):
     """The server must not start: the message says why and what to set."""
 
 
-def configured_secret(settings: Settings) -> str | None:
+def configured_secret(settings: SettingsModel) -> str | None:
     value = settings.secret_key.get_secret_value().strip() if settings.secret_key is not None else ""
     return value or None
 
 
-def check_secret(settings: Settings, *, allow_generated: bool = False) -> None:
+def check_secret(settings: SettingsModel, *, allow_generated: bool = False) -> None:
     """Raise :class:`InsecureSecret` unless the secret is fit to serve with.
 
     Debug mode accepts anything; ``allow_generated`` (``paperfeed run``) accepts the data-folder secret
@@ -75,7 +75,7 @@ def file_secret(data_dir: Path) -> bytes:
     return fresh.encode()
 
 
-def resolve_secret(settings: Settings) -> bytes:
+def resolve_secret(settings: SettingsModel) -> bytes:
     """The configured secret, else the data folder's (:func:`check_secret` decides if it may serve)."""
     value = configured_secret(settings)
     return value.encode() if value is not None else file_secret(settings.data_dir)

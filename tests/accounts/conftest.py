@@ -21,7 +21,7 @@ from fastapi.testclient import TestClient
 
 from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
 from paperfeed.bootstrap import App, build_app
-from paperfeed.settings import Settings
+from paperfeed.settings import Settings, SettingsModel
 from paperfeed.web import create_app
 from tests.support.authz import PASSWORD, csrf_from
 from tests.support.smtp_server import SmtpTestServer
@@ -55,7 +55,7 @@ def app(settings: Settings) -> Iterator[App]:
 
 
 @contextmanager
-def browser(settings: Settings) -> Iterator[TestClient]:
+def browser(settings: SettingsModel) -> Iterator[TestClient]:
     """A client with its own cookie jar, like one browser (the app under it shares the store)."""
     with TestClient(create_app(lambda: build_app(settings)), follow_redirects=False) as client:
         yield client

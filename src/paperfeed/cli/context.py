@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,7 +13,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from paperfeed.bootstrap import App
-    from paperfeed.settings import Settings
+    from paperfeed.settings_model import SettingsModel
 
 __all__ = ["Context", "fail"]
 
@@ -39,17 +40,19 @@ class Context:
     _app: App | None = None
 
     @property
-    def settings(self) -> Settings:
+    def settings(self) -> SettingsModel:
         return self.app.settings
 
     @property
     def app(self) -> App:
-        """Settings and the composition root, built on first use (``--help`` imports neither)."""
+        """Settings and the composition root, built on first use (``--help`` imports neither). The
+        settings come from ``PAPERFEED_*`` through :meth:`SettingsModel.from_environ` (what
+        pydantic-settings would read, without its import: docs/cli.md, "Start-up time")."""
         if self._app is None:
             from pydantic import ValidationError
 
             from paperfeed.bootstrap import build_app
-            from paperfeed.settings import Settings
+            from paperfeed.settings_model import SettingsModel
 
             overrides: dict[str, Any] = {}
             if self.data_dir is not None:
@@ -57,7 +60,7 @@ class Context:
             if self.database_url is not None:
                 overrides["database_url"] = self.database_url
             try:
-                settings = Settings(**overrides)
+                settings = SettingsModel.from_environ(os.environ, **overrides)
             except ValidationError as exc:
                 errors = "; ".join(
                     f"PAPERFEED_{'_'.join(map(str, e['loc'])).upper()}: {e['msg']}" for e in exc.errors()

@@ -12,7 +12,7 @@ from rich.table import Table
 from .context import Context, fail
 
 if TYPE_CHECKING:
-    from paperfeed.settings import Settings
+    from paperfeed.settings_model import SettingsModel
 
 
 def register(app: typer.Typer) -> None:
@@ -91,7 +91,7 @@ def register(app: typer.Typer) -> None:
         c.console.print(f"done in {time.monotonic() - started:,.1f} s", highlight=False)
 
 
-def _build_indexes(settings: Settings, target_url: str) -> str:
+def _build_indexes(settings: SettingsModel, target_url: str) -> str:
     """Keyword search follows by itself on PostgreSQL (a trigger); the vector index is built from the
     copied embeddings, as ``paperfeed index`` would, without embedding anything."""
     from paperfeed.bootstrap import build_app

@@ -27,7 +27,7 @@ from .fill import OFFLINE_HINT, fill_window
 from .imports import import_paths
 
 if TYPE_CHECKING:
-    from paperfeed.settings import Settings
+    from paperfeed.settings_model import SettingsModel
 
     from .supervisor import ChildSpec
 
@@ -35,7 +35,7 @@ __all__ = ["register"]
 
 
 def _child_specs(
-    settings: Settings, host: str, port: int, *, scheduler: bool, index: bool
+    settings: SettingsModel, host: str, port: int, *, scheduler: bool, index: bool
 ) -> list[ChildSpec]:
     """The supervised commands: ``serve`` (web-only), ``scheduler`` and ``index --follow``."""
     from .supervisor import ChildSpec

@@ -114,7 +114,7 @@ def register(app: typer.Typer) -> None:
             categories=tuple(category or ()),
             has_code=True if has_code else None,
         )
-        page = c.app.search.search(query, filters, limit=limit, offset=offset)
+        page = c.app.one_shot_search.search(query, filters, limit=limit, offset=offset)
         for note in page.notes:
             c.err.print(f"[yellow]note:[/] {escape(note)}")
         if fmt is not OutputFormat.table:

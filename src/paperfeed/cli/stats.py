@@ -6,7 +6,6 @@ from typing import Annotated
 
 import orjson
 import typer
-from rich.table import Table
 
 from .context import Context
 
@@ -21,10 +20,12 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Show how many papers and listings the store holds, and from which sources."""
         c: Context = ctx.obj
-        s = c.app.store.stats()
+        s = c.app.reads.stats()
         if as_json:
             typer.echo(orjson.dumps(s).decode())
             return
+        from rich.table import Table
+
         table = Table(title=f"paperfeed store: {s.location}", show_header=False)
         table.add_row("papers", f"{s.papers:,}")
         table.add_row("daily listings", f"{s.listings:,} on {s.listing_days:,} days")

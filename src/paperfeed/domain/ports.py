@@ -13,10 +13,12 @@ from .models import Listing, Paper
 __all__ = [
     "BeforeWrite",
     "PaperFetcher",
+    "PaperLookup",
     "PaperSource",
     "PaperStore",
     "ProgressReporter",
     "RecordRealizer",
+    "StoreReads",
     "StoreStats",
 ]
 
@@ -34,6 +36,35 @@ class StoreStats:
     first_published: str | None
     last_published: str | None
     location: str
+
+
+class PaperLookup(Protocol):
+    """Papers by id: all that searching needs of the store."""
+
+    def get_paper(self, paper_id: str) -> Paper | None: ...
+
+    def get_papers(self, paper_ids: Sequence[str]) -> dict[str, Paper]: ...
+
+
+class StoreReads(PaperLookup, Protocol):
+    """What a command that only looks at the store needs (``paperfeed stats``, a keyword search).
+
+    The SQL store implements it; so does a reader of a SQLite store on Python's own ``sqlite3`` driver,
+    which starts without SQLAlchemy (most of such a command's start-up time: docs/cli.md).
+    """
+
+    def stats(self) -> StoreStats: ...
+
+    def hidden_paper_ids(self) -> frozenset[str]:
+        """Papers an administrator hid (kept out of search results)."""
+        ...
+
+    def changed_after(self, moment: datetime) -> bool:
+        """Whether any paper was written (``modified_at``) after ``moment``: is a derived index that
+        followed the store up to ``moment`` still current?"""
+        ...
+
+    def close(self) -> None: ...
 
 
 class PaperStore(Protocol):

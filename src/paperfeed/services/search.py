@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from paperfeed.domain.embedding import embedding_text
 from paperfeed.domain.fusion import WeightedList, fuse_weighted, reciprocal_rank_fusion
 from paperfeed.domain.models import Paper
-from paperfeed.domain.ports import PaperStore
+from paperfeed.domain.ports import PaperLookup
 from paperfeed.domain.query import parse_query, with_filters
 from paperfeed.domain.results import SearchHit, SearchPage
 from paperfeed.domain.search import (
@@ -88,7 +88,7 @@ class HybridSearch:
     on first use, and a failure there only disables dense search.
     """
 
-    store: PaperStore
+    store: PaperLookup
     keyword: KeywordIndex
     vectors: Callable[[], VectorIndex | None]
     embedder: Callable[[], Embedder | None]

@@ -35,7 +35,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from paperfeed.settings import Settings
+from paperfeed.settings_model import SettingsModel
 
 from .errors import error_response
 from .security import (
@@ -79,7 +79,7 @@ class BodyLimit:
     message: str | None = None  # what a 413 says, when the route has its own words for it
 
 
-def body_limit(path: str, settings: Settings | None) -> BodyLimit:
+def body_limit(path: str, settings: SettingsModel | None) -> BodyLimit:
     """The limit of a request to ``path`` (see the module doc)."""
     if settings is not None:
         if path == UPLOAD_PATH:

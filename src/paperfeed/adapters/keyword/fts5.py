@@ -21,7 +21,6 @@ import sqlite3
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -29,6 +28,8 @@ from sqlalchemy import text as sql
 from sqlalchemy.engine import Connection, Engine
 
 from paperfeed.domain.search import ParsedQuery, ScoredId, SearchFilters, Span, distinctive_terms
+
+from .weights import FieldWeights
 
 __all__ = [
     "FieldWeights",
@@ -49,25 +50,6 @@ _COUNT_TTL = 60.0  # seconds a count of the indexed papers is reused for more-li
 
 class Fts5Unavailable(RuntimeError):
     """The database has no FTS5 keyword table (PostgreSQL, or SQLite built without FTS5)."""
-
-
-@dataclass(frozen=True, slots=True)
-class FieldWeights:
-    """BM25 weight per field; title matters most, authors least.
-
-    FTS5 defaults chosen on SciFact train (bench/keyword_quality.py): title 3 → train nDCG@10 0.699,
-    test 0.689 (Porter stemming: +0.03 over plain unicode61).
-    """
-
-    title: float = 3.0
-    abstract: float = 1.0
-    authors: float = 0.5
-
-    def __post_init__(self) -> None:
-        for name in ("title", "abstract", "authors"):
-            value = getattr(self, name)
-            if not (isinstance(value, int | float) and 0 <= value < 1e6):
-                raise ValueError(f"field weight {name}={value!r}: must be a number in [0, 1e6)")
 
 
 def _quote(words: str) -> str:

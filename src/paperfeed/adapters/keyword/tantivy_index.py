@@ -26,19 +26,22 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 import tantivy
-from sqlalchemy.engine import Engine
 
 from paperfeed.domain.ingest import BatchResult
 from paperfeed.domain.models import Paper
+from paperfeed.domain.ports import StoreReads
 from paperfeed.domain.search import KeywordIndexUnavailable, ParsedQuery, ScoredId, SearchFilters, Span
 
-from .fts5 import FieldWeights
 from .tantivy_damage import damaged_files, tantivy_failure
 from .tantivy_query import TANTIVY_WEIGHTS, TantivyQueries, analyzer
 from .tantivy_writer import INDEX_VERSION, KeywordIndexBusy, TantivyWriter, read_state, schema
+from .weights import FieldWeights
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 __all__ = [
     "INDEX_VERSION",
@@ -102,7 +105,7 @@ class TantivyKeywordIndex:
     def __init__(
         self,
         path: Path,
-        engine: Engine,
+        engine: Engine | None,
         weights: FieldWeights | None = None,
         *,
         heap_size: int = 64_000_000,
@@ -165,6 +168,31 @@ class TantivyKeywordIndex:
             except KeywordIndexBusy:
                 pass  # the process holding the writer is updating the index; it catches up itself
             self.close()  # a reader must not keep the writer lock from the process that imports
+
+    @classmethod
+    def open_current(
+        cls, path: Path, reads: StoreReads, weights: FieldWeights | None = None, *, stemming: bool = True
+    ) -> TantivyKeywordIndex | None:
+        """The index at ``path``, for searching only, when it provably holds the store as it is: of this
+        version and analyzer, with a watermark, no changes another process's lock kept out
+        (``dirty_since``), and no paper written after the watermark (``reads.changed_after``). Opening it
+        so needs no store engine (no SQLAlchemy: docs/cli.md, "Start-up time"); damaged files are
+        still looked for, as on every open. None otherwise: open it with the store, which catches up
+        or rebuilds. Such an index cannot write (it raises if asked to sync)."""
+        state = read_state(path)
+        mark = state.get("watermark")
+        if (
+            state.get("version") != INDEX_VERSION
+            or state.get("analyzer") != ("stem" if stemming else "plain")
+            or mark is None
+            or state.get("dirty_since") is not None
+            or reads.changed_after(datetime.fromisoformat(mark))
+        ):
+            return None
+        index = cls(path, None, weights, catch_up=False, stemming=stemming)
+        if index._writer.needs_rebuild:  # damaged files were wiped: only the store can rebuild it
+            return None
+        return index
 
     def follow_commits(self, *, force: bool = False) -> None:
         """Reload the reader if ``meta.json`` changed since it last loaded (always with ``force``).

@@ -12,8 +12,8 @@ import tantivy
 from paperfeed.domain.search import ParsedQuery, SearchFilters, Span
 
 from .folding import fold
-from .fts5 import FieldWeights
 from .tantivy_writer import EPOCH, FIELDS
+from .weights import FieldWeights
 
 __all__ = ["TANTIVY_WEIGHTS", "TantivyQueries", "analyzer"]
 

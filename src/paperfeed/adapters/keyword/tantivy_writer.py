@@ -34,17 +34,17 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tantivy
-from sqlalchemy import func, select
-from sqlalchemy.engine import Engine
 
-from paperfeed.adapters.store.schema import papers
 from paperfeed.domain.ingest import BatchResult
 from paperfeed.domain.models import Paper
 
 from .folding import fold
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 __all__ = ["EPOCH", "FIELDS", "INDEX_VERSION", "KeywordIndexBusy", "TantivyWriter", "read_state", "schema"]
 
@@ -79,15 +79,20 @@ def _day(value: Any) -> int | None:
     return int((value - EPOCH).days)
 
 
-_COLUMNS = (
-    papers.c.id,
-    papers.c.title,
-    papers.c.abstract,
-    papers.c.authors,
-    papers.c.categories,
-    papers.c.published,
-    papers.c.github_repo,
-)
+def _columns() -> tuple[Any, ...]:
+    """The columns a document is made of. SQLAlchemy and the store's tables are imported by the methods
+    that read the store only: a search opens an index that is current without them (docs/cli.md)."""
+    from paperfeed.adapters.store.schema import papers
+
+    return (
+        papers.c.id,
+        papers.c.title,
+        papers.c.abstract,
+        papers.c.authors,
+        papers.c.categories,
+        papers.c.published,
+        papers.c.github_repo,
+    )
 
 
 class KeywordIndexBusy(RuntimeError):
@@ -109,7 +114,7 @@ class TantivyWriter:
     def __init__(
         self,
         path: Path,
-        engine: Engine,
+        engine: Engine | None,
         index: tantivy.Index,
         *,
         reload: Callable[[], None],
@@ -138,6 +143,17 @@ class TantivyWriter:
         self._needs_rebuild = needs_rebuild  # damaged files were wiped: the next reindex/catch-up rebuilds
         self._followed: dict[str, datetime] = {}  # follow(): papers of the overlap window indexed, by stamp
         self._window: tuple[int, datetime | None] | None = None  # follow(): the window's last count, max
+
+    @property
+    def needs_rebuild(self) -> bool:
+        """Damaged files were wiped on open: only a rebuild from the store brings the index back."""
+        return self._needs_rebuild
+
+    def _store(self) -> Engine:
+        """The store's engine; an index opened for searching only has none (and never writes)."""
+        if self.engine is None:
+            raise RuntimeError(f"{self.path}: keyword index opened for searching only; it cannot sync")
+        return self.engine
 
     # -- state --------------------------------------------------------------------------------------
 
@@ -202,10 +218,15 @@ class TantivyWriter:
         return doc
 
     def _rows(self, ids: Sequence[str]) -> Iterator[Any]:
-        with self.engine.connect() as conn:
+        from sqlalchemy import select
+
+        from paperfeed.adapters.store.schema import papers
+
+        with self._store().connect() as conn:
             for start in range(0, len(ids), _CHUNK):
                 chunk = ids[start : start + _CHUNK]
-                yield from conn.execute(select(*_COLUMNS, papers.c.modified_at).where(papers.c.id.in_(chunk)))
+                query = select(*_columns(), papers.c.modified_at).where(papers.c.id.in_(chunk))
+                yield from conn.execute(query)
 
     def reindex(self, paper_ids: Iterable[str]) -> int:
         """Replace the documents of ``paper_ids`` with the store's current papers (absent → removed).
@@ -376,6 +397,10 @@ class TantivyWriter:
         gives many papers one timestamp (819k at the 1M bench), and ``>=`` re-indexed all of them at
         every start, fragmenting the index into new segments each time.
         """
+        from sqlalchemy import select
+
+        from paperfeed.adapters.store.schema import papers
+
         if self._needs_rebuild:
             return self.rebuild()
         state = read_state(self.path)
@@ -386,7 +411,7 @@ class TantivyWriter:
             condition = papers.c.modified_at > datetime.fromisoformat(mark)
         else:
             return 0
-        with self.engine.connect() as conn:
+        with self._store().connect() as conn:
             ids = list(conn.execute(select(papers.c.id).where(condition)).scalars())
         count = 0
         for start in range(0, len(ids), 5000):
@@ -402,6 +427,10 @@ class TantivyWriter:
         full rebuild. If another process on this node holds the writer, nothing is recorded as followed,
         so the next look tries again.
         """
+        from sqlalchemy import func, select
+
+        from paperfeed.adapters.store.schema import papers
+
         if self._needs_rebuild or read_state(self.path).get("watermark") is None:
             self._followed.clear()
             self._window = None
@@ -409,7 +438,7 @@ class TantivyWriter:
         mark = datetime.fromisoformat(read_state(self.path)["watermark"])
         since = mark - overlap
         window = papers.c.modified_at > since
-        with self.engine.connect() as conn:
+        with self._store().connect() as conn:
             look = select(func.count(), func.max(papers.c.modified_at)).where(window)
             count, newest = conn.execute(look).one()
             if self._window == (int(count), newest):
@@ -443,8 +472,12 @@ class TantivyWriter:
         4.3 ms with one segment; the build also took 122 s instead of 272). Memory grows with the papers
         up to that heap, then the writer returns to the small one.
         """
+        from sqlalchemy import func, select
+
+        from paperfeed.adapters.store.schema import papers
+
         with self._lock:
-            with self.engine.connect() as conn:
+            with self._store().connect() as conn:
                 newest = conn.execute(select(func.max(papers.c.modified_at))).scalar()
             if self._writer is not None:
                 self._writer.wait_merging_threads()
@@ -454,9 +487,9 @@ class TantivyWriter:
             count = 0
             last = ""
             while True:
-                with self.engine.connect() as conn:
+                with self._store().connect() as conn:
                     rows = conn.execute(
-                        select(*_COLUMNS).where(papers.c.id > last).order_by(papers.c.id).limit(batch_size)
+                        select(*_columns()).where(papers.c.id > last).order_by(papers.c.id).limit(batch_size)
                     ).all()
                 if not rows:
                     break

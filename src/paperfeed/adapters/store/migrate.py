@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
+from paperfeed.adapters.migration_head import MIGRATIONS, plain_head
+
 if TYPE_CHECKING:
     from alembic.config import Config
     from sqlalchemy.engine import Engine
 
-_SCRIPTS = Path(__file__).with_name("migrations")
-_REVISION = re.compile(r'^revision(?:: *str)? *= *"([^"]+)"', re.MULTILINE)
-_DOWN = re.compile(r'^down_revision(?:: *[^=]+)? *= *(None|"([^"]*)")', re.MULTILINE)
+_SCRIPTS = MIGRATIONS
 
 
 def _config() -> Config:
@@ -40,23 +38,8 @@ def current_revision(engine: Engine) -> str | None:
 
 
 def _plain_head() -> str | None:
-    """The head revision read from the scripts' ``revision``/``down_revision`` lines, without Alembic
-    (whose import and script loading cost a command ~0.3 s on every start). None unless every script
-    parses and the chain has exactly one head: then the caller asks Alembic itself."""
-    revisions: set[str] = set()
-    parents: set[str] = set()
-    for script in (_SCRIPTS / "versions").glob("*.py"):
-        if script.name == "__init__.py":
-            continue
-        source = script.read_text(encoding="utf-8")
-        rev, down = _REVISION.search(source), _DOWN.search(source)
-        if rev is None or down is None:
-            return None
-        revisions.add(rev.group(1))
-        if down.group(2) is not None:
-            parents.add(down.group(2))
-    heads = revisions - parents
-    return heads.pop() if len(heads) == 1 else None
+    """The head revision from the scripts' text, without Alembic (see ``migration_head``)."""
+    return plain_head()
 
 
 def _is_current(engine: Engine) -> bool:

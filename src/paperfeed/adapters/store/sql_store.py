@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from sqlalchemy import DateTime, Text, bindparam, case, cast, create_engine, event, func, select
+from sqlalchemy import DateTime, bindparam, case, create_engine, event, func, select, text
 from sqlalchemy.engine import Connection, Dialect, Engine, Row
 from sqlalchemy.pool import ConnectionPoolEntry
 
@@ -26,10 +26,20 @@ from paperfeed.domain.ports import BeforeWrite, StoreStats
 from . import migrate
 from .columns import UtcDateTime
 from .schema import checkpoints, listings, papers, source_records
+from .schema_accounts import hidden_papers
 
 __all__ = ["SqlPaperStore", "normalise_url", "open_store", "sqlite_url", "write_checkpoint"]
 
 _CHUNK = 900  # ids per IN (...) query: under every SQLite build's variable limit
+
+# Papers per source: SQLite keeps them in ``source_counts`` (triggers, migration 0014); PostgreSQL
+# counts them in one grouped query (see that migration for why it keeps no counters).
+_BY_SOURCE = {
+    "sqlite": text("SELECT source, papers FROM source_counts WHERE papers > 0"),
+    "postgresql": text(
+        "SELECT k, count(*) FROM papers CROSS JOIN LATERAL json_object_keys(papers.sources) AS k GROUP BY k"
+    ),
+}
 
 
 def sqlite_url(path: Path) -> str:
@@ -429,13 +439,9 @@ class SqlPaperStore:
             # but both in one SELECT with a scan of the whole table (0.04 s on 100k papers)
             first = conn.execute(select(func.min(papers.c.published))).scalar_one()
             last = conn.execute(select(func.max(papers.c.published))).scalar_one()
-            by_source: dict[str, int] = {}
-            # grouped in SQL (a few distinct source lists), not 100k rows decoded in Python; the cast
-            # because PostgreSQL's json type has no equality to group by
-            as_text = cast(papers.c.sources, Text)
-            for srcs, n in conn.execute(select(as_text, func.count()).group_by(as_text)):
-                for name in orjson.loads(srcs):
-                    by_source[name] = by_source.get(name, 0) + n
+            # sorted here, not by SQL: PostgreSQL's collation would order names another way
+            rows = conn.execute(_BY_SOURCE[conn.dialect.name]).all()
+            by_source: dict[str, int] = dict(sorted((str(name), int(n)) for name, n in rows))
 
         def _day(value: Any) -> str | None:
             return None if value is None else str(value)[:10]
@@ -444,11 +450,20 @@ class SqlPaperStore:
             papers=count,
             listings=n_listings,
             listing_days=days,
-            by_source=dict(sorted(by_source.items())),
+            by_source=by_source,
             first_published=_day(first),
             last_published=_day(last),
             location=self.engine.url.render_as_string(hide_password=True),
         )
+
+    def hidden_paper_ids(self) -> frozenset[str]:
+        with self.engine.connect() as conn:
+            return frozenset(conn.execute(select(hidden_papers.c.paper_id)).scalars())
+
+    def changed_after(self, moment: datetime) -> bool:
+        with self.engine.connect() as conn:
+            found = conn.execute(select(papers.c.id).where(papers.c.modified_at > moment).limit(1)).first()
+        return found is not None
 
     def close(self) -> None:
         self.engine.dispose()

@@ -72,6 +72,11 @@ def stored_dimension(engine: Engine, folder: Path, choice: VectorIndexChoice = "
 
         found = stored_manifest(engine)
         return None if found is None else found.dimension
+    return folder_dimension(folder)
+
+
+def folder_dimension(folder: Path) -> int | None:
+    """The dimension of the folder index in ``folder``, or None when nothing has been embedded yet."""
     saved = read_manifest(folder)
     return None if saved is None else saved.manifest.dimension
 
@@ -81,8 +86,12 @@ def check_stored_model(engine: Engine, folder: Path, *, model_id: str) -> None:
     :class:`~paperfeed.domain.search.VectorIndexMismatch` opening it would raise, but before NumPy and
     faiss are loaded to open it: a search that cannot use the index stays a cheap keyword search.
     (pgvector checks its manifest table when opened, which loads nothing extra.)"""
-    if uses_pgvector(engine):
-        return
+    if not uses_pgvector(engine):
+        check_folder_model(folder, model_id=model_id)
+
+
+def check_folder_model(folder: Path, *, model_id: str) -> None:
+    """:func:`check_stored_model` for a folder index (what a SQLite store uses unless told otherwise)."""
     found = read_manifest(folder)
     if found is not None:
         stored = found.manifest

@@ -1,0 +1,133 @@
+"""The stdlib SQLite reader answers exactly as the SQL store does, and refuses what it cannot vouch for."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from paperfeed.adapters.sqlite_reads import open_sqlite_reads, sqlite_path
+from paperfeed.adapters.store import SqlPaperStore, migrate, open_store
+from paperfeed.domain.ingest import Batch
+from paperfeed.domain.models import Listing, Paper
+
+T = datetime(2025, 3, 1, 12, 30, 15, 123456, tzinfo=UTC)
+
+
+def _full(pid: str, **kw: object) -> Paper:
+    fields: dict[str, object] = {
+        "id": pid,
+        "title": "A title, with “quotes”",
+        "abstract": "Abstract ∑ text",
+        "authors": ("Ada Lovelace", "Émile Borel"),
+        "categories": ("cs.CL", "cs.LG"),
+        "version": 3,
+        "published": T,
+        "updated": T + timedelta(days=2),
+        "comment": "10 pages",
+        "journal_ref": "J. X 1 (2025)",
+        "doi": "10.1/x",
+        "license": "cc-by",
+        "github_repo": "https://github.com/a/b",
+        "github_stars": 7,
+        "project_page": "https://p.example",
+        "upvotes": 12,
+        "num_comments": 2,
+        "organization": "Org",
+        "ai_summary": "Summary",
+        "ai_keywords": ("k1", "k2"),
+        "sources": {"hf-daily": "2025-03-02T00:00:00Z", "file:x": "2025-03-01T00:00:00Z"},
+    }
+    fields.update(kw)
+    return Paper(**fields)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def url(tmp_path: Path) -> str:
+    return f"sqlite+pysqlite:///{tmp_path / 'paperfeed.db'}"
+
+
+@pytest.fixture
+def store(url: str) -> SqlPaperStore:
+    s = open_store(url)
+    s.apply_batch(
+        Batch(
+            papers=[
+                _full("2503.00001"),
+                _full("2503.00002", published=None, updated=None, sources={"a": "1"}),
+            ]
+            + [Paper(id=f"2503.{i:05d}", title=f"T{i}", sources={"b": "2"}) for i in range(3, 1203)],
+            listings=[Listing(date(2025, 3, 1), "2503.00001", "hf-daily", 5, 1)],
+        )
+    )
+    return s
+
+
+def test_the_reader_returns_what_the_store_returns(store: SqlPaperStore, url: str) -> None:
+    reads = open_sqlite_reads(url)
+    assert reads is not None
+    try:
+        ids = ["2503.00001", "2503.00002", "missing", *(f"2503.{i:05d}" for i in range(3, 1203))]
+        assert reads.get_papers(ids) == store.get_papers(ids)  # > 900 ids: chunked alike
+        assert reads.get_paper("2503.00001") == store.get_paper("2503.00001") == _full("2503.00001")
+        assert reads.get_paper("missing") is None
+        assert reads.stats() == store.stats()
+        assert reads.hidden_paper_ids() == store.hidden_paper_ids() == frozenset()
+        with store.engine.begin() as conn:
+            conn.execute(
+                text("INSERT INTO hidden_papers (paper_id, hidden_at) VALUES ('2503.00002', :t)"), {"t": T}
+            )
+        assert reads.hidden_paper_ids() == store.hidden_paper_ids() == frozenset({"2503.00002"})
+        newest = store.get_papers(["2503.00001"])
+        assert newest
+        for moment in (datetime.now(UTC) - timedelta(hours=1), datetime.now(UTC) + timedelta(hours=1)):
+            assert reads.changed_after(moment) == store.changed_after(moment)
+        assert reads.changed_after(datetime.now(UTC) - timedelta(hours=1))
+    finally:
+        reads.close()
+        store.close()
+
+
+def test_the_reader_sees_what_is_committed_after_it_opened(store: SqlPaperStore, url: str) -> None:
+    reads = open_sqlite_reads(url)
+    assert reads is not None
+    try:
+        mark = datetime.now(UTC)
+        assert not reads.changed_after(mark)
+        store.apply_batch(Batch(papers=[Paper(id="2504.00001", title="New", sources={"c": "3"})]))
+        assert reads.changed_after(mark)
+        assert reads.stats() == store.stats()
+        assert reads.stats().by_source["c"] == 1
+    finally:
+        reads.close()
+        store.close()
+
+
+def test_the_reader_only_reads(store: SqlPaperStore, url: str) -> None:
+    import sqlite3
+
+    reads = open_sqlite_reads(url)
+    assert reads is not None
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            reads._conn.execute("DELETE FROM papers")
+    finally:
+        reads.close()
+        store.close()
+
+
+def test_what_the_reader_refuses(tmp_path: Path, url: str) -> None:
+    assert open_sqlite_reads(url) is None  # no file yet: the SQL store creates it
+    assert not Path(sqlite_path(url) or "").exists()  # and asking did not create it
+    store = open_store(url)
+    migrate.downgrade(store.engine, "0012_topic_levels_picks")
+    assert open_sqlite_reads(url) is None  # an older schema: the SQL store migrates it
+    migrate.upgrade(store.engine)
+    reads = open_sqlite_reads(url)
+    assert reads is not None
+    reads.close()
+    store.close()
+    for other in ("postgresql://u@h/db", "sqlite://", f"{url}?mode=ro", "sqlite:////tmp/a%20b.db"):
+        assert open_sqlite_reads(other) is None, other
