@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from paperfeed.services.paper_upload import PaperUploads
     from paperfeed.services.recommend import RecommendationService
     from paperfeed.services.search import HybridSearch
+    from paperfeed.services.topic_map import TopicMapService
     from paperfeed.services.topics import TopicService
 
 __all__ = ["App", "build_app"]
@@ -613,6 +614,14 @@ class App:
         from paperfeed.adapters.supervisor_status import JsonSupervisorStatus
 
         return JsonSupervisorStatus(self.settings.data_dir / "run")
+
+    @cached_property
+    def topic_map(self) -> TopicMapService:
+        """The map of the papers (``/map``, a paper's small map): reads the topic build's layout."""
+        from paperfeed.adapters.store.topic_map import SqlMapRecords
+        from paperfeed.services.topic_map import TopicMapService
+
+        return TopicMapService(SqlMapRecords(self.store.engine))
 
     @cached_property
     def digest_links(self) -> LinkSigner:

@@ -31,6 +31,7 @@ from . import (
     recommend,
     security,
     subscriptions,
+    topic_map,
     topics,
     uploads,
 )
@@ -99,6 +100,7 @@ def create_app(build: Callable[[], App], *, comment_renderer: CommentRenderer | 
     web.include_router(graph_api.router)  # /api/papers/{id}/references… before api's /api/papers/{id}
     web.include_router(library_export.router)  # before api.router: /api/papers/search/export
     web.include_router(topics.api_router)
+    web.include_router(topic_map.api_router)
     web.include_router(api.router)
     web.include_router(auth.router)
     web.include_router(account_data.router)
@@ -113,6 +115,7 @@ def create_app(build: Callable[[], App], *, comment_renderer: CommentRenderer | 
     web.include_router(pages_feed.router)
     web.include_router(pages_search.router)
     web.include_router(topics.router)
+    web.include_router(topic_map.router)
     web.include_router(pages_paper.router)
     return web
 
