@@ -24,6 +24,7 @@ Measured:
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import shutil
 import statistics
@@ -37,11 +38,37 @@ import numpy as np
 from sqlalchemy import insert
 
 FINE, COARSE, CATEGORIES = 150, 12, 40
-WORDS = (
-    "graph neural network protein folding galaxy cluster language model diffusion image speech robot "
-    "quantum circuit reinforcement learning dark matter causal inference optimisation kernel sparse "
-    "retrieval vision transformer molecule climate"
-).split()
+WORDS = [
+    "graph",
+    "neural",
+    "network",
+    "protein",
+    "folding",
+    "galaxy",
+    "cluster",
+    "language",
+    "model",
+    "diffusion",
+    "image",
+    "speech",
+    "robot",
+    "quantum",
+    "circuit",
+    "reinforcement",
+    "learning",
+    "dark",
+    "matter",
+    "causal",
+    "inference",
+    "optimisation",
+    "kernel",
+    "sparse",
+    "retrieval",
+    "vision",
+    "transformer",
+    "molecule",
+    "climate",
+]
 
 
 def build_store(data_dir: Path, n: int, seed: int = 0) -> dict[str, Any]:
@@ -156,7 +183,8 @@ def summary(values: list[float]) -> str:
     if not values:
         return "n/a"
     q = statistics.quantiles(values, n=20) if len(values) > 1 else [values[0]] * 19
-    return f"median {statistics.median(values):6.2f} ms, p95 {q[18]:6.2f} ms, max {max(values):6.2f} ms (n={len(values)})"
+    median = statistics.median(values)
+    return f"median {median:6.2f} ms, p95 {q[18]:6.2f} ms, max {max(values):6.2f} ms (n={len(values)})"
 
 
 RAF_PROBE = """() => {
@@ -172,7 +200,7 @@ def intervals(page: Any) -> list[float]:
     marks: list[float] = page.evaluate(
         "() => { const p = document.getElementById('map-canvas').rafProbe; p.stop(); return p.marks; }"
     )
-    return [b - a for a, b in zip(marks, marks[1:], strict=False)]
+    return [b - a for a, b in itertools.pairwise(marks)]
 
 
 def renders_since(page: Any, start: int) -> list[float]:
@@ -190,13 +218,14 @@ def main() -> None:
 
     import httpx
     from playwright.sync_api import sync_playwright
-
-    from paperfeed.adapters.embed.cpu import cpu_info
-    from paperfeed.settings import Settings
     from tests.support.browser import CHROMIUM_ARGS
     from tests.support.live_server import live_server
 
+    from paperfeed.adapters.embed.cpu import cpu_info
+    from paperfeed.settings import Settings
+
     print(f"CPU: {cpu_info().describe()}; {os.cpu_count()} cores; nice {os.getpriority(os.PRIO_PROCESS, 0)}")
+    print(f"load average at start: {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         raise SystemExit("chromium is not installed (scripts/ensure-browser)")
@@ -204,8 +233,10 @@ def main() -> None:
         data_dir = Path(tmp)
         t0 = time.perf_counter()
         ids = build_store(data_dir, args.papers)
-        print(f"synthetic store: {args.papers:,} placed papers, {FINE} fine + {COARSE} coarse topics, "
-              f"written in {time.perf_counter() - t0:.1f} s")
+        print(
+            f"synthetic store: {args.papers:,} placed papers, {FINE} fine + {COARSE} coarse topics, "
+            f"written in {time.perf_counter() - t0:.1f} s"
+        )
         with live_server(Settings(data_dir=data_dir, embedding_backend="fake")) as url:
             with httpx.Client(base_url=url, timeout=120) as http:
                 t = time.perf_counter()
@@ -217,14 +248,21 @@ def main() -> None:
                 as_json = http.get("/api/map/points", params={"format": "json"})
                 title = http.get("/api/map/titles", params={"ids": ids["paper"]})
                 paper = http.get(f"/api/papers/{ids['paper']}")
-            assert binary.status_code == 200 and again.headers.get("x-paperfeed-cache") == "hit"
-            print(f"/api/map/points binary: {len(binary.content):,} bytes "
-                  f"({len(binary.content) / args.papers:.1f} B/point); server {first_ms:.0f} ms uncached, "
-                  f"{cached_ms:.0f} ms from the public cache")
-            print(f"/api/map/points?format=json: {len(as_json.content):,} bytes "
-                  f"({len(as_json.content) / args.papers:.1f} B/point)")
-            print(f"hover title: /api/map/titles {len(title.content)} bytes; "
-                  f"/api/papers/{{id}} {len(paper.content)} bytes")
+            assert binary.status_code == 200
+            assert again.headers.get("x-paperfeed-cache") == "hit"
+            print(
+                f"/api/map/points binary: {len(binary.content):,} bytes "
+                f"({len(binary.content) / args.papers:.1f} B/point); server {first_ms:.0f} ms uncached, "
+                f"{cached_ms:.0f} ms from the public cache"
+            )
+            print(
+                f"/api/map/points?format=json: {len(as_json.content):,} bytes "
+                f"({len(as_json.content) / args.papers:.1f} B/point)"
+            )
+            print(
+                f"hover title: /api/map/titles {len(title.content)} bytes; "
+                f"/api/papers/{{id}} {len(paper.content)} bytes"
+            )
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
                 context = browser.new_context(viewport={"width": 1280, "height": 900})
@@ -241,8 +279,10 @@ def main() -> None:
                     )
                 canvas = page.locator("canvas#map-canvas")
                 drawn = canvas.get_attribute("data-drawn")
-                print(f"time to first render (navigation start → first frame drawn): "
-                      f"{', '.join(f'{v:.0f}' for v in firsts)} ms (3 loads; the first misses the server cache)")
+                print(
+                    f"time to first render (navigation start → first frame drawn): "
+                    f"{', '.join(f'{v:.0f}' for v in firsts)} ms (3 loads; the first misses the server cache)"
+                )
                 print(f"points drawn: {drawn}; first frame render {renders_since(page, 0)[0]:.1f} ms")
                 box = canvas.bounding_box()
                 assert box is not None
@@ -275,7 +315,9 @@ def main() -> None:
                     page.locator(".paper-map").screenshot(path=str(args.screenshots / "map.png"))
                     page.goto(url + f"/papers/{ids['paper']}")
                     page.locator("figure.place").screenshot(path=str(args.screenshots / "paper-map.png"))
-                    print(f"screenshots: {args.screenshots / 'map.png'}, {args.screenshots / 'paper-map.png'}")
+                    print(
+                        f"screenshots: {args.screenshots / 'map.png'}, {args.screenshots / 'paper-map.png'}"
+                    )
                 browser.close()
             if errors:
                 raise SystemExit(f"console errors: {errors}")

@@ -20,6 +20,7 @@ from typing import Protocol
 
 __all__ = [
     "EPOCH",
+    "MAX_DAY",
     "MapPoints",
     "MapRecords",
     "MapTopic",

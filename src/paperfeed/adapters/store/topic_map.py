@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Integer, cast, extract, func, select
 from sqlalchemy.engine import Engine
+from sqlalchemy.sql.elements import ColumnElement
 
-from paperfeed.domain.topic_map import MapPoints, MapTopic, day_number
+from paperfeed.domain.topic_map import MAX_DAY, MapPoints, MapTopic
 
-from .accounts import not_hidden
+from .accounts import hidden_paper_ids, not_hidden
 from .schema import papers
 from .schema_topics import topic_builds, topic_papers, topics
 
@@ -49,31 +50,44 @@ class SqlMapRecords:
         ]
 
     def map_points(self) -> MapPoints:
+        # The published day is computed by the database (parsing 200,000 timestamps into datetimes in
+        # Python took most of the time), hidden papers are dropped in Python (a small table read whole,
+        # cheaper than a correlated NOT EXISTS per row), and the rows are split into columns by zip.
         query = (
             select(
                 topic_papers.c.paper_id,
                 topic_papers.c.x,
                 topic_papers.c.y,
                 topic_papers.c.topic_id,
-                papers.c.published,
+                self._day(),
                 papers.c.primary_category,
             )
             .select_from(topic_papers.join(papers, papers.c.id == topic_papers.c.paper_id))
-            .where(not_hidden(topic_papers.c.paper_id))
             .order_by(topic_papers.c.paper_id)
         )
-        out = MapPoints()
-        ids, xs, ys, tids, days, cats = out.ids, out.x, out.y, out.topic, out.day, out.category
+        hidden = hidden_paper_ids(self.engine)
         with self.engine.connect() as conn:
-            result = conn.execution_options(stream_results=True, yield_per=5000).execute(query)
-            for pid, x, y, tid, published, category in result:
-                ids.append(pid)
-                xs.append(x)
-                ys.append(y)
-                tids.append(tid)
-                days.append(day_number(published))
-                cats.append(category or "")
-        return out
+            rows = conn.execute(query).all()
+        if hidden:
+            rows = [r for r in rows if r[0] not in hidden]
+        if not rows:
+            return MapPoints()
+        ids, xs, ys, tids, days, cats = zip(*rows, strict=True)
+        return MapPoints(
+            ids=list(ids),
+            x=list(xs),
+            y=list(ys),
+            topic=list(tids),
+            day=[0 if d is None else max(1, min(int(d), MAX_DAY)) for d in days],
+            category=[c or "" for c in cats],
+        )
+
+    def _day(self) -> ColumnElement[Any]:
+        """Days from 1970-01-01 to the published date (UTC) as the database computes them."""
+        published = papers.c.published
+        if self.engine.dialect.name == "sqlite":  # stored as naive UTC text
+            return cast(func.floor(func.julianday(published) - 2440587.5), Integer)
+        return cast(func.floor(extract("epoch", published) / 86400), Integer)
 
     def place_of(self, paper_id: str) -> tuple[float, float, int] | None:
         query = select(topic_papers.c.x, topic_papers.c.y, topic_papers.c.topic_id).where(
