@@ -91,8 +91,7 @@ def build_store(data_dir: Path, n: int, seed: int = 0) -> dict[str, Any]:
     days = rng.integers(0, 3 * 365, n)
     cats = rng.integers(0, CATEGORIES, n)
     now = datetime.now(UTC)
-    ids = [f"{23 + d // 365:02d}{1 + (d % 365) // 31:02d}.{i:05d}" for i, d in enumerate(days.tolist())]
-    # ids must be unique: the counter i makes them so, the date part makes them look like arXiv's
+    ids = [f"{23 + i // 100_000:02d}01.{i % 100_000:05d}" for i in range(n)]  # valid, unique arXiv ids
     label = {t: " ".join(rng.choice(WORDS, 3, replace=False)) for t in range(FINE + COARSE)}
     with engine.begin() as conn:
         chunk = 5000
@@ -313,7 +312,7 @@ def main() -> None:
                     page.goto(url + "/map")
                     page.locator("canvas#map-canvas[data-ready='1']").wait_for(timeout=120_000)
                     page.locator(".paper-map").screenshot(path=str(args.screenshots / "map.png"))
-                    page.goto(url + f"/papers/{ids['paper']}")
+                    page.goto(url + f"/papers/{ids['paper']}", timeout=180_000)
                     page.locator("figure.place").screenshot(path=str(args.screenshots / "paper-map.png"))
                     print(
                         f"screenshots: {args.screenshots / 'map.png'}, {args.screenshots / 'paper-map.png'}"
