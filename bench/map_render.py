@@ -117,7 +117,7 @@ def build_store(data_dir: Path, n: int, seed: int = 0) -> dict[str, Any]:
                 ],
             )
         centroid = np.zeros(4, dtype="<f4").tobytes()
-        rows = [
+        rows: list[dict[str, Any]] = [
             {
                 "id": FINE + c + 1,
                 "label": label[FINE + c],
