@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from paperfeed.services.recommend import RecommendationService
     from paperfeed.services.search import HybridSearch
     from paperfeed.services.topic_rising import RisingService
+    from paperfeed.services.topic_map import TopicMapService
     from paperfeed.services.topics import TopicService
     from paperfeed.settings_model import SettingsModel
 
@@ -702,6 +703,14 @@ class App:
         from paperfeed.adapters.supervisor_status import JsonSupervisorStatus
 
         return JsonSupervisorStatus(self.settings.data_dir / "run")
+
+    @cached_property
+    def topic_map(self) -> TopicMapService:
+        """The map of the papers (``/map``, a paper's small map): reads the topic build's layout."""
+        from paperfeed.adapters.store.topic_map import SqlMapRecords
+        from paperfeed.services.topic_map import TopicMapService
+
+        return TopicMapService(SqlMapRecords(self.store.engine))
 
     @cached_property
     def digest_links(self) -> LinkSigner:

@@ -32,6 +32,7 @@ from . import (
     rising,
     security,
     subscriptions,
+    topic_map,
     topics,
     uploads,
 )
@@ -101,6 +102,7 @@ def create_app(build: Callable[[], App], *, comment_renderer: CommentRenderer | 
     web.include_router(library_export.router)  # before api.router: /api/papers/search/export
     web.include_router(rising.api_router)  # /api/topics/rising before topics' /api/topics/{id}
     web.include_router(topics.api_router)
+    web.include_router(topic_map.api_router)
     web.include_router(api.router)
     web.include_router(auth.router)
     web.include_router(account_data.router)
@@ -115,6 +117,7 @@ def create_app(build: Callable[[], App], *, comment_renderer: CommentRenderer | 
     web.include_router(pages_feed.router)
     web.include_router(pages_search.router)
     web.include_router(topics.router)
+    web.include_router(topic_map.router)
     web.include_router(pages_paper.router)
     return web
 

@@ -26,7 +26,7 @@ from paperfeed.domain.paper_graph import CitationSort
 from paperfeed.domain.results import PaperSearch
 from paperfeed.services.paper_graph import GraphListing, PaperGraphService
 
-from . import rendering
+from . import rendering, topic_map
 from .deps import AppDep
 from .graph_views import GraphEntryView, RelatedEntryView, entry_view, related_view
 from .markup import plain_text, render_text
@@ -296,4 +296,5 @@ def paper_page(
         ListState(refs_page, refs_sort, refs_instance), ListState(cited_page, cited_sort, cited_instance)
     )
     context.update(_graph(app, paper, state))
+    context.update(topic_map.paper_place(request, paper.id))
     return rendering.page(request, "paper.html", meta, **context)

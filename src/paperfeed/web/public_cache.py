@@ -100,6 +100,8 @@ POLICIES: tuple[tuple[re.Pattern[str], Policy], ...] = tuple(
         (r"/api/papers", Policy("API: all papers", 60, 300, _API)),
         (rf"/api/papers/{_ID}", Policy("API: one paper", 120, 600, _API)),
         (rf"/api/papers/{_ID}/similar", Policy("API: similar papers", 300, 3600, _API)),
+        (r"/map", Policy("map page", 300, 3600, _PAGE)),
+        (r"/api/map/(?:points|titles)", Policy("API: map points and titles", 300, 3600, ())),
     )
 )
 

@@ -25,6 +25,7 @@ from .community import community_version, local_comments, local_upvotes
 from .schema import listings, papers
 from .schema_accounts import hidden_papers
 from .schema_citations import citation_harvests
+from .schema_topics import topic_builds, topic_papers
 from .sql_store import _PAPER_COLUMNS, _from_row
 
 __all__ = ["SqlFeedQueries"]
@@ -250,9 +251,14 @@ class SqlFeedQueries:
         with self.engine.connect() as conn:
             # a citation harvest changes paper pages' counts and lists: it must reach cached answers
             harvested = conn.execute(select(func.max(citation_harvests.c.harvested_at))).scalar()
+            # a topic build or placement moves papers on the map and changes their topic
+            built = conn.execute(select(func.max(topic_builds.c.generation))).scalar()
+            placed = conn.execute(select(func.count()).select_from(topic_papers)).scalar_one()
             papers_part, hidden = self._listing_parts(conn)
             added, removed = community_version(conn)
-            return DataVersion(content=f"{papers_part}|{added}|{harvested}", removals=f"{hidden}|{removed}")
+            return DataVersion(
+                content=f"{papers_part}|{added}|{harvested}|{built}|{placed}", removals=f"{hidden}|{removed}"
+            )
 
     @classmethod
     def _listing_version(cls, conn: Connection) -> str:

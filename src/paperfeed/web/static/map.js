@@ -1,0 +1,572 @@
+/* The map of the papers (/map): every placed paper as a dot on a 2-D canvas.
+ *
+ * Data: GET /api/map/points (binary; the layout is in web/topic_map.py's encode_points), fetched without
+ * credentials so every reader shares the public cached copy. Drawing writes the dots straight into an
+ * ImageData buffer (one 32-bit store per pixel, no path per dot), which keeps a frame of 200,000 dots to
+ * a few milliseconds without a GPU; the same pass fills a pick buffer (which dot is at which pixel), so
+ * hovering needs no search structure. Labels are drawn on top: coarse topics when zoomed out, fine ones
+ * when zoomed in. No inline script or style: the site's CSP allows neither.
+ */
+(function () {
+  "use strict";
+
+  var root = document.getElementById("paper-map");
+  if (!root) return;
+  var canvas = document.getElementById("map-canvas");
+  var ctx = canvas.getContext("2d");
+  var frame = canvas.parentNode;
+  var tip = document.getElementById("map-tip");
+  var statusLine = document.getElementById("map-status");
+  var fromInput = document.getElementById("map-from");
+  var toInput = document.getElementById("map-to");
+  var catSelect = document.getElementById("map-cat");
+  var searchForm = document.getElementById("map-search");
+  var searchInput = document.getElementById("map-q");
+  var clearButton = document.getElementById("map-clear");
+  root.hidden = false;
+
+  var PALETTE = [
+    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+    "#9c755f", "#8cd17d", "#499894", "#d37295", "#86bcb6", "#f1ce63", "#a0cbe8", "#ffbe7d",
+    "#fabfd2", "#79706e", "#d4a6c8", "#b6992d"
+  ];
+  var HIGHLIGHT = "#d9480f";
+  var FINE_ZOOM = 2.5; // fine topic labels from this zoom on, coarse ones below it
+  var MIN_ZOOM = 0.5, MAX_ZOOM = 512;
+
+  var data = null; // the decoded answer
+  var visible = null; // Uint8Array: passes the filters
+  var highlighted = []; // indices of search matches
+  var focusIndex = -1; // the paper of ?paper=
+  var view = { cx: 0, cy: 0, zoom: 1 }; // centre in quantised units, zoom 1 fits the map
+  var image = null, pixels = null, pick = null;
+  var width = 0, height = 0, dpr = 1, baseScale = 1;
+  var pending = false;
+  var hoverIndex = -1;
+  var titles = new Map();
+  var idIndex = null;
+  var stats = { firstRender: null, renders: [] };
+  canvas.paperMapStats = stats;
+
+  function say(text) { statusLine.textContent = text; }
+
+  // -- decoding -------------------------------------------------------------------------------------------
+
+  function decode(buffer) {
+    var bytes = new Uint8Array(buffer);
+    var magic = String.fromCharCode.apply(null, bytes.subarray(0, 6));
+    if (magic !== "PFMAP1") throw new Error("not a map answer");
+    var headerLength = new DataView(buffer).getUint32(8, true);
+    var header = JSON.parse(new TextDecoder().decode(bytes.subarray(12, 12 + headerLength)));
+    var n = header.count;
+    var offset = 12 + headerLength;
+    function column() {
+      var c = new Uint16Array(buffer, offset, n);
+      offset += 2 * n;
+      return c;
+    }
+    var out = {
+      header: header, n: n, x: column(), y: column(), topic: column(), day: column(), cat: column(),
+      ids: new Array(n)
+    };
+    var decoder = new TextDecoder();
+    var previous = new Uint8Array(0);
+    for (var i = 0; i < n; i++) {
+      var shared = bytes[offset], rest = bytes[offset + 1];
+      var id = new Uint8Array(shared + rest);
+      id.set(previous.subarray(0, shared));
+      id.set(bytes.subarray(offset + 2, offset + 2 + rest), shared);
+      offset += 2 + rest;
+      out.ids[i] = decoder.decode(id);
+      previous = id;
+    }
+    var b = header.bounds;
+    out.spanX = Math.max(b[2] - b[0], 1e-12);
+    out.spanY = Math.max(b[3] - b[1], 1e-12);
+    out.colors = new Uint32Array(header.topics.length + 1);
+    var little = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+    header.topics.forEach(function (t, k) {
+      var tone = t.level === 1 ? "#888888" : PALETTE[t.id % PALETTE.length];
+      out.colors[k] = packColor(tone, little);
+    });
+    out.colors[header.topics.length] = packColor("#888888", little);
+    out.highlight = packColor(HIGHLIGHT, little);
+    out.little = little;
+    return out;
+  }
+
+  function packColor(hex, little) {
+    var r = parseInt(hex.slice(1, 3), 16), g = parseInt(hex.slice(3, 5), 16), b = parseInt(hex.slice(5, 7), 16);
+    return little ? ((255 << 24) | (b << 16) | (g << 8) | r) >>> 0 : ((r << 24) | (g << 16) | (b << 8) | 255) >>> 0;
+  }
+
+  // -- geometry: quantised map units (0..quant, y up) <-> canvas pixels ----------------------------------
+
+  function scale() { return baseScale * view.zoom; }
+
+  function resize() {
+    var rect = canvas.getBoundingClientRect();
+    dpr = window.devicePixelRatio || 1;
+    width = Math.max(1, Math.round(rect.width * dpr));
+    height = Math.max(1, Math.round(rect.height * dpr));
+    canvas.width = width;
+    canvas.height = height;
+    image = ctx.createImageData(width, height);
+    pixels = new Uint32Array(image.data.buffer);
+    pick = new Int32Array(width * height);
+    if (data) {
+      // zoom 1: the whole map fits with a margin (scale in pixels per map unit)
+      baseScale = 0.94 * Math.min(width / data.spanX, height / data.spanY);
+    }
+    request();
+  }
+
+  function transform() {
+    var q = data.header.quant, s = scale();
+    var ax = s * data.spanX / q, ay = -s * data.spanY / q;
+    return { ax: ax, bx: width / 2 - view.cx * ax, ay: ay, by: height / 2 - view.cy * ay };
+  }
+
+  function mapPoint(x, y) { // a topic's centre in map coordinates -> quantised units
+    var b = data.header.bounds, q = data.header.quant;
+    return [(x - b[0]) / data.spanX * q, (y - b[1]) / data.spanY * q];
+  }
+
+  // -- drawing ---------------------------------------------------------------------------------------------
+
+  function request() {
+    if (!pending && data) {
+      pending = true;
+      window.requestAnimationFrame(render);
+    }
+  }
+
+  function dotSize() {
+    var base = data.n < 5000 ? 4 : data.n < 50000 ? 2 : 1;
+    var grow = Math.floor(Math.log2(Math.max(view.zoom, 1)) / 2);
+    return Math.min(6, Math.round((base + grow) * Math.max(1, dpr * 0.75)));
+  }
+
+  function render() {
+    pending = false;
+    var started = performance.now();
+    var t = transform();
+    var n = data.n, xs = data.x, ys = data.y, topic = data.topic, colors = data.colors;
+    var dot = dotSize(), half = dot >> 1;
+    var maxX = width - dot, maxY = height - dot;
+    pixels.fill(0);
+    pick.fill(-1);
+    var drawn = 0;
+    for (var i = 0; i < n; i++) {
+      if (!visible[i]) continue;
+      var px = (xs[i] * t.ax + t.bx - half) | 0;
+      var py = (ys[i] * t.ay + t.by - half) | 0;
+      if (px < 0 || py < 0 || px > maxX || py > maxY) continue;
+      var color = colors[topic[i]];
+      var row = py * width + px;
+      for (var dy = 0; dy < dot; dy++) {
+        var at = row + dy * width;
+        for (var dx = 0; dx < dot; dx++) {
+          pixels[at + dx] = color;
+          pick[at + dx] = i;
+        }
+      }
+      drawn++;
+    }
+    var big = dot + 4, bigHalf = big >> 1;
+    var shown = 0;
+    for (var h = 0; h < highlighted.length; h++) {
+      var k = highlighted[h];
+      if (!visible[k]) continue;
+      var hx = (xs[k] * t.ax + t.bx - bigHalf) | 0;
+      var hy = (ys[k] * t.ay + t.by - bigHalf) | 0;
+      if (hx < 0 || hy < 0 || hx > width - big || hy > height - big) continue;
+      for (var ey = 0; ey < big; ey++) {
+        for (var ex = 0; ex < big; ex++) {
+          pixels[(hy + ey) * width + hx + ex] = data.highlight;
+          pick[(hy + ey) * width + hx + ex] = k;
+        }
+      }
+      shown++;
+    }
+    ctx.putImageData(image, 0, 0);
+    drawLabels(t);
+    drawRing(t, focusIndex, HIGHLIGHT, 11);
+    drawRing(t, hoverIndex, "#111111", 7);
+    canvas.dataset.drawn = String(drawn);
+    canvas.dataset.highlighted = String(shown);
+    canvas.dataset.zoom = view.zoom.toFixed(3);
+    var took = performance.now() - started;
+    if (stats.firstRender === null) {
+      stats.firstRender = performance.now();
+      canvas.dataset.ready = "1";
+    }
+    stats.renders.push(took);
+    if (stats.renders.length > 2000) stats.renders.splice(0, 1000);
+  }
+
+  function drawRing(t, index, color, radius) {
+    if (index < 0 || !visible[index]) return;
+    var x = data.x[index] * t.ax + t.bx, y = data.y[index] * t.ay + t.by;
+    ctx.beginPath();
+    ctx.arc(x, y, radius * dpr, 0, 2 * Math.PI);
+    ctx.lineWidth = 2 * dpr;
+    ctx.strokeStyle = color;
+    ctx.stroke();
+  }
+
+  function labelTopics() {
+    var topics = data.header.topics;
+    var coarse = topics.filter(function (t) { return t.level === 1; });
+    var fine = topics.filter(function (t) { return t.level !== 1; });
+    if (view.zoom >= FINE_ZOOM) return fine;
+    if (coarse.length) return coarse;
+    return fine.slice().sort(function (a, b) { return b.size - a.size; }).slice(0, 12);
+  }
+
+  function drawLabels(t) {
+    var chosen = labelTopics();
+    var coarse = view.zoom < FINE_ZOOM;
+    var size = Math.round((coarse ? 15 : 12) * dpr);
+    ctx.font = (coarse ? "600 " : "") + size + "px system-ui, sans-serif";
+    ctx.textAlign = "center";
+    ctx.textBaseline = "middle";
+    ctx.lineJoin = "round";
+    ctx.lineWidth = 3 * dpr;
+    var taken = [];
+    var dark = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches;
+    ctx.strokeStyle = dark ? "rgba(22,25,32,0.85)" : "rgba(255,255,255,0.85)";
+    ctx.fillStyle = dark ? "#e7e9ee" : "#1a1d23";
+    var labelled = 0;
+    for (var i = 0; i < chosen.length; i++) {
+      var topic = chosen[i];
+      var q = mapPoint(topic.x, topic.y);
+      var x = q[0] * t.ax + t.bx, y = q[1] * t.ay + t.by;
+      var text = topic.label.length > 40 ? topic.label.slice(0, 39) + "…" : topic.label;
+      var w = ctx.measureText(text).width + 6 * dpr, hgt = size + 4 * dpr;
+      var box = [x - w / 2, y - hgt / 2, x + w / 2, y + hgt / 2];
+      if (box[2] < 0 || box[0] > width || box[3] < 0 || box[1] > height) continue;
+      var clash = taken.some(function (o) { return box[0] < o[2] && o[0] < box[2] && box[1] < o[3] && o[1] < box[3]; });
+      if (clash) continue;
+      taken.push(box);
+      ctx.strokeText(text, x, y);
+      ctx.fillText(text, x, y);
+      labelled++;
+    }
+    canvas.dataset.labels = String(labelled);
+    canvas.dataset.labelLevel = coarse ? "coarse" : "fine";
+  }
+
+  // -- filters ---------------------------------------------------------------------------------------------
+
+  function dayOf(value) { // "YYYY-MM-DD" -> days since the epoch, or null
+    if (!value) return null;
+    var ms = Date.parse(value + "T00:00:00Z");
+    return isNaN(ms) ? null : Math.floor(ms / 86400000);
+  }
+
+  function applyFilters() {
+    var from = dayOf(fromInput.value), to = dayOf(toInput.value);
+    var cat = catSelect.value === "" ? -1 : Number(catSelect.value);
+    var n = data.n, days = data.day, cats = data.cat, count = 0;
+    for (var i = 0; i < n; i++) {
+      var ok = true;
+      if (from !== null && (days[i] === 0 || days[i] < from)) ok = false;
+      else if (to !== null && (days[i] === 0 || days[i] > to)) ok = false;
+      else if (cat >= 0 && cats[i] !== cat) ok = false;
+      visible[i] = ok ? 1 : 0;
+      count += ok ? 1 : 0;
+    }
+    canvas.dataset.visible = String(count);
+    say(count === n ? n.toLocaleString() + " papers on the map."
+      : count.toLocaleString() + " of " + n.toLocaleString() + " papers shown.");
+    request();
+  }
+
+  function fillFilters() {
+    var cats = data.header.categories;
+    var counts = new Uint32Array(cats.length);
+    var minDay = Infinity, maxDay = 0;
+    for (var i = 0; i < data.n; i++) {
+      counts[data.cat[i]]++;
+      var d = data.day[i];
+      if (d) { if (d < minDay) minDay = d; if (d > maxDay) maxDay = d; }
+    }
+    cats.forEach(function (name, k) {
+      var option = document.createElement("option");
+      option.value = String(k);
+      option.textContent = (name || "(none)") + " (" + counts[k].toLocaleString() + ")";
+      catSelect.appendChild(option);
+    });
+    if (maxDay) {
+      var first = new Date(minDay * 86400000).toISOString().slice(0, 10);
+      var last = new Date(maxDay * 86400000).toISOString().slice(0, 10);
+      [fromInput, toInput].forEach(function (input) { input.min = first; input.max = last; });
+    }
+  }
+
+  // -- hover, click, search ------------------------------------------------------------------------------
+
+  function pointAt(clientX, clientY) {
+    var rect = canvas.getBoundingClientRect();
+    var x = Math.round((clientX - rect.left) * dpr), y = Math.round((clientY - rect.top) * dpr);
+    var r = Math.round(6 * dpr), best = -1, bestD = Infinity;
+    for (var dy = -r; dy <= r; dy++) {
+      var yy = y + dy;
+      if (yy < 0 || yy >= height) continue;
+      for (var dx = -r; dx <= r; dx++) {
+        var xx = x + dx;
+        if (xx < 0 || xx >= width) continue;
+        var k = pick[yy * width + xx];
+        if (k >= 0) {
+          var d = dx * dx + dy * dy;
+          if (d < bestD) { bestD = d; best = k; }
+        }
+      }
+    }
+    return best;
+  }
+
+  var titleTimer = 0;
+
+  function showTip(index, clientX, clientY) {
+    if (index < 0) {
+      tip.hidden = true;
+      canvas.classList.remove("over-point");
+      return;
+    }
+    canvas.classList.add("over-point");
+    var id = data.ids[index];
+    var topic = data.header.topics[data.topic[index]];
+    tip.textContent = "";
+    var title = document.createElement("span");
+    title.className = "map-tip-title";
+    title.textContent = titles.has(id) ? titles.get(id) : "…";
+    var small = document.createElement("small");
+    small.textContent = id + (topic ? " · " + topic.label : "");
+    tip.appendChild(title);
+    tip.appendChild(small);
+    var rect = frame.getBoundingClientRect();
+    var left = clientX - rect.left + 14, top = clientY - rect.top + 14;
+    tip.hidden = false;
+    if (left + tip.offsetWidth > rect.width) left = Math.max(0, clientX - rect.left - tip.offsetWidth - 14);
+    if (top + tip.offsetHeight > rect.height) top = Math.max(0, clientY - rect.top - tip.offsetHeight - 14);
+    tip.style.left = left + "px"; // CSSOM, which the CSP allows (unlike a style attribute)
+    tip.style.top = top + "px";
+    tip.dataset.paper = id;
+    if (!titles.has(id)) {
+      window.clearTimeout(titleTimer);
+      titleTimer = window.setTimeout(function () { fetchTitle(id); }, 60);
+    }
+  }
+
+  function fetchTitle(id) {
+    var url = root.dataset.titlesUrl + "?ids=" + encodeURIComponent(id);
+    fetch(url, { credentials: "omit" })
+      .then(function (r) { return r.ok ? r.json() : { titles: {} }; })
+      .then(function (body) {
+        titles.set(id, body.titles[id] || "(title unavailable)");
+        if (hoverIndex >= 0 && data.ids[hoverIndex] === id) {
+          var span = tip.querySelector(".map-tip-title");
+          if (span) span.textContent = titles.get(id);
+        }
+      })
+      .catch(function () { titles.delete(id); });
+  }
+
+  function paperHref(id) {
+    return "/papers/" + encodeURIComponent(id).replace(/%2F/g, "/").replace(/%3A/g, ":");
+  }
+
+  function indexOf(id) {
+    if (idIndex === null) {
+      idIndex = new Map();
+      for (var i = 0; i < data.n; i++) idIndex.set(data.ids[i], i);
+    }
+    var found = idIndex.get(id);
+    return found === undefined ? -1 : found;
+  }
+
+  function search(q) {
+    var url = root.dataset.searchUrl + "?q=" + encodeURIComponent(q) + "&limit=120";
+    say("Searching…");
+    fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (r) {
+        if (!r.ok) return r.json().then(function (b) { throw new Error(b.error || ("search failed: " + r.status)); });
+        return r.json();
+      })
+      .then(function (items) {
+        var found = [];
+        items.forEach(function (item) {
+          var k = indexOf(item.paper.id);
+          if (k >= 0) found.push(k);
+        });
+        highlighted = found;
+        clearButton.hidden = false;
+        var onMap = found.filter(function (k) { return visible[k]; }).length;
+        say(items.length + " result" + (items.length === 1 ? "" : "s") + " for “" + q + "”: " + found.length +
+          " on the map" + (onMap < found.length ? " (" + onMap + " within the filters)" : "") + ", in orange.");
+        request();
+      })
+      .catch(function (e) { say(String(e.message || e)); });
+  }
+
+  // -- moving ----------------------------------------------------------------------------------------------
+
+  function zoomAround(factor, px, py) { // px, py in canvas pixels; keep that point still
+    var t = transform();
+    var qx = (px - t.bx) / t.ax, qy = (py - t.by) / t.ay;
+    view.zoom = Math.min(MAX_ZOOM, Math.max(MIN_ZOOM, view.zoom * factor));
+    var t2 = transform();
+    view.cx += qx - (px - t2.bx) / t2.ax;
+    view.cy += qy - (py - t2.by) / t2.ay;
+    request();
+  }
+
+  function panBy(dx, dy) { // canvas pixels
+    var t = transform();
+    view.cx -= dx / t.ax;
+    view.cy -= dy / t.ay;
+    request();
+  }
+
+  function reset() {
+    var q = data.header.quant;
+    view.cx = q / 2;
+    view.cy = q / 2;
+    view.zoom = 1;
+    request();
+  }
+
+  var drag = null;
+
+  canvas.addEventListener("pointerdown", function (e) {
+    if (!data) return;
+    drag = { x: e.clientX, y: e.clientY, startX: e.clientX, startY: e.clientY, moved: false };
+    canvas.setPointerCapture(e.pointerId);
+  });
+
+  canvas.addEventListener("pointermove", function (e) {
+    if (!data) return;
+    if (drag) {
+      var dx = e.clientX - drag.x, dy = e.clientY - drag.y;
+      if (Math.abs(e.clientX - drag.startX) + Math.abs(e.clientY - drag.startY) > 4) {
+        drag.moved = true;
+        canvas.classList.add("dragging");
+        tip.hidden = true;
+      }
+      if (drag.moved) {
+        panBy(dx * dpr, dy * dpr);
+        drag.x = e.clientX;
+        drag.y = e.clientY;
+        return;
+      }
+    }
+    var index = pointAt(e.clientX, e.clientY);
+    if (index !== hoverIndex) {
+      hoverIndex = index;
+      request();
+    }
+    showTip(index, e.clientX, e.clientY);
+  });
+
+  canvas.addEventListener("pointerup", function (e) {
+    if (!drag) return;
+    var clicked = !drag.moved;
+    drag = null;
+    canvas.classList.remove("dragging");
+    if (clicked) {
+      var index = pointAt(e.clientX, e.clientY);
+      if (index >= 0) window.location.assign(paperHref(data.ids[index]));
+    }
+  });
+
+  canvas.addEventListener("pointerleave", function () {
+    if (!drag) {
+      hoverIndex = -1;
+      showTip(-1);
+      request();
+    }
+  });
+
+  canvas.addEventListener("wheel", function (e) {
+    if (!data) return;
+    e.preventDefault();
+    var rect = canvas.getBoundingClientRect();
+    var unit = e.deltaMode === 1 ? 16 : e.deltaMode === 2 ? 400 : 1;
+    zoomAround(Math.exp(-e.deltaY * unit * 0.0015), (e.clientX - rect.left) * dpr, (e.clientY - rect.top) * dpr);
+  }, { passive: false });
+
+  canvas.addEventListener("keydown", function (e) {
+    if (!data) return;
+    var step = 60 * dpr;
+    var keys = {
+      ArrowLeft: function () { panBy(step, 0); }, ArrowRight: function () { panBy(-step, 0); },
+      ArrowUp: function () { panBy(0, step); }, ArrowDown: function () { panBy(0, -step); },
+      "+": function () { zoomAround(1.5, width / 2, height / 2); }, "=": function () { zoomAround(1.5, width / 2, height / 2); },
+      "-": function () { zoomAround(1 / 1.5, width / 2, height / 2); }, "0": reset,
+      Enter: function () {
+        var k = hoverIndex >= 0 ? hoverIndex : focusIndex;
+        if (k >= 0) window.location.assign(paperHref(data.ids[k]));
+      }
+    };
+    if (keys[e.key]) {
+      e.preventDefault();
+      keys[e.key]();
+    }
+  });
+
+  document.getElementById("map-zoom-in").addEventListener("click", function () { if (data) zoomAround(1.6, width / 2, height / 2); });
+  document.getElementById("map-zoom-out").addEventListener("click", function () { if (data) zoomAround(1 / 1.6, width / 2, height / 2); });
+  document.getElementById("map-reset").addEventListener("click", function () { if (data) reset(); });
+  [fromInput, toInput, catSelect].forEach(function (el) { el.addEventListener("change", function () { if (data) applyFilters(); }); });
+  searchForm.addEventListener("submit", function (e) {
+    e.preventDefault();
+    var q = searchInput.value.trim();
+    if (!data) return;
+    if (!q) { clearButton.click(); return; }
+    search(q);
+  });
+  clearButton.addEventListener("click", function () {
+    highlighted = [];
+    clearButton.hidden = true;
+    searchInput.value = "";
+    if (data) applyFilters();
+  });
+  window.addEventListener("resize", function () { if (data) resize(); });
+
+  // -- start -----------------------------------------------------------------------------------------------
+
+  fetch(root.dataset.pointsUrl, { credentials: "omit" })
+    .then(function (r) {
+      if (!r.ok) throw new Error("the map could not be loaded (" + r.status + ")");
+      return r.arrayBuffer();
+    })
+    .then(function (buffer) {
+      data = decode(buffer);
+      canvas.dataset.points = String(data.n);
+      if (!data.n) {
+        say("No papers are on the map yet: topics have not been built.");
+        return;
+      }
+      visible = new Uint8Array(data.n);
+      fillFilters();
+      reset();
+      resize();
+      applyFilters();
+      var wanted = root.dataset.paper;
+      if (wanted) {
+        focusIndex = indexOf(wanted);
+        if (focusIndex >= 0) {
+          view.cx = data.x[focusIndex];
+          view.cy = data.y[focusIndex];
+          view.zoom = 8;
+          canvas.dataset.focus = wanted;
+          say("Centred on " + wanted + " (ringed). " + data.n.toLocaleString() + " papers on the map.");
+        } else {
+          say(wanted + " is not on the map (yet): it is placed once it is embedded and the topics job has run.");
+        }
+      }
+    })
+    .catch(function (e) { say(String(e.message || e)); });
+})();
