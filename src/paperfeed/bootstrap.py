@@ -61,8 +61,8 @@ if TYPE_CHECKING:
     from paperfeed.services.paper_upload import PaperUploads
     from paperfeed.services.recommend import RecommendationService
     from paperfeed.services.search import HybridSearch
-    from paperfeed.services.topic_rising import RisingService
     from paperfeed.services.topic_map import TopicMapService
+    from paperfeed.services.topic_rising import RisingService
     from paperfeed.services.topics import TopicService
     from paperfeed.settings_model import SettingsModel
 
