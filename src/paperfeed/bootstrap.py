@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from paperfeed.services.paper_upload import PaperUploads
     from paperfeed.services.recommend import RecommendationService
     from paperfeed.services.search import HybridSearch
+    from paperfeed.services.topic_picks import TopicPickService
     from paperfeed.services.topics import TopicService
 
 __all__ = ["App", "build_app"]
@@ -466,6 +467,7 @@ class App:
                 keyword_terms=s.similar_keyword_terms,
             ),
             similar_sources=self._similar_sources(),
+            topic_members=lambda topic_id: self.topic_picks.members(topic_id),
         )
         self._closers.append(search)
         return search
@@ -599,6 +601,15 @@ class App:
             ),
             rebuild_after=timedelta(days=s.topics_rebuild_days),
         )
+
+    @cached_property
+    def topic_picks(self) -> TopicPickService:
+        """Topics a reader picked ("For you" cold start), a paper's topic, a search's topic filter."""
+        from paperfeed.adapters.store.topic_picks import SqlTopicPicks
+        from paperfeed.services.topic_picks import TopicPickService
+
+        lookups = SqlTopicPicks(self.store.engine)
+        return TopicPickService(self.topics.records, lookups, lookups)
 
     @cached_property
     def job_store(self) -> SqlJobStore:
