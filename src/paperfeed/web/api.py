@@ -332,10 +332,15 @@ def paper_info(request: Request, paper_id: str) -> Response:
     submission = app_of(request).community.submission(detail.paper.id)
     if submission is not None and submission.name:
         out["submittedOnDailyBy"] = {"name": submission.name, "fullname": submission.name}
-    topic = app_of(request).topics.topic_of(detail.paper.id)
-    out["topic"] = (
-        None if topic is None else {"id": topic.id, "label": topic.label, "url": f"/topics/{topic.id}"}
-    )
+    placed = app_of(request).topic_picks.paper_topic(detail.paper.id)
+    out["topic"] = None
+    if placed is not None:
+        t, parent = placed.topic, placed.parent
+        out["topic"] = {"id": t.id, "label": t.label, "url": f"/topics/{t.id}"} | {
+            "parent": None
+            if parent is None
+            else {"id": parent.id, "label": parent.label} | {"url": f"/topics/{parent.id}"}
+        }
     return JsonResponse(out)
 
 
@@ -362,4 +367,7 @@ def paper_md(request: Request, paper_id: str) -> Response:
             base,
         )
     page = f"{base}/papers/{detail.paper.id}"
-    return Response(paper_markdown(detail, page, extra), media_type="text/markdown; charset=utf-8")
+    topic = app_of(request).topic_picks.paper_topic(detail.paper.id)
+    return Response(
+        paper_markdown(detail, page, extra, topic, base), media_type="text/markdown; charset=utf-8"
+    )
