@@ -207,6 +207,7 @@ class App:
             hidden=lambda: [h.paper_id for h in self.accounts.hidden_papers()],
             upvoted=lambda user_id: self.community.upvoted_ids(user_id),
             shown=self._digest_papers_of,
+            topics=self.topic_picks,
             settings=RecommendSettings(window_days=self.settings.recommend_window_days),
         )
 

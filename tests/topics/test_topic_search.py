@@ -12,8 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from paperfeed.bootstrap import build_app
-from paperfeed.domain.query import merge_filters, parse_query
-from paperfeed.domain.search import SearchFilters
+from paperfeed.domain.query import merge_filters, parse_query, with_filters
+from paperfeed.domain.search import ParsedQuery, SearchFilters
 
 from .ui_instance import HTML, Instance, client_of, database_url, populate, ui_settings
 
@@ -122,11 +122,7 @@ def test_each_engine_applies_the_allow_list(inst: Instance) -> None:
         app.close()
 
 
-def merge_parsed(parsed: object, filters: SearchFilters) -> object:
-    from paperfeed.domain.query import with_filters
-    from paperfeed.domain.search import ParsedQuery
-
-    assert isinstance(parsed, ParsedQuery)
+def merge_parsed(parsed: ParsedQuery, filters: SearchFilters) -> ParsedQuery:
     return with_filters(parsed, filters)
 
 
@@ -210,6 +206,7 @@ def test_topic_page_has_a_search_within_box(client: TestClient, inst: Instance) 
     topic = inst.topic_of_group("galaxy")
     page = client.get(f"/topics/{topic}", headers=HTML)
     assert page.status_code == 200
-    form = re.search(r'<form class="search-form topic-search"[^>]*action="/search".*?</form>', page.text, re.S)
+    pattern = r'<form class="search-form topic-search"[^>]*action="/search".*?</form>'
+    form = re.search(pattern, page.text, re.S)
     assert form is not None
     assert f'<input type="hidden" name="topic" value="{topic}">' in form.group(0)
