@@ -170,12 +170,15 @@ def test_topic_plot_shows_papers_and_upvotes_with_a_table(world: World) -> None:
 def test_anonymous_readers_cannot_pick(world: World) -> None:
     c = world.client
     c.cookies.clear()
-    page = c.post(f"/topics/{world.protein}/pick", headers=HTML, data={"next": "/topics"})
+    assert c.post(f"/topics/{world.protein}/pick", headers=HTML).status_code == 403  # no CSRF token
+    token = csrf_of(c, "/signin")
+    page = c.post(f"/topics/{world.protein}/pick", headers=HTML, data={"csrf_token": token})
     assert page.status_code == 303  # sign in first
     assert page.headers["location"].startswith("/signin?next=")
     assert c.get("/api/me/topics").status_code == 401
-    assert c.put(f"/api/me/topics/{world.protein}").status_code == 401
-    assert c.delete(f"/api/me/topics/{world.protein}").status_code == 401
+    assert c.put(f"/api/me/topics/{world.protein}", headers={CSRF_HEADER: token}).status_code == 401
+    assert c.delete(f"/api/me/topics/{world.protein}", headers={CSRF_HEADER: token}).status_code == 401
+    assert c.put(f"/api/me/topics/{world.protein}").status_code == 403  # no token and no credentials
     topics_page = c.get("/topics", headers=HTML).text
     assert "topic-pick" not in topics_page  # no buttons for anonymous readers
     with world.app.store.engine.connect() as conn:
