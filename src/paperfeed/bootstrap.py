@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from paperfeed.services.recommend import RecommendationService
     from paperfeed.services.search import HybridSearch
     from paperfeed.services.topic_map import TopicMapService
+    from paperfeed.services.topic_picks import TopicPickService
     from paperfeed.services.topic_rising import RisingService
     from paperfeed.services.topics import TopicService
     from paperfeed.settings_model import SettingsModel
@@ -221,6 +222,7 @@ class App:
             hidden=lambda: [h.paper_id for h in self.accounts.hidden_papers()],
             upvoted=lambda user_id: self.community.upvoted_ids(user_id),
             shown=self._digest_papers_of,
+            topics=self.topic_picks,
             settings=RecommendSettings(window_days=self.settings.recommend_window_days),
         )
 
@@ -530,6 +532,7 @@ class App:
                 keyword_terms=s.similar_keyword_terms,
             ),
             similar_sources=self._similar_sources() if similar else (),
+            topic_members=lambda topic_id: self.topic_picks.members(topic_id),
         )
 
     def _similar_sources(self) -> tuple[tuple[SimilarSource, float], ...]:
@@ -689,6 +692,15 @@ class App:
         from paperfeed.services.topic_rising import RisingService
 
         return RisingService(SqlTopicRecords(self.store.engine))
+
+    @cached_property
+    def topic_picks(self) -> TopicPickService:
+        """Topics a reader picked ("For you" cold start), a paper's topic, a search's topic filter."""
+        from paperfeed.adapters.store.topic_picks import SqlTopicPicks
+        from paperfeed.services.topic_picks import TopicPickService
+
+        lookups = SqlTopicPicks(self.store.engine)
+        return TopicPickService(self.topics.records, lookups, lookups)
 
     @cached_property
     def job_store(self) -> SqlJobStore:

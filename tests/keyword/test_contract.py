@@ -80,6 +80,21 @@ def test_request_filters_combine_with_parsed_ones(keyword: SyncedKeywordIndex) -
     assert [h.paper_id for h in keyword.search(q, 10)] == ["cat.cl"]
 
 
+def test_an_allow_list_of_ids_is_applied_inside_the_engine(keyword: SyncedKeywordIndex) -> None:
+    """A topic filter reaches the engines as the topic's paper ids (docs/topics.md)."""
+    allowed = frozenset({"cat.cv", "cat.ag", "crowd.ag3", "no.such.paper"})
+    q = with_filters(parse_query("tokenizer"), SearchFilters(paper_ids=allowed))
+    assert {h.paper_id for h in keyword.search(q, 10)} == {"cat.cv", "cat.ag"}
+    q = with_filters(parse_query("transformer"), SearchFilters(paper_ids=allowed))
+    assert [h.paper_id for h in keyword.search(q, 1)] == ["crowd.ag3"]  # never crowded out by the 60 others
+    q = with_filters(parse_query("tokenizer year:2021"), SearchFilters(paper_ids=allowed))
+    assert [h.paper_id for h in keyword.search(q, 10)] == ["cat.cv"]
+    nothing = with_filters(parse_query("tokenizer"), SearchFilters(paper_ids=frozenset()))
+    assert keyword.search(nothing, 10) == []
+    found = mlt(keyword, "Tokenizer tricks", k=3, filters=SearchFilters(paper_ids=frozenset({"cat.ag"})))
+    assert found == ["cat.ag"]
+
+
 def test_selective_filter_still_returns_k_results(keyword: SyncedKeywordIndex) -> None:
     assert len(ids(keyword, "transformer", k=100)) == 64
     top = ids(keyword, "transformer cat:math.AG", k=4)

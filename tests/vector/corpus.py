@@ -88,6 +88,8 @@ def passes(filters: SearchFilters) -> Callable[[VectorRecord], bool]:
             return False
         if filters.categories and not set(filters.categories) & set(r.categories):
             return False
+        if filters.paper_ids is not None and r.paper_id not in filters.paper_ids:
+            return False
         return filters.has_code is None or r.has_code == filters.has_code
 
     return keep

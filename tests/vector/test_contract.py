@@ -96,8 +96,15 @@ def test_record_of_wrong_dimension_names_the_paper(open_index: Opener) -> None:
         SearchFilters(date_from=date(2021, 3, 1), date_to=date(2021, 9, 30), categories=("cs.LG",)),
         SearchFilters(date_from=date(2022, 1, 1), has_code=True, categories=("cs.CV", "cs.AI")),
         SearchFilters(categories=("no.such",)),
+        # a topic's papers, as the search service hands them over (docs/topics.md)
+        SearchFilters(paper_ids=frozenset(f"2401.{i:05d}" for i in range(0, 3000, 7))),
+        SearchFilters(
+            paper_ids=frozenset({"9999.99999", *(f"2401.{i:05d}" for i in range(0, 3000, 150))}),
+            categories=("cs.LG",),
+        ),
+        SearchFilters(paper_ids=frozenset()),
     ],
-    ids=repr,
+    ids=lambda f: repr(f)[:120],
 )
 def test_filters_match_brute_force(filled: StoredVectorIndex, corpus: Corpus, filters: SearchFilters) -> None:
     keep = passes(filters)

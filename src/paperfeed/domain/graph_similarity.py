@@ -91,4 +91,6 @@ def matches_filters(paper: Paper, filters: SearchFilters) -> bool:
             return False
     if filters.categories and not set(paper.categories) & set(filters.categories):
         return False
+    if filters.paper_ids is not None and paper.id not in filters.paper_ids:
+        return False
     return filters.has_code is None or (paper.github_repo is not None) == filters.has_code

@@ -15,6 +15,10 @@ Grammar (case-insensitive keys, everything unrecognised is literal text):
                                 from 2020-01-01); a full date also works: ``after:2019-03-15`` means from
                                 2019-03-16, ``before:2021-06-01`` up to 2021-05-31. Several date filters
                                 intersect; an empty intersection matches nothing.
+* ``topic:12``                  only papers of topic 12 (``/topics/12``; a coarse topic takes its fine
+                                topics' papers; a topic a rebuild removed means its successor, an unknown
+                                one matches nothing, and the search says so). Two different topics match
+                                nothing. A value that is not a number is literal text.
 
 Upper-case ``AND``/``OR``/``NOT`` are dropped (they are not operators here and would only rank on
 stop-words); lower-case ``and``/``or``/``not`` stay words. Brackets, ``*``, ``^``, ``:``, ``~`` and other
@@ -52,7 +56,9 @@ _CATEGORY = re.compile(r"^([A-Za-z][A-Za-z\-]*)(?:\.([A-Za-z][A-Za-z\-]*))?$")
 _OPERATORS = frozenset({"AND", "OR", "NOT"})
 _AUTHOR_KEYS = frozenset({"author", "au", "authors"})
 _CATEGORY_KEYS = frozenset({"cat", "category", "categories"})
-_FILTER_KEYS = _AUTHOR_KEYS | _CATEGORY_KEYS | {"year", "before", "after"}
+_TOPIC_KEYS = frozenset({"topic"})
+_TOPIC = re.compile(r"^[0-9]{1,9}$")  # ASCII digits only ("²".isdigit() is True)
+_FILTER_KEYS = _AUTHOR_KEYS | _CATEGORY_KEYS | _TOPIC_KEYS | {"year", "before", "after"}
 
 
 def _clean(raw: str) -> str:
@@ -148,8 +154,22 @@ def _earlier(a: date | None, b: date | None) -> date | None:
     return b if a is None else a if b is None else min(a, b)
 
 
+def _both_topics(a: SearchFilters, b: SearchFilters) -> tuple[int | None, frozenset[str] | None]:
+    """The topic and allow-list of two filters at once: two different topics (or disjoint allow-lists)
+    leave an empty allow-list, which matches nothing."""
+    topic = a.topic if a.topic is not None else b.topic
+    if a.paper_ids is not None and b.paper_ids is not None:
+        ids: frozenset[str] | None = a.paper_ids & b.paper_ids
+    else:
+        ids = a.paper_ids if a.paper_ids is not None else b.paper_ids
+    if a.topic is not None and b.topic is not None and a.topic != b.topic:
+        ids = frozenset()
+    return topic, ids
+
+
 def merge_filters(a: SearchFilters, b: SearchFilters) -> SearchFilters:
-    """Both sets of restrictions at once: dates intersect; category lists intersect when both are set."""
+    """Both sets of restrictions at once: dates intersect; category lists intersect when both are set;
+    topics and allow-lists intersect (see :func:`_both_topics`)."""
     if a.categories and b.categories:
         cats = tuple(c for c in a.categories if c in set(b.categories)) or ("\x00none",)
     else:
@@ -159,11 +179,14 @@ def merge_filters(a: SearchFilters, b: SearchFilters) -> SearchFilters:
         cats = ("\x00none",)  # contradictory: match nothing rather than ignore a restriction
     else:
         has_code = a.has_code if a.has_code is not None else b.has_code
+    topic, ids = _both_topics(a, b)
     return SearchFilters(
         date_from=_later(a.date_from, b.date_from),
         date_to=_earlier(a.date_to, b.date_to),
         categories=cats,
         has_code=has_code,
+        topic=topic,
+        paper_ids=ids,
     )
 
 
@@ -195,6 +218,8 @@ def parse_query(raw: str) -> ParsedQuery:
     categories: list[str] = []
     date_from: date | None = None
     date_to: date | None = None
+    topic: int | None = None
+    nothing = False  # two different topics: an empty allow-list
     budget = MAX_TERMS
 
     def take(words: tuple[str, ...]) -> tuple[str, ...]:
@@ -226,6 +251,11 @@ def parse_query(raw: str) -> ParsedQuery:
                     if cat and len(categories) < MAX_CATEGORIES:
                         categories.append(cat)
                 continue
+            if key in _TOPIC_KEYS and _TOPIC.match(value.strip()):
+                number = int(value.strip())
+                nothing = nothing or (topic is not None and topic != number)
+                topic = number if topic is None else topic
+                continue
             if key in ("year", "before", "after"):
                 span = _date_range(key, value)
                 if span is not None:
@@ -248,7 +278,13 @@ def parse_query(raw: str) -> ParsedQuery:
             terms.extend(take(words))
     if date_from and date_to and date_from > date_to:
         date_to = date_from - timedelta(days=1)  # keep it empty: never silently drop a restriction
-    filters = SearchFilters(date_from=date_from, date_to=date_to, categories=_dedupe(categories))
+    filters = SearchFilters(
+        date_from=date_from,
+        date_to=date_to,
+        categories=_dedupe(categories),
+        topic=topic,
+        paper_ids=frozenset() if nothing else None,
+    )
     return ParsedQuery(
         raw=text,  # what was understood: control characters blanked, length capped
         terms=_dedupe(terms),

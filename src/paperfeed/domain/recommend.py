@@ -49,7 +49,7 @@ __all__ = [
 Vectors = npt.NDArray[np.float32]
 Scores = npt.NDArray[np.float64]
 
-ReasonKind = Literal["similar", "author", "alert", "trending"]
+ReasonKind = Literal["similar", "author", "alert", "topic", "trending"]
 Learner = Literal["logistic", "svm"]
 ColdStart = Literal["max", "mean"]
 
@@ -72,12 +72,14 @@ class ModelParams:
 
 @dataclass(frozen=True, slots=True)
 class Reason:
-    """Why a paper is recommended; ``paper_id``/``paper_title`` name the saved paper it resembles."""
+    """Why a paper is recommended; ``paper_id``/``paper_title`` name the saved paper it resembles,
+    ``topic_id`` the picked topic it came from."""
 
     kind: ReasonKind
     text: str
     paper_id: str | None = None
     paper_title: str | None = None
+    topic_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,10 +61,19 @@ class SearchFilters:
     date_to: date | None = None  # inclusive
     categories: tuple[str, ...] = ()  # any of these (a paper matches if it carries one of them)
     has_code: bool | None = None  # True: only papers with a GitHub repo
+    topic: int | None = None  # only papers of this topic (docs/topics.md); the search resolves it into ...
+    paper_ids: frozenset[str] | None = None  # ... an allow-list every engine applies (None: no such limit)
 
     @property
     def active(self) -> bool:
-        return bool(self.date_from or self.date_to or self.categories or self.has_code is not None)
+        return bool(
+            self.date_from
+            or self.date_to
+            or self.categories
+            or self.has_code is not None
+            or self.topic is not None
+            or self.paper_ids is not None
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,11 @@ How one request goes (see :mod:`paperfeed.domain.recommend` for the model itself
    papers of the window along the model's direction; they are re-scored exactly.
 4. Papers by followed authors and matches of saved searches (alerts) in the window join the candidates with
    a boost; with no positives at all, they and then trending papers make the feed.
-5. Every item says why: the nearest saved paper, the followed author, the alert, or "trending".
+5. Topics the reader picked (a cold start, docs/topics.md): while there is no trained model (no or too few
+   saved papers), the window's papers of those topics join with a boost, the topics interleaved, each
+   topic's papers by upvotes, then nearest to its centroid (``rank_candidates``).
+6. Every item says why: the nearest saved paper, the followed author, the alert, the picked topic
+   ("from your topic: <label>"), or "trending".
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from paperfeed.domain.recommend import (
     sample_ids,
 )
 from paperfeed.domain.search import SearchFilters, VectorIndex, VectorIndexError, Vectors
+from paperfeed.domain.topic_picks import PickedTopicSource, rank_candidates
 
 __all__ = [
     "AlertMatcher",
@@ -60,7 +65,7 @@ __all__ = [
     "with_window",
 ]
 
-Mode = Literal["model", "similarity", "trending"]
+Mode = Literal["model", "similarity", "topics", "trending"]
 AlertMatcher = Callable[[SavedSearch, date, date, int], Sequence[str]]  # search, first day, last day, k
 TrendingSource = Callable[[int], Sequence[Paper]]  # limit -> trending papers, best first
 
@@ -79,6 +84,7 @@ class RecommendSettings:
     author_boost: float = 2.0  # added to the score (in standard deviations) of a followed author's paper
     alert_boost: float = 1.5  # added for a match of one of the reader's saved searches
     alert_hits: int = 20  # matches taken per saved search
+    topic_boost: float = 1.0  # the most a picked topic's paper gains (its topic's first; later ones less)
     max_dismissed: int = 1000  # newest "not interested" papers used as negatives
     cache_size: int = 256  # trained reader models kept
     window_cache_seconds: float = 60.0
@@ -96,6 +102,7 @@ class ForYou:
     tags: tuple[str, ...]  # the reader's tags, for a per-tag selector
     window: tuple[date, date]  # first and last day of "recent"
     min_positives: int
+    topics: tuple[str, ...] = ()  # the labels of the topics the reader picked
 
     @property
     def message(self) -> str | None:
@@ -104,9 +111,15 @@ class ForYou:
             return None
         if self.mode == "similarity":
             more = self.min_positives - self.positives
+            picked = " and papers from the topics you picked" if self.topics else ""
             return (
                 f"Ranked by similarity to the {self.positives} paper{'s' if self.positives != 1 else ''} "
-                f"you saved. Save {more} more to get a model trained on your taste."
+                f"you saved{picked}. Save {more} more to get a model trained on your taste."
+            )
+        if self.mode == "topics":
+            return (
+                f"Recent papers from the {len(self.topics)} topic{'s' if len(self.topics) != 1 else ''} "
+                "you picked. Save papers you like and this feed learns what you read."
             )
         if self.unindexed:
             return (
@@ -135,6 +148,7 @@ class RecommendationService:
     upvoted: Callable[[int], Collection[str]] | None = None  # community upvotes, once they exist
     hidden: Callable[[], Collection[str]] | None = None  # papers an admin hid: never recommended
     shown: Callable[[int], Collection[str]] | None = None  # papers the reader's digests already carried
+    topics: PickedTopicSource | None = None  # the topics the reader picked (cold start)
     settings: RecommendSettings = field(default_factory=RecommendSettings)
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     _models: OrderedDict[tuple[object, ...], ReaderModel] = field(default_factory=OrderedDict, init=False)
@@ -189,9 +203,13 @@ class RecommendationService:
 
         boosts: dict[str, float] = {}
         why: dict[str, list[Reason]] = {}
+        picked: tuple[str, ...] = ()
         if tag is None:
             self._boost_authors(signals, recent, excluded, boosts, why)
             self._boost_alerts(signals, excluded, first, last, boosts, why)
+            picked = self._boost_topics(user_id, mode, excluded, since, until, limit, boosts, why)
+            if mode == "trending" and any(r.kind == "topic" for rs in why.values() for r in rs):
+                mode = "topics"
             extra = [p for p in boosts if p not in scores]
             if (
                 extra and model is not None
@@ -228,6 +246,7 @@ class RecommendationService:
             tags=signals.tags,
             window=(first, last),
             min_positives=self.settings.params.min_positives,
+            topics=picked,
         )
 
     # -- steps --------------------------------------------------------------------------------------------
@@ -386,6 +405,37 @@ class RecommendationService:
                     continue  # one alert boost per paper, however many alerts it matches
                 boosts[paper_id] = boosts.get(paper_id, 0.0) + self.settings.alert_boost
                 reasons.append(Reason("alert", f"matches your alert “{search.name}”"))
+
+    def _boost_topics(
+        self,
+        user_id: int,
+        mode: Mode,
+        excluded: frozenset[str],
+        since: datetime,
+        until: datetime,
+        limit: int,
+        boosts: dict[str, float],
+        why: dict[str, list[Reason]],
+    ) -> tuple[str, ...]:
+        """Papers of the reader's picked topics, while there is no model; returns the picked labels."""
+        if self.topics is None:
+            return ()
+        picked = self.topics.picked(user_id)
+        if not picked or mode == "model":
+            return tuple(p.topic.label for p in picked)
+        labels = {p.topic.id: p.topic.label for p in picked}
+        found = self.topics.candidates(list(labels), since, until, limit + 50)
+        ranked = rank_candidates([c for c in found if c.paper_id not in excluded], limit)
+        for i, c in enumerate(ranked):
+            reasons = why.setdefault(c.paper_id, [])
+            if any(r.kind == "topic" for r in reasons):
+                continue
+            boosts[c.paper_id] = boosts.get(c.paper_id, 0.0) + self.settings.topic_boost * (
+                1.0 - i / max(len(ranked), 1)
+            )
+            label = labels[c.topic_id]
+            reasons.append(Reason("topic", f"from your topic: {label}", topic_id=c.topic_id))
+        return tuple(labels.values())
 
     def _trending(self, count: int, excluded: Collection[str]) -> list[Recommendation]:
         out: list[Recommendation] = []

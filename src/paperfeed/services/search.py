@@ -7,6 +7,9 @@
 * Queries with hard constraints (an "exact phrase", ``author:``, ``-excluded``): only the keyword engine
   can enforce them, so its matches form the candidate pool and the dense list re-ranks that pool by
   cosine similarity before fusing.
+* A topic filter (``topic:12`` in the query, or a request filter) becomes an allow-list of the topic's
+  papers (``topic_members``, which follows a removed topic to its successor) that every engine applies
+  like the other filters; an unknown topic matches nothing and says so in the notes.
 * When the vector index or the embedder is unavailable, search degrades to keyword-only and says so in
   ``SearchPage.notes`` rather than failing.
 
@@ -26,7 +29,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from paperfeed.domain.embedding import embedding_text
@@ -96,6 +99,8 @@ class HybridSearch:
     hidden: Callable[[], frozenset[str]] = field(default=frozenset)  # ids an administrator hid
     similar_settings: SimilarSettings = field(default_factory=SimilarSettings)
     similar_sources: tuple[tuple[SimilarSource, float], ...] = ()  # further lists, each with its weight
+    # a topic's paper ids (a removed topic followed to its successor), None for an unknown topic
+    topic_members: Callable[[int], frozenset[str] | None] | None = None
     _query_cache: OrderedDict[str, Vectors] = field(default_factory=OrderedDict, init=False)
     _pending: dict[str, Future[tuple[Vectors | None, str | None]]] = field(default_factory=dict, init=False)
     _pool: ThreadPoolExecutor | None = field(default=None, init=False)
@@ -112,6 +117,7 @@ class HybridSearch:
         if parsed.empty:
             return SearchPage(query, (), 0, offset, limit)
         notes: list[str] = []
+        parsed = self._with_topic(parsed, notes)
         pool = max(self.settings.candidates, offset + limit)
         # The semantic leg (query embedding + nearest neighbours) runs on a second thread while the
         # keyword engine searches: ONNX Runtime, faiss and tantivy all release the GIL, so on two cores
@@ -264,6 +270,19 @@ class HybridSearch:
         return {pid: float(np.dot(vector, v)) for pid, v in stored.items()}
 
     # -- internals ------------------------------------------------------------------------------------
+
+    def _with_topic(self, parsed: ParsedQuery, notes: list[str]) -> ParsedQuery:
+        """``parsed`` with its topic turned into an allow-list of the topic's papers (see the module doc)."""
+        topic = parsed.filters.topic
+        if topic is None:
+            return parsed
+        members = self.topic_members(topic) if self.topic_members is not None else None
+        if members is None:
+            notes.append(f"there is no topic {topic}; nothing matches topic:{topic}")
+            members = frozenset()
+        known = parsed.filters.paper_ids
+        allowed = members if known is None else members & known
+        return replace(parsed, filters=replace(parsed.filters, paper_ids=allowed))
 
     def _dense_alone(self, parsed: ParsedQuery, pool: int) -> tuple[list[ScoredId] | None, list[str]]:
         """The dense list of a query without hard constraints, with its notes (runs on the executor)."""

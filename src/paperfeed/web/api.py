@@ -4,7 +4,9 @@
 ``GET /api/daily_papers``          ``date`` | ``week`` | ``month``, ``sort`` (publishedAt, trending,
                                    cited), ``p``, ``limit`` ≤ 100 → daily items (HfApi.list_daily_papers)
 ``GET /api/papers/search``         ``q`` (≤ 250 chars), ``limit`` ≤ 120 → daily items with
-                                   ``highlightedTitle``/``highlightedSummary`` (HfApi.list_papers)
+                                   ``highlightedTitle``/``highlightedSummary`` (HfApi.list_papers);
+                                   ``topic`` only that topic's papers (no ``q``: its papers ranked
+                                   like its page); unknown 400, removed 301 to its successor
 ``GET /api/papers``                ``cursor``, ``limit`` ≤ 100 → all papers newest first; the next page's
                                    URL is in the ``Link: <…>; rel="next"`` header, as HF paginates
 ``GET /api/papers/{id}``           one paper object (HfApi.paper_info); any id spelling, 404 if unknown
@@ -31,7 +33,7 @@ from typing import Annotated, Any, Literal
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import PlainTextResponse, Response
+from fastapi.responses import PlainTextResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict
 
 from paperfeed.domain.citation_trend import CitedItem
@@ -39,6 +41,7 @@ from paperfeed.domain.feed import FeedItem, Period, parse_day, parse_month, pars
 from paperfeed.domain.ids import normalize_paper_id
 from paperfeed.domain.models import Paper
 from paperfeed.domain.results import SearchHit
+from paperfeed.domain.search import SearchFilters
 
 from .deps import app_of, feeds_of, search_of
 from .errors import ApiError, JsonResponse
@@ -227,11 +230,35 @@ def search_papers(
     request: Request,
     q: Annotated[str, Query(description=f"Query, at most {MAX_QUERY_CHARS} characters.")] = "",
     limit: Annotated[int, Query(ge=1, le=MAX_SEARCH_LIMIT, description="Results to return.")] = 50,
+    topic: Annotated[
+        int | None,
+        Query(
+            ge=0,
+            le=999_999_999,
+            description="Only papers of this topic (GET /api/topics); a removed topic redirects (301) "
+            "to the same search in its successor, an unknown one is a 400.",
+        ),
+    ] = None,
 ) -> Response:
     text = checked_query(q)
+    filters = None
+    if topic is not None:
+        found = app_of(request).topic_picks.resolve(topic)
+        if found is None:
+            message = f"there is no topic {topic} (GET /api/topics lists them)"
+            raise ApiError(400, f"topic: {message}", errors=[{"param": "topic", "message": message}])
+        if found.id != topic:  # a rebuild removed it: the same search in its successor, as /api/topics does
+            query = urlencode({"q": q, "limit": limit, "topic": found.id})
+            return RedirectResponse(f"/api/papers/search?{query}", status_code=301)
+        filters = SearchFilters(topic=found.id)
+        if not text:  # no words: the topic's papers, ranked like its page
+            ids = app_of(request).topics.records.paper_ids(found.id, limit=limit)
+            found_papers = app_of(request).store.get_papers(ids)
+            shown = [found_papers[i] for i in ids if i in found_papers]
+            return JsonResponse([daily_item(p) for p in app_of(request).community.with_counts(shown)])
     if not text:
         return JsonResponse(_items(feeds_of(request).recent(limit=limit)))
-    page = search_of(request).search(text, limit=limit)
+    page = search_of(request).search(text, filters, limit=limit)
     notes = [*page.notes, *filter(None, [app_of(request).coverage.note()])]
     headers = {"X-Search-Notes": "; ".join(notes)[:500], **PARTIAL_SEARCH_HEADERS} if notes else None
     shown = app_of(request).community.with_counts([hit.paper for hit in page.hits])
@@ -305,10 +332,15 @@ def paper_info(request: Request, paper_id: str) -> Response:
     submission = app_of(request).community.submission(detail.paper.id)
     if submission is not None and submission.name:
         out["submittedOnDailyBy"] = {"name": submission.name, "fullname": submission.name}
-    topic = app_of(request).topics.topic_of(detail.paper.id)
-    out["topic"] = (
-        None if topic is None else {"id": topic.id, "label": topic.label, "url": f"/topics/{topic.id}"}
-    )
+    placed = app_of(request).topic_picks.paper_topic(detail.paper.id)
+    out["topic"] = None
+    if placed is not None:
+        t, parent = placed.topic, placed.parent
+        out["topic"] = {"id": t.id, "label": t.label, "url": f"/topics/{t.id}"} | {
+            "parent": None
+            if parent is None
+            else {"id": parent.id, "label": parent.label} | {"url": f"/topics/{parent.id}"}
+        }
     return JsonResponse(out)
 
 
@@ -335,4 +367,7 @@ def paper_md(request: Request, paper_id: str) -> Response:
             base,
         )
     page = f"{base}/papers/{detail.paper.id}"
-    return Response(paper_markdown(detail, page, extra), media_type="text/markdown; charset=utf-8")
+    topic = app_of(request).topic_picks.paper_topic(detail.paper.id)
+    return Response(
+        paper_markdown(detail, page, extra, topic, base), media_type="text/markdown; charset=utf-8"
+    )

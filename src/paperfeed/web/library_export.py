@@ -138,6 +138,7 @@ def search_download(
     date_to: Annotated[str, Query(alias="to", max_length=40)] = "",
     cat: Annotated[str, Query(max_length=400)] = "",
     code: Annotated[str, Query(max_length=10)] = "",
+    topic: Annotated[int | None, Query(ge=0, le=999_999_999)] = None,
     fmt: FormatParam = "bibtex",
     limit: Annotated[int, Query(ge=1, le=MAX_SEARCH_EXPORT)] = 100,
 ) -> Response:
@@ -151,7 +152,7 @@ def search_download(
     if start and end and start > end:
         start, end = end, start
     has_code = True if code.lower() in ("1", "true", "on", "yes") else None
-    filters = SearchFilters(start, end, form_categories(cat, problems), has_code)
+    filters = SearchFilters(start, end, form_categories(cat, problems), has_code, topic=topic)
     refs = _search_refs(request, q.strip(), filters, limit)
     return _download(chosen, refs, "paperfeed-search", cache=_PUBLIC)
 

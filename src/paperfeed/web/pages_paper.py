@@ -291,6 +291,7 @@ def paper_page(
         "stars_label": count_label(paper.github_stars),
         "license_url": safe_url(paper.license),
         "doi_url": "https://doi.org/" + quote(paper.doi, safe="/") if paper.doi else None,
+        "paper_topic": app.topic_picks.paper_topic(paper.id),  # None: topics not built or not placed
     }
     state = GraphState(
         ListState(refs_page, refs_sort, refs_instance), ListState(cited_page, cited_sort, cited_instance)

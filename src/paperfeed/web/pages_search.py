@@ -1,7 +1,10 @@
 """The search page (``/search``): the query language, filters as form fields, one page of hits.
 
 Bad filter values become messages on the page, never errors; :func:`form_day` and
-:func:`form_categories` are shared with the library's saved searches.
+:func:`form_categories` are shared with the library's saved searches. The one exception is ``topic``,
+which only links and the topic select produce: a topic id that is not a number or names no topic is a
+400 page naming the parameter, and a topic a rebuild removed redirects (301) to its successor's search,
+as ``/topics/{id}`` does.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from datetime import date
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from paperfeed.domain.arxiv_subjects import SUBJECT_CODES
 from paperfeed.domain.feed import InvalidPeriod, PeriodOutOfRange, parse_day
@@ -23,7 +26,7 @@ from paperfeed.domain.search import SearchFilters
 
 from . import rendering
 from .deps import AppDep
-from .rendering import absolute_url
+from .rendering import absolute_url, error_page
 from .views import PageLink, PageMeta, PageNumber, PaperView, clip, page_links, paper_view
 
 __all__ = ["CATEGORY_CHOICES", "form_categories", "form_day", "router", "search_view"]
@@ -57,6 +60,8 @@ class SearchView:
     date_to: str
     cat: str
     has_code: bool
+    topic: int | None
+    topic_choices: list[tuple[int, str]]  # (id, label) of every topic, for the select
     filters_active: bool
     clear_url: str
     category_choices: list[str]
@@ -75,13 +80,29 @@ class SearchView:
     @property
     def export_query(self) -> str:
         """The query string of this search for ``/search/export`` (its download links)."""
-        return _search_url(self.q, self.date_from, self.date_to, self.cat, self.has_code).partition("?")[2]
+        url = _search_url(self.q, self.date_from, self.date_to, self.cat, self.has_code, topic=self.topic)
+        return url.partition("?")[2]
 
 
 def _search_url(
-    q: str, date_from: str = "", date_to: str = "", cat: str = "", code: bool = False, page: int = 1
+    q: str,
+    date_from: str = "",
+    date_to: str = "",
+    cat: str = "",
+    code: bool = False,
+    page: int = 1,
+    *,
+    topic: int | None = None,
 ) -> str:
-    params = {"q": q, "from": date_from, "to": date_to, "cat": cat, "code": "1" if code else "", "page": page}
+    params = {
+        "q": q,
+        "from": date_from,
+        "to": date_to,
+        "cat": cat,
+        "code": "1" if code else "",
+        "topic": "" if topic is None else str(topic),
+        "page": page,
+    }
     kept = {k: v for k, v in params.items() if v and not (k == "page" and v == 1)}
     return "/search?" + urlencode(kept) if kept else "/search"
 
@@ -122,10 +143,13 @@ def search_view(
     code: str,
     page: int,
     shown: Callable[[list[Paper]], list[Paper]] = list,
+    topic: int | None = None,
+    topic_choices: list[tuple[int, str]] | None = None,
 ) -> SearchView:
     """Run the search the form describes; bad filter values become messages, not errors.
 
-    ``shown`` gives the papers the counts pages show (community votes and comments added).
+    ``shown`` gives the papers the counts pages show (community votes and comments added); ``topic`` is
+    a live topic's id (the route checked it).
     """
     q = q.strip()[:1000]
     problems: list[str] = []
@@ -136,7 +160,7 @@ def search_view(
         problems.append("“From” was after “To”; they were swapped.")
     categories = form_categories(cat, problems)
     has_code = code.lower() in ("1", "true", "on", "yes")
-    filters = SearchFilters(start, end, categories, True if has_code else None)
+    filters = SearchFilters(start, end, categories, True if has_code else None, topic=topic)
     form = {
         "date_from": start.isoformat() if start else "",
         "date_to": end.isoformat() if end else "",
@@ -145,6 +169,8 @@ def search_view(
     view = SearchView(
         q=q,
         has_code=has_code,
+        topic=topic,
+        topic_choices=topic_choices or [],
         filters_active=filters.active,
         clear_url=_search_url(q),
         category_choices=CATEGORY_CHOICES,
@@ -184,7 +210,9 @@ def search_view(
     if last > 1:
 
         def url(number: int) -> str:
-            return _search_url(q, form["date_from"], form["date_to"], form["cat"], has_code, number)
+            return _search_url(
+                q, form["date_from"], form["date_to"], form["cat"], has_code, number, topic=topic
+            )
 
         view.pages = page_links(min(page, last), last, url)
         view.page_number = page
@@ -202,8 +230,27 @@ def search_page(
     date_to: str = Query("", alias="to"),
     cat: str = "",
     code: str = "",
+    topic: str = Query("", max_length=40),
     page: PageNumber = 1,
-) -> HTMLResponse:
+) -> Response:
+    topic_id: int | None = None
+    if topic.strip():
+        raw = topic.strip()
+        if not (raw.isascii() and raw.isdigit() and len(raw) < 10):
+            return error_page(
+                request, 400, "Bad topic", f"topic must be a topic number such as 12 (got “{clip(raw, 40)}”)."
+            )
+        found = app.topic_picks.resolve(int(raw))
+        if found is None:
+            return error_page(
+                request, 400, "No such topic", f"topic: there is no topic {int(raw)} (any more)."
+            )
+        if found.id != int(raw):  # a rebuild removed it: the same search in its successor
+            flag = code.lower() in ("1", "true", "on", "yes")
+            moved = _search_url(q, date_from, date_to, cat, flag, page, topic=found.id)
+            return RedirectResponse(moved, status_code=301)
+        topic_id = found.id
+    choices = [(t.id, t.label) for t in sorted(app.topics.records.topics(), key=lambda t: t.label)]
     view = search_view(
         app.search,
         q,
@@ -213,6 +260,8 @@ def search_page(
         code,
         page,
         app.community.with_counts,
+        topic=topic_id,
+        topic_choices=choices,
     )
     coverage = app.coverage.note()  # after the search, which reloads a vector index saved meanwhile
     if coverage:
@@ -222,7 +271,9 @@ def search_page(
         description = f"Papers matching {view.q}" + (f": {view.range_label}" if view.range_label else "")
     else:
         title, description = "Search papers", "Search papers by topic, title, author, category and date."
-    path = _search_url(view.q, view.date_from, view.date_to, view.cat, view.has_code, view.page_number)
+    path = _search_url(
+        view.q, view.date_from, view.date_to, view.cat, view.has_code, view.page_number, topic=view.topic
+    )
     rss = ((f"Search: {clip(view.q, 60)}", "/rss/search?" + urlencode({"q": view.q})),) if view.q else ()
     meta = PageMeta(title, clip(description), absolute_url(request, path), noindex=bool(view.q), feeds=rss)
     headers = rendering.PARTIAL_SEARCH_HEADERS if view.notes else None

@@ -15,6 +15,7 @@ from paperfeed.domain.feed import PaperDetail
 from paperfeed.domain.models import Paper
 from paperfeed.domain.paper_graph import LinkCounts, WorkRef
 from paperfeed.services.paper_graph import GraphListing, RelatedListing
+from paperfeed.services.topic_picks import PaperTopic
 
 from .graph_views import external_link
 from .views import paper_url
@@ -104,9 +105,15 @@ def _graph_parts(graph: GraphMarkdown) -> list[str]:
     return parts
 
 
-def paper_markdown(detail: PaperDetail, page_url: str, graph: GraphMarkdown | None = None) -> str:
+def paper_markdown(
+    detail: PaperDetail,
+    page_url: str,
+    graph: GraphMarkdown | None = None,
+    topic: PaperTopic | None = None,
+    base_url: str = "",
+) -> str:
     """Render ``detail`` as Markdown; ``page_url`` is the paper's HTML page on this instance; ``graph``
-    its citation graph when it has any."""
+    its citation graph when it has any; ``topic`` its topic (linked on ``base_url``) when it has one."""
     p = detail.paper
     facts: list[str] = []
     if p.authors:
@@ -129,6 +136,12 @@ def paper_markdown(detail: PaperDetail, page_url: str, graph: GraphMarkdown | No
         facts.append(f"- **Upvotes:** {p.upvotes:,}")
     if p.num_comments:
         facts.append(f"- **Comments:** {p.num_comments:,}")
+    if topic is not None:
+        t, parent = topic.topic, topic.parent
+        line = f"- **Topic:** {_link(t.label, f'{base_url}/topics/{t.id}')}"
+        if parent is not None:
+            line += f" (part of {_link(parent.label, f'{base_url}/topics/{parent.id}')})"
+        facts.append(line)
     if detail.listed_on:
         facts.append(f"- **On the daily feed:** {', '.join(d.isoformat() for d in detail.listed_on)}")
     for label, value in (("Journal reference", p.journal_ref), ("DOI", p.doi), ("Comment", p.comment)):

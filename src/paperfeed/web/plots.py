@@ -18,6 +18,7 @@ _INK = "#3b6ea8"
 _AREA = "#3b6ea833"
 _GRID = "#8884"
 _PAST = "#3b6ea866"
+_UPVOTES = "#c0672b"
 
 
 def _points(values: Sequence[float], width: float, height: float, pad: float) -> list[tuple[float, float]]:
@@ -44,39 +45,75 @@ def sparkline(values: Sequence[int], *, width: int = 120, height: int = 28, labe
     )
 
 
+def _panel(
+    parts: list[str],
+    weeks: Sequence[date],
+    values: Sequence[int],
+    *,
+    top: float,
+    height: float,
+    left: int,
+    width: float,
+    colour: str,
+    css: str,
+    name: str,
+) -> None:
+    """One panel of bars: its y axis (0 and the maximum), its name, one bar per week with a tooltip."""
+    axis = 'font-size="10" fill="currentColor"'
+    peak = max(max(values, default=0), 1)
+    bar = width / max(len(values), 1)
+    base_y = top + height
+    parts += [
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{base_y}" stroke="{_GRID}"/>',
+        f'<line x1="{left}" y1="{base_y}" x2="{left + width}" y2="{base_y}" stroke="{_GRID}"/>',
+        f'<text x="{left - 4}" y="{top + 8}" text-anchor="end" {axis}>{peak}</text>',
+        f'<text x="{left - 4}" y="{base_y}" text-anchor="end" {axis}>0</text>',
+        f'<text class="panel-name" x="{left + 4}" y="{top + 9}" {axis}>{escape(name)}</text>',
+    ]
+    for i, (week, count) in enumerate(zip(weeks, values, strict=True)):
+        h = count / peak * height
+        x = left + i * bar
+        parts.append(
+            f'<rect class="{css}" x="{x + bar * 0.1:.1f}" y="{base_y - h:.1f}" width="{bar * 0.8:.1f}" '
+            f'height="{h:.1f}" fill="{colour}"><title>week of {week.isoformat()}: {count} '
+            f"{escape(name)}</title></rect>"
+        )
+
+
 def trend_plot(
     weeks: Sequence[date],
     papers: Sequence[int],
+    upvotes: Sequence[int] | None = None,
     *,
     width: int = 640,
     height: int = 200,
     label: str = "Papers per week",
 ) -> Markup:
-    """Bars of papers per week with a y axis (0 and the maximum) and the first and last week labelled."""
-    left, bottom, top_pad, right = 36, 22, 8, 8
-    plot_w, plot_h = width - left - right, height - bottom - top_pad
-    n = max(len(papers), 1)
-    peak = max(max(papers, default=0), 1)
-    bar = plot_w / n
-    axis = 'font-size="10" fill="currentColor"'
-    base_y = top_pad + plot_h
+    """Bars of papers per week and, when ``upvotes`` is given, a second panel below of upvotes per week
+    on the same weeks (two panels rather than two axes on one: the counts differ by orders of magnitude).
+    Each panel has its y axis (0 and the maximum) and its name; the first and last week are labelled."""
+    left, bottom, top_pad, right, gap = 36, 22, 8, 8, 10
+    panels = 1 if upvotes is None else 2
+    if upvotes is not None:
+        height = max(height, 260)
+    plot_w = width - left - right
+    panel_h = (height - bottom - top_pad - gap * (panels - 1)) / panels
     parts = [
         f'<svg class="trend-plot" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(label)}">',
         f"<title>{escape(label)}</title>",
-        f'<line x1="{left}" y1="{top_pad}" x2="{left}" y2="{base_y}" stroke="{_GRID}"/>',
-        f'<line x1="{left}" y1="{base_y}" x2="{left + plot_w}" y2="{base_y}" stroke="{_GRID}"/>',
-        f'<text x="{left - 4}" y="{top_pad + 8}" text-anchor="end" {axis}>{peak}</text>',
-        f'<text x="{left - 4}" y="{base_y}" text-anchor="end" {axis}>0</text>',
     ]
-    for i, (week, count) in enumerate(zip(weeks, papers, strict=True)):
-        h = count / peak * plot_h
-        x = left + i * bar
-        parts.append(
-            f'<rect class="bar" x="{x + bar * 0.1:.1f}" y="{base_y - h:.1f}" width="{bar * 0.8:.1f}" '
-            f'height="{h:.1f}" fill="{_INK}"><title>week of {week.isoformat()}: {count}</title></rect>'
-        )
+    _panel(
+        parts, weeks, papers, top=top_pad, height=panel_h, left=left, width=plot_w,
+        colour=_INK, css="bar", name="papers",
+    )  # fmt: skip
+    if upvotes is not None:
+        _panel(
+            parts, weeks, upvotes, top=top_pad + panel_h + gap, height=panel_h, left=left, width=plot_w,
+            colour=_UPVOTES, css="bar-upvotes", name="upvotes",
+        )  # fmt: skip
     if weeks:
+        axis = 'font-size="10" fill="currentColor"'
         y = height - 6
         parts.append(f'<text x="{left}" y="{y}" {axis}>{weeks[0].isoformat()}</text>')
         parts.append(

@@ -93,6 +93,7 @@ def for_you_page(request: Request, user: Signed, tag: str = "") -> HTMLResponse:
         feed=feed,
         items=items,
         mode_line=_mode_line(feed),
+        picked=app_of(request).topic_picks.picked(user.id),
     )
 
 
@@ -100,9 +101,10 @@ def for_you_page(request: Request, user: Signed, tag: str = "") -> HTMLResponse:
 
 
 class ReasonModel(_Open):
-    kind: str  # similar | author | alert | trending
+    kind: str  # similar | author | alert | topic | trending
     text: str
     paperId: str | None = None  # the saved paper it resembles (kind "similar")
+    topicId: int | None = None  # the picked topic it came from (kind "topic")
 
 
 class RecommendationItem(_Open):
@@ -120,7 +122,7 @@ class Window(_Open):
 
 
 class RecommendationsModel(_Open):
-    mode: str  # model | similarity | trending
+    mode: str  # model | similarity | topics | trending
     message: str | None = None
     tag: str | None = None
     tags: list[str]
@@ -133,7 +135,9 @@ def _item(rec: Recommendation) -> dict[str, Any]:
     item = daily_item(rec.paper)
     item["score"] = rec.score
     item["reason"] = rec.reason
-    item["reasons"] = [{"kind": r.kind, "text": r.text, "paperId": r.paper_id} for r in rec.reasons]
+    item["reasons"] = [
+        {"kind": r.kind, "text": r.text, "paperId": r.paper_id, "topicId": r.topic_id} for r in rec.reasons
+    ]
     return item
 
 

@@ -9,27 +9,36 @@
 ``GET /api/topics``            ``{"build", "topics": [... "weeks"], "rising"}``
 ``GET /api/topics/{id}``       ``{"topic", "papers", "weeks", "neighbours"}``; ``limit`` ≤ 100,
                                ``offset``; removed → 301 to the successor, unknown → 404
+``POST /topics/{id}/pick``     (form, CSRF) pick a topic for "For you"; ``/unpick`` removes it;
+                               303 back to ``next``; a removed id picks its successor, unknown → 404
+``GET /api/me/topics``         the signed-in reader's picked topics (session or Bearer token)
+``PUT /api/me/topics/{id}``    pick (200, the picks); ``DELETE`` unpick (404 when not picked)
 =============================  ===================================================================
 
-The plots are SVG written by :mod:`.plots` on the server: the pages need no JavaScript.
+The plots are SVG written by :mod:`.plots` on the server: the pages need no JavaScript. A signed-in
+reader sees a pick button on both pages; anonymous pages stay the same for everyone.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from paperfeed.domain.accounts import User
+from paperfeed.domain.topic_picks import PickedTopic, UnknownTopic
 from paperfeed.domain.topics import Topic, WeekCount
+from paperfeed.services.topic_picks import TopicPickService
 from paperfeed.services.topics import TopicService, TopicsOverview
 
 from . import rendering
-from .deps import topics_of
+from .deps import app_of, topics_of
 from .errors import ApiError, JsonResponse
 from .hf_json import paper_object
 from .plots import sparkline, trend_plot
 from .rendering import absolute_url, error_page
+from .security import current_user, redirect_back, require_user, verify_csrf
 from .views import PageMeta, paper_view, plural
 
 __all__ = ["api_router", "router"]
@@ -37,6 +46,8 @@ __all__ = ["api_router", "router"]
 router = APIRouter(tags=["pages"])
 api_router = APIRouter(tags=["topics"])
 Topics = Annotated[TopicService, Depends(topics_of)]
+Signed = Annotated[User, Depends(require_user)]
+CsrfChecked = [Depends(verify_csrf)]  # before who: without the token it is a 403 for anyone (authz matrix)
 SPARK_WEEKS = 26
 PAGE_SIZE = 30
 MAX_LIMIT = 100
@@ -44,6 +55,16 @@ MAX_LIMIT = 100
 
 def _id(raw: str) -> int | None:
     return int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 10 else None  # not "²"
+
+
+def _picks_of(request: Request) -> TopicPickService:
+    return app_of(request).topic_picks
+
+
+def _picked_ids(request: Request) -> frozenset[int] | None:
+    """The signed-in reader's picked topic ids; None for an anonymous reader (no pick buttons)."""
+    user = current_user(request)
+    return None if user is None else _picks_of(request).picked_ids(user.id)
 
 
 def _week_json(w: WeekCount) -> dict[str, Any]:
@@ -109,7 +130,14 @@ def topics_page(request: Request, topics: Topics) -> HTMLResponse:
         absolute_url(request, "/topics"),
     )
     return rendering.page(
-        request, "topics.html", meta, nav="topics", rows=rows, build=overview.build, rising=rising
+        request,
+        "topics.html",
+        meta,
+        nav="topics",
+        rows=rows,
+        build=overview.build,
+        rising=rising,
+        picked=_picked_ids(request),
     )
 
 
@@ -130,7 +158,10 @@ def topic_page(
         return error_page(request, 404, "No such topic", f"There is no topic {topic_ref[:40]!r} (any more).")
     t = view.topic
     plot = trend_plot(
-        [w.week for w in view.weeks], [w.papers for w in view.weeks], label=f"{t.label}: papers per week"
+        [w.week for w in view.weeks],
+        [w.papers for w in view.weeks],
+        [w.upvotes for w in view.weeks],
+        label=f"{t.label}: papers and upvotes per week",
     )
     meta = PageMeta(
         f"Topic: {t.label}",
@@ -149,6 +180,8 @@ def topic_page(
         neighbours=view.neighbours,
         page_number=page,
         more=more,
+        weeks=view.weeks,
+        picked=_picked_ids(request),
     )
 
 
@@ -186,3 +219,75 @@ def api_topic(
             "neighbours": [_topic_json(t) | {"similarity": round(s, 6)} for t, s in view.neighbours],
         }
     )
+
+
+# -- picks: the reader's cold start for "For you" -----------------------------------------------------------
+
+
+def _picked_json(p: PickedTopic) -> dict[str, Any]:
+    t = p.topic
+    return {"id": t.id, "label": t.label, "url": f"/topics/{t.id}", "pickedAt": p.picked_at.isoformat()}
+
+
+def _pick_form(request: Request, user: User, topic_ref: str, next_url: str, *, pick: bool) -> Response:
+    topic_id = _id(topic_ref)
+    picks = _picks_of(request)
+    if topic_id is None:
+        return error_page(request, 404, "No such topic", f"There is no topic {topic_ref[:40]!r}.")
+    if not pick:
+        picks.unpick(user.id, topic_id)  # unpicking what is not picked changes nothing: no error
+        return redirect_back(next_url, "/for-you")
+    try:
+        topic = picks.pick(user.id, topic_id)
+    except UnknownTopic:
+        return error_page(request, 404, "No such topic", f"There is no topic {topic_id} (any more).")
+    return redirect_back(next_url, f"/topics/{topic.id}")
+
+
+@router.post("/topics/{topic_ref}/pick", response_model=None, dependencies=CsrfChecked)
+def pick_form(
+    request: Request, user: Signed, topic_ref: str, next: Annotated[str, Form(max_length=2000)] = ""
+) -> Response:
+    return _pick_form(request, user, topic_ref, next, pick=True)
+
+
+@router.post("/topics/{topic_ref}/unpick", response_model=None, dependencies=CsrfChecked)
+def unpick_form(
+    request: Request, user: Signed, topic_ref: str, next: Annotated[str, Form(max_length=2000)] = ""
+) -> Response:
+    return _pick_form(request, user, topic_ref, next, pick=False)
+
+
+_PRIVATE = {"Cache-Control": "private, no-store"}
+
+
+@api_router.get("/api/me/topics", summary="The topics you picked for “For you” (its cold start)")
+def api_picked(request: Request, user: Signed) -> Response:
+    return JsonResponse([_picked_json(p) for p in _picks_of(request).picked(user.id)], headers=_PRIVATE)
+
+
+@api_router.put(
+    "/api/me/topics/{topic_ref}",
+    summary="Pick a topic for “For you” (a removed topic picks its successor)",
+    dependencies=CsrfChecked,
+)
+def api_pick(request: Request, user: Signed, topic_ref: str) -> Response:
+    topic_id = _id(topic_ref)
+    if topic_id is None:
+        raise ApiError(404, f"there is no topic {topic_ref[:40]!r}")
+    picks = _picks_of(request)
+    try:
+        topic = picks.pick(user.id, topic_id)
+    except UnknownTopic as exc:
+        raise ApiError(404, str(exc)) from None
+    body = {"picked": _topic_json(topic), "topics": [_picked_json(p) for p in picks.picked(user.id)]}
+    return JsonResponse(body, headers=_PRIVATE)
+
+
+@api_router.delete("/api/me/topics/{topic_ref}", summary="Unpick a topic", dependencies=CsrfChecked)
+def api_unpick(request: Request, user: Signed, topic_ref: str) -> Response:
+    topic_id = _id(topic_ref)
+    picks = _picks_of(request)
+    if topic_id is None or not picks.unpick(user.id, topic_id):
+        raise ApiError(404, f"you have not picked topic {topic_ref[:40]!r}")
+    return JsonResponse({"topics": [_picked_json(p) for p in picks.picked(user.id)]}, headers=_PRIVATE)

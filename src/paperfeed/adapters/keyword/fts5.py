@@ -16,6 +16,7 @@ Caveat: ``papers`` has no INTEGER PRIMARY KEY, so a ``VACUUM`` may renumber its 
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 import threading
@@ -135,6 +136,9 @@ def _filter_sql(filters: SearchFilters, params: dict[str, Any]) -> list[str]:
         where.append("p.github_repo IS NOT NULL")
     elif filters.has_code is False:
         where.append("p.github_repo IS NULL")
+    if filters.paper_ids is not None:  # a topic's papers: one JSON parameter, however many ids
+        where.append("p.id IN (SELECT value FROM json_each(:only_ids))")
+        params["only_ids"] = json.dumps(sorted(filters.paper_ids))
     return where
 
 

@@ -137,6 +137,9 @@ def _filter_sql(filters: SearchFilters, params: dict[str, Any]) -> list[str]:
         where.append("p.github_repo IS NOT NULL")
     elif filters.has_code is False:
         where.append("p.github_repo IS NULL")
+    if filters.paper_ids is not None:  # a topic's papers
+        where.append("p.id = ANY(CAST(:only_ids AS text[]))")
+        params["only_ids"] = sorted(filters.paper_ids)
     return where
 
 

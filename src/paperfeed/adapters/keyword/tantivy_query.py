@@ -116,6 +116,8 @@ class TantivyQueries:
             out.append(tantivy.Query.term_set_query(self.schema, "cat", list(filters.categories)))
         if filters.has_code is not None:
             out.append(tantivy.Query.term_query(self.schema, "code", filters.has_code))
+        if filters.paper_ids is not None:  # a topic's papers (an empty set matches nothing)
+            out.append(tantivy.Query.term_set_query(self.schema, "id", sorted(filters.paper_ids)))
         return out
 
     def build(self, query: ParsedQuery) -> tantivy.Query | None:

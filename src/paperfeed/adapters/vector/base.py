@@ -245,6 +245,16 @@ class RowStore:
         if filters is None or not filters.active:
             return None
         dated = bool(filters.date_from or filters.date_to)
+        if filters.paper_ids is not None:  # a topic's papers: start from their rows, usually few
+            found = [self.row_of[p] for p in filters.paper_ids if p in self.row_of]
+            rows = np.unique(np.asarray(found, dtype=np.int64))
+            if filters.categories:
+                rows = rows[np.isin(rows, self._category_rows(filters.categories))]
+            if dated:
+                rows = rows[_in_range(self._days[rows], filters.date_from, filters.date_to)]
+            if filters.has_code is not None:
+                rows = rows[self._has_code[rows] == filters.has_code]
+            return Selection(self.n, rows=rows)
         if filters.categories:  # start from the categories' posting lists: usually a small fraction
             rows = self._category_rows(filters.categories)
             rows = rows[self._alive[rows]]

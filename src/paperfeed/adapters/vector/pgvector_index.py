@@ -448,4 +448,7 @@ class PgVectorIndex:
         if filters.has_code is not None:
             where.append("has_code = :has_code")
             params["has_code"] = bool(filters.has_code)
+        if filters.paper_ids is not None:  # a topic's papers
+            where.append("paper_id = ANY(CAST(:only_ids AS text[]))")
+            params["only_ids"] = sorted(filters.paper_ids)
         return where
