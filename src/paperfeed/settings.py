@@ -309,7 +309,7 @@ class Settings(BaseSettings):
         ge=0,
         le=1000,
         description="Topics: a fixed number of coarse topics (the level grouping the fine ones); 0 (the "
-        "default): one per 8 fine topics, between 2 and 60 (measured, docs/topics.md).",
+        "default): one per 4 fine topics, between 2 and 60 (measured, docs/topics.md).",
     )
     topics_layout: Literal["umap", "pca"] = Field(
         default="umap",
