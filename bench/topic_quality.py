@@ -12,6 +12,15 @@ On ``arxiv_cats_4k`` (4,000 arXiv papers with their primary categories; vectors 
 * the share of papers left as noise, the number of topics and the seconds taken.
 
     nice -n 10 .venv/bin/python -m bench.topic_quality [--corpus arxiv_cats_4k] [--threads 1]
+
+``--coarse`` scores the coarse level instead: the fine k-means (k = n / 150) grouped by k-means over the
+fine centroids weighted by their sizes (what ``paperfeed topics build`` does), for several coarse k,
+against arXiv's top-level groups (cs, math, physics, stat, eess, q-bio, q-fin, econ) and against the
+primary categories; NPMI of the coarse topics' words (the fine topics' term counts summed).
+
+``--layout`` scores the 2-D layout instead: trustworthiness (scikit-learn, 10 neighbours, cosine in the
+embedding space) of PCA, UMAP on every paper, and UMAP fitted on a half sample with the rest placed by
+``paperfeed``'s nearest-fitted-neighbours rule or by UMAP's own ``transform``, with the seconds each took.
 """
 
 from __future__ import annotations
@@ -108,12 +117,140 @@ def run(
     }
 
 
+GROUPS = ("cs", "math", "stat", "eess", "econ", "q-bio", "q-fin")  # every other archive is physics
+
+
+def group_of(category: str) -> str:
+    """arXiv's top-level group of a primary category (``hep-th`` -> physics, ``cs.LG`` -> cs)."""
+    archive = category.split(".")[0]
+    return archive if archive in GROUPS else "physics"
+
+
+def coarse_runs(
+    vectors: np.ndarray, texts: list[str], docs: list[set[str]], cats: list[str], seeds: int
+) -> None:
+    from collections import Counter
+
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import adjusted_mutual_info_score
+
+    from paperfeed.adapters.topic_model import SklearnTopicModeller
+
+    groups = [group_of(c) for c in cats]
+    fine_k = len(texts) // 150
+    print(f"top-level groups: {dict(Counter(groups).most_common())}; fine k = {fine_k}")
+    print(f"{'coarse configuration':34} {'topics':>6} {'AMI grp':>7} {'AMI cat':>7} {'NPMI':>7}")
+    unigram = SklearnTermCounter()
+    modeller = SklearnTopicModeller()
+    rows: dict[str, list[tuple[float, float, float, int]]] = {}
+    for seed in range(seeds):
+        fine = KMeans(n_clusters=fine_k, random_state=seed, n_init=1).fit_predict(vectors)
+        sizes = np.bincount(fine, minlength=fine_k)
+        centroids = np.vstack([vectors[fine == j].mean(axis=0) for j in range(fine_k)])
+        centroids /= np.linalg.norm(centroids, axis=1, keepdims=True)
+        counts = unigram.count([[texts[i] for i in np.flatnonzero(fine == j)] for j in range(fine_k)])
+        counts = [type(c)({t: n for t, n in c.items() if " " not in t}) for c in counts]
+        options = [(f"fine k={fine_k} (no coarse level)", list(range(fine_k)))]
+        for k in (2, 3, 4, 6, 8, 12):
+            parent = modeller.coarsen(centroids, sizes.tolist(), k, seed=seed)
+            options.append((f"coarse k={k} (fine/coarse={fine_k / k:.1f})", parent))
+        direct = {k: KMeans(n_clusters=k, random_state=seed, n_init=1).fit_predict(vectors) for k in (4, 8)}
+        for name, parent in options:
+            labels = np.asarray(parent)[fine]
+            summed: list[Counter[str]] = [Counter() for _ in range(max(parent) + 1)]
+            for j, c in enumerate(counts):
+                summed[parent[j]].update(c)
+            top = [[t for t, _ in words] for words in ctfidf(summed, 10)]
+            rows.setdefault(name, []).append(
+                (
+                    float(adjusted_mutual_info_score(groups, labels)),
+                    float(adjusted_mutual_info_score(cats, labels)),
+                    npmi(top, docs),
+                    max(parent) + 1,
+                )
+            )
+        for k, labels in direct.items():
+            clusters = sorted(set(labels.tolist()))
+            counted = unigram.count([[texts[i] for i in np.flatnonzero(labels == c)] for c in clusters])
+            summed = [type(c)({t: n for t, n in c.items() if " " not in t}) for c in counted]
+            top = [[t for t, _ in words] for words in ctfidf(summed, 10)]
+            rows.setdefault(f"direct kmeans k={k} on papers", []).append(
+                (
+                    float(adjusted_mutual_info_score(groups, labels)),
+                    float(adjusted_mutual_info_score(cats, labels)),
+                    npmi(top, docs),
+                    k,
+                )
+            )
+    for name, results in rows.items():
+        mean = np.mean(np.asarray(results), axis=0)
+        print(f"{name:34} {mean[3]:6.0f} {mean[0]:7.3f} {mean[1]:7.3f} {mean[2]:7.3f}", flush=True)
+
+
+def layout_runs(vectors: np.ndarray, sample: int) -> None:
+    import warnings
+
+    from sklearn.cluster import KMeans
+    from sklearn.decomposition import PCA
+    from sklearn.manifold import trustworthiness
+
+    from paperfeed.adapters.topic_model import SklearnTopicModeller, knn_place, stratified_sample
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from umap import UMAP  # type: ignore[import-untyped]
+
+    fine = KMeans(n_clusters=len(vectors) // 150, random_state=0, n_init=1).fit_predict(vectors)
+    fit = stratified_sample(fine.tolist(), sample, 0)
+    rest = np.setdiff1d(np.arange(len(vectors)), fit)
+
+    def umap() -> object:
+        return UMAP(n_neighbors=15, min_dist=0.1, metric="cosine", random_state=0, n_jobs=1)
+
+    def with_transform() -> np.ndarray:
+        model = umap()
+        xy = np.zeros((len(vectors), 2))
+        xy[fit] = model.fit_transform(vectors[fit])  # type: ignore[attr-defined]
+        xy[rest] = model.transform(vectors[rest])  # type: ignore[attr-defined]
+        return xy
+
+    def with_knn() -> np.ndarray:
+        return np.asarray(
+            SklearnTopicModeller().layout(vectors, fine.tolist(), seed=0, sample=sample, neighbours=10)
+        )
+
+    def global_knn() -> np.ndarray:
+        xy = np.zeros((len(vectors), 2))
+        xy[fit] = umap().fit_transform(vectors[fit])  # type: ignore[attr-defined]
+        xy[rest] = knn_place(vectors[fit], xy[fit], vectors[rest], 10)
+        return xy
+
+    configs = {
+        "pca": lambda: PCA(n_components=2, random_state=0).fit_transform(vectors),
+        "umap, every paper fitted": lambda: umap().fit_transform(vectors),  # type: ignore[attr-defined]
+        f"umap on {len(fit)}, rest: same-topic knn": with_knn,
+        f"umap on {len(fit)}, rest: any-topic knn": global_knn,
+        f"umap on {len(fit)}, rest: umap transform": with_transform,
+    }
+    print(f"{'layout':42} {'trust@10':>8} {'s':>7}")
+    for name, make in configs.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            started = time.perf_counter()
+            xy = np.asarray(make())
+            seconds = time.perf_counter() - started
+        t = trustworthiness(vectors, xy, n_neighbors=10, metric="cosine")
+        print(f"{name:42} {t:8.3f} {seconds:7.1f}", flush=True)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", default="arxiv_cats_4k")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--only", default="", help="run configurations whose name contains this")
     parser.add_argument("--seeds", type=int, default=3, help="k-means seeds averaged")
+    parser.add_argument("--coarse", action="store_true", help="score the coarse level instead")
+    parser.add_argument("--layout", type=int, default=0, help="score the 2-D layout, fitted on this many")
     args = parser.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
     from sklearn.cluster import HDBSCAN, KMeans
@@ -127,6 +264,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     docs = [set(TOKEN.findall(t.lower())) for t in texts]
     n_cats = len(set(cats))
     print(f"{args.corpus}: {len(all_docs):,} papers, {n_cats} primary categories; CPU {cpu()}")
+    if args.layout:
+        layout_runs(np.asarray(vectors, dtype=np.float32), args.layout)
+        return
+    if args.coarse:
+        coarse_runs(np.asarray(vectors, dtype=np.float32), texts, docs, cats, args.seeds)
+        return
     pca50 = PCA(n_components=50, random_state=0).fit_transform(vectors)
 
     configs: list[tuple[str, tuple[str, np.ndarray, int]]] = []

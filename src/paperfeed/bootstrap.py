@@ -675,12 +675,14 @@ class App:
             SqlTopicRecords(self.store.engine),
             self.embeddings,
             self.store.get_papers,
-            lambda: SklearnTopicModeller(s.topics_method),
+            lambda: SklearnTopicModeller(s.topics_method, layout=s.topics_layout),
             SklearnTermCounter,
             TopicSettings(
                 min_papers=s.topics_min_papers,
                 papers_per_topic=s.topics_papers_per_topic,
                 k=s.topics_k or None,
+                coarse_k=s.topics_coarse_k or None,
+                layout_sample=s.topics_layout_sample,
             ),
             rebuild_after=timedelta(days=s.topics_rebuild_days),
         )

@@ -307,14 +307,32 @@ class SettingsModel(BaseModel):
         default=150,
         ge=10,
         le=100_000,
-        description="Topics: about one topic per this many papers (k-means' k, within 8..200).",
+        description="Topics: about one (fine) topic per this many papers (k-means' k, within 8..1000).",
     )
     topics_k: int = Field(
         default=0,
         ge=0,
         le=5000,
         description="Topics: a fixed number of topics (k-means' k); 0 (the default): one per "
-        "PAPERFEED_TOPICS_PAPERS_PER_TOPIC papers, between 8 and 200.",
+        "PAPERFEED_TOPICS_PAPERS_PER_TOPIC papers, between 8 and 1000.",
+    )
+    topics_coarse_k: int = Field(
+        default=0,
+        ge=0,
+        le=1000,
+        description="Topics: a fixed number of coarse topics (the level grouping the fine ones); 0 (the "
+        "default): one per 4 fine topics, between 2 and 60 (measured, docs/topics.md).",
+    )
+    topics_layout: Literal["umap", "pca"] = Field(
+        default="umap",
+        description="Topics: the 2-D map layout: umap (fitted on a sample, the rest placed at their "
+        "nearest fitted neighbours; measured, docs/topics.md) or pca (cheaper, much less faithful).",
+    )
+    topics_layout_sample: int = Field(
+        default=50_000,
+        ge=100,
+        le=1_000_000,
+        description="Topics: the map layout is fitted on at most this many papers (stratified by topic).",
     )
     topics_min_papers: int = Field(
         default=200,

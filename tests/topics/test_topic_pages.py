@@ -215,3 +215,32 @@ def test_cli_list_and_place(instance: dict[str, Any]) -> None:
     )
     assert placed.exit_code == 0, placed.output
     assert "placed 0 papers" in placed.output
+
+
+def test_topics_api_levels(client: TestClient, instance: dict[str, Any]) -> None:
+    fine = client.get("/api/topics").json()
+    assert {t["level"] for t in fine["topics"]} == {0}
+    coarse = client.get("/api/topics", params={"level": "1"}).json()
+    assert fine["build"]["coarseTopics"] == len(coarse["topics"]) == 2
+    assert {t["level"] for t in coarse["topics"]} == {1}
+    assert all(t["parent_id"] is None for t in coarse["topics"])
+    parents = {t["id"] for t in coarse["topics"]}
+    assert all(t["parent_id"] in parents for t in fine["topics"])
+    both = client.get("/api/topics", params={"level": "all"}).json()
+    assert len(both["topics"]) == len(fine["topics"]) + 2
+    one = client.get(f"/api/topics/{coarse['topics'][0]['id']}").json()
+    assert one["topic"]["level"] == 1
+    assert one["papers"]
+    r = client.get("/api/topics", params={"level": "2"})
+    assert r.status_code == 400
+    assert "level" in r.text
+
+
+def test_cli_list_shows_fine_topics_under_their_coarse_topics(instance: dict[str, Any]) -> None:
+    env = {"PAPERFEED_EMBEDDING_BACKEND": "fake"}
+    listed = CliRunner().invoke(cli_app, ["--data-dir", str(instance["data_dir"]), "topics", "list"], env=env)
+    assert listed.exit_code == 0, listed.output
+    assert "in 2 coarse topics" in listed.output
+    lines = [ln for ln in listed.output.splitlines() if re.match(r"\s*\d+\s+\d+\s+\S", ln)]
+    assert len(lines) == 4  # two coarse topics, each with its fine topic indented under it
+    assert [ln.startswith("       ") for ln in lines] == [False, True, False, True]

@@ -1,12 +1,15 @@
-"""Topic clustering and term counting with scikit-learn (the ports of :mod:`paperfeed.domain.topics`).
+"""Topic clustering, the 2-D layout and term counting (the ports of :mod:`paperfeed.domain.topics`).
 
 The measured choice (``bench/topic_quality.py``, docs/topics.md) is k-means on the L2-normalised
 embeddings themselves (spherical k-means in effect): it agreed with arXiv's primary categories better than
-HDBSCAN with or without a PCA reduction first, and puts every paper in a topic (HDBSCAN without a
-UMAP reduction finds two or three clusters, or with leaf selection leaves ~90 % of the papers as noise).
-``method="hdbscan"`` (leaf selection after a PCA to 10 dimensions) is kept for comparison only. The
-2-D layout is a PCA projection: cheap and deterministic; the interactive map (not built yet) will want
-a UMAP-like layout.
+HDBSCAN with or without a PCA reduction first, and puts every paper in a topic. ``method="hdbscan"``
+(leaf selection after a PCA to 10 dimensions) is kept for comparison only. Coarse topics are k-means over
+the fine centroids weighted by their sizes.
+
+The layout is UMAP (umap-learn, cosine, seeded: deterministic) fitted on a sample stratified by fine
+topic; every other paper sits at the similarity-weighted mean of its nearest fitted papers of the same
+fine topic, the rule the daily placement uses too (measured against UMAP's own ``transform`` and PCA in
+``bench/topic_build.py``). ``layout="pca"`` keeps the old projection.
 """
 
 from __future__ import annotations
@@ -16,35 +19,88 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from paperfeed.domain.search import Vectors
 from paperfeed.domain.topics import Clustering
 
-__all__ = ["SklearnTermCounter", "SklearnTopicModeller"]
+__all__ = ["SklearnTermCounter", "SklearnTopicModeller", "knn_place"]
+
+_BLOCK = 8192  # rows per similarity block: bounds memory at a million papers
 
 
-def _layout(vectors: Vectors, seed: int) -> list[tuple[float, float]]:
+Array = npt.NDArray[Any]
+
+
+def knn_place(anchors: Array, anchor_xy: Array, vectors: Array, neighbours: int) -> Array:
+    """Each row of ``vectors`` at the mean of its ``neighbours`` most similar anchors' places, weighted by
+    their cosine (clipped at a small positive floor, so opposite anchors never pull)."""
+    a = np.asarray(anchors, dtype=np.float32)
+    xy = np.asarray(anchor_xy, dtype=np.float64).reshape(-1, 2)
+    v = np.asarray(vectors, dtype=np.float32)
+    out = np.zeros((len(v), 2), dtype=np.float64)
+    if len(a) == 0 or len(v) == 0:
+        return out
+    m = min(neighbours, len(a))
+    for start in range(0, len(v), _BLOCK):
+        sims = v[start : start + _BLOCK] @ a.T
+        if m < len(a):
+            idx = np.argpartition(-sims, m - 1, axis=1)[:, :m]
+        else:
+            idx = np.broadcast_to(np.arange(len(a)), (len(sims), len(a)))
+        w = np.maximum(np.take_along_axis(sims, idx, axis=1), 1e-3).astype(np.float64)
+        out[start : start + len(sims)] = (w[:, :, None] * xy[idx]).sum(axis=1) / w.sum(axis=1, keepdims=True)
+    return out
+
+
+def _pca(vectors: Array, seed: int) -> Array:
     from sklearn.decomposition import PCA
 
     if len(vectors) < 3:
-        return [(0.0, 0.0)] * len(vectors)
-    xy = PCA(n_components=2, random_state=seed).fit_transform(vectors)
-    return [(float(x), float(y)) for x, y in xy]
+        return np.zeros((len(vectors), 2))
+    return np.asarray(PCA(n_components=2, random_state=seed).fit_transform(vectors), dtype=np.float64)
+
+
+def stratified_sample(groups: Sequence[int], size: int, seed: int) -> Array:
+    """At most about ``size`` row indices, each group represented in proportion (at least 5 of it, or all)."""
+    g = np.asarray(groups)
+    n = len(g)
+    if n <= size:
+        return np.arange(n)
+    rng = np.random.default_rng(seed)
+    picked: list[Any] = []
+    for c in np.unique(g):
+        rows = np.flatnonzero(g == c)
+        take = min(len(rows), max(5, round(size * len(rows) / n)))
+        picked.append(np.sort(rng.choice(rows, take, replace=False)))
+    return np.sort(np.concatenate(picked))
 
 
 class SklearnTopicModeller:
-    """:class:`~paperfeed.domain.topics.TopicModeller`: k-means (default) or HDBSCAN after PCA."""
+    """:class:`~paperfeed.domain.topics.TopicModeller`: k-means (default) or HDBSCAN; a UMAP layout."""
 
-    def __init__(self, method: str = "kmeans", *, pca: int = 10, min_cluster_size: int = 10) -> None:
+    def __init__(
+        self,
+        method: str = "kmeans",
+        *,
+        layout: str = "umap",
+        pca: int = 10,
+        min_cluster_size: int = 10,
+        umap_neighbours: int = 15,
+        umap_min_dist: float = 0.1,
+    ) -> None:
         if method not in ("kmeans", "hdbscan"):
             raise ValueError(f"unknown topic clustering {method!r} (known: kmeans, hdbscan)")
-        self.method, self.pca, self.min_cluster_size = method, pca, min_cluster_size
+        if layout not in ("umap", "pca"):
+            raise ValueError(f"unknown topic layout {layout!r} (known: umap, pca)")
+        self.method, self.layout_method = method, layout
+        self.pca, self.min_cluster_size = pca, min_cluster_size
+        self.umap_neighbours, self.umap_min_dist = umap_neighbours, umap_min_dist
 
     def cluster(self, vectors: Vectors, k: int, *, seed: int) -> Clustering:
         x = np.asarray(vectors, dtype=np.float32)
-        coords = _layout(x, seed)
         if self.method == "kmeans":
-            return Clustering(self._kmeans(x, k, seed), coords, f"kmeans k={k} seed={seed}")
+            return Clustering(self._kmeans(x, k, seed), self._kmeans_name(len(x), k, seed))
         from sklearn.cluster import HDBSCAN
         from sklearn.decomposition import PCA
 
@@ -56,18 +112,78 @@ class SklearnTopicModeller:
         )
         labels = model.fit_predict(reduced)
         desc = f"hdbscan leaf min_cluster_size={self.min_cluster_size} pca={self.pca}"
-        return Clustering([int(v) for v in labels], coords, desc)
+        return Clustering([int(v) for v in labels], desc)
+
+    def coarsen(self, centroids: Vectors, sizes: Sequence[int], k: int, *, seed: int) -> list[int]:
+        from sklearn.cluster import KMeans
+
+        c = np.asarray(centroids, dtype=np.float32)
+        if k >= len(c):
+            return list(range(len(c)))
+        model = KMeans(n_clusters=k, random_state=seed, n_init=4)
+        return [int(v) for v in model.fit_predict(c, sample_weight=np.asarray(sizes, dtype=np.float64))]
+
+    def layout(
+        self, vectors: Vectors, groups: Sequence[int], *, seed: int, sample: int, neighbours: int
+    ) -> Vectors:
+        x = np.asarray(vectors, dtype=np.float32)
+        if self.layout_method == "pca" or len(x) < 2 * self.umap_neighbours:
+            return _pca(x, seed).astype(np.float32)  # UMAP needs more neighbours than a handful have
+        fit = stratified_sample(groups, sample, seed)
+        xy = np.zeros((len(x), 2), dtype=np.float64)
+        xy[fit] = self._umap(x[fit], seed)
+        rest = np.ones(len(x), dtype=bool)
+        rest[fit] = False
+        if not rest.any():
+            return xy.astype(np.float32)
+        g = np.asarray(groups)
+        for c in np.unique(g[rest]):
+            todo = np.flatnonzero(rest & (g == c))
+            near = fit[g[fit] == c]
+            if len(near) == 0:  # cannot happen with a stratified sample; all fitted papers then
+                near = fit
+            xy[todo] = knn_place(x[near], xy[near], x[todo], neighbours)
+        return xy.astype(np.float32)
+
+    def place(self, anchors: Vectors, anchor_xy: Vectors, vectors: Vectors, *, neighbours: int) -> Vectors:
+        return knn_place(anchors, anchor_xy, vectors, neighbours).astype(np.float32)
+
+    def _umap(self, x: Array, seed: int) -> Array:
+        import warnings
+
+        # umap warns on import (no TensorFlow for ParametricUMAP), on a seed (single-threaded then) and on
+        # disconnected components: none is news here
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from umap import UMAP  # type: ignore[import-untyped]
+
+            model = UMAP(
+                n_neighbors=min(self.umap_neighbours, len(x) - 1),
+                min_dist=self.umap_min_dist,
+                metric="cosine",
+                random_state=seed,  # deterministic (and single-threaded)
+                n_jobs=1,
+            )
+            xy: Array = np.asarray(model.fit_transform(x), dtype=np.float64)
+        return xy
+
+    @staticmethod
+    def _kmeans_name(n: int, k: int, seed: int) -> str:
+        return f"{'minibatch-' if n > MINIBATCH_ABOVE else ''}kmeans k={k} seed={seed}"
 
     @staticmethod
     def _kmeans(x: Vectors, k: int, seed: int) -> list[int]:
         from sklearn.cluster import KMeans, MiniBatchKMeans
 
         model: Any
-        if len(x) > 50_000:  # full k-means passes grow with n x k; mini-batches keep big stores in minutes
+        if len(x) > MINIBATCH_ABOVE:  # full k-means passes grow with n x k; mini-batches keep big stores fast
             model = MiniBatchKMeans(n_clusters=k, random_state=seed, n_init=3, batch_size=4096)
         else:
             model = KMeans(n_clusters=k, random_state=seed, n_init=1)
         return [int(v) for v in model.fit_predict(x)]
+
+
+MINIBATCH_ABOVE = 50_000
 
 
 class SklearnTermCounter:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from .context import Context, fail
+
+if TYPE_CHECKING:
+    from paperfeed.domain.topics import Topic
 
 __all__ = ["topics_app"]
 
@@ -34,6 +37,7 @@ def build(ctx: typer.Context) -> None:
         f"{summary.kept} kept their id, {summary.new} new, {summary.removed} removed",
         highlight=False,
     )
+    c.console.print(f"{b.coarse} coarse topics group them (`paperfeed topics list`)", highlight=False)
     if b.noise:
         c.console.print(f"{b.noise:,} papers the clustering left as noise went to their nearest topic")
     if summary.without_vector:
@@ -64,19 +68,36 @@ def place(
 @topics_app.command("list")
 def list_topics(
     ctx: typer.Context,
-    limit: Annotated[int, typer.Option(min=1, help="Show at most this many topics.")] = 50,
+    limit: Annotated[int, typer.Option(min=1, help="Show at most this many fine topics.")] = 50,
 ) -> None:
-    """The current topics, biggest first, and what is rising this week."""
+    """The current topics as a tree (coarse topics, their fine topics, biggest first) and what is rising."""
     c: Context = ctx.obj
-    overview = c.app.topics.overview()
+    overview = c.app.topics.overview(level=None)
     if overview.build is None:
         raise fail("no topics yet: run `paperfeed topics build`", 1)
     b = overview.build
     c.console.print(
-        f"{b.topics} topics of {b.papers:,} papers, built {b.built_at:%Y-%m-%d %H:%M} UTC", highlight=False
+        f"{b.topics} topics of {b.papers:,} papers in {b.coarse} coarse topics, "
+        f"built {b.built_at:%Y-%m-%d %H:%M} UTC",
+        highlight=False,
     )
-    for t in overview.topics[:limit]:
-        c.console.print(f"{t.id:>5}  {t.size:>7,}  {t.label}", highlight=False)
+    coarse = [t for t in overview.topics if t.level == 1]
+    fine = [t for t in overview.topics if t.level == 0]
+    children: dict[int | None, list[Topic]] = {}
+    for t in fine:
+        children.setdefault(t.parent_id, []).append(t)
+    shown = 0
+    for group in [*coarse, None]:  # fine topics without a parent (a build before levels) come last
+        under = children.get(group.id if group is not None else None, [])
+        if group is None and not under:
+            continue
+        if group is not None:
+            c.console.print(f"{group.id:>5}  {group.size:>7,}  {group.label}", highlight=False)
+        for t in under:
+            if shown == limit:
+                break
+            c.console.print(f"{'':>7}{t.id:>5}  {t.size:>7,}  {t.label}", highlight=False)
+            shown += 1
     for r in overview.rising[:5]:
         c.console.print(
             f"rising: topic {r.topic_id} ({r.papers} papers this week, {r.share:.1%} vs {r.before:.1%})"

@@ -15,6 +15,10 @@ Everything here is pure: the clustering itself and the word counting are ports (
   old topic's papers is recorded as lineage: an old id that did not survive is *merged* when its
   successor also took a large share of another old topic, *split* when its papers went to several new
   topics, otherwise *replaced*. A removed id redirects to the successor that took most of its papers.
+* **Two levels**: the fine topics (level 0) are grouped into coarse topics (level 1) by clustering the
+  fine centroids weighted by their sizes; a fine topic names its coarse topic in ``parent_id``. Coarse
+  topics are labelled by c-TF-IDF over their papers (the fine topics' term counts summed) and keep their
+  ids across rebuilds by the same Jaccard rule over their papers; ids are shared by both levels.
 * **Rising**: see :func:`rising`.
 """
 
@@ -48,6 +52,7 @@ __all__ = [
     "TopicRecords",
     "TopicSettings",
     "WeekCount",
+    "choose_coarse_k",
     "choose_k",
     "ctfidf",
     "jaccard",
@@ -69,6 +74,9 @@ class TooFewPapers(ValueError):
         )
 
 
+FINE_PER_COARSE = 4  # measured on arxiv_cats_4k: AMI with the categories and NPMI (docs/topics.md)
+
+
 @dataclass(frozen=True, slots=True)
 class TopicSettings:
     """How topics are built; the defaults are the measured choice of ``bench/topic_quality.py``."""
@@ -76,13 +84,28 @@ class TopicSettings:
     min_papers: int = 200  # below this a build refuses: clusters of a handful of papers say nothing
     papers_per_topic: int = 150  # k = n / papers_per_topic when ``k`` is not fixed ...
     min_k: int = 8  # ... clipped to [min_k, max_k]
-    max_k: int = 200
+    max_k: int = 1000  # a cap: at 1M papers k = n / 150 would be ~6,700 (docs/topics.md, "Scale")
     k: int | None = None
+    fine_per_coarse: int = FINE_PER_COARSE  # coarse k = fine k / fine_per_coarse ...
+    max_coarse_k: int = 60  # ... clipped to [2, max_coarse_k]
+    coarse_k: int | None = None
+    layout_sample: int = 50_000  # the 2-D layout is fitted on at most this many papers; the rest are
+    layout_neighbours: int = 10  # placed at their nearest fitted neighbours (of the same fine topic)
+    anchors_per_topic: int = 64  # the daily placement's neighbours: this many papers of the topic
     top_words: int = 10
     representatives: int = 5
     stable_jaccard: float = 0.5
     lineage_share: float = 0.3
     seed: int = 0
+
+
+def choose_coarse_k(fine: int, settings: TopicSettings) -> int:
+    """The number of coarse topics over ``fine`` fine topics: fixed, or one per ``fine_per_coarse``."""
+    if settings.coarse_k is not None:
+        k = settings.coarse_k
+    else:
+        k = min(round(fine / settings.fine_per_coarse), settings.max_coarse_k)
+    return max(1, min(max(k, 2), fine))  # at least two groups where there are two fine topics
 
 
 def choose_k(papers: int, settings: TopicSettings) -> int:
@@ -95,7 +118,11 @@ def choose_k(papers: int, settings: TopicSettings) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Topic:
-    """One topic of the current generation. ``x``/``y`` are its centre on the 2-D layout."""
+    """One topic of the current generation. ``x``/``y`` are its centre on the 2-D layout.
+
+    ``level`` 0 is a fine topic (papers are assigned to these), 1 a coarse topic grouping fine ones; a
+    fine topic's ``parent_id`` is its coarse topic (``None`` for a coarse topic, or a build before levels).
+    """
 
     id: int
     label: str
@@ -104,6 +131,8 @@ class Topic:
     representatives: tuple[str, ...]  # paper ids closest to the centroid, best first
     x: float = 0.0
     y: float = 0.0
+    level: int = 0
+    parent_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,10 +172,9 @@ class TopicLineage:
 
 @dataclass(frozen=True, slots=True)
 class Clustering:
-    """What a :class:`TopicModeller` returns: a cluster per row (``-1``: noise), its 2-D layout."""
+    """What :meth:`TopicModeller.cluster` returns: a cluster per row (``-1``: noise)."""
 
     labels: Sequence[int]
-    coords: Sequence[tuple[float, float]]
     method: str  # a description of the algorithm and its settings, kept with the build
 
 
@@ -159,13 +187,18 @@ class TopicBuild:
     model_id: str
     method: str
     papers: int
-    topics: int
+    topics: int  # fine topics
     noise: int
+    coarse: int = 0  # coarse topics
 
 
 @dataclass(slots=True)
 class TopicGeneration:
-    """A whole new set of topics, written by :meth:`TopicRecords.replace` in one transaction."""
+    """A whole new set of topics, written by :meth:`TopicRecords.replace` in one transaction.
+
+    ``topics`` holds both levels (fine with their ``parent_id``, coarse with ``level`` 1); ``centroids``
+    and ``weeks`` are keyed by the ids of both; ``assignments`` put papers into fine topics.
+    """
 
     model_id: str
     method: str
@@ -184,7 +217,8 @@ class Placement:
     """The daily placement of new papers into existing topics (``paperfeed topics place``)."""
 
     assignments: list[TopicAssignment]
-    weeks: dict[int, list[WeekCount]] = field(default_factory=dict)  # increments
+    weeks: dict[int, list[WeekCount]] = field(default_factory=dict)  # increments (both levels)
+    sizes: dict[int, int] = field(default_factory=dict)  # size increments beyond the assignments' (coarse)
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +238,21 @@ class TopicModeller(Protocol):
 
     def cluster(self, vectors: Vectors, k: int, *, seed: int) -> Clustering: ...
 
+    def coarsen(self, centroids: Vectors, sizes: Sequence[int], k: int, *, seed: int) -> list[int]:
+        """A coarse cluster (0..k-1) for each fine centroid, the centroids weighted by ``sizes``."""
+        ...
+
+    def layout(
+        self, vectors: Vectors, groups: Sequence[int], *, seed: int, sample: int, neighbours: int
+    ) -> Vectors:
+        """An ``n x 2`` map of the papers: fitted on at most ``sample`` of them (stratified by ``groups``,
+        the fine topics), the others placed like :meth:`place` among the fitted papers of their group."""
+        ...
+
+    def place(self, anchors: Vectors, anchor_xy: Vectors, vectors: Vectors, *, neighbours: int) -> Vectors:
+        """``vectors``' places (``n x 2``) at the similarity-weighted mean of their nearest anchors'."""
+        ...
+
 
 class TermCounter(Protocol):
     """Term counts per group of texts (tokenised, stop words dropped; unigrams and bigrams)."""
@@ -216,7 +265,9 @@ class TopicRecords(Protocol):
 
     def current(self) -> TopicBuild | None: ...
 
-    def topics(self) -> list[Topic]: ...
+    def topics(self, level: int | None = 0) -> list[Topic]:
+        """The topics of one level (0 fine, 1 coarse; ``None``: both), biggest first."""
+        ...
 
     def topic(self, topic_id: int) -> Topic | None: ...
 
@@ -224,11 +275,18 @@ class TopicRecords(Protocol):
         """The live topic an id that no longer exists became (following merges/splits), if any."""
         ...
 
-    def memberships(self) -> dict[int, frozenset[str]]:
-        """Every current topic's paper ids (for matching a rebuild to it)."""
+    def memberships(self, level: int = 0) -> dict[int, frozenset[str]]:
+        """Every current topic's paper ids at ``level`` (for matching a rebuild to it)."""
         ...
 
-    def centroids(self) -> dict[int, Vectors]: ...
+    def centroids(self, level: int = 0) -> dict[int, Vectors]: ...
+
+    def anchors(
+        self, model_id: str, topic_ids: Sequence[int], per_topic: int
+    ) -> dict[int, tuple[list[Vectors], list[tuple[float, float]]]]:
+        """Up to about ``per_topic`` placed papers of each topic, spread over its similarity ranks, with
+        their vectors and map places: the neighbours a new paper is placed among."""
+        ...
 
     def next_id(self) -> int:
         """The smallest topic id never used."""

@@ -10,10 +10,11 @@ current build is older than ``rebuild_after`` (or there is none yet and there ar
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from paperfeed.domain.embedding import EmbeddingStore
 from paperfeed.domain.models import Paper
@@ -30,6 +31,7 @@ from paperfeed.domain.topics import (
     TopicRecords,
     TopicSettings,
     WeekCount,
+    choose_coarse_k,
     choose_k,
     ctfidf,
     label_of,
@@ -40,12 +42,58 @@ from paperfeed.domain.topics import (
 )
 
 if TYPE_CHECKING:
+    import numpy.typing as npt
+
     from paperfeed.domain.search import Vectors
+
+    Array = npt.NDArray[Any]
 
 __all__ = ["BuildSummary", "PlaceSummary", "TopicPage", "TopicService", "TopicsOverview"]
 
 PapersOf = Callable[[Sequence[str]], dict[str, Paper]]
 _READ = 900  # papers per get_papers call
+_BLOCK = 8192  # rows per papers-by-topics product
+
+
+def _sums(vectors: Array, member: Array, k: int) -> Array:
+    """Per cluster, the sum of its rows (``-1`` rows left out): one sparse one-hot product, no copy."""
+    import numpy as np
+    from scipy.sparse import csr_matrix  # type: ignore[import-untyped]
+
+    rows = np.flatnonzero(member >= 0)
+    onehot = csr_matrix((np.ones(len(rows), dtype=np.float32), (member[rows], rows)), shape=(k, len(vectors)))
+    sums: Array = np.asarray(onehot @ vectors, dtype=np.float64)
+    return sums
+
+
+def _normalised(sums: Array) -> Array:
+    import numpy as np
+
+    norms = np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12)
+    out: Array = (sums / norms).astype(np.float32)
+    return out
+
+
+def _rowwise(vectors: Array, centroids: Array, member: Array) -> Array:
+    """Each row's cosine to its own centroid (blocks: never the whole papers-by-topics matrix)."""
+    import numpy as np
+
+    out = np.empty(len(vectors), dtype=np.float32)
+    for start in range(0, len(vectors), _BLOCK):
+        block = vectors[start : start + _BLOCK]
+        out[start : start + len(block)] = np.einsum(
+            "ij,ij->i", block, centroids[member[start : start + _BLOCK]]
+        )
+    return out
+
+
+def _nearest(vectors: Array, centroids: Array) -> Array:
+    import numpy as np
+
+    out = np.empty(len(vectors), dtype=np.int64)
+    for start in range(0, len(vectors), _BLOCK):
+        out[start : start + _BLOCK] = (vectors[start : start + _BLOCK] @ centroids.T).argmax(axis=1)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +166,11 @@ class TopicService:
         return max(counts, key=lambda m: (counts[m], m)) if counts else None
 
     def build(self, report: Callable[[str], None] | None = None) -> BuildSummary:
-        """A full rebuild; raises :class:`TooFewPapers` (nothing written) below ``min_papers``."""
+        """A full rebuild at both levels; raises :class:`TooFewPapers` (nothing written) below ``min_papers``.
+
+        Memory stays about one copy of the vectors: they are read into one preallocated array, and every
+        papers-by-topics product is taken in blocks.
+        """
         import numpy as np
 
         started = time.perf_counter()
@@ -126,43 +178,74 @@ class TopicService:
         s = self.settings
         model = self.model_id()
         ids: list[str] = []
-        rows: list[Vectors] = []
+        vectors = np.zeros((0, 0), dtype=np.float32)
         if model is not None:
-            for page in self.embeddings.records(model):
-                for r in page:
-                    ids.append(r.paper_id)
-                    rows.append(r.vector)
+            vectors = self._read_vectors(model, ids)
         without = max(self.embeddings.count_papers() - len(ids), 0)
         if model is None or len(ids) < s.min_papers:
             raise TooFewPapers(len(ids), s.min_papers)
-        vectors = np.vstack(rows).astype(np.float32)
-        del rows
         k = choose_k(len(ids), s)
         say(f"clustering {len(ids):,} papers into {k} topics ({model})")
-        clustering = self.modeller().cluster(vectors, k, seed=s.seed)
+        modeller = self.modeller()
+        clustering = modeller.cluster(vectors, k, seed=s.seed)
         labels = np.asarray(clustering.labels)
         clusters = sorted(set(labels.tolist()) - {-1})
         if not clusters:
             raise TooFewPapers(len(ids), s.min_papers)  # the clustering found no structure at all
-        centroids = np.vstack([vectors[labels == c].mean(axis=0) for c in clusters])
-        centroids /= np.maximum(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-12)
-        sims = vectors @ centroids.T
-        noise = labels == -1
-        index = {c: i for i, c in enumerate(clusters)}
-        member = np.array([index[c] if c != -1 else -1 for c in labels.tolist()])
-        member[noise] = sims[noise].argmax(axis=1)  # HDBSCAN's noise: the nearest topic
-        similarity = sims[np.arange(len(ids)), member]
+        index = np.full(max(clusters) + 2, -1)
+        index[np.asarray(clusters)] = np.arange(len(clusters))
+        member = index[labels]  # -1 (noise) stays -1 through the last slot
+        sums = _sums(vectors, member, len(clusters))
+        centroids = _normalised(sums)
+        noise = member == -1
+        if noise.any():  # HDBSCAN's noise: the nearest topic
+            member[noise] = _nearest(vectors[noise], centroids)
+            sums = _sums(vectors, member, len(clusters))
+        similarity = _rowwise(vectors, centroids, member)
+        sizes = np.bincount(member, minlength=len(clusters))
+
+        kc = choose_coarse_k(len(clusters), s)
+        say(f"grouping {len(clusters)} topics into {kc} coarse topics")
+        parent = np.asarray(modeller.coarsen(centroids, sizes.tolist(), kc, seed=s.seed))
+        coarse = sorted(set(parent.tolist()))
+        parent = np.searchsorted(np.asarray(coarse), parent)  # 0..len(coarse)-1, in order
+        coarse_sums = np.zeros((len(coarse), vectors.shape[1]), dtype=np.float64)
+        np.add.at(coarse_sums, parent, sums)
+        coarse_centroids = _normalised(coarse_sums)
+        up = parent[member]  # each paper's coarse topic
+        coarse_similarity = _rowwise(vectors, coarse_centroids, up)
+
+        say(f"laying out {len(ids):,} papers in 2-D")
+        xy = np.asarray(
+            modeller.layout(
+                vectors, member.tolist(), seed=s.seed, sample=s.layout_sample, neighbours=s.layout_neighbours
+            ),
+            dtype=np.float64,
+        ).reshape(len(ids), 2)
 
         say("reading titles and abstracts for the labels")
-        papers = self._papers(ids)
         groups: list[list[str]] = [[] for _ in clusters]
-        for i, pid in enumerate(ids):
-            p = papers.get(pid)
-            if p is not None:
-                groups[member[i]].append(f"{p.title}. {p.abstract}")
-        words = [[t for t, _ in top] for top in ctfidf(self.counter().count(groups), s.top_words)]
+        dated: list[tuple[int, datetime | None, int | None]] = []  # (row, published, upvotes)
+        for start in range(0, len(ids), _READ):
+            chunk = ids[start : start + _READ]
+            found = self.papers(chunk)
+            for i, pid in enumerate(chunk, start):
+                p = found.get(pid)
+                if p is not None:
+                    groups[member[i]].append(f"{p.title}. {p.abstract}")
+                    dated.append((i, p.published, p.upvotes))
+        counts = self.counter().count(groups)
+        del groups
+        words = [[t for t, _ in top] for top in ctfidf(counts, s.top_words)]
+        coarse_counts: list[Counter[str]] = [Counter() for _ in coarse]
+        for j, fine_counts in enumerate(counts):
+            coarse_counts[parent[j]].update(fine_counts)
+        coarse_words = [[t for t, _ in top] for top in ctfidf(coarse_counts, s.top_words)]
 
-        members = [frozenset(ids[i] for i in np.flatnonzero(member == j)) for j in range(len(clusters))]
+        order = np.argsort(member, kind="stable")
+        bounds = np.searchsorted(member[order], np.arange(len(clusters) + 1))
+        rows_of = [order[bounds[j] : bounds[j + 1]] for j in range(len(clusters))]
+        members = [frozenset(ids[i] for i in rows) for rows in rows_of]
         match = match_topics(
             self.records.memberships(),
             members,
@@ -170,38 +253,67 @@ class TopicService:
             threshold=s.stable_jaccard,
             lineage_share=s.lineage_share,
         )
-        coords = np.asarray(clustering.coords, dtype=np.float64).reshape(len(ids), 2)
+        coarse_rows = [np.flatnonzero(up == c) for c in range(len(coarse))]
+        coarse_match = match_topics(
+            self.records.memberships(level=1),
+            [frozenset(ids[i] for i in rows) for rows in coarse_rows],
+            match.next_id,
+            threshold=s.stable_jaccard,
+            lineage_share=s.lineage_share,
+        )
         topics: list[Topic] = []
         for j, tid in enumerate(match.ids):
-            idx = np.flatnonzero(member == j)
+            idx = rows_of[j]
             best = idx[np.argsort(-similarity[idx], kind="stable")[: s.representatives]]
-            cx, cy = coords[idx].mean(axis=0)
+            cx, cy = xy[idx].mean(axis=0)
             topics.append(
-                Topic(tid, label_of(words[j]), tuple(words[j]), len(idx), tuple(ids[i] for i in best), cx, cy)
+                Topic(
+                    tid,
+                    label_of(words[j]),
+                    tuple(words[j]),
+                    len(idx),
+                    tuple(ids[i] for i in best),
+                    float(cx),
+                    float(cy),
+                    level=0,
+                    parent_id=coarse_match.ids[parent[j]],
+                )
+            )
+        for c, tid in enumerate(coarse_match.ids):
+            idx = coarse_rows[c]
+            best = idx[np.argsort(-coarse_similarity[idx], kind="stable")[: s.representatives]]
+            cx, cy = xy[idx].mean(axis=0)
+            topics.append(
+                Topic(
+                    tid,
+                    label_of(coarse_words[c]),
+                    tuple(coarse_words[c]),
+                    len(idx),
+                    tuple(ids[i] for i in best),
+                    float(cx),
+                    float(cy),
+                    level=1,
+                )
             )
         assignments = [
-            TopicAssignment(
-                pid, match.ids[member[i]], float(similarity[i]), float(coords[i, 0]), float(coords[i, 1])
-            )
+            TopicAssignment(pid, match.ids[member[i]], float(similarity[i]), float(xy[i, 0]), float(xy[i, 1]))
             for i, pid in enumerate(ids)
         ]
-        weeks = weekly_counts(
-            (match.ids[member[i]], p.published, p.upvotes)
-            for i, pid in enumerate(ids)
-            if (p := papers.get(pid)) is not None
-        )
+        weeks = weekly_counts((match.ids[member[i]], day, votes) for i, day, votes in dated)
+        weeks |= weekly_counts((coarse_match.ids[up[i]], day, votes) for i, day, votes in dated)
         old = set(self.records.memberships())
         generation = TopicGeneration(
             model_id=model,
             method=clustering.method,
             built_at=self.clock(),
             topics=topics,
-            centroids={tid: centroids[j] for j, tid in enumerate(match.ids)},
+            centroids={tid: centroids[j] for j, tid in enumerate(match.ids)}
+            | {tid: coarse_centroids[c] for c, tid in enumerate(coarse_match.ids)},
             assignments=assignments,
-            lineage=match.lineage,
+            lineage=match.lineage + coarse_match.lineage,
             weeks=weeks,
             noise=int(noise.sum()),
-            next_id=match.next_id,
+            next_id=coarse_match.next_id,
         )
         build = self.records.replace(generation)
         kept = len(old & set(match.ids))
@@ -209,11 +321,36 @@ class TopicService:
             build, without, kept, len(match.ids) - kept, len(old) - kept, time.perf_counter() - started
         )
 
+    def _read_vectors(self, model: str, ids: list[str]) -> Vectors:
+        """Every ``model`` vector into one array (grown by doubling if the count moved), ``ids`` filled."""
+        import numpy as np
+
+        out = np.zeros((0, 0), dtype=np.float32)
+        n = 0
+        for page in self.embeddings.records(model):
+            for r in page:
+                if out.shape[0] == 0:
+                    out = np.empty(
+                        (max(self.embeddings.model_counts().get(model, 0), 1), len(r.vector)), np.float32
+                    )
+                if n == out.shape[0]:
+                    out = np.concatenate([out, np.empty_like(out)])
+                out[n] = r.vector
+                ids.append(r.paper_id)
+                n += 1
+        return out[:n]
+
     def place(self, *, limit: int = 100_000, batch: int = 1000) -> PlaceSummary:
-        """Put papers embedded since the build into their nearest topic; raises LookupError without topics."""
+        """Put papers embedded since the build into their nearest topic; raises LookupError without topics.
+
+        A placed paper also gets a map place: among up to ``anchors_per_topic`` papers of its topic spread
+        over its similarity ranks, the similarity-weighted mean of its nearest ones (the build's rule for
+        papers outside the layout's sample). Its coarse topic's size and weeks grow with it.
+        """
         import numpy as np
 
         started = time.perf_counter()
+        s = self.settings
         build = self.records.current()
         if build is None:
             raise LookupError("no topics yet: run `paperfeed topics build` first")
@@ -222,7 +359,8 @@ class TopicService:
         if not tids:
             raise LookupError("no topics yet: run `paperfeed topics build` first")
         matrix = np.vstack([centroid_map[t] for t in tids])
-        topics = {t.id: t for t in self.records.topics()}
+        topics = {t.id: t for t in self.records.topics(level=None)}
+        modeller = self.modeller()
         placed = 0
         while placed < limit:
             todo = self.records.unplaced(build.model_id, min(batch, limit - placed))
@@ -231,17 +369,32 @@ class TopicService:
             vectors = np.vstack([v for _, v in todo])
             sims = vectors @ matrix.T
             best = sims.argmax(axis=1)
+            chosen = [tids[int(b)] for b in best]
+            xy = np.asarray([(topics[t].x, topics[t].y) for t in chosen], dtype=np.float64)
+            anchors = self.records.anchors(build.model_id, sorted(set(chosen)), s.anchors_per_topic)
+            for tid, (near, places) in anchors.items():
+                rows = [i for i, t in enumerate(chosen) if t == tid]
+                xy[rows] = modeller.place(
+                    np.vstack(near), np.asarray(places), vectors[rows], neighbours=s.layout_neighbours
+                )
             papers = self._papers([pid for pid, _ in todo])
             assignments: list[TopicAssignment] = []
-            rows: list[tuple[int, datetime | None, int | None]] = []
+            rows_: list[tuple[int, datetime | None, int | None]] = []
+            parents: Counter[int] = Counter()
             for i, (pid, _) in enumerate(todo):
-                tid = tids[int(best[i])]
-                t = topics[tid]
-                assignments.append(TopicAssignment(pid, tid, float(sims[i, best[i]]), t.x, t.y))
+                tid = chosen[i]
+                parent = topics[tid].parent_id
+                assignments.append(
+                    TopicAssignment(pid, tid, float(sims[i, best[i]]), float(xy[i, 0]), float(xy[i, 1]))
+                )
+                if parent is not None:
+                    parents[parent] += 1
                 p = papers.get(pid)
                 if p is not None:
-                    rows.append((tid, p.published, p.upvotes))
-            placed += self.records.place(Placement(assignments, weekly_counts(rows)))
+                    rows_.append((tid, p.published, p.upvotes))
+                    if parent is not None:
+                        rows_.append((parent, p.published, p.upvotes))
+            placed += self.records.place(Placement(assignments, weekly_counts(rows_), dict(parents)))
         remaining = self.records.count_unplaced(build.model_id)
         return PlaceSummary(placed, remaining, time.perf_counter() - started)
 
@@ -268,15 +421,19 @@ class TopicService:
 
     # -- reads for the pages and the API -------------------------------------------------------------------
 
-    def overview(self, *, weeks: int = 26, today: date | None = None) -> TopicsOverview:
-        """Every topic with its last ``weeks`` weeks (for the sparklines) and what is rising this week."""
+    def overview(
+        self, *, weeks: int = 26, today: date | None = None, level: int | None = 0
+    ) -> TopicsOverview:
+        """The topics of ``level`` (0 fine, 1 coarse, ``None`` both) with their last ``weeks`` weeks (for
+        the sparklines), and what is rising this week among them (among the fine ones for ``None``)."""
         build = self.records.current()
-        topics = self.records.topics()
+        topics = self.records.topics(level)
         series = self.records.weeks()
         last = week_of(today or self.clock().date())
         first = last - timedelta(weeks=weeks - 1)
         filled = {t.id: fill_weeks(series.get(t.id, []), first, last) for t in topics}
-        up = rising(series, self.records.total_weeks(), last)
+        among = {t.id for t in topics if t.level == (0 if level is None else level)}
+        up = rising({t: w for t, w in series.items() if t in among}, self.records.total_weeks(), last)
         return TopicsOverview(build, topics, filled, up)
 
     def page(
@@ -293,13 +450,14 @@ class TopicService:
             topic,
             [found[i] for i in ids if i in found],
             weeks,
-            self.neighbours(topic_id, neighbours),
+            self.neighbours(topic_id, neighbours, level=topic.level),
         )
 
-    def neighbours(self, topic_id: int, n: int) -> list[tuple[Topic, float]]:
+    def neighbours(self, topic_id: int, n: int, *, level: int = 0) -> list[tuple[Topic, float]]:
+        """The ``n`` topics of ``level`` nearest ``topic_id`` by centroid cosine."""
         import numpy as np
 
-        centroids = self.records.centroids()
+        centroids = self.records.centroids(level)
         if topic_id not in centroids:
             return []
         others = [t for t in centroids if t != topic_id]
@@ -307,7 +465,7 @@ class TopicService:
             return []
         sims = np.vstack([centroids[t] for t in others]) @ centroids[topic_id]
         order = np.argsort(-sims, kind="stable")[:n]
-        found = {t.id: t for t in self.records.topics()}
+        found = {t.id: t for t in self.records.topics(level)}
         return [(found[others[i]], float(sims[i])) for i in order if others[i] in found]
 
     def successor(self, topic_id: int) -> int | None:

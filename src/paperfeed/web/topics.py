@@ -6,7 +6,8 @@
 ``GET /topics/{id}``           a topic's papers (ranked like the feed), its papers-per-week plot and
                                its neighbouring topics; a removed id redirects (301) to its
                                successor, an unknown one is 404
-``GET /api/topics``            ``{"build", "topics": [... "weeks"], "rising"}``
+``GET /api/topics``            ``{"build", "topics": [... "level", "parent_id", "weeks"], "rising"}``;
+                               ``?level=0`` (fine, the default), ``1`` (coarse) or ``all``
 ``GET /api/topics/{id}``       ``{"topic", "papers", "weeks", "neighbours"}``; ``limit`` ≤ 100,
                                ``offset``; removed → 301 to the successor, unknown → 404
 ``POST /topics/{id}/pick``     (form, CSRF) pick a topic for "For you"; ``/unpick`` removes it;
@@ -21,7 +22,7 @@ reader sees a pick button on both pages; anonymous pages stay the same for every
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -79,6 +80,8 @@ def _topic_json(t: Topic) -> dict[str, Any]:
         "size": t.size,
         "representatives": list(t.representatives),
         "url": f"/topics/{t.id}",
+        "level": t.level,
+        "parent_id": t.parent_id,
     }
 
 
@@ -93,6 +96,7 @@ def _overview_json(o: TopicsOverview) -> dict[str, Any]:
             "method": b.method,
             "papers": b.papers,
             "topics": b.topics,
+            "coarseTopics": b.coarse,
         }
     return {
         "build": build,
@@ -191,8 +195,15 @@ def topic_page(
 @api_router.get(
     "/api/topics", summary="Every topic with its weekly counts (last 26 weeks) and what is rising"
 )
-def api_topics(topics: Topics) -> Response:
-    return JsonResponse(_overview_json(topics.overview(weeks=SPARK_WEEKS)))
+def api_topics(
+    topics: Topics,
+    level: Annotated[
+        Literal["0", "1", "all"],
+        Query(description="0: fine topics (the default), 1: coarse topics, all: both levels"),
+    ] = "0",
+) -> Response:
+    chosen = None if level == "all" else int(level)
+    return JsonResponse(_overview_json(topics.overview(weeks=SPARK_WEEKS, level=chosen)))
 
 
 @api_router.get(

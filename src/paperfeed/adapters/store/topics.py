@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import date
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import and_, case, delete, func, insert, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from paperfeed.domain.search import Vectors
@@ -44,6 +44,8 @@ def _topic(row: Any) -> Topic:
         representatives=tuple(row.representatives),
         x=row.x,
         y=row.y,
+        level=row.level,
+        parent_id=row.parent_id,
     )
 
 
@@ -55,6 +57,8 @@ _TOPIC_COLUMNS = (
     topics.c.representatives,
     topics.c.x,
     topics.c.y,
+    topics.c.level,
+    topics.c.parent_id,
 )
 
 
@@ -68,21 +72,26 @@ class SqlTopicRecords:
         query = select(topic_builds).order_by(topic_builds.c.generation.desc()).limit(1)
         with self.engine.connect() as conn:
             row = conn.execute(query).first()
-        if row is None:
-            return None
-        return TopicBuild(
-            generation=row.generation,
-            built_at=as_utc(row.built_at),
-            model_id=row.model_id,
-            method=row.method,
-            papers=row.papers,
-            topics=row.topics,
-            noise=row.noise,
-        )
+            if row is None:
+                return None
+            coarse = conn.execute(select(func.count()).select_from(topics).where(topics.c.level == 1))
+            return TopicBuild(
+                generation=row.generation,
+                built_at=as_utc(row.built_at),
+                model_id=row.model_id,
+                method=row.method,
+                papers=row.papers,
+                topics=row.topics,
+                noise=row.noise,
+                coarse=int(coarse.scalar_one()),
+            )
 
-    def topics(self) -> list[Topic]:
+    def topics(self, level: int | None = 0) -> list[Topic]:
+        query = select(*_TOPIC_COLUMNS).order_by(topics.c.size.desc(), topics.c.id)
+        if level is not None:
+            query = query.where(topics.c.level == level)
         with self.engine.connect() as conn:
-            rows = conn.execute(select(*_TOPIC_COLUMNS).order_by(topics.c.size.desc(), topics.c.id)).all()
+            rows = conn.execute(query).all()
         return [_topic(r) for r in rows]
 
     def topic(self, topic_id: int) -> Topic | None:
@@ -113,18 +122,64 @@ class SqlTopicRecords:
                     return current
         return None
 
-    def memberships(self) -> dict[int, frozenset[str]]:
+    def memberships(self, level: int = 0) -> dict[int, frozenset[str]]:
+        """Level 0: ``topic_papers`` as it is; level 1: each paper under its fine topic's parent."""
+        query = select(topic_papers.c.paper_id, topic_papers.c.topic_id)
+        if level == 1:
+            query = select(topic_papers.c.paper_id, topics.c.parent_id).join(
+                topics, topics.c.id == topic_papers.c.topic_id
+            )
+            query = query.where(topics.c.parent_id.is_not(None))
         out: dict[int, set[str]] = {}
         with self.engine.connect() as conn:
-            for paper_id, topic_id in conn.execute(select(topic_papers.c.paper_id, topic_papers.c.topic_id)):
+            for paper_id, topic_id in conn.execute(query):
                 out.setdefault(topic_id, set()).add(paper_id)
         return {t: frozenset(m) for t, m in out.items()}
 
-    def centroids(self) -> dict[int, Vectors]:
+    def centroids(self, level: int = 0) -> dict[int, Vectors]:
+        query = select(topics.c.id, topics.c.centroid).where(topics.c.level == level)
         with self.engine.connect() as conn:
-            return {
-                tid: decode_vector(blob) for tid, blob in conn.execute(select(topics.c.id, topics.c.centroid))
-            }
+            return {tid: decode_vector(blob) for tid, blob in conn.execute(query)}
+
+    def anchors(
+        self, model_id: str, topic_ids: Sequence[int], per_topic: int
+    ) -> dict[int, tuple[list[Vectors], list[tuple[float, float]]]]:
+        """Every ``size // per_topic``-th paper of each topic by similarity rank (one query: a window)."""
+        out: dict[int, tuple[list[Vectors], list[tuple[float, float]]]] = {}
+        ids = sorted(set(topic_ids))
+        for start in range(0, len(ids), 500):
+            ranked = (
+                select(
+                    topic_papers.c.paper_id,
+                    topic_papers.c.topic_id,
+                    topic_papers.c.x,
+                    topic_papers.c.y,
+                    func.row_number()
+                    .over(
+                        partition_by=topic_papers.c.topic_id,
+                        order_by=(topic_papers.c.similarity.desc(), topic_papers.c.paper_id),
+                    )
+                    .label("rank"),
+                )
+                .where(topic_papers.c.topic_id.in_(ids[start : start + 500]))
+                .subquery()
+            )
+            step = case((topics.c.size > per_topic, topics.c.size // per_topic), else_=1)
+            query = (
+                select(ranked.c.topic_id, ranked.c.x, ranked.c.y, embeddings.c.vector)
+                .join(topics, topics.c.id == ranked.c.topic_id)
+                .join(
+                    embeddings,
+                    and_(embeddings.c.paper_id == ranked.c.paper_id, embeddings.c.model_id == model_id),
+                )
+                .where((ranked.c.rank - 1) % step == 0)
+            )
+            with self.engine.connect() as conn:
+                for tid, x, y, blob in conn.execute(query):
+                    vectors, places = out.setdefault(tid, ([], []))
+                    vectors.append(decode_vector(blob))
+                    places.append((x, y))
+        return out
 
     def next_id(self) -> int:
         with self.engine.connect() as conn:
@@ -147,7 +202,13 @@ class SqlTopicRecords:
         query = (
             select(papers.c.id)
             .select_from(topic_papers.join(papers, papers.c.id == topic_papers.c.paper_id))
-            .where(topic_papers.c.topic_id == topic_id, not_hidden(papers.c.id))
+            .where(
+                or_(  # a coarse topic's papers are its fine topics'
+                    topic_papers.c.topic_id == topic_id,
+                    topic_papers.c.topic_id.in_(select(topics.c.id).where(topics.c.parent_id == topic_id)),
+                ),
+                not_hidden(papers.c.id),
+            )
             .order_by(
                 func.coalesce(papers.c.upvotes, -1).desc(),
                 papers.c.published.desc(),
@@ -176,8 +237,11 @@ class SqlTopicRecords:
         return out
 
     def total_weeks(self, *, since: date | None = None, until: date | None = None) -> list[WeekCount]:
+        """Summed over the fine topics only (coarse topics' weeks count the same papers again)."""
         query = (
             select(topic_weeks.c.week, func.sum(topic_weeks.c.papers), func.sum(topic_weeks.c.upvotes))
+            .join(topics, topics.c.id == topic_weeks.c.topic_id)
+            .where(topics.c.level == 0)
             .group_by(topic_weeks.c.week)
             .order_by(topic_weeks.c.week)
         )
@@ -228,6 +292,8 @@ class SqlTopicRecords:
                     "centroid": encode_vector(generation.centroids[t.id]),
                     "x": t.x,
                     "y": t.y,
+                    "level": t.level,
+                    "parent_id": t.parent_id,
                 }
                 for t in generation.topics
             ]
@@ -248,8 +314,9 @@ class SqlTopicRecords:
                 model_id=generation.model_id,
                 method=generation.method,
                 papers=len(generation.assignments),
-                topics=len(generation.topics),
+                topics=sum(t.level == 0 for t in generation.topics),
                 noise=generation.noise,
+                coarse=sum(t.level == 1 for t in generation.topics),
             )
             conn.execute(
                 insert(topic_builds).values(
@@ -270,7 +337,7 @@ class SqlTopicRecords:
             return 0
         with self.engine.begin() as conn:
             _insert_assignments(conn, placement.assignments)
-            sizes: dict[int, int] = {}
+            sizes: dict[int, int] = dict(placement.sizes)
             for a in placement.assignments:
                 sizes[a.topic_id] = sizes.get(a.topic_id, 0) + 1
             for tid, n in sizes.items():
