@@ -261,40 +261,31 @@ class TopicService:
             threshold=s.stable_jaccard,
             lineage_share=s.lineage_share,
         )
-        topics: list[Topic] = []
-        for j, tid in enumerate(match.ids):
-            idx = rows_of[j]
-            best = idx[np.argsort(-similarity[idx], kind="stable")[: s.representatives]]
+
+        def topic(tid: int, idx: Any, sim: Any, words_of: list[str], level: int, parent: int | None) -> Topic:
+            """One topic of either level: rows `idx` are its papers, the best by `sim` represent it."""
+            best = idx[np.argsort(-sim[idx], kind="stable")[: s.representatives]]
             cx, cy = xy[idx].mean(axis=0)
-            topics.append(
-                Topic(
-                    tid,
-                    label_of(words[j]),
-                    tuple(words[j]),
-                    len(idx),
-                    tuple(ids[i] for i in best),
-                    float(cx),
-                    float(cy),
-                    level=0,
-                    parent_id=coarse_match.ids[parent[j]],
-                )
+            return Topic(
+                tid,
+                label_of(words_of),
+                tuple(words_of),
+                len(idx),
+                tuple(ids[i] for i in best),
+                float(cx),
+                float(cy),
+                level=level,
+                parent_id=parent,
             )
-        for c, tid in enumerate(coarse_match.ids):
-            idx = coarse_rows[c]
-            best = idx[np.argsort(-coarse_similarity[idx], kind="stable")[: s.representatives]]
-            cx, cy = xy[idx].mean(axis=0)
-            topics.append(
-                Topic(
-                    tid,
-                    label_of(coarse_words[c]),
-                    tuple(coarse_words[c]),
-                    len(idx),
-                    tuple(ids[i] for i in best),
-                    float(cx),
-                    float(cy),
-                    level=1,
-                )
-            )
+
+        topics = [
+            topic(tid, rows_of[j], similarity, words[j], 0, coarse_match.ids[parent[j]])
+            for j, tid in enumerate(match.ids)
+        ]
+        topics += [
+            topic(tid, coarse_rows[c], coarse_similarity, coarse_words[c], 1, None)
+            for c, tid in enumerate(coarse_match.ids)
+        ]
         assignments = [
             TopicAssignment(pid, match.ids[member[i]], float(similarity[i]), float(xy[i, 0]), float(xy[i, 1]))
             for i, pid in enumerate(ids)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import delete, func, insert, or_, select
 from sqlalchemy.engine import Engine
@@ -22,31 +21,9 @@ from .accounts import not_hidden
 from .columns import as_utc
 from .schema import papers
 from .schema_topics import topic_papers, topic_picks, topics
+from .topics import TOPIC_COLUMNS, topic_from_row
 
 __all__ = ["SqlTopicPicks"]
-
-
-def _topic(row: Any) -> Topic:
-    return Topic(
-        id=row.id,
-        label=row.label,
-        words=tuple(row.words),
-        size=row.size,
-        representatives=tuple(row.representatives),
-        x=row.x,
-        y=row.y,
-    )
-
-
-_COLUMNS = (
-    topics.c.id,
-    topics.c.label,
-    topics.c.words,
-    topics.c.size,
-    topics.c.representatives,
-    topics.c.x,
-    topics.c.y,
-)
 
 
 class SqlTopicPicks:
@@ -109,10 +86,10 @@ class SqlTopicPicks:
 
     def parent_of(self, topic_id: int) -> Topic | None:
         parent = select(topics.c.parent_id).where(topics.c.id == topic_id).scalar_subquery()
-        query = select(*_COLUMNS).where(topics.c.id == parent, topics.c.id != topic_id)
+        query = select(*TOPIC_COLUMNS).where(topics.c.id == parent, topics.c.id != topic_id)
         with self.engine.connect() as conn:
             row = conn.execute(query).first()
-        return _topic(row) if row is not None else None
+        return topic_from_row(row) if row is not None else None
 
     def members(self, topic_id: int) -> frozenset[str]:
         fine = select(topics.c.id).where(or_(topics.c.id == topic_id, topics.c.parent_id == topic_id))

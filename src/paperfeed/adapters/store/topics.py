@@ -30,12 +30,13 @@ from .embeddings import decode_vector, encode_vector
 from .schema import embeddings, papers
 from .schema_topics import topic_builds, topic_lineage, topic_papers, topic_weeks, topics
 
-__all__ = ["SqlTopicRecords"]
+__all__ = ["TOPIC_COLUMNS", "SqlTopicRecords", "topic_from_row"]
 
 _CHUNK = 2000  # rows per executemany
 
 
-def _topic(row: Any) -> Topic:
+def topic_from_row(row: Any) -> Topic:
+    """A :class:`Topic` from a row of :data:`TOPIC_COLUMNS` (the picks' store reads topics too)."""
     return Topic(
         id=row.id,
         label=row.label,
@@ -49,7 +50,7 @@ def _topic(row: Any) -> Topic:
     )
 
 
-_TOPIC_COLUMNS = (
+TOPIC_COLUMNS = (
     topics.c.id,
     topics.c.label,
     topics.c.words,
@@ -87,17 +88,17 @@ class SqlTopicRecords:
             )
 
     def topics(self, level: int | None = 0) -> list[Topic]:
-        query = select(*_TOPIC_COLUMNS).order_by(topics.c.size.desc(), topics.c.id)
+        query = select(*TOPIC_COLUMNS).order_by(topics.c.size.desc(), topics.c.id)
         if level is not None:
             query = query.where(topics.c.level == level)
         with self.engine.connect() as conn:
             rows = conn.execute(query).all()
-        return [_topic(r) for r in rows]
+        return [topic_from_row(r) for r in rows]
 
     def topic(self, topic_id: int) -> Topic | None:
         with self.engine.connect() as conn:
-            row = conn.execute(select(*_TOPIC_COLUMNS).where(topics.c.id == topic_id)).first()
-        return _topic(row) if row is not None else None
+            row = conn.execute(select(*TOPIC_COLUMNS).where(topics.c.id == topic_id)).first()
+        return topic_from_row(row) if row is not None else None
 
     def successor(self, topic_id: int) -> int | None:
         """Follow the lineage from ``topic_id`` (the biggest share, newest generation) to a live topic."""
@@ -190,13 +191,13 @@ class SqlTopicRecords:
 
     def topic_of(self, paper_id: str) -> Topic | None:
         query = (
-            select(*_TOPIC_COLUMNS)
+            select(*TOPIC_COLUMNS)
             .select_from(topics.join(topic_papers, topic_papers.c.topic_id == topics.c.id))
             .where(topic_papers.c.paper_id == paper_id)
         )
         with self.engine.connect() as conn:
             row = conn.execute(query).first()
-        return _topic(row) if row is not None else None
+        return topic_from_row(row) if row is not None else None
 
     def paper_ids(self, topic_id: int, *, limit: int, offset: int = 0) -> list[str]:
         query = (
