@@ -20,6 +20,7 @@ from paperfeed.adapters.store.schema import metadata
 from paperfeed.adapters.store.schema_accounts import hidden_papers
 from paperfeed.adapters.store.schema_community import paper_comments, paper_submissions
 from paperfeed.adapters.store.schema_digests import digest_sent_papers, digests, mail_bounces
+from paperfeed.adapters.store.topic_picks import SqlTopicPicks
 from paperfeed.domain.digest import (
     Digest,
     DigestEntry,
@@ -75,6 +76,7 @@ def _reader(store: SqlPaperStore, email: str, *, other_paper: str) -> dict[str, 
     digest = Digest((DigestSection(Section.trending, (DigestEntry(P2, "trending"),)),))
     assert digest_store.add_digests([NewDigest(sub.id, "2026-01-05", NOW, alias, digest)], NOW) == 1
     digest_store.add_bounce(email, "550 no such mailbox", NOW)
+    assert SqlTopicPicks(store.engine).pick(uid, 7, NOW)  # a topic picked for "For you" (issue #17)
     return {
         "user": user,
         "comment": comment.id,

@@ -34,6 +34,7 @@ from .schema_library import (
     library_searches,
     library_tags,
 )
+from .schema_topics import topic_picks
 
 __all__ = ["SqlReaderDataStore"]
 
@@ -354,6 +355,7 @@ class SqlReaderDataStore:
                 "moderation",
                 update(hidden_papers).where(hidden_papers.c.hidden_by == user_id).values(hidden_by=None),
             )
+            run("topic_picks", delete(topic_picks).where(topic_picks.c.user_id == user_id))
             run("sessions", delete(sessions).where(sessions.c.user_id == user_id))
             run("api_tokens", delete(api_tokens).where(api_tokens.c.user_id == user_id))
             run("one_time_links", delete(one_time_links).where(one_time_links.c.user_id == user_id))
