@@ -19,16 +19,12 @@ from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
 from paperfeed.domain.embedding import PendingPaper
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Listing, Paper, content_hash
+from tests.topics.conftest import GROUPS, paper  # the three groups of the topic tests, one paper maker
 
 __all__ = ["GROUPS", "MODEL", "add_rising_world", "expected_lift"]
 
 MODEL = "rising-test-model"
 DIM = 16
-GROUPS = {
-    "graph": "graph neural networks message passing",
-    "protein": "protein folding structure prediction",
-    "galaxy": "galaxy cluster dark matter survey",
-}
 
 
 def expected_lift(per_week: int = 4, burst: int = 12) -> float:
@@ -36,20 +32,6 @@ def expected_lift(per_week: int = 4, burst: int = 12) -> float:
     n_now, c_now = 3 * per_week + burst, per_week + burst
     n_before, c_before = 3 * per_week * 8, per_week * 8
     return ((c_now + 1) / (n_now + 3)) / ((c_before + 1) / (n_before + 3))
-
-
-def _paper(pid: str, group: str, published: datetime) -> Paper:
-    return Paper(
-        id=pid,
-        title=f"{GROUPS[group].split()[0].title()} study {pid}",
-        abstract=f"We study {GROUPS[group]} in depth.",
-        authors=("Ada Lovelace",),
-        categories=("cs.LG",),
-        published=published,
-        updated=published,
-        upvotes=None,
-        sources={"test": pid},
-    )
 
 
 def add_rising_world(
@@ -71,7 +53,7 @@ def add_rising_world(
             for i in range(count):
                 day = monday + timedelta(days=i % 3)
                 published = datetime.combine(day, time(12), UTC)
-                made.append(_paper(f"{prefix}:{group}-w{back}-{i:02d}", group, published))
+                made.append(paper(f"{prefix}:{group}-w{back}-{i:02d}", group, published))
     listings = []
     if listed_on is not None:
         this_week = [p for p in made if "-w0-" in p.id]
