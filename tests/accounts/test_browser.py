@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from paperfeed.bootstrap import build_app
+from tests.support.browser import watch_problems
 from tests.support.live_server import live_server
 from tests.support.smtp_server import SmtpTestServer, smtp_test_server
 from tests.web_pages.conftest import artifacts  # noqa: F401  (session fixture, shared)
@@ -49,15 +50,7 @@ def test_sign_up_confirm_sign_in_sign_out(
     context = chromium_browser.new_context(viewport={"width": 1100, "height": 850})
     context.set_default_timeout(15_000)
     page = context.new_page()
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
-
-    def on_dialog(dialog: Any) -> None:  # playwright.sync_api.Dialog (imported lazily here)
-        problems.append(f"dialog: {dialog.message}")
-        dialog.dismiss()
-
-    page.on("dialog", on_dialog)
+    problems = watch_problems(page)  # console errors, page errors, dialogs
     try:
         page.goto(url + "/")
         page.get_by_role("link", name="Sign in", exact=True).click()

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from paperfeed.bootstrap import build_app
+from tests.support.browser import watch_problems
 from tests.support.live_server import live_server
 from tests.support.smtp_server import smtp_test_server
 from tests.web_pages.conftest import artifacts  # noqa: F401  (session fixture, shared)
@@ -56,15 +57,7 @@ def test_download_my_data_then_delete_my_account(
     context = chromium_browser.new_context(viewport={"width": 1100, "height": 850}, accept_downloads=True)
     context.set_default_timeout(15_000)
     page = context.new_page()
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
-
-    def on_dialog(dialog: Any) -> None:
-        problems.append(f"dialog: {dialog.message}")
-        dialog.dismiss()
-
-    page.on("dialog", on_dialog)
+    problems = watch_problems(page)  # console errors, page errors, dialogs
     try:
         page.goto(url + "/signin")
         page.fill("#signin-email", EMAIL)

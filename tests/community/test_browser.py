@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from paperfeed.bootstrap import build_app
-from tests.support.browser import CHROMIUM_ARGS, chromium_path
+from tests.support.browser import CHROMIUM_ARGS, chromium_path, watch_problems
 from tests.support.live_server import live_server
 from tests.web_pages.conftest import ARTIFACTS
 
@@ -88,15 +88,7 @@ def _upvote_and_comment(browser: Any, artifacts: Path, url: str) -> None:
     context = browser.new_context(viewport={"width": 1100, "height": 900})
     context.set_default_timeout(15_000)
     page = context.new_page()
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
-
-    def on_dialog(dialog: Any) -> None:
-        problems.append(f"dialog: {dialog.message}")
-        dialog.dismiss()
-
-    page.on("dialog", on_dialog)
+    problems = watch_problems(page)  # console errors, page errors, dialogs
     vote_form = f'form.vote-form[action^="/papers/{PAPER}/upvote"]'
     try:
         # anonymous: the count is a link to sign in, which brings the reader back to the day

@@ -18,6 +18,7 @@ import pytest
 from paperfeed.bootstrap import build_app
 from paperfeed.domain.ingest import Batch
 from paperfeed.settings import Settings
+from tests.support.browser import watch_problems
 from tests.support.live_server import live_server
 from tests.web_pages.conftest import artifacts  # noqa: F401  (session fixture, shared)
 
@@ -65,15 +66,7 @@ def test_sign_up_save_and_see_for_you(
     context = chromium_browser.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(15_000)
     page = context.new_page()
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
-
-    def on_dialog(dialog: Any) -> None:
-        problems.append(f"dialog: {dialog.message}")
-        dialog.dismiss()
-
-    page.on("dialog", on_dialog)
+    problems = watch_problems(page)  # console errors, page errors, dialogs
     try:
         page.goto(f"{url}/signup")
         page.fill("#signup-email", EMAIL)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["CHROMIUM_ARGS", "chromium_browser", "chromium_path"]
+__all__ = ["CHROMIUM_ARGS", "chromium_browser", "chromium_path", "watch_problems"]
 
 CHROMIUM_ARGS = [
     "--headless",
@@ -52,3 +52,18 @@ def chromium_browser() -> Iterator[Any]:
         launched = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         yield launched
         launched.close()
+
+
+def watch_problems(page: Any) -> list[str]:
+    """What a page did wrong while a test drove it: console errors, uncaught page errors, and dialogs
+    (dismissed, so a test never hangs on one). The list fills as it happens; a test asserts it empty."""
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
+
+    def on_dialog(dialog: Any) -> None:  # playwright.sync_api.Dialog (imported lazily by the caller)
+        problems.append(f"dialog: {dialog.message}")
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
+    return problems

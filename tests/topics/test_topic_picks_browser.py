@@ -15,6 +15,7 @@ import pytest
 
 from paperfeed.bootstrap import build_app
 from paperfeed.web.security import SESSION_COOKIE
+from tests.support.browser import watch_problems
 from tests.support.live_server import live_server
 from tests.web_pages.conftest import artifacts  # noqa: F401  (session fixture, shared)
 
@@ -48,15 +49,7 @@ def test_pick_a_topic_and_see_the_for_you_reason(
     context.set_default_timeout(15_000)
     context.add_cookies([{"name": SESSION_COOKIE, "value": session, "url": url}])
     page = context.new_page()
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
-
-    def on_dialog(dialog: Any) -> None:
-        problems.append(f"dialog: {dialog.message}")
-        dialog.dismiss()
-
-    page.on("dialog", on_dialog)
+    problems = watch_problems(page)  # console errors, page errors, dialogs
     try:
         page.goto(f"{url}/for-you")
         assert page.locator(".picked-topics").inner_text().count("None yet") == 1
