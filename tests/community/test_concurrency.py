@@ -62,6 +62,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, App]
         "PAPERFEED_KEYWORD_ENGINE": "fts5",
         "PAPERFEED_SUBMISSIONS_PER_DAY": "3",
         "PAPERFEED_COMMENTS_PER_HOUR": "5",
+        # counts must be exact at once: the readiness probe below caches the paper's anonymous answer,
+        # which the default grace (docs/deployment.md, "Caching") may serve for 10 s after the votes
+        "PAPERFEED_PAGE_CACHE_GRACE_SECONDS": "0",
     }
     command = [sys.executable, "-m", "paperfeed", "serve", "--workers", "2", "--port", str(port)]
     server = subprocess.Popen(
