@@ -119,7 +119,7 @@ def prepare(size: str) -> Path:
 
         app = build_app(_settings(root))
         try:
-            grow(app.store, SIZES[size])
+            grow(app.store, SIZES[size], prefix="syn" if size == "200k" else f"syn{size}")
         finally:
             app.close()
     papers = _embed_all(root)
