@@ -196,8 +196,10 @@ def query_phase(store: SqlPaperStore, root: Path, label: str) -> None:
 # -- synthetic growth ---------------------------------------------------------------------------------
 
 
-def grow(store: SqlPaperStore, target: int, seed: int = 11) -> None:
-    """Add synthetic papers until ``target``: words drawn from the real abstracts' unigram distribution."""
+def grow(store: SqlPaperStore, target: int, seed: int = 11, prefix: str = "syn") -> None:
+    """Add synthetic papers until ``target``: words drawn from the real abstracts' unigram distribution.
+
+    Their ids are ``<prefix>:0000000`` on; a store grown once already needs another ``prefix``."""
     rng = np.random.default_rng(seed)
     counts: Counter[str] = Counter()
     title_lens: list[int] = []
@@ -238,7 +240,7 @@ def grow(store: SqlPaperStore, target: int, seed: int = 11) -> None:
                 published = datetime.fromisoformat(published)
             batch.append(
                 {
-                    "id": f"syn:{made + i:07d}",
+                    "id": f"{prefix}:{made + i:07d}",
                     "title": title,
                     "abstract": abstract,
                     "authors": ["Syn Author"],

@@ -13,10 +13,11 @@ Vectors: the bench vector cache holds no MiniLM vectors of hf_daily or the large
 a hierarchical anisotropic Gaussian mixture of 300 x 20 centres, 384-d), saved in the ``embeddings``
 table as ``paperfeed index`` would.
 
-Measured, each in a fresh child process (``resource.getrusage(RUSAGE_CHILDREN).ru_maxrss`` after it exits
-is its peak RSS): ``paperfeed``'s own ``TopicService.build`` (read, cluster, coarse level, layout, labels,
-write in one transaction), then 1,000 new papers with vectors placed by ``TopicService.place`` (topic,
-map place among neighbours, coarse counts). Prints the CPU model and flags.
+Measured, each in a fresh child process (wall time; CPU time, user + system, and peak RSS of that child
+alone from ``os.wait4``; the build's stages printed as they start): ``paperfeed``'s own
+``TopicService.build`` (read, cluster, coarse level, layout, labels, write in one transaction), then
+1,000 new papers with vectors placed by ``TopicService.place`` (topic, map place among neighbours, coarse
+counts). Prints the CPU model and flags and the load average before and after.
 
     nice -n 5 .venv/bin/python -m bench.topic_build --size 10k [--size 200k] [--size 1m]
 """
@@ -26,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import sqlite3
 import subprocess
 import sys
@@ -119,7 +119,7 @@ def prepare(size: str) -> Path:
 
         app = build_app(_settings(root))
         try:
-            grow(app.store, SIZES[size])
+            grow(app.store, SIZES[size], prefix="syn" if size == "200k" else f"syn{size}")
         finally:
             app.close()
     papers = _embed_all(root)
@@ -137,7 +137,12 @@ def child_build(root: Path) -> dict[str, Any]:
     try:
         marks: list[tuple[str, float]] = []
         t0 = time.perf_counter()
-        summary = app.topics.build(lambda m: marks.append((m, time.perf_counter() - t0)))
+
+        def mark(message: str) -> None:
+            marks.append((message, time.perf_counter() - t0))
+            print(f"    {time.perf_counter() - t0:8.1f} s  {message}", file=sys.stderr, flush=True)
+
+        summary = app.topics.build(mark)
         b = summary.build
         return {
             "papers": b.papers,
@@ -195,22 +200,26 @@ def child_place(root: Path, n: int) -> dict[str, Any]:
         app.close()
 
 
-def in_child(*args: str) -> tuple[dict[str, Any], float, float]:
-    """Run this module's ``--child`` in a fresh process: its JSON answer, wall seconds, peak RSS (MiB)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+def in_child(*args: str) -> tuple[dict[str, Any], float, float, float]:
+    """Run this module's ``--child`` in a fresh process: its JSON answer, wall seconds, CPU seconds (user +
+    system) and peak RSS (MiB) of that child alone (``os.wait4``'s resource usage). The child's progress
+    lines go to stderr as they happen, so a long run shows how far it got."""
     t0 = time.perf_counter()
-    out = subprocess.run(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "bench.topic_build", "--child", *args],
-        check=True,
-        capture_output=True,
+        stdout=subprocess.PIPE,
         text=True,
         env=os.environ | {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "2")},
     )
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    if peak <= before:
-        print("  (peak RSS not above an earlier child's: the figure below is a lower bound)")
-    return json.loads(out.stdout.strip().splitlines()[-1]), wall, max(peak, before) / 1024
+    if proc.returncode != 0:
+        raise SystemExit(f"child {args[0]} failed with exit code {proc.returncode}")
+    cpu_s = usage.ru_utime + usage.ru_stime
+    return json.loads(out.strip().splitlines()[-1]), wall, cpu_s, usage.ru_maxrss / 1024
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -232,19 +241,21 @@ def main(argv: list[str] | None = None) -> None:
         root = prepare(size)
         ready = json.loads((root / "ready.json").read_text())
         print(f"{size}: store of {ready['papers']:,} papers with vectors ({time.perf_counter() - t0:.0f} s)")
-        built, wall, rss = in_child("build", str(root))
+        print(f"  load average before: {Path('/proc/loadavg').read_text().strip()}", flush=True)
+        built, wall, cpu_s, rss = in_child("build", str(root))
         print(
             f"  build: {built['papers']:,} papers -> {built['topics']} topics in {built['coarse']} coarse, "
-            f"{built['seconds']:.1f} s (process {wall:.1f} s), peak RSS {rss:,.0f} MiB; "
-            f"phases {built['phases']}",
+            f"{built['seconds']:.1f} s (process {wall:.1f} s wall, {cpu_s:.1f} s CPU), "
+            f"peak RSS {rss:,.0f} MiB; phases {built['phases']}",
             flush=True,
         )
-        placed, wall, rss = in_child("place", str(root), str(args.place))
+        placed, wall, cpu_s, rss = in_child("place", str(root), str(args.place))
         print(
-            f"  place: {placed['placed']:,} new papers in {placed['seconds']:.2f} s (process {wall:.1f} s, "
-            f"incl. adding them), peak RSS {rss:,.0f} MiB",
+            f"  place: {placed['placed']:,} new papers in {placed['seconds']:.2f} s (process {wall:.1f} s "
+            f"wall, {cpu_s:.1f} s CPU, incl. adding them), peak RSS {rss:,.0f} MiB",
             flush=True,
         )
+        print(f"  load average after: {Path('/proc/loadavg').read_text().strip()}", flush=True)
 
 
 if __name__ == "__main__":

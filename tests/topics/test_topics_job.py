@@ -194,3 +194,47 @@ def test_overview_fills_weeks_and_reports_rising(topics_store: SqlPaperStore) ->
     assert len(page.papers) == 30
     assert {t.id for t, _ in page.neighbours} == {t.id for t in overview.topics} - {galaxy}
     assert svc.page(424242) is None
+
+
+def test_labels_count_the_words_of_a_sample_in_proportion_to_each_topic(topics_store: SqlPaperStore) -> None:
+    """Above ``label_sample`` papers only a per-topic share of them is read into the term counts (a million
+    abstracts' 1-2-grams would take many GB); the labels still name each group by its words, and the
+    weekly counts still cover every paper."""
+    from collections import Counter
+    from collections.abc import Sequence
+
+    from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
+    from paperfeed.adapters.topic_model import SklearnTermCounter, SklearnTopicModeller
+    from paperfeed.domain.topics import TopicSettings
+
+    seen: list[list[int]] = []
+
+    class Recording(SklearnTermCounter):
+        def count(self, groups: Sequence[Sequence[str]]) -> list[Counter[str]]:
+            seen.append(sorted(len(g) for g in groups))
+            return super().count(groups)
+
+    def build(sample: int) -> TopicService:
+        settings = TopicSettings(min_papers=30, papers_per_topic=40, min_k=2, max_k=50, label_sample=sample)
+        svc = TopicService(
+            SqlTopicRecords(topics_store.engine),
+            SqlEmbeddingStore(topics_store.engine),
+            topics_store.get_papers,
+            SklearnTopicModeller,
+            Recording,
+            settings,
+        )
+        svc.build()
+        return svc
+
+    build(120)
+    svc = build(30)
+    assert seen == [[40, 40, 40], [10, 10, 10]]  # all 120 papers, then a quarter of each topic
+    for group, tid in _by_group(svc).items():
+        t = svc.records.topic(tid)
+        assert t is not None
+        assert t.size == 40
+        assert group in t.words[:3], t.words
+        assert sum(w.papers for w in svc.records.weeks([tid])[tid]) == 40
+    build(3)
+    assert seen[-1] == [5, 5, 5]  # at least five of each topic

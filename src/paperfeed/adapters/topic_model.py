@@ -27,6 +27,12 @@ from paperfeed.domain.topics import Clustering
 __all__ = ["SklearnTermCounter", "SklearnTopicModeller", "knn_place"]
 
 _BLOCK = 8192  # rows per similarity block: bounds memory at a million papers
+MINIBATCH_ABOVE = 50_000
+MINIBATCH_BATCH = 4096
+# One k-means++ start: three cost ~20 % more CPU at 100k papers and k = 667 and gave the same inertia and
+# agreement with the true clusters (bench/topic_kmeans.py, docs/topics.md); MiniBatchKMeans iterates from
+# the best start only, so more starts buy a start, not a result.
+MINIBATCH_N_INIT = 1
 
 
 Array = npt.NDArray[Any]
@@ -88,6 +94,7 @@ class SklearnTopicModeller:
         min_cluster_size: int = 10,
         umap_neighbours: int = 15,
         umap_min_dist: float = 0.1,
+        minibatch_above: int = MINIBATCH_ABOVE,
     ) -> None:
         if method not in ("kmeans", "hdbscan"):
             raise ValueError(f"unknown topic clustering {method!r} (known: kmeans, hdbscan)")
@@ -96,6 +103,7 @@ class SklearnTopicModeller:
         self.method, self.layout_method = method, layout
         self.pca, self.min_cluster_size = pca, min_cluster_size
         self.umap_neighbours, self.umap_min_dist = umap_neighbours, umap_min_dist
+        self.minibatch_above = minibatch_above  # above this many papers k-means runs in mini-batches
 
     def cluster(self, vectors: Vectors, k: int, *, seed: int) -> Clustering:
         x = np.asarray(vectors, dtype=np.float32)
@@ -167,23 +175,22 @@ class SklearnTopicModeller:
             xy: Array = np.asarray(model.fit_transform(x), dtype=np.float64)
         return xy
 
-    @staticmethod
-    def _kmeans_name(n: int, k: int, seed: int) -> str:
-        return f"{'minibatch-' if n > MINIBATCH_ABOVE else ''}kmeans k={k} seed={seed}"
+    def _kmeans_name(self, n: int, k: int, seed: int) -> str:
+        if n > self.minibatch_above:
+            return f"minibatch-kmeans k={k} n_init={MINIBATCH_N_INIT} seed={seed}"
+        return f"kmeans k={k} seed={seed}"
 
-    @staticmethod
-    def _kmeans(x: Vectors, k: int, seed: int) -> list[int]:
+    def _kmeans(self, x: Vectors, k: int, seed: int) -> list[int]:
         from sklearn.cluster import KMeans, MiniBatchKMeans
 
         model: Any
-        if len(x) > MINIBATCH_ABOVE:  # full k-means passes grow with n x k; mini-batches keep big stores fast
-            model = MiniBatchKMeans(n_clusters=k, random_state=seed, n_init=3, batch_size=4096)
+        if len(x) > self.minibatch_above:  # full k-means passes grow with n x k; mini-batches keep it fast
+            model = MiniBatchKMeans(
+                n_clusters=k, random_state=seed, n_init=MINIBATCH_N_INIT, batch_size=MINIBATCH_BATCH
+            )
         else:
             model = KMeans(n_clusters=k, random_state=seed, n_init=1)
         return [int(v) for v in model.fit_predict(x)]
-
-
-MINIBATCH_ABOVE = 50_000
 
 
 class SklearnTermCounter:

@@ -91,6 +91,8 @@ class TopicSettings:
     coarse_k: int | None = None
     layout_sample: int = 50_000  # the 2-D layout is fitted on at most this many papers; the rest are
     layout_neighbours: int = 10  # placed at their nearest fitted neighbours (of the same fine topic)
+    label_sample: int = 100_000  # the labels' words are counted on at most about this many papers,
+    # drawn at random within each topic in proportion to its size (at least 5 of each, or all of it)
     anchors_per_topic: int = 64  # the daily placement's neighbours: this many papers of the topic
     top_words: int = 10
     representatives: int = 5

@@ -66,6 +66,26 @@ def _sums(vectors: Array, member: Array, k: int) -> Array:
     return sums
 
 
+def _label_rows(member: Array, k: int, sample: int, seed: int) -> Array:
+    """Which rows' words the labels count: about ``sample`` rows, each topic in proportion to its size (at
+    least 5 of it, or all), drawn at random (seeded). c-TF-IDF's top words need term shares, not every
+    paper: at a million papers the 1-2-gram counts of every abstract would take many GB and most of the
+    build (docs/topics.md, "Build time, memory and the daily placement")."""
+    import numpy as np
+
+    n = len(member)
+    if n <= sample:
+        return np.ones(n, dtype=bool)
+    sizes = np.bincount(member, minlength=k)
+    quota = np.minimum(sizes, np.maximum(5, np.round(sizes * sample / n).astype(np.int64)))
+    order = np.lexsort((np.random.default_rng(seed).random(n), member))  # by topic, random within it
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    rank = np.arange(n) - starts[member[order]]
+    keep = np.zeros(n, dtype=bool)
+    keep[order[rank < quota[member[order]]]] = True
+    return keep
+
+
 def _normalised(sums: Array) -> Array:
     import numpy as np
 
@@ -224,6 +244,7 @@ class TopicService:
         ).reshape(len(ids), 2)
 
         say("reading titles and abstracts for the labels")
+        counted = _label_rows(member, len(clusters), s.label_sample, s.seed)
         groups: list[list[str]] = [[] for _ in clusters]
         dated: list[tuple[int, datetime | None, int | None]] = []  # (row, published, upvotes)
         for start in range(0, len(ids), _READ):
@@ -232,8 +253,10 @@ class TopicService:
             for i, pid in enumerate(chunk, start):
                 p = found.get(pid)
                 if p is not None:
-                    groups[member[i]].append(f"{p.title}. {p.abstract}")
+                    if counted[i]:
+                        groups[member[i]].append(f"{p.title}. {p.abstract}")
                     dated.append((i, p.published, p.upvotes))
+        say(f"counting the words of {sum(len(g) for g in groups):,} papers")
         counts = self.counter().count(groups)
         del groups
         words = [[t for t, _ in top] for top in ctfidf(counts, s.top_words)]
@@ -242,6 +265,7 @@ class TopicService:
             coarse_counts[parent[j]].update(fine_counts)
         coarse_words = [[t for t, _ in top] for top in ctfidf(coarse_counts, s.top_words)]
 
+        say("matching the topics with the previous build's")
         order = np.argsort(member, kind="stable")
         bounds = np.searchsorted(member[order], np.arange(len(clusters) + 1))
         rows_of = [order[bounds[j] : bounds[j + 1]] for j in range(len(clusters))]
@@ -306,6 +330,7 @@ class TopicService:
             noise=int(noise.sum()),
             next_id=coarse_match.next_id,
         )
+        say(f"writing {len(topics)} topics and {len(assignments):,} assignments")
         build = self.records.replace(generation)
         kept = len(old & set(match.ids))
         return BuildSummary(
