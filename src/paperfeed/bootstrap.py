@@ -406,6 +406,20 @@ class App:
 
         return FolderMarks(self.settings.data_dir / "vector-marks.json")
 
+    def open_local_keyword_index(self) -> None:
+        """On SQLite with tantivy, open the keyword index before the first request: opening builds it when
+        it is missing, damaged or of an older version (~35 s at 200k papers), and a paper page or search
+        that met it first would wait that long. PostgreSQL nodes do the same in
+        :meth:`start_index_follower`; FTS5 and PostgreSQL full-text search live in the store."""
+        from paperfeed.adapters.keyword.factory import resolve_engine
+
+        engine = self.store.engine
+        if (
+            engine.dialect.name == "sqlite"
+            and resolve_engine(self.settings.keyword_engine, engine) == "tantivy"
+        ):
+            _ = self.keyword_index
+
     def start_index_follower(self) -> IndexFollower | None:
         """On PostgreSQL with node-local indexes: build what is missing now (the cold start, timed and
         logged), then follow the database every ``PAPERFEED_INDEX_FOLLOW_SECONDS`` (docs/deployment.md).

@@ -61,6 +61,7 @@ def create_app(build: Callable[[], App], *, comment_renderer: CommentRenderer | 
     async def lifespan(_: FastAPI) -> AsyncIterator[dict[str, App]]:
         container = build()
         try:
+            container.open_local_keyword_index()  # SQLite: a missing index is built before serving
             container.start_index_follower()  # PostgreSQL with node-local indexes: build, then follow
             async with mcp.running():
                 yield {"app": container}
