@@ -96,5 +96,5 @@ embeddings = Table(
     Column("content_hash", String(32), nullable=False),
     Column("vector", LargeBinary, nullable=False),  # float32, little-endian, L2-normalised
     Column("created_at", UtcDateTime(), nullable=False),
-    Index("ix_embeddings_model_id", "model_id"),
+    Index("ix_embeddings_model_paper", "model_id", "paper_id"),  # pages of one model in id order
 )
