@@ -210,21 +210,27 @@ class TantivyQueries:
         singles, sequences = self.highlight_terms(query)
         tokens = self._analyzer.pre_tokenize(fold(text, "latin")).tokens
         stems = [t.text for t in tokens]
-        marked = [stem in singles for stem in stems]
-        for seq in sequences:
-            n, first = len(seq), seq[0]
-            for i, stem in enumerate(stems):
-                if stem == first and tuple(stems[i : i + n]) == seq:
-                    marked[i : i + n] = [True] * n
+        if sequences:
+            marked = [stem in singles for stem in stems]
+            for seq in sequences:
+                n, first = len(seq), seq[0]
+                for i, stem in enumerate(stems):
+                    if stem == first and tuple(stems[i : i + n]) == seq:
+                        marked[i : i + n] = [True] * n
+            hits = [i for i, m in enumerate(marked) if m]
+        else:
+            hits = [i for i, stem in enumerate(stems) if stem in singles]
+        # Only the marked tokens are visited (a results page highlights 20-50 abstracts of ~200 tokens).
         spans: list[Span] = []
-        for i, token in enumerate(tokens):
-            if not marked[i]:
-                continue
+        previous = -2
+        for i in hits:
+            token = tokens[i]
             start, end = token.char_offset_from, token.char_offset_to
-            if spans and i > 0 and marked[i - 1] and _joined(text, spans[-1].end, start):
+            if spans and previous == i - 1 and _joined(text, spans[-1].end, start):
                 spans[-1] = Span(spans[-1].start, end)  # one span per phrase, as FTS5 gives
             else:
                 spans.append(Span(start, end))
+            previous = i
         return spans
 
 
