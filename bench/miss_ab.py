@@ -108,14 +108,16 @@ NEW: dict[str, Any] = {
 def old_code(web: Any) -> Iterator[None]:
     """The old functions in every place the pages reach them; the new ones back afterwards."""
     env = web.state.renderer.env
-    markup.segments = citation.segments = old_segments
+    markup.segments = old_segments
+    setattr(citation, "segments", old_segments)  # noqa: B010  # imported there by name
     views.author_search_url = old_author_search_url  # type: ignore[assignment]
     env.globals["author_search_url"] = old_author_search_url
     tantivy_query.TantivyQueries.highlight = old_highlight  # type: ignore[method-assign]
     try:
         yield
     finally:
-        markup.segments = citation.segments = NEW["segments"]
+        markup.segments = NEW["segments"]
+        setattr(citation, "segments", NEW["segments"])  # noqa: B010
         views.author_search_url = NEW["author_search_url"]
         env.globals["author_search_url"] = NEW["author_search_url"]
         tantivy_query.TantivyQueries.highlight = NEW["highlight"]  # type: ignore[method-assign]
