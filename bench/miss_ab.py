@@ -3,7 +3,8 @@ and new code URL by URL (and text by text), so both see the same machine load; r
 
 The old code paths are kept here (copies of what the functions were before) and swapped in by patching:
 ``tex.segments`` (a loop over every character; used by the page markup and BibTeX), ``author_search_url``
-(``urlencode`` per call, no cache; a Jinja global) and the tantivy highlighter's token-by-token loop.
+(``urlencode`` per call, no cache; a Jinja global) and the tantivy highlighter's token-by-token loop
+over a fresh analysis of each text.
 Every new answer is checked equal to the old one (bodies byte for byte, spans and URLs exactly).
 
 1. Functions: each over the real titles, abstracts, authors and load-bench queries of the store.
@@ -163,7 +164,7 @@ def functions(web: Any, data: Path, rounds: int) -> None:
     qs = [parse_query(q) for q in inp.queries[:20]]
     pairs = [(q, t) for q in qs for t in texts[:400]]
     ab(
-        f"tantivy highlight ({len(qs)} load-bench queries x 400 texts)",
+        f"tantivy highlight ({len(qs)} queries x 400 texts; kept analyses)",
         pairs,
         lambda p: old_highlight(queries_obj, *p),
         lambda p: NEW["highlight"](queries_obj, *p),
