@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
+from functools import lru_cache
 from typing import Annotated
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import quote, quote_plus, urlsplit
 
 from fastapi import Query
 from markupsafe import Markup
@@ -132,8 +133,11 @@ def paper_url(paper_id: str) -> str:
     return "/papers/" + quote(paper_id, safe="/:")
 
 
+@lru_cache(maxsize=8192)
 def author_search_url(name: str) -> str:
-    return "/search?" + urlencode({"q": f'author:"{name}"'})
+    """``/search?q=author:"…"``, as ``urlencode`` spells it; every card links each of its authors, and
+    the same authors come back page after page, so the answers are kept (a few hundred kB at most)."""
+    return "/search?q=" + quote_plus(f'author:"{name}"', safe="")
 
 
 def count_label(value: int | None) -> str:
