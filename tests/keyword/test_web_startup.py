@@ -4,6 +4,7 @@ built at start-up, not by the first reader who searches or opens a paper page (~
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from fastapi.testclient import TestClient
 
@@ -16,7 +17,7 @@ from paperfeed.web import create_app
 from .corpus import CORPUS
 
 
-def _settings(data_dir: Path, engine: str) -> Settings:
+def _settings(data_dir: Path, engine: Literal["tantivy", "fts5"]) -> Settings:
     return Settings(data_dir=data_dir, database_url=None, embedding_backend="fake", keyword_engine=engine)
 
 

@@ -217,11 +217,14 @@ def test_small_maps_read_the_topics_once_per_build(built: tuple[TestClient, Any]
     service = TopicMapService(records)
     first = service.place("pp:graph-0003")
     second = service.place("pp:graph-0004")
-    assert first is not None and second is not None
+    assert first is not None
+    assert second is not None
     assert records.topic_reads == 1
-    assert first.topic is not None and first.topic.id == app.topics.topic_of("pp:graph-0003").id
+    assert first.topic is not None
+    assert first.topic.id == app.topics.topic_of("pp:graph-0003").id
     app.topics.build()  # a new generation: its topics, not the kept ones
     again = service.place("pp:graph-0003")
     assert records.topic_reads == 2
-    assert again is not None and again.topic is not None
+    assert again is not None
+    assert again.topic is not None
     assert again.topic.id == app.topics.topic_of("pp:graph-0003").id

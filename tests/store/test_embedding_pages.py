@@ -67,4 +67,5 @@ def test_the_migration_replaces_the_model_index(tmp_path: Path) -> None:
         names = {
             r[0] for r in conn.execute(text("SELECT name FROM sqlite_master WHERE tbl_name = 'embeddings'"))
         }
-    assert "ix_embeddings_model_paper" in names and "ix_embeddings_model_id" not in names
+    assert "ix_embeddings_model_paper" in names
+    assert "ix_embeddings_model_id" not in names
