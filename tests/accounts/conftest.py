@@ -20,6 +20,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
+from paperfeed.adapters.store import SqlPaperStore
+from paperfeed.adapters.store.schema_topics import topics
 from paperfeed.bootstrap import App, build_app
 from paperfeed.settings import Settings, SettingsModel
 from paperfeed.web import create_app
@@ -153,3 +155,20 @@ def quick_sign_in(client: TestClient, app: App, email: str, *, role: str = "user
     client.cookies.set(
         SESSION_COOKIE, accounts.create_session(accounts.user_by_email(email)).session, domain=domain
     )
+
+
+def add_topic(store: SqlPaperStore, topic_id: int, label: str) -> None:
+    """A live topic row, as the topics job writes it (only the label matters here)."""
+    with store.engine.begin() as conn:
+        conn.execute(
+            topics.insert().values(
+                id=topic_id,
+                label=label,
+                words=label.lower().split(),
+                size=12,
+                representatives=[PAPER_IDS[0]],
+                centroid=b"\0" * 16,
+                x=0.0,
+                y=0.0,
+            )
+        )

@@ -22,7 +22,17 @@ from paperfeed.bootstrap import App
 from paperfeed.domain.digest import Preferences, SubscriptionStatus
 from paperfeed.web.security import SESSION_COOKIE
 
-from .conftest import PAPER_IDS, PASSWORD, Mailbox, csrf_from, fill, quick_sign_in, sign_in, sign_up
+from .conftest import (
+    PAPER_IDS,
+    PASSWORD,
+    Mailbox,
+    add_topic,
+    csrf_from,
+    fill,
+    quick_sign_in,
+    sign_in,
+    sign_up,
+)
 
 P1, P2, P3, P4 = PAPER_IDS
 FILES = {
@@ -33,6 +43,7 @@ FILES = {
     "upvotes.json",
     "submissions.json",
     "subscriptions.json",
+    "topics.json",
 }
 
 
@@ -48,6 +59,9 @@ def _use_everything(app: App, email: str, paper: str) -> int:
     app.digest_store.create_subscription(
         email, Preferences(), status=SubscriptionStatus.active, user_id=user.id, now=app.accounts.clock()
     )
+    if app.topic_picks.records.topic(3) is None:
+        add_topic(app.store, 3, "Zebrafish gaits")
+    app.topic_picks.pick(user.id, 3)  # a topic picked for "For you"
     return user.id
 
 
@@ -106,6 +120,9 @@ def test_export_from_the_account_page_is_a_zip_of_the_readers_data(
     assert [c["markdown"] for c in files["comments.json"]] == ["comment of ann@example.org"]
     assert [u["paperId"] for u in files["upvotes.json"]] == [P1]
     assert [s["email"] for s in files["subscriptions.json"]] == ["ann@example.org"]
+    [pick] = files["topics.json"]
+    assert (pick["topicId"], pick["label"]) == (3, "Zebrafish gaits")
+    assert pick["pickedAt"].startswith(str(app.accounts.clock().year))
     # library.bib is the site's own BibTeX of the saved paper (web/citation.py).
     assert files["library.bib"].startswith("@misc{fishwick2025zebrafish,")
     assert "Zebrafish locomotion with sparse transformers" in files["library.bib"]

@@ -33,7 +33,7 @@ from paperfeed.domain.digest_ledger import NewDigest
 from paperfeed.domain.search import SearchFilters
 from paperfeed.services.ingest import IngestService
 
-from .conftest import PAPER_IDS, PAPERS
+from .conftest import PAPER_IDS, PAPERS, add_topic
 
 NOW = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 P1, P2, P3, P4 = PAPER_IDS
@@ -183,6 +183,9 @@ def test_deletion_removes_every_row_of_the_reader_and_nothing_else(store: SqlPap
 def test_export_holds_the_readers_rows_and_no_secret(store: SqlPaperStore) -> None:
     ann, _bob = _setup(store)
     SqlAccountStore(store.engine).hide_paper(P2, None, "withdrawn", NOW)
+    add_topic(store, 3, "Zebrafish gaits")
+    later = NOW + timedelta(minutes=5)
+    assert SqlTopicPicks(store.engine).pick(ann["user"].id, 3, later)
 
     export = SqlReaderDataStore(store.engine).reader_export(ann["user"].id)
 
@@ -230,4 +233,10 @@ def test_export_holds_the_readers_rows_and_no_secret(store: SqlPaperStore) -> No
     assert sub["linkedToAccount"]
     assert sub["status"] == "active"
     assert [d["period"] for d in sub["digests"]] == ["2026-01-05"]
+    # The topics picked for "For you", oldest first: topic 7 is gone (a rebuild removed it; the pick is
+    # followed to its successor when next read), so it has no label.
+    assert docs["topics"] == [
+        {"topicId": 7, "label": None, "pickedAt": NOW.isoformat()},
+        {"topicId": 3, "label": "Zebrafish gaits", "pickedAt": later.isoformat()},
+    ]
     assert SqlReaderDataStore(store.engine).reader_export(10_000) is None

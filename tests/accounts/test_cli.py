@@ -17,7 +17,7 @@ from paperfeed.cli import cli_app as cli
 from paperfeed.secret_key import SECRET_FILE, InsecureSecret, check_secret, resolve_secret
 from paperfeed.settings import Settings
 
-from .conftest import PAPER_IDS
+from .conftest import PAPER_IDS, add_topic
 
 
 def _run(data_dir: Path, *args: str) -> tuple[int, str]:
@@ -56,11 +56,15 @@ def test_export_and_delete_a_user(app: App, tmp_path: Path) -> None:
     gone, stays = (app.accounts.user_by_email(e) for e in ("gone@example.org", "stays@example.org"))
     for user in (gone, stays):
         app.community.upvote(user, PAPER_IDS[0])
+    add_topic(app.store, 4, "Glacier melt")
+    app.topic_picks.pick(gone.id, 4)
     target = tmp_path / "out.zip"
     code, out = _run(data, "users", "export", "gone@example.org", "-o", str(target))
     assert code == 0, out
     with zipfile.ZipFile(target) as archive:
         assert orjson.loads(archive.read("account.json"))["email"] == "gone@example.org"
+        [pick] = orjson.loads(archive.read("topics.json"))
+        assert (pick["topicId"], pick["label"]) == (4, "Glacier melt")
     refused = CliRunner().invoke(
         cli, ["--data-dir", str(data), "users", "delete", "gone@example.org"], input="n\n"
     )

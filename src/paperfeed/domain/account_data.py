@@ -35,7 +35,7 @@ class ReaderExport:
     """Everything kept about one reader, as JSON-ready documents read in one consistent snapshot.
 
     ``documents`` maps a file stem (``account``, ``library``, ``comments``, ``upvotes``,
-    ``submissions``, ``subscriptions``) to its content. No secret or digest of one is ever in it:
+    ``submissions``, ``subscriptions``, ``topics``) to its content. No secret or digest of one is ever in it:
     not the password hash, not session ids, API tokens or their prefixes, not the private feed tokens of
     saved searches or the confirmation nonces of subscriptions. ``saved_paper_ids`` are the saved papers
     that are not hidden by an administrator, newest save first (the BibTeX file's entries).

@@ -2,7 +2,8 @@
 erasure).
 
 Export: a zip named ``paperfeed-export-<handle>-<date>.zip`` holding ``account.json``, ``library.json``,
-``library.bib``, ``comments.json``, ``upvotes.json``, ``submissions.json`` and ``subscriptions.json``
+``library.bib``, ``comments.json``, ``upvotes.json``, ``submissions.json``, ``subscriptions.json`` and
+``topics.json`` (the topics picked for "For you")
 (see :class:`~paperfeed.domain.account_data.ReaderExport` for what is never in it).
 
 Deletion asks the person to prove again that they are who the session says, so a session left open on

@@ -3,7 +3,9 @@
 =============================  ===================================================================
 ``GET /map``                   the interactive map (canvas, ``static/map.js``); ``?paper=ID`` centres
                                it on a paper. Without JavaScript the page says what it is and links
-                               to ``/topics``.
+                               to ``/topics``. A topic's label opens its panel; a signed-in reader's
+                               page adds ``data-picks-url`` and a Pick toggle (the picks themselves
+                               are fetched from ``/api/me/topics``, so the page holds none)
 ``GET /api/map/points``        every placed paper: place, topic, published day, primary category,
                                id; binary (default, see :func:`encode_points`) or ``format=json``
                                (the same columns as JSON arrays, about twice the size)

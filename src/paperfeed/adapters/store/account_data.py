@@ -34,7 +34,7 @@ from .schema_library import (
     library_searches,
     library_tags,
 )
-from .schema_topics import topic_picks
+from .schema_topics import topic_picks, topics
 
 __all__ = ["SqlReaderDataStore"]
 
@@ -112,6 +112,7 @@ class SqlReaderDataStore:
                 )
             ]
             subscriptions = self._subscriptions(conn, user_id, u["email"])
+            picked = self._topic_picks(conn, user_id)
         documents = {
             "account": account,
             "library": library,
@@ -119,6 +120,7 @@ class SqlReaderDataStore:
             "upvotes": upvotes,
             "submissions": submissions,
             "subscriptions": subscriptions,
+            "topics": picked,
         }
         return ReaderExport(email=u["email"], documents=documents, saved_paper_ids=saved)
 
@@ -256,6 +258,20 @@ class SqlReaderDataStore:
         }
         saved = tuple(p for p in order if p in by_paper and p not in hidden and p in titles)
         return library, saved
+
+    def _topic_picks(self, conn: Connection, user_id: int) -> list[dict[str, Any]]:
+        """The topics the reader picked for "For you", as stored, oldest first. A pick of a topic that a
+        rebuild removed (resolved to its successor only when the picks are next read) has no label."""
+        query = (
+            select(topic_picks.c.topic_id, topic_picks.c.picked_at, topics.c.label)
+            .select_from(topic_picks.outerjoin(topics, topics.c.id == topic_picks.c.topic_id))
+            .where(topic_picks.c.user_id == user_id)
+            .order_by(topic_picks.c.picked_at, topic_picks.c.topic_id)
+        )
+        return [
+            {"topicId": r["topic_id"], "label": r["label"], "pickedAt": _iso(r["picked_at"])}
+            for r in _rows(conn, query)
+        ]
 
     def _subscriptions(self, conn: Connection, user_id: int, email: str) -> list[dict[str, Any]]:
         subs = _rows(

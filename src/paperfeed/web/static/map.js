@@ -6,6 +6,12 @@
  * a few milliseconds without a GPU; the same pass fills a pick buffer (which dot is at which pixel), so
  * hovering needs no search structure. Labels are drawn on top: coarse topics when zoomed out, fine ones
  * when zoomed in. No inline script or style: the site's CSP allows neither.
+ *
+ * Topics: clicking a label (or T over a dot) opens a small panel about that topic. For a signed-in reader
+ * the page carries data-picks-url (/api/me/topics) and a Pick button: the picks are read from that URL
+ * (private to the reader; the page itself and the points stay the same for everyone and publicly cached)
+ * and changed with PUT/DELETE, sending the page's CSRF token as X-CSRF-Token like every script here.
+ * Picked topics' labels are always drawn, first, on an accent-coloured pill with a check mark.
  */
 (function () {
   "use strict";
@@ -23,6 +29,12 @@
   var searchForm = document.getElementById("map-search");
   var searchInput = document.getElementById("map-q");
   var clearButton = document.getElementById("map-clear");
+  var panel = document.getElementById("map-topic");
+  var panelLink = document.getElementById("map-topic-link");
+  var panelSize = document.getElementById("map-topic-size");
+  var pickButton = document.getElementById("map-topic-pick"); // only for a signed-in reader
+  var pickNote = document.getElementById("map-topic-note");
+  var picksUrl = root.dataset.picksUrl || "";
   root.hidden = false;
 
   var PALETTE = [
@@ -44,6 +56,9 @@
   var pending = false;
   var hoverIndex = -1;
   var titles = new Map();
+  var picked = new Set(); // the reader's picked topic ids (empty when anonymous)
+  var labelBoxes = []; // the labels drawn last frame: {topic, box: [x0, y0, x1, y1] in canvas pixels}
+  var selected = null; // the topic shown in the panel
   var idIndex = null;
   var stats = { firstRender: null, renders: [] };
   canvas.paperMapStats = stats;
@@ -227,34 +242,162 @@
   function drawLabels(t) {
     var chosen = labelTopics();
     var coarse = view.zoom < FINE_ZOOM;
+    var mine = data.header.topics.filter(function (tp) { return picked.has(tp.id); });
+    var rest = chosen.filter(function (tp) { return !picked.has(tp.id); });
     var size = Math.round((coarse ? 15 : 12) * dpr);
-    ctx.font = (coarse ? "600 " : "") + size + "px system-ui, sans-serif";
+    var dark = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches;
     ctx.textAlign = "center";
     ctx.textBaseline = "middle";
     ctx.lineJoin = "round";
-    ctx.lineWidth = 3 * dpr;
     var taken = [];
-    var dark = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches;
-    ctx.strokeStyle = dark ? "rgba(22,25,32,0.85)" : "rgba(255,255,255,0.85)";
-    ctx.fillStyle = dark ? "#e7e9ee" : "#1a1d23";
-    var labelled = 0;
-    for (var i = 0; i < chosen.length; i++) {
-      var topic = chosen[i];
+    var labelled = 0, pickedShown = 0;
+    labelBoxes = [];
+    function place(topic, isPicked) {
+      ctx.font = (coarse || isPicked ? "600 " : "") + size + "px system-ui, sans-serif";
       var q = mapPoint(topic.x, topic.y);
       var x = q[0] * t.ax + t.bx, y = q[1] * t.ay + t.by;
       var text = topic.label.length > 40 ? topic.label.slice(0, 39) + "…" : topic.label;
-      var w = ctx.measureText(text).width + 6 * dpr, hgt = size + 4 * dpr;
+      if (isPicked) text = "✓ " + text;
+      var w = ctx.measureText(text).width + (isPicked ? 14 : 6) * dpr, hgt = size + (isPicked ? 8 : 4) * dpr;
       var box = [x - w / 2, y - hgt / 2, x + w / 2, y + hgt / 2];
-      if (box[2] < 0 || box[0] > width || box[3] < 0 || box[1] > height) continue;
+      if (box[2] < 0 || box[0] > width || box[3] < 0 || box[1] > height) return;
       var clash = taken.some(function (o) { return box[0] < o[2] && o[0] < box[2] && box[1] < o[3] && o[1] < box[3]; });
-      if (clash) continue;
+      if (clash) return;
       taken.push(box);
-      ctx.strokeText(text, x, y);
-      ctx.fillText(text, x, y);
+      labelBoxes.push({ topic: topic, box: box, picked: isPicked });
+      if (isPicked) {
+        ctx.beginPath();
+        if (ctx.roundRect) ctx.roundRect(box[0], box[1], w, hgt, hgt / 2);
+        else ctx.rect(box[0], box[1], w, hgt);
+        ctx.fillStyle = dark ? "#a5b4fc" : "#4338ca";
+        ctx.fill();
+        ctx.lineWidth = 1.5 * dpr;
+        ctx.strokeStyle = dark ? "#161920" : "#ffffff";
+        ctx.stroke();
+        ctx.fillStyle = dark ? "#11131a" : "#ffffff";
+        ctx.fillText(text, x, y);
+        pickedShown++;
+      } else {
+        ctx.lineWidth = 3 * dpr;
+        ctx.strokeStyle = dark ? "rgba(22,25,32,0.85)" : "rgba(255,255,255,0.85)";
+        ctx.fillStyle = dark ? "#e7e9ee" : "#1a1d23";
+        ctx.strokeText(text, x, y);
+        ctx.fillText(text, x, y);
+      }
       labelled++;
     }
+    mine.forEach(function (tp) { place(tp, true); });
+    rest.forEach(function (tp) { place(tp, false); });
     canvas.dataset.labels = String(labelled);
+    canvas.dataset.pickedLabels = String(pickedShown);
     canvas.dataset.labelLevel = coarse ? "coarse" : "fine";
+    canvas.paperMapLabels = labelBoxes.map(function (l) { // CSS pixels within the canvas, for tests
+      return { id: l.topic.id, label: l.topic.label, picked: l.picked,
+        left: l.box[0] / dpr, top: l.box[1] / dpr, right: l.box[2] / dpr, bottom: l.box[3] / dpr };
+    });
+  }
+
+  function labelAt(clientX, clientY) { // the topic whose label is under the pointer, or null
+    if (!data) return null;
+    var rect = canvas.getBoundingClientRect();
+    var x = (clientX - rect.left) * dpr, y = (clientY - rect.top) * dpr;
+    for (var i = labelBoxes.length - 1; i >= 0; i--) {
+      var b = labelBoxes[i].box;
+      if (x >= b[0] && x <= b[2] && y >= b[1] && y <= b[3]) return labelBoxes[i].topic;
+    }
+    return null;
+  }
+
+  // -- a topic's panel and picking it for "For you" -------------------------------------------------------
+
+  function topicById(id) {
+    var found = null;
+    data.header.topics.forEach(function (tp) { if (tp.id === id) found = tp; });
+    return found;
+  }
+
+  function plural(n, word) { return n.toLocaleString() + " " + word + (n === 1 ? "" : "s"); }
+
+  function openTopic(topic, byKeyboard) {
+    selected = topic;
+    panelLink.textContent = topic.label;
+    panelLink.href = topic.url;
+    var about = plural(topic.size, "paper");
+    if (topic.level === 1) about += " · a broad topic";
+    else if (topic.parent !== null && topic.parent !== undefined) {
+      var parent = topicById(topic.parent);
+      if (parent && parent.id !== topic.id) about += " · part of " + parent.label;
+    }
+    panelSize.textContent = about;
+    panel.dataset.topic = String(topic.id);
+    if (pickNote) pickNote.textContent = "";
+    syncPickButton();
+    panel.hidden = false;
+    if (byKeyboard) panelLink.focus();
+  }
+
+  function closeTopic() {
+    var hadFocus = panel.contains(document.activeElement);
+    panel.hidden = true;
+    selected = null;
+    delete panel.dataset.topic;
+    if (hadFocus) canvas.focus();
+  }
+
+  function syncPickButton() {
+    if (!pickButton || !selected) return;
+    var on = picked.has(selected.id);
+    pickButton.setAttribute("aria-pressed", on ? "true" : "false");
+    pickButton.textContent = on ? "Picked for you ✓" : "Pick for “For you”";
+    pickButton.title = on ? "Picked for “For you”: click to remove it" : "Show recent papers of this topic in “For you”";
+  }
+
+  function setPicked(list) {
+    picked = new Set(list.map(function (p) { return p.id; }));
+    root.dataset.picked = list.map(function (p) { return p.id; }).join(",");
+    syncPickButton();
+    request();
+  }
+
+  function answer(r) { // the JSON body, or an Error carrying the API's message
+    return r.json().catch(function () { return {}; }).then(function (body) {
+      if (!r.ok) throw new Error(body.error || ("the server answered " + r.status));
+      return body;
+    });
+  }
+
+  function loadPicks() {
+    fetch(picksUrl, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(answer)
+      .then(setPicked)
+      .catch(function (e) {
+        if (pickNote) pickNote.textContent = "Your picks could not be read: " + String(e.message || e);
+      });
+  }
+
+  function togglePick() {
+    if (!selected || !picksUrl) return;
+    var topic = selected, on = picked.has(topic.id);
+    var meta = document.querySelector('meta[name="csrf-token"]');
+    pickButton.disabled = true;
+    pickNote.textContent = on ? "Removing…" : "Picking…";
+    fetch(picksUrl + "/" + encodeURIComponent(String(topic.id)), {
+      method: on ? "DELETE" : "PUT",
+      credentials: "same-origin",
+      headers: { Accept: "application/json", "X-CSRF-Token": meta ? meta.content : "" }
+    })
+      .then(answer)
+      .then(function (body) {
+        setPicked(body.topics);
+        if (on) pickNote.textContent = "Removed from “For you”.";
+        else if (body.picked && body.picked.id !== topic.id) pickNote.textContent = "This topic became “" + body.picked.label + "”: picked that one.";
+        else pickNote.textContent = "Picked: “For you” shows recent papers of this topic.";
+      })
+      .catch(function (e) {
+        pickNote.textContent = String(e.message || e);
+        loadPicks(); // another tab may have changed them: show what is stored
+      })
+      .then(function () { pickButton.disabled = false; });
   }
 
   // -- filters ---------------------------------------------------------------------------------------------
@@ -462,7 +605,9 @@
         return;
       }
     }
-    var index = pointAt(e.clientX, e.clientY);
+    var overLabel = labelAt(e.clientX, e.clientY) !== null;
+    canvas.classList.toggle("over-label", overLabel);
+    var index = overLabel ? -1 : pointAt(e.clientX, e.clientY);
     if (index !== hoverIndex) {
       hoverIndex = index;
       request();
@@ -476,6 +621,11 @@
     drag = null;
     canvas.classList.remove("dragging");
     if (clicked) {
+      var topic = labelAt(e.clientX, e.clientY);
+      if (topic) {
+        openTopic(topic, false);
+        return;
+      }
       var index = pointAt(e.clientX, e.clientY);
       if (index >= 0) window.location.assign(paperHref(data.ids[index]));
     }
@@ -508,11 +658,20 @@
       Enter: function () {
         var k = hoverIndex >= 0 ? hoverIndex : focusIndex;
         if (k >= 0) window.location.assign(paperHref(data.ids[k]));
-      }
+      },
+      t: function () {
+        var k = hoverIndex >= 0 ? hoverIndex : focusIndex;
+        var topic = k >= 0 ? data.header.topics[data.topic[k]] : null;
+        if (topic) openTopic(topic, true);
+        else say("Point at a dot (or open the map on a paper) first: T shows its topic.");
+      },
+      Escape: function () { if (!panel.hidden) closeTopic(); }
     };
-    if (keys[e.key]) {
+    var key = e.key === "T" ? "t" : e.key;
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    if (keys[key]) {
       e.preventDefault();
-      keys[e.key]();
+      keys[key]();
     }
   });
 
@@ -534,6 +693,10 @@
     if (data) applyFilters();
   });
   window.addEventListener("resize", function () { if (data) resize(); });
+  document.getElementById("map-topic-close").addEventListener("click", closeTopic);
+  panel.addEventListener("keydown", function (e) { if (e.key === "Escape") closeTopic(); });
+  if (pickButton) pickButton.addEventListener("click", togglePick);
+  if (picksUrl) loadPicks();
 
   // -- start -----------------------------------------------------------------------------------------------
 
