@@ -248,6 +248,7 @@ def start_server(
     env = env_for(data, url)
     if server == "granian":  # the same factory uvicorn's workers use, settings from PAPERFEED_*
         env["PAPERFEED_BASE_URL"] = f"http://127.0.0.1:{port}"
+        env["PAPERFEED_WORKERS"] = str(workers)  # its workers share the page cache, as serve's do
         granian = str(Path(sys.executable).with_name("granian"))
         cmd = [granian, "--interface", "asgi", "--factory", "paperfeed.web.app:app_from_environment"]
         cmd += ["--host", "127.0.0.1", "--port", str(port), "--workers", str(workers), "--no-ws"]
@@ -391,6 +392,34 @@ async def load(
     return stats
 
 
+def every_url(inp: Inputs) -> list[tuple[str, str]]:
+    """Every anonymous GET the mix can draw, with its Accept header (``--prewarm`` asks each once)."""
+    urls = ["/", "/trending"]
+    for day in inp.days:
+        urls += [f"/?date={day}", f"/api/daily_papers?date={day}"]
+    for query in inp.queries:
+        q = quote(query)
+        urls += [f"/api/papers/search?q={q}", f"/search?q={q}"]
+    for pid in inp.ids:
+        urls += [f"/papers/{pid}", f"/api/papers/{pid}"]
+    return [(u, "application/json" if u.startswith("/api/") else "text/html") for u in dict.fromkeys(urls)]
+
+
+async def prewarm(base: str, inp: Inputs, clients: int = 4) -> tuple[int, float]:
+    """Ask for every URL once, as a long-running instance has: the steady state, not a cold start."""
+    todo = every_url(inp)
+    started = time.monotonic()
+
+    async def worker(session: aiohttp.ClientSession, mine: list[tuple[str, str]]) -> None:
+        for url, accept in mine:
+            async with session.get(base + url, headers={"accept": accept}) as reply:
+                await reply.read()
+
+    async with aiohttp.ClientSession() as session:
+        await asyncio.gather(*(worker(session, todo[i::clients]) for i in range(clients)))
+    return len(todo), time.monotonic() - started
+
+
 def pg_url(work: Path) -> tuple[str, object]:
     from tests.support import postgres
 
@@ -453,6 +482,12 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/paperfeed-load"))
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--warmup", type=float, default=5.0, help="seconds of load before measuring")
+    parser.add_argument(
+        "--prewarm",
+        action="store_true",
+        help="ask for every URL the mix can draw once before the warm-up: a long-running instance's page "
+        "cache, not a fresh one's (without an import, nothing then expires during the run)",
+    )
     args = parser.parse_args()
     rng = random.Random(args.seed)
     backend = "postgresql" if args.database_url else args.backend
@@ -491,6 +526,9 @@ def main() -> None:
                 start_new_session=True,
             )
         base = f"http://127.0.0.1:{port}"
+        if args.prewarm:
+            asked, took = asyncio.run(prewarm(base, inp))
+            print(f"prewarm: {asked:,} URLs asked once in {took:.0f} s", flush=True)
         if args.warmup > 0:  # first requests open indexes and fill caches in each worker: not measured
             asyncio.run(load(base, tokens, args.clients, args.warmup, inp, args.mix, args.client))
         started, client_cpu, before = time.monotonic(), time.process_time(), tree_cpu(server.pid)
@@ -518,7 +556,7 @@ def main() -> None:
     every = [t for times in stats.times.values() for t in times]
     print(
         f"\n{backend}, {args.server}, {args.mix} mix, {args.clients} {args.client} clients, "
-        f"{args.workers} workers, "
+        f"{args.workers} workers, {'prewarmed, ' if args.prewarm else ''}"
         f"{elapsed:.0f} s, popularity {'zipf s=' + str(args.zipf) if args.zipf > 0 else 'uniform'} over "
         f"{len(inp.ids)} papers / {len(inp.days)} days / {len(inp.queries)} queries, "
         f"import of {args.import_papers:,} papers alongside ({import_state}); "

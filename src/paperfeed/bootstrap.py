@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from paperfeed.domain.library import SavedSearch
     from paperfeed.domain.mail import OutgoingMail, SessionMailer
     from paperfeed.domain.models import Paper
+    from paperfeed.domain.page_cache import SharedPageCache
     from paperfeed.domain.paper_graph import CitationSource
     from paperfeed.domain.ports import PaperLookup, StoreReads
     from paperfeed.domain.search import Embedder, KeywordIndex, SimilarSource, SyncedKeywordIndex, VectorIndex
@@ -419,6 +420,20 @@ class App:
             and resolve_engine(self.settings.keyword_engine, engine) == "tantivy"
         ):
             _ = self.keyword_index
+
+    @cached_property
+    def shared_pages(self) -> SharedPageCache | None:
+        """The page cache the web workers of this node share (None: one worker, or turned off)."""
+        settings = self.settings
+        if settings.workers < 2 or settings.page_cache_shared_mb <= 0:
+            return None
+        from paperfeed.adapters.page_cache import DiskPageCache
+
+        pages = DiskPageCache(
+            settings.data_dir / "cache" / "pages", settings.page_cache_shared_mb * 1024 * 1024
+        )
+        self._closers.append(pages)
+        return pages
 
     def start_index_follower(self) -> IndexFollower | None:
         """On PostgreSQL with node-local indexes: build what is missing now (the cold start, timed and

@@ -449,6 +449,14 @@ class SettingsModel(BaseModel):
         description="Memory (MiB) each web worker keeps for rendered anonymous pages and API answers "
         "(0: no cache; docs/deployment.md).",
     )
+    page_cache_shared_mb: int = Field(
+        default=256,
+        ge=0,
+        le=65536,
+        description="Disk (MiB, under DATA_DIR/cache/pages) the web workers of one node share for rendered "
+        "anonymous answers, so a page one worker rendered serves the others; used when serving with more "
+        "than one worker, emptied by `paperfeed serve` at start (0: each worker keeps its own only).",
+    )
     page_cache_check_seconds: float = Field(
         default=1.0,
         ge=0,

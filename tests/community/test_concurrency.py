@@ -22,6 +22,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
+from paperfeed.adapters.page_cache import DiskPageCache
 from paperfeed.adapters.store.schema_community import paper_comments, paper_submissions, paper_upvotes
 from paperfeed.bootstrap import App, build_app
 from paperfeed.domain.accounts import User
@@ -34,6 +35,7 @@ pytestmark = pytest.mark.slow  # starts a two-process server: ~10 s on a busy 2-
 
 PAPER = "2501.00202"  # 11 upvotes imported from Hugging Face
 UNLISTED = [f"2502.{n:05d}" for n in range(1, 9)]
+LEFT_OVER = "an entry of an earlier run"
 
 
 def _free_port() -> int:
@@ -66,6 +68,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, App]
         # which the default grace (docs/deployment.md, "Caching") may serve for 10 s after the votes
         "PAPERFEED_PAGE_CACHE_GRACE_SECONDS": "0",
     }
+    left = DiskPageCache(data_dir / "cache" / "pages", 16 * 1024 * 1024)  # as an earlier run would leave it
+    left.put(LEFT_OVER, b"rendered by older code", 3600)
+    left.close()
     command = [sys.executable, "-m", "paperfeed", "serve", "--workers", "2", "--port", str(port)]
     server = subprocess.Popen(
         [*command, "--log-level", "warning"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
@@ -169,3 +174,21 @@ def test_concurrent_submissions_and_comments_respect_the_caps(served: tuple[str,
     answers = _burst([submit(paper, headers) for headers in racers])
     assert sorted(a.status_code for a in answers) == [200] * 9 + [201]
     assert _count(app, paper_submissions, paper_submissions.c.paper_id == paper) == 1
+
+
+def test_the_two_workers_share_one_page_cache_emptied_at_start(served: tuple[str, App]) -> None:
+    url, app = served
+    pages = DiskPageCache(app.settings.data_dir / "cache" / "pages", 16 * 1024 * 1024)
+    try:
+        assert pages.get(LEFT_OVER) is None, "serve kept a page cache entry of an earlier run"
+    finally:
+        pages.close()
+    hows = []
+    for _ in range(12):  # a new connection each time: the kernel hands them to either worker
+        with httpx.Client(timeout=30) as client:
+            answer = client.get(f"{url}/papers/{UNLISTED[0]}", headers={"accept": "text/html"})
+            assert answer.status_code == 200
+            hows.append(answer.headers.get("x-paperfeed-cache"))
+    assert hows[0] == "miss"
+    assert hows.count("miss") == 1, f"the page was rendered by more than one worker: {hows}"
+    assert set(hows) <= {"miss", "hit", "shared"}, hows

@@ -53,6 +53,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Serve the web pages, the JSON API (docs at /docs) and the RSS/Atom feeds."""
         # the server's imports are paid by the command that serves, not by every command
+        import sqlite3
+
         import uvicorn
         from sqlalchemy.exc import SQLAlchemyError
 
@@ -109,6 +111,17 @@ def register(app: typer.Typer) -> None:
             return
         # Several processes (or the reloader) import the app themselves: hand the settings over by env.
         os.environ["PAPERFEED_DATA_DIR"] = str(settings.data_dir)
+        os.environ["PAPERFEED_WORKERS"] = str(settings.workers)
+        starting = build_app(settings)
+        try:  # the workers share one page cache: pages rendered by an earlier run (older code) must go
+            pages = starting.shared_pages
+            if pages is not None:
+                pages.clear()
+        except (OSError, sqlite3.Error) as exc:
+            folder = settings.data_dir / "cache" / "pages"
+            raise fail(f"cannot open the shared page cache in {folder}: {exc}") from None
+        finally:
+            starting.close()
         if settings.database_url:
             os.environ["PAPERFEED_DATABASE_URL"] = settings.database_url
         if settings.base_url:

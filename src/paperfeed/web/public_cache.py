@@ -43,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
+import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,11 +51,14 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 import anyio.to_thread
+import orjson
 from cachetools import TLRUCache
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from paperfeed import __version__
 from paperfeed.domain.feed import DataVersion
+from paperfeed.domain.page_cache import SharedPageCache
 
 from .headers import PUBLIC_SECONDS_HEADER, SESSION_COOKIE_PREFIX
 from .security import personal
@@ -74,6 +78,11 @@ class Policy:
     max_age: int  # seconds a browser or shared cache may reuse it without asking (and our entry lives)
     stale: int  # stale-while-revalidate: seconds a cache may serve it while fetching a fresh one
     vary: tuple[str, ...]  # request headers a signed-in reader's different answer hangs on
+    keep: int = 0  # seconds the server keeps a rendered copy while the data is unchanged (0: max_age)
+
+    @property
+    def kept_for(self) -> int:
+        return self.keep or self.max_age
 
     @property
     def cache_control(self) -> str:
@@ -84,24 +93,30 @@ _PAGE = ("Cookie",)  # a signed-in reader's page has vote forms, library buttons
 _API = ("Authorization", "Cookie")
 _ID = r"(?:\d{4}\.\d{4,5}|[a-z][a-z.-]*/\d{7})(?:v\d+)?"  # canonical ids only: other spellings redirect
 
-# Sized to how often each answer changes; docs/deployment.md has the same table.
+# Sized to how often each answer changes; docs/deployment.md has the same table. ``max_age`` is what a
+# browser or proxy may reuse without asking; ``keep`` how long this server reuses its own copy while the
+# data version stands still. The version catches every change of data but three: the clock (trending
+# decays; the day pages' "rising" heading names this week), the search indexes catching up (similar
+# papers, meaning search) and a reader's new display name; ``keep`` bounds how late those show.
+_KEEP = 600
+_HOUR = 3600
 POLICIES: tuple[tuple[re.Pattern[str], Policy], ...] = tuple(
     (re.compile(pattern), policy)
     for pattern, policy in (
-        (r"/", Policy("today's feed", 60, 300, _PAGE)),
-        (r"/papers/(?:date|week|month)/[^/]+", Policy("day, week and month feeds", 120, 600, _PAGE)),
+        (r"/", Policy("today's feed", 60, 300, _PAGE, _KEEP)),
+        (r"/papers/(?:date|week|month)/[^/]+", Policy("day, week and month feeds", 120, 600, _PAGE, _KEEP)),
         (r"/trending", Policy("trending", 120, 600, _PAGE)),
-        (r"/search", Policy("search page", 60, 300, _PAGE)),
-        (rf"/papers/{_ID}", Policy("paper page", 120, 600, _PAGE)),
-        (rf"/papers/{_ID}\.md", Policy("paper Markdown", 300, 3600, ())),
+        (r"/search", Policy("search page", 60, 300, _PAGE, _KEEP)),
+        (rf"/papers/{_ID}", Policy("paper page", 120, 600, _PAGE, _KEEP)),
+        (rf"/papers/{_ID}\.md", Policy("paper Markdown", 300, 3600, (), _HOUR)),
         (r"/(?:rss|atom)/(?:daily|trending|search)", Policy("RSS and Atom feeds", 300, 3600, ())),
-        (r"/api/daily_papers", Policy("API: daily papers", 60, 300, _API)),
-        (r"/api/papers/search", Policy("API: search", 60, 300, _API)),
-        (r"/api/papers", Policy("API: all papers", 60, 300, _API)),
-        (rf"/api/papers/{_ID}", Policy("API: one paper", 120, 600, _API)),
-        (rf"/api/papers/{_ID}/similar", Policy("API: similar papers", 300, 3600, _API)),
-        (r"/map", Policy("map page", 300, 3600, _PAGE)),
-        (r"/api/map/(?:points|titles)", Policy("API: map points and titles", 300, 3600, ())),
+        (r"/api/daily_papers", Policy("API: daily papers", 60, 300, _API, _KEEP)),
+        (r"/api/papers/search", Policy("API: search", 60, 300, _API, _KEEP)),
+        (r"/api/papers", Policy("API: all papers", 60, 300, _API, _KEEP)),
+        (rf"/api/papers/{_ID}", Policy("API: one paper", 120, 600, _API, _KEEP)),
+        (rf"/api/papers/{_ID}/similar", Policy("API: similar papers", 300, 3600, _API, _KEEP)),
+        (r"/map", Policy("map page", 300, 3600, _PAGE, _HOUR)),
+        (r"/api/map/(?:points|titles)", Policy("API: map points and titles", 300, 3600, (), _HOUR)),
     )
 )
 
@@ -121,7 +136,7 @@ class _Entry:
     etag: str
     cache_control: str
     vary: str
-    ttl: float
+    ttl: float  # seconds the server keeps it (the policy's keep), not the max-age it sends
     version: DataVersion | None  # None: the version could not be read, and the entry is not kept
     stored: float  # the clock when rendered: a content change may reuse it for the grace seconds
 
@@ -173,6 +188,53 @@ def _matches(if_none_match: str, etag: str) -> bool:
     return any(tag.strip().removeprefix("W/") == wanted for tag in if_none_match.split(","))
 
 
+def _shared_key(key: tuple[Any, ...]) -> str:
+    """The shared cache's key: the code's version (a copy rendered by older code is never served after an
+    upgrade) and a digest of the request key (queries may be long)."""
+    return f"{__version__}:" + hashlib.blake2b(repr(key).encode(), digest_size=20).hexdigest()
+
+
+_LENGTH = struct.Struct(">I")
+
+
+def _encode(entry: _Entry, clock: Callable[[], float]) -> bytes:
+    """An entry as bytes for the shared cache: a JSON head (its age as a wall-clock time, since each
+    process has its own monotonic clock in tests) then the body. Never pickle: the file is just data."""
+    assert entry.version is not None
+    head = orjson.dumps(
+        {
+            "headers": [[k.decode("latin-1"), v.decode("latin-1")] for k, v in entry.headers],
+            "etag": entry.etag,
+            "cache_control": entry.cache_control,
+            "vary": entry.vary,
+            "ttl": entry.ttl,
+            "version": [entry.version.content, entry.version.removals],
+            "rendered": time.time() - (clock() - entry.stored),
+        }
+    )
+    return _LENGTH.pack(len(head)) + head + entry.body
+
+
+def _decode(raw: bytes, clock: Callable[[], float]) -> _Entry | None:
+    """The entry :func:`_encode` wrote; None for anything else (a damaged or foreign value is a miss)."""
+    try:
+        (size,) = _LENGTH.unpack_from(raw)
+        head = orjson.loads(raw[_LENGTH.size : _LENGTH.size + size])
+        content, removals = head["version"]
+        return _Entry(
+            [(str(k).encode("latin-1"), str(v).encode("latin-1")) for k, v in head["headers"]],
+            raw[_LENGTH.size + size :],
+            str(head["etag"]),
+            str(head["cache_control"]),
+            str(head["vary"]),
+            float(head["ttl"]),
+            DataVersion(str(content), str(removals)),
+            clock() - max(0.0, time.time() - float(head["rendered"])),
+        )
+    except (struct.error, orjson.JSONDecodeError, KeyError, TypeError, ValueError, UnicodeError):
+        return None
+
+
 class PublicCacheMiddleware:
     """See the module doc. One instance per app, so one cache per worker process."""
 
@@ -186,6 +248,8 @@ class PublicCacheMiddleware:
         self._check_every = 1.0
         self._grace = 10.0
         self._refreshing = asyncio.Lock()  # one version read at a time per worker
+        self._flights: dict[tuple[Any, ...], asyncio.Event] = {}  # keys being rendered: later asks wait
+        self._shared: SharedPageCache | None = None  # the node's cache the workers share, if any
         self._writes = 0  # state-changing requests served: one since the last read makes it stale
         self._read_at_writes = -1
 
@@ -215,16 +279,69 @@ class PublicCacheMiddleware:
         )
         conditional = _header(scope, b"if-none-match")
         cache = self._cache
-        hit = cache.get(key) if cache is not None and version is not None else None
-        if hit is not None and version is not None:
-            if hit.version == version:
-                await self._reply(send, hit, conditional, "hit")
+        kept = cache.get(key) if cache is not None and version is not None else None
+        how = self._usable(kept, version)
+        if kept is not None and how:
+            await self._reply(send, kept, conditional, how)
+            return
+        flight = self._flights.get(key)
+        if flight is not None:  # another request of this worker is rendering it: share its answer
+            if kept is not None and self._grace > 0 and self._same_removals(kept, version):
+                await self._reply(send, kept, conditional, "stale")  # while the new copy renders
                 return
-            kept = hit.version is not None and hit.version.removals == version.removals
-            if kept and self.clock() - hit.stored < self._grace:
-                await self._reply(send, hit, conditional, "stale")
+            await flight.wait()
+            kept = cache.get(key) if cache is not None else None
+            how = self._usable(kept, version)
+            if kept is not None and how:
+                await self._reply(send, kept, conditional, how)
                 return
-        await self._render(scope, receive, send, policy, state, conditional, key, version)
+            await self._render(scope, receive, send, policy, state, conditional, key, version)
+            return
+        self._flights[key] = flight = asyncio.Event()
+        try:
+            shared = self._from_shared(key, version)
+            if shared is not None:
+                if cache is not None:
+                    cache[key] = shared
+                await self._reply(send, shared, conditional, "shared")
+                return
+            await self._render(scope, receive, send, policy, state, conditional, key, version)
+        finally:
+            flight.set()
+            if self._flights.get(key) is flight:
+                del self._flights[key]
+
+    def _usable(self, entry: _Entry | None, version: DataVersion | None) -> str:
+        """ "hit" (of the current data version), "stale" (within the grace of a content change) or ""."""
+        if entry is None or version is None:
+            return ""
+        if entry.version == version:
+            return "hit"
+        if self._same_removals(entry, version) and self.clock() - entry.stored < self._grace:
+            return "stale"
+        return ""
+
+    @staticmethod
+    def _same_removals(entry: _Entry, version: DataVersion | None) -> bool:
+        return (
+            entry.version is not None and version is not None and entry.version.removals == version.removals
+        )
+
+    # -- the node's shared cache ---------------------------------------------------------------------------
+
+    def _from_shared(self, key: tuple[Any, ...], version: DataVersion | None) -> _Entry | None:
+        """A usable copy another worker of this node rendered (a lookup in its file: tens of µs)."""
+        if self._shared is None or version is None:
+            return None
+        raw = self._shared.get(_shared_key(key))
+        entry = _decode(raw, self.clock) if raw is not None else None
+        return entry if entry is not None and self._usable(entry, version) else None
+
+    async def _to_shared(self, key: tuple[Any, ...], entry: _Entry) -> None:
+        shared = self._shared
+        if shared is None or entry.version is None:
+            return
+        await anyio.to_thread.run_sync(shared.put, _shared_key(key), _encode(entry, self.clock), entry.ttl)
 
     # -- the data version ------------------------------------------------------------------------------
 
@@ -238,6 +355,7 @@ class PublicCacheMiddleware:
             self._max_bytes = int(settings.page_cache_mb) * 1024 * 1024
             self._check_every = float(settings.page_cache_check_seconds)
             self._grace = float(settings.page_cache_grace_seconds)
+            self._shared = container.shared_pages
             if self._max_bytes > 0:
                 self._cache = TLRUCache(
                     maxsize=self._max_bytes,
@@ -307,7 +425,9 @@ class PublicCacheMiddleware:
         chosen = headers.get("cache-control", "").lower()
         brief = _public_seconds(headers)  # a private answer its handler lets anonymous readers share briefly
         if brief is not None:
-            policy = Policy(policy.name, min(brief, policy.max_age), 0, policy.vary)
+            policy = Policy(
+                policy.name, min(brief, policy.max_age), 0, policy.vary, min(brief, policy.max_age)
+            )
             chosen = ""
         shareable = (
             start["status"] == 200
@@ -328,11 +448,14 @@ class PublicCacheMiddleware:
             del headers["Vary"]
         vary = headers.get("vary", "")
         entry = _Entry(
-            headers.raw, body, etag, policy.cache_control, vary, float(policy.max_age), version, self.clock()
+            headers.raw, body, etag, policy.cache_control, vary, float(policy.kept_for), version, self.clock()
         )
         cache = self._cache
         if cache is not None and version is not None and entry.size <= min(MAX_ENTRY_BYTES, cache.maxsize):
             cache[key] = entry
+            await self._reply(send, entry, conditional, "miss")
+            await self._to_shared(key, entry)  # after the reply: the reader never waits for the disk
+            return
         await self._reply(send, entry, conditional, "miss")
 
     @staticmethod

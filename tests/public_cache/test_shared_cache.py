@@ -1,0 +1,205 @@
+"""The web workers of one node share rendered anonymous answers; nothing personal ever reaches that cache.
+
+With ``--workers 2`` each worker kept its own page cache, so every popular page was rendered once per
+worker. Now a worker that misses its own memory looks in the node's shared cache (a file under
+``DATA_DIR/cache/pages``) before rendering, and each render is written there after the reply
+(``X-Paperfeed-Cache: shared`` marks an answer another worker rendered). Each "worker" here is its own app
+(its own middleware, memory cache and data-version reader) on the same data folder and store, as uvicorn's
+worker processes are. Within one worker, requests for a page being rendered wait for that render instead
+of rendering it again.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from paperfeed.adapters.page_cache import DiskPageCache
+from paperfeed.bootstrap import App, build_app
+from paperfeed.domain.accounts import User
+from paperfeed.settings import Settings
+from paperfeed.web import create_app
+from paperfeed.web.public_cache import _shared_key
+from tests.community.conftest import add_reader, sign_in
+
+HTML = {"accept": "text/html"}
+JSON = {"accept": "application/json"}
+PAPER = "2501.00202"  # listed with 11 Hugging Face upvotes
+
+
+def _worker(settings: Settings, grace: float) -> TestClient:
+    tuned = settings.model_copy(
+        update={"workers": 2, "page_cache_grace_seconds": grace, "page_cache_check_seconds": 0.0}
+    )
+    return TestClient(create_app(lambda: build_app(tuned)), follow_redirects=False)
+
+
+@pytest.fixture
+def workers(settings: Settings, app: App) -> Iterator[tuple[TestClient, TestClient]]:
+    """Two workers of one node, no grace: a change of data reaches every answer at once."""
+    with _worker(settings, 0.0) as one, _worker(settings, 0.0) as two:
+        yield one, two
+
+
+@pytest.fixture
+def ada(app: App) -> User:
+    return add_reader(app, "ada@example.org", "Ada Sharedcache")
+
+
+def _how(answer: object) -> str:
+    return str(answer.headers.get("x-paperfeed-cache", ""))  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("url", "accept"),
+    [(f"/papers/{PAPER}", HTML), (f"/api/papers/{PAPER}", JSON), ("/search?q=lichen", HTML), ("/", HTML)],
+)
+def test_a_page_one_worker_rendered_serves_the_other(
+    workers: tuple[TestClient, TestClient], url: str, accept: dict[str, str]
+) -> None:
+    one, two = workers
+    first = one.get(url, headers=accept)
+    assert (first.status_code, _how(first)) == (200, "miss")
+    other = two.get(url, headers=accept)
+    assert (other.status_code, _how(other)) == (200, "shared"), "the second worker rendered it again"
+    assert other.content == first.content
+    assert other.headers["etag"] == first.headers["etag"]
+    assert other.headers["cache-control"] == first.headers["cache-control"]
+    assert other.headers.get("vary") == first.headers.get("vary")
+    assert _how(two.get(url, headers=accept)) == "hit", "then it is in the second worker's own memory"
+    conditional = two.get(url, headers={**accept, "if-none-match": first.headers["etag"]})
+    assert conditional.status_code == 304
+
+
+def test_one_worker_alone_keeps_no_shared_cache(settings: Settings, app: App) -> None:
+    assert build_app(settings).shared_pages is None, "one worker has nobody to share with"
+    turned_off = settings.model_copy(update={"workers": 2, "page_cache_shared_mb": 0})
+    assert build_app(turned_off).shared_pages is None
+    with TestClient(create_app(lambda: build_app(settings))) as alone:
+        assert _how(alone.get(f"/api/papers/{PAPER}", headers=JSON)) == "miss"
+    assert not (settings.data_dir / "cache" / "pages").exists()
+
+
+def test_a_signed_in_page_never_reaches_the_shared_cache(
+    workers: tuple[TestClient, TestClient], app: App, ada: User
+) -> None:
+    one, two = workers
+    sign_in(one, app, ada)
+    mine = one.get(f"/papers/{PAPER}", headers=HTML)
+    assert mine.status_code == 200
+    assert "Ada Sharedcache" in mine.text, "the signed-in page names its reader"
+    assert _how(mine) == ""
+    seen = two.get(f"/papers/{PAPER}", headers=HTML)
+    assert _how(seen) == "miss", "an anonymous reader was served what a signed-in reader's request rendered"
+    assert "Ada Sharedcache" not in seen.text
+    # the other way round: the anonymous copy in the shared cache never answers a signed-in reader
+    sign_in(two, app, ada)
+    again = two.get(f"/papers/{PAPER}", headers=HTML)
+    assert _how(again) == ""
+    assert "Ada Sharedcache" in again.text
+
+
+def test_bearer_answers_never_reach_the_shared_cache(
+    workers: tuple[TestClient, TestClient], app: App, ada: User
+) -> None:
+    one, two = workers
+    token = {"authorization": f"Bearer {app.accounts.create_api_token(ada, 'tests')[1]}"}
+    app.community.upvote(ada, PAPER)
+    mine = one.get(f"/api/papers/{PAPER}", headers={**JSON, **token})
+    assert mine.status_code == 200
+    assert _how(mine) == ""
+    anonymous = two.get(f"/api/papers/{PAPER}", headers=JSON)
+    assert _how(anonymous) == "miss"
+
+
+def test_a_vote_moves_the_version_past_the_shared_copy(
+    workers: tuple[TestClient, TestClient], app: App, ada: User
+) -> None:
+    one, two = workers
+    before = one.get(f"/api/papers/{PAPER}", headers=JSON).json()["upvotes"]
+    app.community.upvote(ada, PAPER)  # a third process's write
+    after = two.get(f"/api/papers/{PAPER}", headers=JSON)
+    assert _how(after) == "miss", "the shared copy of the old version was served without grace"
+    assert after.json()["upvotes"] == before + 1
+
+
+def test_within_the_grace_the_shared_copy_of_the_old_version_is_stale(
+    settings: Settings, app: App, ada: User
+) -> None:
+    with _worker(settings, 300.0) as one, _worker(settings, 300.0) as two:
+        before = one.get(f"/api/papers/{PAPER}", headers=JSON).json()["upvotes"]
+        app.community.upvote(ada, PAPER)
+        later = two.get(f"/api/papers/{PAPER}", headers=JSON)
+        assert (_how(later), later.json()["upvotes"]) == ("shared", before)
+
+
+def test_hiding_a_paper_reaches_the_other_worker_at_once_whatever_the_grace(
+    settings: Settings, app: App
+) -> None:
+    with _worker(settings, 300.0) as one, _worker(settings, 300.0) as two:
+        assert one.get(f"/api/papers/{PAPER}", headers=JSON).status_code == 200
+        app.accounts.hide_paper(PAPER, reason="spam")
+        assert two.get(f"/api/papers/{PAPER}", headers=JSON).status_code == 404
+        assert two.get(f"/papers/{PAPER}", headers=HTML).status_code == 404
+
+
+@pytest.mark.parametrize("junk", [b"", b'\x00\x00\x00\x05{"a":', b"\xff" * 40, b"\x00\x00\x00\x02{}body"])
+def test_a_damaged_shared_entry_is_a_miss_never_an_error(
+    workers: tuple[TestClient, TestClient], settings: Settings, junk: bytes
+) -> None:
+    one, _two = workers
+    key = ("http", "testserver", "", f"/api/papers/{PAPER}", (), "application/json")
+    pages = DiskPageCache(settings.data_dir / "cache" / "pages", 16 * 1024 * 1024)
+    try:
+        pages.put(_shared_key(key), junk, 60)
+        assert pages.get(_shared_key(key)) == junk, "the test put its junk where the worker looks"
+    finally:
+        pages.close()
+    answer = one.get(f"/api/papers/{PAPER}", headers=JSON)
+    assert (answer.status_code, _how(answer)) == (200, "miss")
+    assert answer.json()["id"] == PAPER
+
+
+def test_copies_rendered_by_another_version_of_paperfeed_are_not_found() -> None:
+    key = ("http", "testserver", "", "/", (), "text/html")
+    assert _shared_key(key).startswith(__import__("paperfeed").__version__ + ":")
+    assert _shared_key(key) != _shared_key((*key[:4], (("q", "x"),), key[5]))
+
+
+def test_concurrent_asks_for_one_page_render_it_once(settings: Settings, app: App) -> None:
+    """Eight readers ask one worker for the same uncached page at once: one render, seven wait for it."""
+    tuned = settings.model_copy(update={"page_cache_grace_seconds": 0.0, "page_cache_check_seconds": 60.0})
+    with TestClient(create_app(lambda: build_app(tuned))) as worker:
+        worker.get("/api/daily_papers?limit=1", headers=JSON)  # the first version read happens here
+        barrier = threading.Barrier(8)
+
+        def ask(_: int) -> tuple[int, str]:
+            barrier.wait(timeout=30)
+            answer = worker.get("/search?q=lichen", headers=HTML)
+            return answer.status_code, _how(answer)
+
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(ask, range(8)))
+    assert {status for status, _ in answers} == {200}
+    hows = sorted(how for _, how in answers)
+    assert hows.count("miss") == 1, hows
+    assert set(hows) <= {"miss", "hit"}, hows
+
+
+def test_the_shared_cache_file_holds_only_anonymous_answers(
+    workers: tuple[TestClient, TestClient], settings: Settings, app: App, ada: User
+) -> None:
+    one, two = workers
+    sign_in(one, app, ada)
+    for url in (f"/papers/{PAPER}", "/", "/search?q=lichen", f"/api/papers/{PAPER}"):
+        assert one.get(url).status_code == 200
+        assert two.get(url).status_code == 200  # anonymous: kept
+    folder: Path = settings.data_dir / "cache" / "pages"
+    stored = b"".join(p.read_bytes() for p in folder.rglob("*") if p.is_file())
+    assert b"Ada Sharedcache" not in stored
+    assert stored, "nothing was shared at all"
