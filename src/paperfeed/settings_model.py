@@ -468,10 +468,17 @@ class SettingsModel(BaseModel):
         default=10.0,
         ge=0,
         le=300,
-        description="How long a cached anonymous page may still be served after an import, vote, comment "
-        "or harvest changed the data (0: re-render at once). Hiding a paper, comment or reader always "
-        "empties the cache at once. Without it, an import writing every second empties the cache every "
-        "second (docs/deployment.md).",
+        description="How long a cached anonymous page may still be served after a vote or comment changed "
+        "it (0: re-render at once). Hiding a paper, comment or reader always empties the cache at once "
+        "(docs/deployment.md).",
+    )
+    page_cache_import_grace_seconds: float = Field(
+        default=60.0,
+        ge=0,
+        le=3600,
+        description="How long a cached anonymous page may still be served after an import, citation "
+        "harvest or topics build changed the papers (0: re-render at once). Without it, an import writing "
+        "every second empties the cache every second (docs/deployment.md).",
     )
 
     @property

@@ -67,6 +67,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, App]
         # counts must be exact at once: the readiness probe below caches the paper's anonymous answer,
         # which the default grace (docs/deployment.md, "Caching") may serve for 10 s after the votes
         "PAPERFEED_PAGE_CACHE_GRACE_SECONDS": "0",
+        "PAPERFEED_PAGE_CACHE_IMPORT_GRACE_SECONDS": "0",
     }
     left = DiskPageCache(data_dir / "cache" / "pages", 16 * 1024 * 1024)  # as an earlier run would leave it
     left.put(LEFT_OVER, b"rendered by older code", 3600)

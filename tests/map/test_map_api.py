@@ -184,7 +184,11 @@ def test_a_rebuild_reaches_the_cached_points(db_url: str, tmp_path: Path) -> Non
         app.topics.build()
     finally:
         app.close()
-    tuned = {"page_cache_grace_seconds": 0.5, "page_cache_check_seconds": 0.0}
+    tuned = {
+        "page_cache_grace_seconds": 0.5,
+        "page_cache_import_grace_seconds": 0.5,
+        "page_cache_check_seconds": 0.0,
+    }
     web_app = build_app(settings_for(tmp_path, db_url, **tuned))
     with TestClient(create_app(lambda: web_app)) as client:
         assert decode(client.get("/api/map/points").content)["header"]["generation"] == 1

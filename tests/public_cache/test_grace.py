@@ -11,12 +11,15 @@ whatever the grace, because a moderator's action must never wait.
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 
 import pytest
 from fastapi.testclient import TestClient
 
 from paperfeed.bootstrap import App, build_app
 from paperfeed.domain.accounts import User
+from paperfeed.domain.ingest import Batch
+from paperfeed.domain.models import Paper
 from paperfeed.settings import Settings
 from paperfeed.web import create_app
 from tests.community.conftest import add_reader
@@ -84,3 +87,53 @@ def test_hiding_a_reader_empties_the_cache_at_once_whatever_the_grace(
         shown = site.get(f"/papers/{PAPER}")
         assert shown.headers["x-paperfeed-cache"] == "miss"
         assert "A remark from Ada" not in shown.text
+
+
+def _site_with(settings: Settings, grace: float, import_grace: float) -> TestClient:
+    tuned = settings.model_copy(
+        update={
+            "page_cache_grace_seconds": grace,
+            "page_cache_import_grace_seconds": import_grace,
+            "page_cache_check_seconds": 0.0,
+        }
+    )
+    return TestClient(create_app(lambda: build_app(tuned)), follow_redirects=False)
+
+
+def _import_unlisted(app: App, n: int) -> None:
+    """An import writes papers: the version's papers part moves, its content part does not."""
+    when = datetime(2030, 1, n, tzinfo=UTC)  # newer than every paper of the instance
+    app.store.apply_batch(Batch(papers=[Paper(id=f"2502.{n:05d}", title=f"Imported {n}", published=when)]))
+
+
+def _newest(site: TestClient) -> tuple[str, str]:
+    answer = site.get("/api/papers?limit=1", headers=JSON)
+    assert answer.status_code == 200, answer.text
+    return answer.json()[0]["id"], answer.headers.get("x-paperfeed-cache", "")
+
+
+def test_an_import_reaches_a_cached_answer_after_the_import_grace_not_the_vote_grace(
+    settings: Settings, app: App
+) -> None:
+    with _site_with(settings, grace=0.0, import_grace=1.5) as site:
+        before, how = _newest(site)
+        assert how == "miss"
+        _import_unlisted(app, 1)
+        assert _newest(site) == (before, "stale"), "within the import grace the rendered answer is reused"
+        time.sleep(1.6)
+        assert _newest(site) == ("2502.00001", "miss"), "after the import grace it is rendered anew"
+
+
+def test_a_vote_does_not_wait_for_the_import_grace(settings: Settings, app: App, ada: User) -> None:
+    with _site_with(settings, grace=0.0, import_grace=300.0) as site:
+        before, _ = _upvotes(site)
+        _import_unlisted(app, 2)
+        app.community.upvote(ada, PAPER)
+        assert _upvotes(site) == (before + 1, "miss"), "a vote after an import waited for the import grace"
+
+
+def test_without_import_grace_an_import_shows_at_once(settings: Settings, app: App) -> None:
+    with _site_with(settings, grace=300.0, import_grace=0.0) as site:
+        _newest(site)
+        _import_unlisted(app, 3)
+        assert _newest(site) == ("2502.00003", "miss")

@@ -71,7 +71,9 @@ def _directives(answer: Any) -> dict[str, str]:
 @pytest.fixture
 def settings(settings: Settings) -> Settings:
     """No grace: every change of the data version reaches cached answers at once (see test_grace.py)."""
-    return settings.model_copy(update={"page_cache_grace_seconds": 0.0})
+    return settings.model_copy(
+        update={"page_cache_grace_seconds": 0.0, "page_cache_import_grace_seconds": 0.0}
+    )
 
 
 @pytest.fixture

@@ -34,7 +34,12 @@ PAPER = "2501.00202"  # listed with 11 Hugging Face upvotes
 
 def _worker(settings: Settings, grace: float) -> TestClient:
     tuned = settings.model_copy(
-        update={"workers": 2, "page_cache_grace_seconds": grace, "page_cache_check_seconds": 0.0}
+        update={
+            "workers": 2,
+            "page_cache_grace_seconds": grace,
+            "page_cache_import_grace_seconds": grace,
+            "page_cache_check_seconds": 0.0,
+        }
     )
     return TestClient(create_app(lambda: build_app(tuned)), follow_redirects=False)
 
@@ -173,7 +178,13 @@ def test_copies_rendered_by_another_version_of_paperfeed_are_not_found() -> None
 
 def test_concurrent_asks_for_one_page_render_it_once(settings: Settings, app: App) -> None:
     """Eight readers ask one worker for the same uncached page at once: one render, seven wait for it."""
-    tuned = settings.model_copy(update={"page_cache_grace_seconds": 0.0, "page_cache_check_seconds": 60.0})
+    tuned = settings.model_copy(
+        update={
+            "page_cache_grace_seconds": 0.0,
+            "page_cache_import_grace_seconds": 0.0,
+            "page_cache_check_seconds": 60.0,
+        }
+    )
     with TestClient(create_app(lambda: build_app(tuned))) as worker:
         worker.get("/api/daily_papers?limit=1", headers=JSON)  # the first version read happens here
         barrier = threading.Barrier(8)

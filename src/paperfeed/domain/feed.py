@@ -178,16 +178,18 @@ class PaperCursor:
 
 @dataclass(frozen=True, slots=True)
 class DataVersion:
-    """What cached answers are keyed by, in two parts because they may lag by different amounts.
+    """What cached answers are keyed by, in three parts because they may lag by different amounts.
 
     ``removals`` moves when a paper, a comment or a reader is hidden or shown again: a moderator's action
-    must reach every cached page at once. ``content`` moves with everything else (imports, votes,
-    comments, edits, citation harvests): while an import writes every second, a page cache may show
-    those a few seconds late rather than render every page anew each second.
+    must reach every cached page at once. ``content`` moves with the readers' activity (votes, comments,
+    edits): a few seconds late is fine. ``papers`` moves with imports, listings, citation harvests and
+    topic builds: papers arrive once a day, and while an import writes every second a page cache may show
+    them a minute late rather than render every page anew each second.
     """
 
     content: str
     removals: str
+    papers: str = ""
 
 
 class FeedQueries(Protocol):

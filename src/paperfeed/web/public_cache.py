@@ -16,16 +16,24 @@ JSON API's reads). For each it
   :meth:`~paperfeed.services.feed.FeedService.data_version`: it moves with every import, vote, comment
   and moderation action). An entry lives at most its policy's ``max-age``.
 
-An entry of the current version is served as is. One whose version differs only in its **content**
-part (an import, a vote, a comment, a harvest) is still served for ``PAPERFEED_PAGE_CACHE_GRACE_SECONDS``
-(default 10 s) after it was rendered, then rendered anew (``X-Paperfeed-Cache: stale`` marks it): an
-import writes every second, and without this grace each page would be rendered again every second,
-which is no cache at all. A change of the **removals** part (a paper, comment or reader hidden or shown
-again) empties the cache at once, so moderation is never late. With a grace of 0, every change is.
+An entry of the current version is served as is. One whose version differs in its **content** part (a
+vote, a comment, an edit) is still served for ``PAPERFEED_PAGE_CACHE_GRACE_SECONDS`` (default 10 s)
+after it was rendered, and one whose **papers** part differs (an import, a harvest, a topics build) for
+``PAPERFEED_PAGE_CACHE_IMPORT_GRACE_SECONDS`` (default 60 s); then it is rendered anew
+(``X-Paperfeed-Cache: stale`` marks such a reuse). An import writes every second, and without a grace
+each page would be rendered again every second, which is no cache at all. A change of the **removals**
+part (a paper, comment or reader hidden or shown again) empties the cache at once, so moderation is
+never late. With both graces 0, every change is.
+
+With several workers, a worker that misses its own memory looks in the node's shared cache
+(:class:`~paperfeed.domain.page_cache.SharedPageCache`, ``X-Paperfeed-Cache: shared``) before
+rendering, and writes what it rendered there; within a worker, one render per key is in flight and
+later asks wait for it.
 
 The version is read at most every ``PAPERFEED_PAGE_CACHE_CHECK_SECONDS`` (default 1 s) per worker, and
-at once after any state-changing request this worker served. So an anonymous page shows a vote or a new
-paper within check + grace seconds (11 s by default), and a removal within the check interval. Signed-in
+at once after any state-changing request this worker served. So an anonymous page shows a vote within
+check + grace seconds (11 s by default), a new paper within check + import grace (61 s), and a removal
+within the check interval. Signed-in
 readers are never served from this cache, so a voter sees their own vote at once.
 
 What is never cached or marked public: a request with a session cookie or an ``Authorization`` header
@@ -208,7 +216,7 @@ def _encode(entry: _Entry, clock: Callable[[], float]) -> bytes:
             "cache_control": entry.cache_control,
             "vary": entry.vary,
             "ttl": entry.ttl,
-            "version": [entry.version.content, entry.version.removals],
+            "version": [entry.version.content, entry.version.removals, entry.version.papers],
             "rendered": time.time() - (clock() - entry.stored),
         }
     )
@@ -220,7 +228,7 @@ def _decode(raw: bytes, clock: Callable[[], float]) -> _Entry | None:
     try:
         (size,) = _LENGTH.unpack_from(raw)
         head = orjson.loads(raw[_LENGTH.size : _LENGTH.size + size])
-        content, removals = head["version"]
+        content, removals, papers = head["version"]
         return _Entry(
             [(str(k).encode("latin-1"), str(v).encode("latin-1")) for k, v in head["headers"]],
             raw[_LENGTH.size + size :],
@@ -228,7 +236,7 @@ def _decode(raw: bytes, clock: Callable[[], float]) -> _Entry | None:
             str(head["cache_control"]),
             str(head["vary"]),
             float(head["ttl"]),
-            DataVersion(str(content), str(removals)),
+            DataVersion(str(content), str(removals), str(papers)),
             clock() - max(0.0, time.time() - float(head["rendered"])),
         )
     except (struct.error, orjson.JSONDecodeError, KeyError, TypeError, ValueError, UnicodeError):
@@ -247,6 +255,7 @@ class PublicCacheMiddleware:
         self._checked = float("-inf")
         self._check_every = 1.0
         self._grace = 10.0
+        self._import_grace = 60.0
         self._refreshing = asyncio.Lock()  # one version read at a time per worker
         self._flights: dict[tuple[Any, ...], asyncio.Event] = {}  # keys being rendered: later asks wait
         self._shared: SharedPageCache | None = None  # the node's cache the workers share, if any
@@ -286,7 +295,12 @@ class PublicCacheMiddleware:
             return
         flight = self._flights.get(key)
         if flight is not None:  # another request of this worker is rendering it: share its answer
-            if kept is not None and self._grace > 0 and self._same_removals(kept, version):
+            if (
+                kept is not None
+                and self._grace > 0
+                and self._import_grace > 0
+                and self._same_removals(kept, version)
+            ):
                 await self._reply(send, kept, conditional, "stale")  # while the new copy renders
                 return
             await flight.wait()
@@ -317,9 +331,15 @@ class PublicCacheMiddleware:
             return ""
         if entry.version == version:
             return "hit"
-        if self._same_removals(entry, version) and self.clock() - entry.stored < self._grace:
-            return "stale"
-        return ""
+        old = entry.version
+        if old is None or old.removals != version.removals:
+            return ""
+        age = self.clock() - entry.stored
+        if old.content != version.content and age >= self._grace:
+            return ""
+        if old.papers != version.papers and age >= self._import_grace:
+            return ""
+        return "stale"
 
     @staticmethod
     def _same_removals(entry: _Entry, version: DataVersion | None) -> bool:
@@ -355,6 +375,7 @@ class PublicCacheMiddleware:
             self._max_bytes = int(settings.page_cache_mb) * 1024 * 1024
             self._check_every = float(settings.page_cache_check_seconds)
             self._grace = float(settings.page_cache_grace_seconds)
+            self._import_grace = float(settings.page_cache_import_grace_seconds)
             self._shared = container.shared_pages
             if self._max_bytes > 0:
                 self._cache = TLRUCache(
@@ -378,7 +399,13 @@ class PublicCacheMiddleware:
                 return None
             old, cache = self._version, self._cache
             dead = (
-                old is not None and version != old and (version.removals != old.removals or self._grace <= 0)
+                old is not None
+                and version != old
+                and (
+                    version.removals != old.removals
+                    or (version.content != old.content and self._grace <= 0)
+                    or (version.papers != old.papers and self._import_grace <= 0)
+                )
             )
             if dead and cache is not None:
                 cache.clear()  # every entry is dead now: free their memory at once

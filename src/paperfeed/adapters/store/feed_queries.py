@@ -257,7 +257,9 @@ class SqlFeedQueries:
             papers_part, hidden = self._listing_parts(conn)
             added, removed = community_version(conn)
             return DataVersion(
-                content=f"{papers_part}|{added}|{harvested}|{built}|{placed}", removals=f"{hidden}|{removed}"
+                content=str(added),
+                removals=f"{hidden}|{removed}",
+                papers=f"{papers_part}|{harvested}|{built}|{placed}",
             )
 
     @classmethod
