@@ -45,6 +45,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -139,7 +140,7 @@ def synthetic(path: Path, start: int, count: int) -> Path:
             fh.write(
                 orjson.dumps(
                     {
-                        "id": f"2503.{i:05d}" if i < 100_000 else f"2504.{i - 100_000:05d}",
+                        "id": f"25{3 + i // 100_000:02d}.{i % 100_000:05d}",  # 2503.*, 2504.*, …
                         "title": f"{title} {i}",
                         "abstract": " ".join(rng.choices(words, k=60)),
                         "authors": [f"Author {rng.randrange(500)}", f"Author {rng.randrange(500)}"],
@@ -392,6 +393,11 @@ async def load(
     return stats
 
 
+def _note_exit(proc: subprocess.Popen[bytes], ended: list[float]) -> None:
+    proc.wait()
+    ended.append(time.monotonic())
+
+
 def every_url(inp: Inputs) -> list[tuple[str, str]]:
     """Every anonymous GET the mix can draw, with its Accept header (``--prewarm`` asks each once)."""
     urls = ["/", "/trending"]
@@ -516,15 +522,17 @@ def main() -> None:
     port = free_port()
     server = start_server(data, url, port, args.workers, args.server)
     importer = None
+    import_ended: list[float] = []  # when the import exited (monotonic): a run "while an import runs"?
     try:
         if args.import_papers > 0:
             importer = subprocess.Popen(
                 [*PAPERFEED, "import", str(extra)],
                 env=env_for(data, url),
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
                 start_new_session=True,
             )
+            threading.Thread(target=_note_exit, args=(importer, import_ended), daemon=True).start()
         base = f"http://127.0.0.1:{port}"
         if args.prewarm:
             asked, took = asyncio.run(prewarm(base, inp))
@@ -539,10 +547,16 @@ def main() -> None:
         server_cpu = sum(per_process)
         if importer is None:
             import_state = "none"
+        elif importer.poll() is None or not import_ended:
+            import_state = "still running at the end"
         else:
-            import_state = (
-                "still running at the end" if importer.poll() is None else f"exit {importer.returncode}"
+            into = import_ended[0] - started
+            when = (
+                "before the measured window"
+                if into < 0
+                else f"{into:.0f} s into the measured {elapsed:.0f} s"
             )
+            import_state = f"exit {importer.returncode}, ended {when}"
     finally:
         if importer is not None and importer.poll() is None:
             os.killpg(importer.pid, signal.SIGTERM)
