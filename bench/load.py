@@ -12,7 +12,9 @@ embedder (hybrid search runs its full path), and ``--users`` verified accounts w
 Each run then works on a fresh copy of that folder (and of its PostgreSQL database, by ``TEMPLATE``), so
 an earlier run's import never makes the next one's store bigger. Then ``paperfeed serve --workers 2``
 starts on a loopback port, and ``paperfeed import`` of ``--import-papers`` new synthetic papers starts
-beside it: the load runs while the import writes (``--warmup`` seconds of load first, not measured).
+beside it: the load runs while the import writes (``--warmup`` seconds of load first, not measured;
+with ``--prewarm`` every URL the mix can draw is asked once before the import starts, as on an instance
+that has been serving for a while; the end of the import is reported against the measured window).
 
 Clients (aiohttp by default, ``--client httpx`` for the earlier figures; asyncio, keep-alive, one
 connection each; they run on the same machine, so their CPU is printed beside the server's): with
@@ -491,8 +493,8 @@ def main() -> None:
     parser.add_argument(
         "--prewarm",
         action="store_true",
-        help="ask for every URL the mix can draw once before the warm-up: a long-running instance's page "
-        "cache, not a fresh one's (without an import, nothing then expires during the run)",
+        help="ask for every URL the mix can draw once before the import and the warm-up start: a "
+        "long-running instance's page cache when the daily import begins, not a fresh one's",
     )
     args = parser.parse_args()
     rng = random.Random(args.seed)
@@ -524,6 +526,10 @@ def main() -> None:
     importer = None
     import_ended: list[float] = []  # when the import exited (monotonic): a run "while an import runs"?
     try:
+        base = f"http://127.0.0.1:{port}"
+        if args.prewarm:  # a warm instance when the daily import starts: the import begins after this
+            asked, took = asyncio.run(prewarm(base, inp))
+            print(f"prewarm: {asked:,} URLs asked once in {took:.0f} s", flush=True)
         if args.import_papers > 0:
             importer = subprocess.Popen(
                 [*PAPERFEED, "import", str(extra)],
@@ -533,10 +539,6 @@ def main() -> None:
                 start_new_session=True,
             )
             threading.Thread(target=_note_exit, args=(importer, import_ended), daemon=True).start()
-        base = f"http://127.0.0.1:{port}"
-        if args.prewarm:
-            asked, took = asyncio.run(prewarm(base, inp))
-            print(f"prewarm: {asked:,} URLs asked once in {took:.0f} s", flush=True)
         if args.warmup > 0:  # first requests open indexes and fill caches in each worker: not measured
             asyncio.run(load(base, tokens, args.clients, args.warmup, inp, args.mix, args.client))
         started, client_cpu, before = time.monotonic(), time.process_time(), tree_cpu(server.pid)
