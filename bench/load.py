@@ -71,7 +71,14 @@ PAPERFEED = [sys.executable, "-c", "from paperfeed.cli import main; main()"]
 SHARED = Path(os.environ.get("PAPERFEED_SHARED", ROOT.parent / "shared"))
 SECRET = "load-bench-secret-0123456789abcdefghijklmnop"
 WEIGHTS = {"search": 30, "feed": 25, "paper": 30, "upvote": 15}
-KEPT = ("PAPERFEED_PAGE_CACHE_",)  # settings of the server under test that pass through (e.g. _MB=0: off)
+# settings of the server under test that pass through: e.g. PAPERFEED_PAGE_CACHE_MB=0 (no page cache), or
+# PAPERFEED_KEYWORD_ENGINE=tantivy PAPERFEED_VECTOR_INDEX=local (a PostgreSQL node's own search indexes)
+KEPT = (
+    "PAPERFEED_PAGE_CACHE_",
+    "PAPERFEED_KEYWORD_ENGINE",
+    "PAPERFEED_VECTOR_INDEX",
+    "PAPERFEED_INDEX_FOLLOW",
+)
 
 
 @dataclass
