@@ -214,3 +214,14 @@ def test_the_shared_cache_file_holds_only_anonymous_answers(
     stored = b"".join(p.read_bytes() for p in folder.rglob("*") if p.is_file())
     assert b"Ada Sharedcache" not in stored
     assert stored, "nothing was shared at all"
+
+
+def test_no_page_cache_means_no_shared_cache_either(settings: Settings, app: App) -> None:
+    off = settings.model_copy(update={"workers": 2, "page_cache_mb": 0})
+    with (
+        TestClient(create_app(lambda: build_app(off))) as one,
+        TestClient(create_app(lambda: build_app(off))) as two,
+    ):
+        assert _how(one.get(f"/api/papers/{PAPER}", headers=JSON)) == "miss"
+        assert _how(two.get(f"/api/papers/{PAPER}", headers=JSON)) == "miss"
+        assert _how(one.get(f"/api/papers/{PAPER}", headers=JSON)) == "miss"

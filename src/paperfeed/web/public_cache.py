@@ -293,6 +293,9 @@ class PublicCacheMiddleware:
         if kept is not None and how:
             await self._reply(send, kept, conditional, how)
             return
+        if cache is None or version is None:  # nothing can be kept: no one to wait for
+            await self._render(scope, receive, send, policy, state, conditional, key, version)
+            return
         flight = self._flights.get(key)
         if flight is not None:  # another request of this worker is rendering it: share its answer
             if (
@@ -304,7 +307,7 @@ class PublicCacheMiddleware:
                 await self._reply(send, kept, conditional, "stale")  # while the new copy renders
                 return
             await flight.wait()
-            kept = cache.get(key) if cache is not None else None
+            kept = cache.get(key)
             how = self._usable(kept, version)
             if kept is not None and how:
                 await self._reply(send, kept, conditional, how)
@@ -315,8 +318,7 @@ class PublicCacheMiddleware:
         try:
             shared = self._from_shared(key, version)
             if shared is not None:
-                if cache is not None:
-                    cache[key] = shared
+                cache[key] = shared
                 await self._reply(send, shared, conditional, "shared")
                 return
             await self._render(scope, receive, send, policy, state, conditional, key, version)
@@ -326,7 +328,7 @@ class PublicCacheMiddleware:
                 del self._flights[key]
 
     def _usable(self, entry: _Entry | None, version: DataVersion | None) -> str:
-        """ "hit" (of the current data version), "stale" (within the grace of a content change) or ""."""
+        """'hit' (of the current data version), 'stale' (within a grace of the change) or ''."""
         if entry is None or version is None:
             return ""
         if entry.version == version:
@@ -376,7 +378,7 @@ class PublicCacheMiddleware:
             self._check_every = float(settings.page_cache_check_seconds)
             self._grace = float(settings.page_cache_grace_seconds)
             self._import_grace = float(settings.page_cache_import_grace_seconds)
-            self._shared = container.shared_pages
+            self._shared = container.shared_pages if self._max_bytes > 0 else None
             if self._max_bytes > 0:
                 self._cache = TLRUCache(
                     maxsize=self._max_bytes,
