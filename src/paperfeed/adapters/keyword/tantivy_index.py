@@ -19,11 +19,14 @@ each search: the reader reloads when ``meta.json`` differs from the one it last 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import logging
+import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
@@ -97,6 +100,19 @@ def _unavailable_when_damaged(
     return guarded
 
 
+@contextlib.contextmanager
+def _opening(path: Path) -> Iterator[None]:
+    """Hold the node's lock on opening the index at ``path`` (a blocking ``flock`` beside the folder,
+    released by the kernel if this process dies)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path.parent / f".{path.name}.opening.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
 class TantivyKeywordIndex:
     """:class:`~paperfeed.domain.search.KeywordIndex` on a tantivy index derived from the paper store."""
 
@@ -117,57 +133,62 @@ class TantivyKeywordIndex:
     ) -> None:
         self.path = path
         self.engine = engine
-        analyzer_name = "stem" if stemming else "plain"
-        needs_rebuild = False  # damaged files were wiped: the next reindex/catch-up is a rebuild
-        path.mkdir(parents=True, exist_ok=True)
-        state = read_state(path)
-        fresh = state.get("version") != INDEX_VERSION or state.get("analyzer") != analyzer_name
-        if fresh:
-            self._wipe()  # an index of another version: start over
-        elif damaged := damaged_files(path):  # derived data: rebuild it rather than let tantivy panic
-            problems = "; ".join(damaged[:3])
-            log.warning("%s: keyword index damaged (%s); rebuilding it from the store", path, problems)
-            self._wipe()
-            fresh = needs_rebuild = True
-        self._schema = schema("en_stem" if stemming else "default")
-        try:
-            self._index = tantivy.Index(self._schema, path=str(path), reuse=not fresh)
-        except BaseException as exc:  # damaged files (e.g. a disk filled up mid-commit): rebuild them
-            if not tantivy_failure(exc):
-                raise
-            log.warning("%s: keyword index unreadable (%s); rebuilding it from the store", path, exc)
-            self._wipe()
-            fresh = needs_rebuild = True
-            self._index = tantivy.Index(self._schema, path=str(path), reuse=False)
-        # tantivy's default reader reloads on a timer thread (meta.json polled every 500 ms) and may land on
-        # another process's intermediate commit, e.g. the empty index a repair creates before its
-        # rebuild, and stay there until the next poll; a late timer reload can even overwrite a newer
-        # one. Reloads happen in follow_commits only, so what a search sees is the latest meta.json.
-        self._meta_seen = self._read_meta()  # the meta.json the reader last loaded (read before it)
-        self._reload_lock = threading.Lock()
-        self._index.config_reader("manual")
-        self.queries = TantivyQueries(self._schema, weights or TANTIVY_WEIGHTS, stemming=stemming)
-        self._writer = TantivyWriter(
-            path,
-            engine,
-            self._index,
-            reload=functools.partial(self.follow_commits, force=True),
-            analyzer_name=analyzer_name,
-            heap_size=heap_size,
-            rebuild_heap_size=rebuild_heap_size,
-            writer_threads=writer_threads,
-            background=background,
-            needs_rebuild=needs_rebuild,
-        )
-        if catch_up:
+        # Several processes of a node (the web workers) may open a missing index at once: each would wipe
+        # the folder and rebuild it while another writes there, and tantivy's writer dies on the vanished
+        # files. So opening, and building when needed, takes turns; a later opener finds the index current.
+        with _opening(path):
+            analyzer_name = "stem" if stemming else "plain"
+            needs_rebuild = False  # damaged files were wiped: the next reindex/catch-up is a rebuild
+            path.mkdir(parents=True, exist_ok=True)
+            state = read_state(path)
+            fresh = state.get("version") != INDEX_VERSION or state.get("analyzer") != analyzer_name
+            if fresh:
+                self._wipe()  # an index of another version: start over
+            elif damaged := damaged_files(path):  # derived data: rebuild it rather than let tantivy panic
+                problems = "; ".join(damaged[:3])
+                log.warning("%s: keyword index damaged (%s); rebuilding it from the store", path, problems)
+                self._wipe()
+                fresh = needs_rebuild = True
+            self._schema = schema("en_stem" if stemming else "default")
             try:
-                if fresh or "watermark" not in state:
-                    self.rebuild()
-                else:
-                    self.catch_up()
-            except KeywordIndexBusy:
-                pass  # the process holding the writer is updating the index; it catches up itself
-            self.close()  # a reader must not keep the writer lock from the process that imports
+                self._index = tantivy.Index(self._schema, path=str(path), reuse=not fresh)
+            except BaseException as exc:  # damaged files (e.g. a disk filled up mid-commit): rebuild them
+                if not tantivy_failure(exc):
+                    raise
+                log.warning("%s: keyword index unreadable (%s); rebuilding it from the store", path, exc)
+                self._wipe()
+                fresh = needs_rebuild = True
+                self._index = tantivy.Index(self._schema, path=str(path), reuse=False)
+            # tantivy's default reader reloads on a timer thread (meta.json polled every 500 ms) and may
+            # land on another process's intermediate commit, e.g. the empty index a repair creates before
+            # its rebuild, and stay there until the next poll; a late timer reload can even overwrite a
+            # newer one. Reloads happen in follow_commits only, so what a search sees is the latest
+            # meta.json.
+            self._meta_seen = self._read_meta()  # the meta.json the reader last loaded (read before it)
+            self._reload_lock = threading.Lock()
+            self._index.config_reader("manual")
+            self.queries = TantivyQueries(self._schema, weights or TANTIVY_WEIGHTS, stemming=stemming)
+            self._writer = TantivyWriter(
+                path,
+                engine,
+                self._index,
+                reload=functools.partial(self.follow_commits, force=True),
+                analyzer_name=analyzer_name,
+                heap_size=heap_size,
+                rebuild_heap_size=rebuild_heap_size,
+                writer_threads=writer_threads,
+                background=background,
+                needs_rebuild=needs_rebuild,
+            )
+            if catch_up:
+                try:
+                    if fresh or "watermark" not in state:
+                        self.rebuild()
+                    else:
+                        self.catch_up()
+                except KeywordIndexBusy:
+                    pass  # the process holding the writer is updating the index; it catches up itself
+                self.close()  # a reader must not keep the writer lock from the process that imports
 
     @classmethod
     def open_current(
