@@ -2,9 +2,10 @@
 
 An import writes every second, and the signed-in readers of a public instance vote all the time: if every
 change emptied the page cache, it would be empty whenever it mattered. So an answer whose data version
-differs only in its *content* part (papers, votes, comments, harvests) is still served for
-``page_cache_grace_seconds`` after it was rendered, marked ``X-Paperfeed-Cache: stale``; after that it is
-rendered anew. Hiding a paper, a comment or a reader is a *removal*: it empties the cache at once,
+differs only in its *content* part (votes, comments) is still served for ``page_cache_grace_seconds``
+after the worker saw that change (its *papers* part — imports, harvests — for
+``page_cache_import_grace_seconds``), marked ``X-Paperfeed-Cache: stale``; after that it is rendered anew.
+Hiding a paper, a comment or a reader is a *removal*: it empties the cache at once,
 whatever the grace, because a moderator's action must never wait.
 """
 
@@ -137,3 +138,16 @@ def test_without_import_grace_an_import_shows_at_once(settings: Settings, app: A
         _newest(site)
         _import_unlisted(app, 3)
         assert _newest(site) == ("2502.00003", "miss")
+
+
+def test_the_grace_counts_from_the_change_not_the_render(settings: Settings, app: App, ada: User) -> None:
+    """A page rendered long before the daily import still gets the whole grace once the import starts."""
+    with _site(settings, grace=1.5) as site:
+        before, how = _upvotes(site)
+        assert how == "miss"
+        time.sleep(1.6)  # the copy is now older than the grace, and still current
+        assert _upvotes(site) == (before, "hit")
+        app.community.upvote(ada, PAPER)
+        assert _upvotes(site) == (before, "stale"), "an old copy got no grace when the data changed"
+        time.sleep(1.6)
+        assert _upvotes(site) == (before + 1, "miss")

@@ -18,7 +18,7 @@ JSON API's reads). For each it
 
 An entry of the current version is served as is. One whose version differs in its **content** part (a
 vote, a comment, an edit) is still served for ``PAPERFEED_PAGE_CACHE_GRACE_SECONDS`` (default 10 s)
-after it was rendered, and one whose **papers** part differs (an import, a harvest, a topics build) for
+after that part changed, and one whose **papers** part differs (an import, a harvest, a topics build) for
 ``PAPERFEED_PAGE_CACHE_IMPORT_GRACE_SECONDS`` (default 60 s); then it is rendered anew
 (``X-Paperfeed-Cache: stale`` marks such a reuse). An import writes every second, and without a grace
 each page would be rendered again every second, which is no cache at all. A change of the **removals**
@@ -74,6 +74,7 @@ from .security import personal
 __all__ = ["POLICIES", "Policy", "PublicCacheMiddleware", "policy_for"]
 
 MAX_ENTRY_BYTES = 4 * 1024 * 1024  # larger answers are still validated, never kept
+_REPLACED_KEPT = 4096  # version values remembered with the time they were replaced (an import: one a second)
 _SAFE = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 _NOT_SHARED = ("private", "no-store", "no-cache")
 
@@ -257,6 +258,7 @@ class PublicCacheMiddleware:
         self._grace = 10.0
         self._import_grace = 60.0
         self._refreshing = asyncio.Lock()  # one version read at a time per worker
+        self._replaced: dict[tuple[str, str], float] = {}  # (part, value) → when it stopped being current
         self._flights: dict[tuple[Any, ...], asyncio.Event] = {}  # keys being rendered: later asks wait
         self._shared: SharedPageCache | None = None  # the node's cache the workers share, if any
         self._writes = 0  # state-changing requests served: one since the last read makes it stale
@@ -336,12 +338,20 @@ class PublicCacheMiddleware:
         old = entry.version
         if old is None or old.removals != version.removals:
             return ""
-        age = self.clock() - entry.stored
-        if old.content != version.content and age >= self._grace:
+        now = self.clock()
+        if old.content != version.content and now - self._outdated(entry, "content") >= self._grace:
             return ""
-        if old.papers != version.papers and age >= self._import_grace:
+        if old.papers != version.papers and now - self._outdated(entry, "papers") >= self._import_grace:
             return ""
         return "stale"
+
+    def _outdated(self, entry: _Entry, part: str) -> float:
+        """When ``entry``'s value of ``part`` stopped being current, as far as this worker knows: the grace
+        counts from there, so a page rendered an hour before the daily import still gets the whole grace.
+        A value this worker never saw replaced (an entry another worker rendered) counts from the render,
+        which is earlier: never a longer lag than the grace."""
+        assert entry.version is not None
+        return self._replaced.get((part, getattr(entry.version, part)), entry.stored)
 
     @staticmethod
     def _same_removals(entry: _Entry, version: DataVersion | None) -> bool:
@@ -411,6 +421,14 @@ class PublicCacheMiddleware:
             )
             if dead and cache is not None:
                 cache.clear()  # every entry is dead now: free their memory at once
+            if old is not None:
+                for part in ("content", "papers"):
+                    value = getattr(old, part)
+                    if value != getattr(version, part):
+                        self._replaced.pop((part, value), None)
+                        self._replaced[(part, value)] = started
+                while len(self._replaced) > _REPLACED_KEPT:
+                    del self._replaced[next(iter(self._replaced))]
             self._version, self._checked, self._read_at_writes = version, started, writes
             return version
 
