@@ -529,10 +529,11 @@ def main() -> None:
     )
     extra = synthetic(work / f"extra-{int(time.time())}.jsonl", rng.randrange(100_000), args.import_papers)
     port = free_port()
-    server = start_server(data, url, port, args.workers, args.server)
+    server: subprocess.Popen[bytes] | None = None
     importer = None
     import_ended: list[float] = []  # when the import exited (monotonic): a run "while an import runs"?
     try:
+        server = start_server(data, url, port, args.workers, args.server)  # inside: a failed start stops PG
         base = f"http://127.0.0.1:{port}"
         if args.prewarm:  # a warm instance when the daily import starts: the import begins after this
             asked, took = asyncio.run(prewarm(base, inp))
@@ -570,7 +571,8 @@ def main() -> None:
         if importer is not None and importer.poll() is None:
             os.killpg(importer.pid, signal.SIGTERM)
             importer.wait(timeout=60)
-        stop(server)
+        if server is not None:
+            stop(server)
         if server_pg is not None:
             from tests.support import postgres
 
