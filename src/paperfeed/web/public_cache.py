@@ -472,11 +472,9 @@ class PublicCacheMiddleware:
         chosen = headers.get("cache-control", "").lower()
         brief = _public_seconds(headers)  # a private answer its handler lets anonymous readers share briefly
         if brief is not None:
-            # browsers and proxies may keep it ``brief`` seconds; this server as long as the import grace
-            # (a search during an import lags the index, as every page lags the import by that grace)
-            shown = min(brief, policy.max_age)
-            kept = min(policy.kept_for, max(shown, int(self._import_grace)))
-            policy = Policy(policy.name, shown, 0, policy.vary, kept)
+            policy = Policy(
+                policy.name, min(brief, policy.max_age), 0, policy.vary, min(brief, policy.max_age)
+            )
             chosen = ""
         shareable = (
             start["status"] == 200

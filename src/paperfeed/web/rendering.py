@@ -47,10 +47,10 @@ __all__ = [
 SITE_NAME = "paperfeed"
 NO_STORE = "no-store"  # forms carry CSRF tokens, some pages one-time link tokens or a reader's own data
 # A search answer with notes (meaning search unavailable, the index still filling) changes when the index
-# does, which no write announces. A signed-in reader's answer stays private; an anonymous one is shared:
-# the page cache reads the internal PUBLIC_SECONDS header, makes the answer ``public, max-age=5``, keeps
-# its own copy for the import grace, and drops the header (.headers drops it from every other answer).
-# While an import runs every search has such a note, and rendering each anew cost most of the server's CPU.
+# does, which no write announces. A signed-in reader's answer stays private; an anonymous one may be
+# shared for PARTIAL_SEARCH_SECONDS only: the page cache reads the internal PUBLIC_SECONDS header, makes
+# the answer ``public, max-age=5`` and drops the header (.headers drops it from every other answer). While
+# an import runs every search has such a note, and rendering each anew cost most of the server's CPU.
 PARTIAL_SEARCH = "private, no-store"
 PARTIAL_SEARCH_SECONDS = 5
 PARTIAL_SEARCH_HEADERS = {"Cache-Control": PARTIAL_SEARCH, PUBLIC_SECONDS_HEADER: str(PARTIAL_SEARCH_SECONDS)}
