@@ -3,9 +3,9 @@
 An import writes every second, and the signed-in readers of a public instance vote all the time: if every
 change emptied the page cache, it would be empty whenever it mattered. So an answer whose data version
 differs only in its *content* part (votes, comments) is still served for ``page_cache_grace_seconds``
-after the worker saw that change (its *papers* part — imports, harvests — for
-``page_cache_import_grace_seconds``), marked ``X-Paperfeed-Cache: stale``; after that it is rendered anew.
-Hiding a paper, a comment or a reader is a *removal*: it empties the cache at once,
+after that change, counted from the worker's last read before it (its *papers* part, imports and
+harvests, for ``page_cache_import_grace_seconds``), marked ``X-Paperfeed-Cache: stale``; after that it
+is rendered anew. Hiding a paper, a comment or a reader is a *removal*: it empties the cache at once,
 whatever the grace, because a moderator's action must never wait.
 """
 
@@ -151,3 +151,13 @@ def test_the_grace_counts_from_the_change_not_the_render(settings: Settings, app
         assert _upvotes(site) == (before, "stale"), "an old copy got no grace when the data changed"
         time.sleep(1.6)
         assert _upvotes(site) == (before + 1, "miss")
+
+
+def test_an_idle_worker_grants_no_grace_to_an_old_copy(settings: Settings, app: App, ada: User) -> None:
+    """It cannot know when the data changed after its last read, so it counts from that read."""
+    with _site(settings, grace=1.5) as site:
+        before, how = _upvotes(site)
+        assert how == "miss"
+        time.sleep(1.6)  # no request: the worker's last read of the version is now older than the grace
+        app.community.upvote(ada, PAPER)
+        assert _upvotes(site) == (before + 1, "miss"), "an old copy was served after an unseen change"

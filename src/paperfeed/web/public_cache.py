@@ -422,11 +422,13 @@ class PublicCacheMiddleware:
             if dead and cache is not None:
                 cache.clear()  # every entry is dead now: free their memory at once
             if old is not None:
+                # the change happened after the previous read: count from there (a worker nobody asked
+                # for an hour must not grant a whole grace to a page an hour stale)
                 for part in ("content", "papers"):
                     value = getattr(old, part)
                     if value != getattr(version, part):
                         self._replaced.pop((part, value), None)
-                        self._replaced[(part, value)] = started
+                        self._replaced[(part, value)] = self._checked
                 while len(self._replaced) > _REPLACED_KEPT:
                     del self._replaced[next(iter(self._replaced))]
             self._version, self._checked, self._read_at_writes = version, started, writes
