@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from paperfeed.domain.digest_links import LinkSigner
     from paperfeed.domain.digest_mail import DigestRenderer
     from paperfeed.domain.embedding import EmbedWorkers, IndexMarks
+    from paperfeed.domain.feed import DataVersion
     from paperfeed.domain.library import SavedSearch
     from paperfeed.domain.mail import OutgoingMail, SessionMailer
     from paperfeed.domain.models import Paper
@@ -398,6 +399,32 @@ class App:
             return False, False
         keyword = resolve_engine(self.settings.keyword_engine, engine) == "tantivy"
         return keyword, not uses_pgvector(engine, self.settings.vector_index)
+
+    def page_version(self) -> DataVersion:
+        """What the web's page cache keys anonymous answers by: the store's data version and, on a node
+        whose indexes follow a PostgreSQL store, how far they have followed it. A search rendered after
+        another node's write reached the store but before this node's indexes took it in must not be
+        kept as current: it is one version behind, so the page cache's import grace bounds it."""
+        version = self.feeds.data_version()
+        followed = self._followed_state_files
+        if not followed:
+            return version
+        from dataclasses import replace
+
+        from paperfeed.adapters.files import fingerprint
+
+        return replace(version, papers=f"{version.papers}|node:{fingerprint(followed)}")
+
+    @cached_property
+    def _followed_state_files(self) -> tuple[Path, ...]:
+        """The small files that move when this node's own indexes catch up with the store: the keyword
+        index's state (its watermark) and the vector index's mark."""
+        keyword, vectors = self._local_indexes_on_postgres()
+        data = self.settings.data_dir
+        return (
+            *((data / "keyword" / "state.json",) if keyword else ()),
+            *((data / "vector-marks.json",) if vectors else ()),
+        )
 
     def _node_marks(self) -> IndexMarks | None:
         """A node-local vector index on PostgreSQL keeps its sync point on the node (None: in the store)."""

@@ -13,9 +13,11 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+from fastapi.testclient import TestClient
 
 from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
 from paperfeed.adapters.vector.marks import FolderMarks
@@ -23,6 +25,7 @@ from paperfeed.bootstrap import App, build_app
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Paper
 from paperfeed.settings import Settings
+from paperfeed.web import create_app
 from tests.keyword.sources import ListSource
 
 pytestmark = pytest.mark.postgres
@@ -38,6 +41,9 @@ def _node_settings(data_dir: Path, url: str) -> dict[str, str]:
         "PAPERFEED_VECTOR_INDEX": "local",
         "PAPERFEED_EMBEDDING_BACKEND": "fake",
         "PAPERFEED_INDEX_FOLLOW_SECONDS": "0.5",
+        # the reader's view of the index, not of the page cache: without this a search B answered before
+        # its index caught up may be reused for the import grace (60 s, the documented lag of a new paper)
+        "PAPERFEED_PAGE_CACHE_IMPORT_GRACE_SECONDS": "0",
         "PAPERFEED_SECRET_KEY": "two-nodes-test-secret-" + "x" * 40,
     }
 
@@ -162,3 +168,59 @@ def test_a_paper_written_through_node_a_is_found_on_node_b_within_seconds(
             time.sleep(0.2)
     finally:
         writer.close()
+
+
+def _ids(answer: Any) -> list[str]:  # TestClient's response class is not httpx's
+    assert answer.status_code == 200, answer.text
+    return [item["paper"]["id"] for item in answer.json()]
+
+
+def test_a_search_answered_before_the_nodes_index_caught_up_is_not_kept_as_current(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """The race the two-process test above met now and then, made certain: another node's write reaches
+    the database (so the data version moves), this node answers a search before its follower's next look
+    (so without the paper), and that answer must not be reused once the index has the paper. The page
+    cache's version includes the node's index state for this (``App.page_version``)."""
+    node_a, node_b = tmp_path / "node-a", tmp_path / "node-b"
+    seed = _app(node_a, pg_url)
+    try:
+        seed.ingest.run(ListSource([Batch(papers=[_paper("2503.00001", "Seed paper on galaxy clusters")])]))
+    finally:
+        seed.close()
+    settings_b = Settings(
+        data_dir=node_b,
+        database_url=pg_url,
+        keyword_engine="tantivy",
+        vector_index="local",
+        embedding_backend="fake",
+        index_follow_seconds=0,  # no follower thread: this test says when node B looks
+        page_cache_check_seconds=0,  # the version is read at every request
+        page_cache_import_grace_seconds=0,  # the version's change, not a grace, decides
+    )
+    built: list[App] = []
+
+    def build() -> App:
+        built.append(build_app(settings_b))
+        return built[-1]
+
+    search = "/api/papers/search"
+    with TestClient(create_app(build)) as node_b_site:
+        assert _ids(node_b_site.get(search, params={"q": "galaxy clusters"})) == ["2503.00001"]
+        writer = _app(node_a, pg_url)
+        try:
+            writer.ingest.run(ListSource([Batch(papers=[_paper("2503.00002", "Quokkaroo tracked at sea")])]))
+        finally:
+            writer.close()
+        early = node_b_site.get(search, params={"q": "quokkaroo"})
+        assert _ids(early) == [], "node B has not looked since the write: its index lacks the paper"
+        assert early.headers["x-paperfeed-cache"] == "miss"
+        assert node_b_site.get(search, params={"q": "quokkaroo"}).headers["x-paperfeed-cache"] == "hit"
+
+        keyword = built[0].keyword_index
+        assert hasattr(keyword, "follow_store")
+        assert keyword.follow_store() >= 1  # the follower's next look takes the paper in
+
+        late = node_b_site.get(search, params={"q": "quokkaroo"})
+        assert _ids(late) == ["2503.00002"], late.headers.get("x-paperfeed-cache")
+        assert late.headers["x-paperfeed-cache"] == "miss"

@@ -13,8 +13,9 @@ JSON API's reads). For each it
 - keeps the rendered answer in a bounded in-process cache (:class:`cachetools.TLRUCache`, sized in bytes
   by ``PAPERFEED_PAGE_CACHE_MB``) keyed by scheme, ``Host``, path, normalised query and ``Accept``,
   and stamped with the **data version** (:class:`~paperfeed.domain.feed.DataVersion`, from
-  :meth:`~paperfeed.services.feed.FeedService.data_version`: it moves with every import, vote, comment
-  and moderation action). An entry lives at most its policy's ``max-age``.
+  :meth:`~paperfeed.bootstrap.App.page_version`: it moves with every import, vote, comment and
+  moderation action, and on a node whose indexes follow a PostgreSQL store, when they catch up). An
+  entry lives at most its policy's ``max-age``.
 
 An entry of the current version is served as is. One whose version differs in its **content** part (a
 vote, a comment, an edit) is still served for ``PAPERFEED_PAGE_CACHE_GRACE_SECONDS`` (default 10 s)
@@ -405,7 +406,7 @@ class PublicCacheMiddleware:
                 return self._version
             started, writes = self.clock(), self._writes
             try:
-                version: DataVersion = await anyio.to_thread.run_sync(container.feeds.data_version)
+                version: DataVersion = await anyio.to_thread.run_sync(container.page_version)
             except Exception:  # a cache must never turn a readable page into an error: cache nothing
                 self._version = None
                 return None
