@@ -480,6 +480,14 @@ class SettingsModel(BaseModel):
         "harvest or topics build changed the papers (0: re-render at once). Without it, an import writing "
         "every second empties the cache every second (docs/deployment.md).",
     )
+    page_cache_refresh_seconds: float = Field(
+        default=60.0,
+        ge=0,
+        le=3600,
+        description="How much longer than its grace a cached anonymous page may still be served while the "
+        "worker renders its replacement in the background (one render at a time, at most half the "
+        "worker's time; 0: past the grace the reader waits for the render). Not used where a grace is 0.",
+    )
 
     @property
     def db_url(self) -> str:

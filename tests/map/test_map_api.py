@@ -188,6 +188,7 @@ def test_a_rebuild_reaches_the_cached_points(db_url: str, tmp_path: Path) -> Non
         "page_cache_grace_seconds": 0.5,
         "page_cache_import_grace_seconds": 0.5,
         "page_cache_check_seconds": 0.0,
+        "page_cache_refresh_seconds": 0.0,  # past the grace the reader waits for the new map
     }
     web_app = build_app(settings_for(tmp_path, db_url, **tuned))
     with TestClient(create_app(lambda: web_app)) as client:

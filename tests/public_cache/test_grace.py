@@ -29,8 +29,15 @@ JSON = {"accept": "application/json"}
 PAPER = "2501.00202"  # listed with 11 Hugging Face upvotes
 
 
-def _site(settings: Settings, grace: float) -> TestClient:
-    tuned = settings.model_copy(update={"page_cache_grace_seconds": grace, "page_cache_check_seconds": 0.0})
+def _site(settings: Settings, grace: float, refresh: float = 0.0) -> TestClient:
+    """``refresh`` 0: past the grace a reader waits for the render (test_refresh_behind.py covers more)."""
+    tuned = settings.model_copy(
+        update={
+            "page_cache_grace_seconds": grace,
+            "page_cache_check_seconds": 0.0,
+            "page_cache_refresh_seconds": refresh,
+        }
+    )
     return TestClient(create_app(lambda: build_app(tuned)), follow_redirects=False)
 
 
@@ -61,7 +68,7 @@ def test_a_vote_reaches_a_cached_answer_after_the_grace_not_before(
 def test_without_grace_a_vote_reaches_the_cached_answer_at_once(
     settings: Settings, app: App, ada: User
 ) -> None:
-    with _site(settings, grace=0.0) as site:
+    with _site(settings, grace=0.0, refresh=60.0) as site:  # a grace of 0 is strict whatever the refresh
         before, _ = _upvotes(site)
         app.community.upvote(ada, PAPER)
         assert _upvotes(site) == (before + 1, "miss")
@@ -96,6 +103,7 @@ def _site_with(settings: Settings, grace: float, import_grace: float) -> TestCli
             "page_cache_grace_seconds": grace,
             "page_cache_import_grace_seconds": import_grace,
             "page_cache_check_seconds": 0.0,
+            "page_cache_refresh_seconds": 0.0,
         }
     )
     return TestClient(create_app(lambda: build_app(tuned)), follow_redirects=False)

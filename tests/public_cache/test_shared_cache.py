@@ -32,13 +32,14 @@ JSON = {"accept": "application/json"}
 PAPER = "2501.00202"  # listed with 11 Hugging Face upvotes
 
 
-def _worker(settings: Settings, grace: float) -> TestClient:
+def _worker(settings: Settings, grace: float, refresh: float = 0.0) -> TestClient:
     tuned = settings.model_copy(
         update={
             "workers": 2,
             "page_cache_grace_seconds": grace,
             "page_cache_import_grace_seconds": grace,
             "page_cache_check_seconds": 0.0,
+            "page_cache_refresh_seconds": refresh,
         }
     )
     return TestClient(create_app(lambda: build_app(tuned)), follow_redirects=False)

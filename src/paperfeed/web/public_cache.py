@@ -20,8 +20,10 @@ JSON API's reads). For each it
 An entry of the current version is served as is. One whose version differs in its **content** part (a
 vote, a comment, an edit) is still served for ``PAPERFEED_PAGE_CACHE_GRACE_SECONDS`` (default 10 s)
 after that part changed, and one whose **papers** part differs (an import, a harvest, a topics build) for
-``PAPERFEED_PAGE_CACHE_IMPORT_GRACE_SECONDS`` (default 60 s); then it is rendered anew
-(``X-Paperfeed-Cache: stale`` marks such a reuse). An import writes every second, and without a grace
+``PAPERFEED_PAGE_CACHE_IMPORT_GRACE_SECONDS`` (default 60 s) (``X-Paperfeed-Cache: stale`` marks such a
+reuse). For ``PAPERFEED_PAGE_CACHE_REFRESH_SECONDS`` (default 60 s) after its grace, the copy is still
+served while the worker renders the new one in the background (one at a time, paced to at most half the
+worker's time); then a reader waits for the render. An import writes every second, and without a grace
 each page would be rendered again every second, which is no cache at all. A change of the **removals**
 part (a paper, comment or reader hidden or shown again) empties the cache at once, so moderation is
 never late. With both graces 0, every change is.
@@ -32,10 +34,10 @@ rendering, and writes what it rendered there; within a worker, one render per ke
 later asks wait for it.
 
 The version is read at most every ``PAPERFEED_PAGE_CACHE_CHECK_SECONDS`` (default 1 s) per worker, and
-at once after any state-changing request this worker served. So an anonymous page shows a vote within
-check + grace seconds (11 s by default), a new paper within check + import grace (61 s), and a removal
-within the check interval. Signed-in
-readers are never served from this cache, so a voter sees their own vote at once.
+at once after any state-changing request this worker served. So an anonymous page shows a vote about
+check + grace seconds after it (11 s by default, 71 s at most with the refresh), a new paper after check +
+import grace (61 s, 121 s at most), and a removal within the check interval. Signed-in readers are never
+served from this cache, so a voter sees their own vote at once.
 
 What is never cached or marked public: a request with a session cookie or an ``Authorization`` header
 (any value: an expired session is not anonymous) — it passes through untouched and
@@ -51,6 +53,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 import re
 import struct
 import time
@@ -73,6 +76,8 @@ from .headers import PUBLIC_SECONDS_HEADER, SESSION_COOKIE_PREFIX
 from .security import personal
 
 __all__ = ["POLICIES", "Policy", "PublicCacheMiddleware", "policy_for"]
+
+log = logging.getLogger(__name__)
 
 MAX_ENTRY_BYTES = 4 * 1024 * 1024  # larger answers are still validated, never kept
 _REPLACED_KEPT = 4096  # version values remembered with the time they were replaced (an import: one a second)
@@ -153,6 +158,14 @@ class _Entry:
     @property
     def size(self) -> int:
         return len(self.body) + sum(len(k) + len(v) for k, v in self.headers) + 200
+
+
+async def _no_body() -> Message:
+    return {"type": "http.request", "body": b"", "more_body": False}
+
+
+async def _discard(_message: Message) -> None:
+    return None
 
 
 def _public_seconds(headers: MutableHeaders) -> int | None:
@@ -258,6 +271,9 @@ class PublicCacheMiddleware:
         self._check_every = 1.0
         self._grace = 10.0
         self._import_grace = 60.0
+        self._refresh = 60.0  # seconds past a grace a copy is served while a background render replaces it
+        self._background: asyncio.Task[None] | None = None  # the one background render of this worker
+        self._background_after = float("-inf")  # when the next may start: renders take half the time at most
         self._refreshing = asyncio.Lock()  # one version read at a time per worker
         self._replaced: dict[tuple[str, str], float] = {}  # (part, value) → when it stopped being current
         self._flights: dict[tuple[Any, ...], asyncio.Event] = {}  # keys being rendered: later asks wait
@@ -296,6 +312,10 @@ class PublicCacheMiddleware:
         if kept is not None and how:
             await self._reply(send, kept, conditional, how)
             return
+        if kept is not None and self._refreshable(kept, version):  # past its grace: replaced off the path
+            self._refresh_later(scope, state, policy, key, version)
+            await self._reply(send, kept, conditional, "stale")
+            return
         if cache is None or version is None:  # nothing can be kept: no one to wait for
             await self._render(scope, receive, send, policy, state, conditional, key, version)
             return
@@ -318,17 +338,21 @@ class PublicCacheMiddleware:
             await self._render(scope, receive, send, policy, state, conditional, key, version)
             return
         self._flights[key] = flight = asyncio.Event()
+        refresh = False
         try:
             shared = self._from_shared(key, version)
             if shared is not None:
                 cache[key] = shared
-                await self._reply(send, shared, conditional, "shared")
+                refresh = not self._usable(shared, version)
+                await self._reply(send, shared, conditional, "stale" if refresh else "shared")
                 return
             await self._render(scope, receive, send, policy, state, conditional, key, version)
         finally:
             flight.set()
             if self._flights.get(key) is flight:
                 del self._flights[key]
+            if refresh:
+                self._refresh_later(scope, state, policy, key, version)
 
     def _usable(self, entry: _Entry | None, version: DataVersion | None) -> str:
         """'hit' (of the current data version), 'stale' (within a grace of the change) or ''."""
@@ -345,6 +369,20 @@ class PublicCacheMiddleware:
         if old.papers != version.papers and now - self._outdated(entry, "papers") >= self._import_grace:
             return ""
         return "stale"
+
+    def _refreshable(self, entry: _Entry, version: DataVersion | None) -> bool:
+        """Past its grace but within the refresh seconds after it: served while a background render
+        replaces it. Never for a part whose grace is 0 (strict), nor after a removal."""
+        if self._refresh <= 0 or version is None or not self._same_removals(entry, version):
+            return False
+        assert entry.version is not None
+        now = self.clock()
+        for part, grace in (("content", self._grace), ("papers", self._import_grace)):
+            if getattr(entry.version, part) != getattr(version, part) and (
+                grace <= 0 or now - self._outdated(entry, part) >= grace + self._refresh
+            ):
+                return False
+        return True
 
     def _outdated(self, entry: _Entry, part: str) -> float:
         """When ``entry``'s value of ``part`` stopped being current, as far as this worker knows: the grace
@@ -368,13 +406,69 @@ class PublicCacheMiddleware:
             return None
         raw = self._shared.get(_shared_key(key))
         entry = _decode(raw, self.clock) if raw is not None else None
-        return entry if entry is not None and self._usable(entry, version) else None
+        if entry is None or not (self._usable(entry, version) or self._refreshable(entry, version)):
+            return None
+        return entry
 
     async def _to_shared(self, key: tuple[Any, ...], entry: _Entry) -> None:
         shared = self._shared
         if shared is None or entry.version is None:
             return
         await anyio.to_thread.run_sync(shared.put, _shared_key(key), _encode(entry, self.clock), entry.ttl)
+
+    # -- replacing a copy past its grace in the background ------------------------------------------------
+
+    def _refresh_later(
+        self,
+        scope: Scope,
+        state: dict[str, Any],
+        policy: Policy,
+        key: tuple[Any, ...],
+        version: DataVersion | None,
+    ) -> None:
+        """Start rendering ``key`` anew off the reader's path, unless this worker is already rendering it,
+        is rendering another in the background, or rendered one too recently (the previous background
+        render took as long as the pause after it: the readers keep at least half the worker)."""
+        if self._background is not None or key in self._flights or self.clock() < self._background_after:
+            return
+        quiet: Scope = {
+            **scope,
+            "state": dict(state),  # as the request found it: the render adds its own marks
+            "headers": [
+                (name, value)
+                for name, value in scope.get("headers", ())
+                if name not in (b"if-none-match", b"if-modified-since")
+            ],
+        }
+        self._flights[key] = flight = asyncio.Event()
+        self._background = asyncio.get_running_loop().create_task(
+            self._render_behind(quiet, policy, key, version, flight)
+        )
+
+    async def _render_behind(
+        self,
+        scope: Scope,
+        policy: Policy,
+        key: tuple[Any, ...],
+        version: DataVersion | None,
+        flight: asyncio.Event,
+    ) -> None:
+        started = self.clock()
+        try:
+            shared = self._from_shared(key, version)
+            if shared is not None and shared.version == version and self._cache is not None:
+                self._cache[key] = shared  # another worker already rendered this version
+            else:
+                await self._render(scope, _no_body, _discard, policy, scope["state"], "", key, version)
+        except Exception as exc:  # a reader already has the old copy; the next ask tries again
+            log.warning("page cache: rendering %s in the background failed: %s", scope.get("path"), exc)
+        finally:
+            flight.set()
+            if self._flights.get(key) is flight:
+                del self._flights[key]
+            finished = self.clock()
+            self._background_after = finished + (finished - started)
+            self._background = None
 
     # -- the data version ------------------------------------------------------------------------------
 
@@ -389,6 +483,7 @@ class PublicCacheMiddleware:
             self._check_every = float(settings.page_cache_check_seconds)
             self._grace = float(settings.page_cache_grace_seconds)
             self._import_grace = float(settings.page_cache_import_grace_seconds)
+            self._refresh = float(settings.page_cache_refresh_seconds)
             self._shared = container.shared_pages if self._max_bytes > 0 else None
             if self._max_bytes > 0:
                 self._cache = TLRUCache(

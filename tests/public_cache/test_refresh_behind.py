@@ -1,0 +1,122 @@
+"""Past its grace, a cached anonymous answer is replaced off the reader's path.
+
+Deep into a long import every page of the working set outlives its grace once a minute, and if each first
+ask after that waited for a render, the readers would wait all the time (docs/benchmarks.md, "Load"). So
+for ``page_cache_refresh_seconds`` more, the old copy is still served (``X-Paperfeed-Cache: stale``) while
+the worker renders the new one in the background: one such render at a time per worker, at most half of
+the worker's time. After that bound, or with a grace of 0, the reader waits for the render as before.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from fastapi.testclient import TestClient
+
+from paperfeed.bootstrap import App, build_app
+from paperfeed.domain.accounts import User
+from paperfeed.settings import Settings
+from paperfeed.web import create_app
+from tests.community.conftest import add_reader
+
+JSON = {"accept": "application/json"}
+PAPER = "2501.00202"  # listed with 11 Hugging Face upvotes
+OTHER = "2501.00201"
+
+
+def _worker(settings: Settings, *, grace: float, refresh: float, workers: int = 1) -> TestClient:
+    tuned = settings.model_copy(
+        update={
+            "workers": workers,
+            "page_cache_grace_seconds": grace,
+            "page_cache_import_grace_seconds": grace,
+            "page_cache_check_seconds": 0.0,
+            "page_cache_refresh_seconds": refresh,
+        }
+    )
+    return TestClient(create_app(lambda: build_app(tuned)), follow_redirects=False)
+
+
+@pytest.fixture
+def ada(app: App) -> User:
+    return add_reader(app, "ada@example.org", "Ada Behind")
+
+
+def _upvotes(site: TestClient, paper: str = PAPER) -> tuple[int, str]:
+    answer = site.get(f"/api/papers/{paper}", headers=JSON)
+    assert answer.status_code == 200, answer.text
+    return answer.json()["upvotes"], answer.headers.get("x-paperfeed-cache", "")
+
+
+def _until_hit(site: TestClient, paper: str = PAPER, seconds: float = 10.0) -> tuple[int, str]:
+    deadline = time.monotonic() + seconds
+    while True:
+        seen = _upvotes(site, paper)
+        if seen[1] == "hit" or time.monotonic() > deadline:
+            return seen
+        time.sleep(0.05)
+
+
+def test_past_the_grace_the_old_copy_is_served_while_a_new_one_renders_behind(
+    settings: Settings, app: App, ada: User
+) -> None:
+    with _worker(settings, grace=1.0, refresh=30.0) as site:
+        before, how = _upvotes(site)
+        assert how == "miss"
+        app.community.upvote(ada, PAPER)
+        assert _upvotes(site) == (before, "stale")
+        time.sleep(1.1)  # past the grace
+        assert _upvotes(site) == (before, "stale"), "past the grace the reader waited for the render"
+        assert _until_hit(site) == (before + 1, "hit"), "the background render never replaced the copy"
+
+
+def test_past_the_grace_and_the_refresh_the_reader_waits_for_the_render(
+    settings: Settings, app: App, ada: User
+) -> None:
+    with _worker(settings, grace=0.5, refresh=0.5) as site:
+        before, _ = _upvotes(site)
+        app.community.upvote(ada, PAPER)
+        time.sleep(1.1)  # nobody asked: no background render replaced it, and the bound is past
+        assert _upvotes(site) == (before + 1, "miss")
+
+
+def test_a_worker_renders_one_page_behind_at_a_time(settings: Settings, app: App, ada: User) -> None:
+    with _worker(settings, grace=0.5, refresh=60.0) as site:
+        first, _ = _upvotes(site, PAPER)
+        second, _ = _upvotes(site, OTHER)
+        app.community.upvote(ada, PAPER)
+        app.community.upvote(ada, OTHER)
+        _upvotes(site, PAPER)
+        _upvotes(site, OTHER)  # the worker reads the new version: the grace counts from here
+        time.sleep(0.6)
+        # both are past the grace: the first ask starts a render behind, the second finds it busy
+        assert _upvotes(site, PAPER) == (first, "stale")
+        assert _upvotes(site, OTHER) == (second, "stale")
+        assert _until_hit(site, PAPER) == (first + 1, "hit")
+        assert _upvotes(site, OTHER) == (second, "stale"), "a second render behind ran beside the first"
+        assert _until_hit(site, OTHER) == (second + 1, "hit"), "a later ask did not start its render"
+
+
+def test_a_removal_is_never_served_behind(settings: Settings, app: App) -> None:
+    with _worker(settings, grace=0.5, refresh=300.0) as site:
+        assert site.get(f"/api/papers/{PAPER}", headers=JSON).status_code == 200
+        time.sleep(0.6)  # well past the grace, within the refresh
+        app.accounts.hide_paper(PAPER, reason="spam")
+        assert site.get(f"/api/papers/{PAPER}", headers=JSON).status_code == 404
+
+
+def test_a_copy_another_worker_left_in_the_shared_cache_is_refreshed_behind(
+    settings: Settings, app: App, ada: User
+) -> None:
+    with (
+        _worker(settings, grace=1.0, refresh=30.0, workers=2) as one,
+        _worker(settings, grace=1.0, refresh=30.0, workers=2) as two,
+    ):
+        before, how = _upvotes(one)
+        assert how == "miss"
+        app.community.upvote(ada, PAPER)
+        _upvotes(two, OTHER)  # worker two reads the new version: its grace counts from here
+        time.sleep(1.1)
+        assert _upvotes(two) == (before, "stale"), "the shared copy past its grace was not served"
+        assert _until_hit(two) == (before + 1, "hit")
