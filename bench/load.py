@@ -88,8 +88,11 @@ class Stats:
     errors: Counter[str] = field(default_factory=Counter)
     examples: list[str] = field(default_factory=list)
     cache: Counter[str] = field(default_factory=Counter)  # X-Paperfeed-Cache: hit, stale, miss, (none)
+    behind: list[float] = field(default_factory=list)  # X-Paperfeed-Stale-Seconds of the stale answers
 
-    def add(self, kind: str, status: int, took: float, url: str, cache: str = "") -> None:
+    def add(self, kind: str, status: int, took: float, url: str, cache: str = "", behind: str = "") -> None:
+        if behind:
+            self.behind.append(float(behind))
         self.times[kind].append(took)
         self.statuses[status] += 1
         self.cache[cache or "(none)"] += 1
@@ -340,10 +343,11 @@ async def client_loop(
                 async with session.request(method, url, headers=accept) as reply:
                     await reply.read()
                     status, how = reply.status, reply.headers.get("x-paperfeed-cache", "")
+                    behind = reply.headers.get("x-paperfeed-stale-seconds", "")
             except (aiohttp.ClientError, TimeoutError) as exc:
                 stats.errors[type(exc).__name__] += 1
                 continue
-            stats.add(kind, status, time.perf_counter() - started, f"{method} {url}", how)
+            stats.add(kind, status, time.perf_counter() - started, f"{method} {url}", how, behind)
 
 
 async def _httpx_loop(
@@ -371,7 +375,12 @@ async def _httpx_loop(
                 continue
             took = time.perf_counter() - started
             stats.add(
-                kind, reply.status_code, took, f"{method} {url}", reply.headers.get("x-paperfeed-cache", "")
+                kind,
+                reply.status_code,
+                took,
+                f"{method} {url}",
+                reply.headers.get("x-paperfeed-cache", ""),
+                reply.headers.get("x-paperfeed-stale-seconds", ""),
             )
 
 
@@ -597,6 +606,12 @@ def main() -> None:
     print(f"statuses: {dict(sorted(stats.statuses.items()))}; connection errors: {dict(stats.errors)}")
     shares = ", ".join(f"{how} {n / max(total, 1):.0%}" for how, n in stats.cache.most_common())
     print(f"page cache (X-Paperfeed-Cache): {shares}")
+    if stats.behind:  # pct() reports milliseconds: these are seconds
+        lag = [b / 1000 for b in stats.behind]
+        print(
+            f"stale answers showed data replaced (X-Paperfeed-Stale-Seconds) p50 {pct(lag, 0.5):.0f} s, "
+            f"p99 {pct(lag, 0.99):.0f} s, max {max(stats.behind):.0f} s before"
+        )
     per = 1000 / max(total, 1)
     print(
         f"CPU during the run: server {server_cpu:.1f} s ({server_cpu * per:.2f} ms a request), the load "

@@ -67,8 +67,13 @@ def test_past_the_grace_the_old_copy_is_served_while_a_new_one_renders_behind(
         app.community.upvote(ada, PAPER)
         assert _upvotes(site) == (before, "stale")
         time.sleep(1.1)  # past the grace
-        assert _upvotes(site) == (before, "stale"), "past the grace the reader waited for the render"
-        assert _until_hit(site) == (before + 1, "hit"), "the background render never replaced the copy"
+        behind = site.get(f"/api/papers/{PAPER}", headers=JSON)
+        assert behind.headers["x-paperfeed-cache"] == "stale", "past the grace the reader waited"
+        assert behind.json()["upvotes"] == before
+        assert int(behind.headers["x-paperfeed-stale-seconds"]) >= 1, "the lag a reader sees is not told"
+        fresh = _until_hit(site)
+        assert fresh == (before + 1, "hit"), "the background render never replaced the copy"
+        assert "x-paperfeed-stale-seconds" not in site.get(f"/api/papers/{PAPER}", headers=JSON).headers
 
 
 def test_past_the_grace_and_the_refresh_the_reader_waits_for_the_render(

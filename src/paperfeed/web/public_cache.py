@@ -384,6 +384,18 @@ class PublicCacheMiddleware:
                 return False
         return True
 
+    def _behind(self, entry: _Entry) -> float | None:
+        """Seconds since the oldest part of ``entry``'s version stopped being current (None: it is)."""
+        version = self._version
+        if entry.version is None or version is None:
+            return None
+        since = [
+            self._outdated(entry, part)
+            for part in ("content", "papers")
+            if getattr(entry.version, part) != getattr(version, part)
+        ]
+        return max(0.0, self.clock() - min(since)) if since else None
+
     def _outdated(self, entry: _Entry, part: str) -> float:
         """When ``entry``'s value of ``part`` stopped being current, as far as this worker knows: the grace
         counts from there, so a page rendered an hour before the daily import still gets the whole grace.
@@ -603,15 +615,17 @@ class PublicCacheMiddleware:
             return
         await self._reply(send, entry, conditional, "miss")
 
-    @staticmethod
-    async def _reply(send: Send, entry: _Entry, conditional: str, how: str) -> None:
-        marker = (b"x-paperfeed-cache", how.encode())
+    async def _reply(self, send: Send, entry: _Entry, conditional: str, how: str) -> None:
+        marker = [(b"x-paperfeed-cache", how.encode())]
+        behind = self._behind(entry) if how == "stale" else None
+        if behind is not None:  # how long ago the data it shows was replaced: the lag a reader sees
+            marker.append((b"x-paperfeed-stale-seconds", str(int(behind)).encode()))
         if _matches(conditional, entry.etag):
             headers = [(b"etag", entry.etag.encode()), (b"cache-control", entry.cache_control.encode())]
             if entry.vary:
                 headers.append((b"vary", entry.vary.encode()))
-            await send({"type": "http.response.start", "status": 304, "headers": [*headers, marker]})
+            await send({"type": "http.response.start", "status": 304, "headers": [*headers, *marker]})
             await send({"type": "http.response.body", "body": b""})
             return
-        await send({"type": "http.response.start", "status": 200, "headers": [*entry.headers, marker]})
+        await send({"type": "http.response.start", "status": 200, "headers": [*entry.headers, *marker]})
         await send({"type": "http.response.body", "body": entry.body})
