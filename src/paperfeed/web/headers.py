@@ -46,6 +46,8 @@ SESSION_COOKIE_PREFIX = b"pf_session="
 # Internal: how long an anonymous copy of an otherwise private answer may be shared (.public_cache reads
 # it); never sent to a client.
 PUBLIC_SECONDS_HEADER = "x-paperfeed-public-seconds"
+# Internal: the most seconds the page cache may keep this (otherwise public) answer; never sent either.
+KEEP_SECONDS_HEADER = "x-paperfeed-keep-seconds"
 
 
 def baseline_headers(html: bool) -> dict[str, str]:
@@ -108,8 +110,9 @@ class ResponseHeadersMiddleware:
         async def with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = MutableHeaders(scope=message)
-                if PUBLIC_SECONDS_HEADER in headers:
-                    del headers[PUBLIC_SECONDS_HEADER]
+                for internal in (PUBLIC_SECONDS_HEADER, KEEP_SECONDS_HEADER):
+                    if internal in headers:
+                        del headers[internal]
                 html = headers.get("content-type", "").startswith("text/html")
                 for name, value in baseline_headers(html).items():
                     if name not in headers:

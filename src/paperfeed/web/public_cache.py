@@ -43,10 +43,11 @@ What is never cached or marked public: a request with a session cookie or an ``A
 (any value: an expired session is not anonymous) — it passes through untouched and
 :mod:`.headers` makes it ``private, no-store``; an answer that is not a 200, that sets a cookie, whose
 handler chose ``private``/``no-store``/``no-cache``, or during whose rendering a user was resolved or a
-CSRF token computed (:func:`.security.personal`). Search answers with notes (the index still filling)
-are ``private, no-store`` for a signed-in reader and shared for 5 s only when anonymous
-(:data:`.rendering.PARTIAL_SEARCH_HEADERS`). A signed-in reader's conditional request is never
-compared with an anonymous ETag.
+CSRF token computed (:func:`.security.personal`). Search answers a failed part left partial are
+``private, no-store`` for a signed-in reader and shared for 5 s only when anonymous
+(:data:`.rendering.PARTIAL_SEARCH_HEADERS`); those whose only note is meaning search's coverage are
+kept a minute at most (:data:`.rendering.COVERAGE_SEARCH_HEADERS`). A signed-in reader's conditional
+request is never compared with an anonymous ETag.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ from paperfeed import __version__
 from paperfeed.domain.feed import DataVersion
 from paperfeed.domain.page_cache import SharedPageCache
 
-from .headers import PUBLIC_SECONDS_HEADER, SESSION_COOKIE_PREFIX
+from .headers import KEEP_SECONDS_HEADER, PUBLIC_SECONDS_HEADER, SESSION_COOKIE_PREFIX
 from .security import personal
 
 __all__ = ["POLICIES", "Policy", "PublicCacheMiddleware", "policy_for"]
@@ -171,10 +172,15 @@ async def _discard(_message: Message) -> None:
 def _public_seconds(headers: MutableHeaders) -> int | None:
     """The handler's internal ``X-Paperfeed-Public-Seconds`` (dropped here): how long an anonymous reader's
     copy of an otherwise private answer may be shared (see :data:`.rendering.PARTIAL_SEARCH_HEADERS`)."""
-    value = headers.get(PUBLIC_SECONDS_HEADER)
+    return _internal_seconds(headers, PUBLIC_SECONDS_HEADER)
+
+
+def _internal_seconds(headers: MutableHeaders, name: str) -> int | None:
+    """An internal header's whole seconds, the header dropped (a client never sees it); None: absent."""
+    value = headers.get(name)
     if value is None:
         return None
-    del headers[PUBLIC_SECONDS_HEADER]
+    del headers[name]
     return int(value) if value.isascii() and value.isdigit() else None
 
 
@@ -586,6 +592,10 @@ class PublicCacheMiddleware:
                 policy.name, min(brief, policy.max_age), 0, policy.vary, min(brief, policy.max_age)
             )
             chosen = ""
+        keep = _internal_seconds(headers, KEEP_SECONDS_HEADER)  # a public answer the server keeps less long
+        if keep is not None:
+            kept_for = min(keep, policy.kept_for)
+            policy = Policy(policy.name, policy.max_age, policy.stale, policy.vary, kept_for)
         shareable = (
             start["status"] == 200
             and "set-cookie" not in headers

@@ -29,7 +29,7 @@ from starlette.types import Scope
 
 from paperfeed import __version__
 
-from .headers import PUBLIC_SECONDS_HEADER, baseline_headers
+from .headers import KEEP_SECONDS_HEADER, PUBLIC_SECONDS_HEADER, baseline_headers
 from .markup import plain_text, render_text
 from .views import MissingView, PageMeta, author_search_url
 
@@ -54,6 +54,12 @@ NO_STORE = "no-store"  # forms carry CSRF tokens, some pages one-time link token
 PARTIAL_SEARCH = "private, no-store"
 PARTIAL_SEARCH_SECONDS = 5
 PARTIAL_SEARCH_HEADERS = {"Cache-Control": PARTIAL_SEARCH, PUBLIC_SECONDS_HEADER: str(PARTIAL_SEARCH_SECONDS)}
+# An answer whose only note is meaning search's coverage ("covers N of M papers": the embedding backlog
+# after every import) is a normal answer: shared like any search, but kept by the page cache a minute at
+# most, so the count and the semantic matches follow the indexer. Kept 5 s, every search was rendered
+# anew every 5 s while a backlog lasted (hours after a large import).
+COVERAGE_KEEP_SECONDS = 60
+COVERAGE_SEARCH_HEADERS = {KEEP_SECONDS_HEADER: str(COVERAGE_KEEP_SECONDS)}
 _HERE = Path(__file__).resolve().parent
 STATIC_DIR = _HERE / "static"
 TEMPLATES_DIR = _HERE / "templates"
