@@ -481,7 +481,7 @@ class SettingsModel(BaseModel):
         "every second empties the cache every second (docs/deployment.md).",
     )
     page_cache_refresh_seconds: float = Field(
-        default=60.0,
+        default=600.0,
         ge=0,
         le=3600,
         description="How much longer than its grace a cached anonymous page may still be served while the "

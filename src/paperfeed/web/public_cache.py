@@ -21,7 +21,7 @@ An entry of the current version is served as is. One whose version differs in it
 vote, a comment, an edit) is still served for ``PAPERFEED_PAGE_CACHE_GRACE_SECONDS`` (default 10 s)
 after that part changed, and one whose **papers** part differs (an import, a harvest, a topics build) for
 ``PAPERFEED_PAGE_CACHE_IMPORT_GRACE_SECONDS`` (default 60 s) (``X-Paperfeed-Cache: stale`` marks such a
-reuse). For ``PAPERFEED_PAGE_CACHE_REFRESH_SECONDS`` (default 60 s) after its grace, the copy is still
+reuse). For ``PAPERFEED_PAGE_CACHE_REFRESH_SECONDS`` (default 600 s) after its grace, the copy is still
 served while the worker renders the new one in the background (one at a time, paced to at most half the
 worker's time); then a reader waits for the render. An import writes every second, and without a grace
 each page would be rendered again every second, which is no cache at all. A change of the **removals**
@@ -35,8 +35,9 @@ later asks wait for it.
 
 The version is read at most every ``PAPERFEED_PAGE_CACHE_CHECK_SECONDS`` (default 1 s) per worker, and
 at once after any state-changing request this worker served. So an anonymous page shows a vote about
-check + grace seconds after it (11 s by default, 71 s at most with the refresh), a new paper after check +
-import grace (61 s, 121 s at most), and a removal within the check interval. Signed-in readers are never
+check + grace seconds after it (11 s by default), a new paper after check + import grace (61 s), and a
+removal within the check interval; when background renders cannot keep up, up to the refresh seconds
+later. Signed-in readers are never
 served from this cache, so a voter sees their own vote at once.
 
 What is never cached or marked public: a request with a session cookie or an ``Authorization`` header
@@ -277,7 +278,7 @@ class PublicCacheMiddleware:
         self._check_every = 1.0
         self._grace = 10.0
         self._import_grace = 60.0
-        self._refresh = 60.0  # seconds past a grace a copy is served while a background render replaces it
+        self._refresh = 600.0  # seconds past a grace a copy is served while a background render replaces it
         self._background: asyncio.Task[None] | None = None  # the one background render of this worker
         self._background_after = float("-inf")  # when the next may start: renders take half the time at most
         self._refreshing = asyncio.Lock()  # one version read at a time per worker
