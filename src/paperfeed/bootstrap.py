@@ -71,6 +71,8 @@ if TYPE_CHECKING:
 
 __all__ = ["App", "build_app"]
 
+_NODE_VECTOR_MARKS = "vector-marks.json"  # a node-local vector index's sync point, in the data folder
+
 
 @dataclass
 class App:
@@ -423,7 +425,7 @@ class App:
         data = self.settings.data_dir
         return (
             *((data / "keyword" / "state.json",) if keyword else ()),
-            *((data / "vector-marks.json",) if vectors else ()),
+            *((data / _NODE_VECTOR_MARKS,) if vectors else ()),
         )
 
     def _node_marks(self) -> IndexMarks | None:
@@ -432,7 +434,7 @@ class App:
             return None
         from paperfeed.adapters.vector.marks import FolderMarks
 
-        return FolderMarks(self.settings.data_dir / "vector-marks.json")
+        return FolderMarks(self.settings.data_dir / _NODE_VECTOR_MARKS)
 
     def open_local_keyword_index(self) -> None:
         """On SQLite with tantivy, open the keyword index before the first request: opening builds it when

@@ -47,7 +47,7 @@ from .deps import app_of, feeds_of, search_of
 from .errors import ApiError, JsonResponse
 from .hf_json import daily_item, highlight, paper_object
 from .paper_markdown import GraphMarkdown, paper_markdown
-from .rendering import COVERAGE_SEARCH_HEADERS, PARTIAL_SEARCH_HEADERS
+from .rendering import search_notes_headers
 
 __all__ = ["MAX_QUERY_CHARS", "base_url", "checked_query", "router"]
 
@@ -261,9 +261,8 @@ def search_papers(
     page = search_of(request).search(text, filters, limit=limit)
     coverage = app_of(request).coverage.note()
     notes = [*page.notes, *filter(None, [coverage])]
-    # a failed part is kept seconds only; the embedding backlog's note alone, a minute (rendering.py)
-    kept = PARTIAL_SEARCH_HEADERS if page.notes else COVERAGE_SEARCH_HEADERS
-    headers = {"X-Search-Notes": "; ".join(notes)[:500], **kept} if notes else None
+    kept = search_notes_headers(bool(page.notes), coverage)
+    headers = {"X-Search-Notes": "; ".join(notes)[:500], **kept} if kept is not None else None
     shown = app_of(request).community.with_counts([hit.paper for hit in page.hits])
     return JsonResponse([_search_item(h, p) for h, p in zip(page.hits, shown, strict=True)], headers=headers)
 

@@ -263,7 +263,7 @@ def search_page(
         topic=topic_id,
         topic_choices=choices,
     )
-    degraded = bool(view.notes)  # a part of search failed: kept seconds only (rendering.PARTIAL_SEARCH)
+    degraded = bool(view.notes)  # a part of search failed (rendering.search_notes_headers)
     coverage = app.coverage.note()  # after the search, which reloads a vector index saved meanwhile
     if coverage:
         view.notes.append(coverage)
@@ -277,11 +277,5 @@ def search_page(
     )
     rss = ((f"Search: {clip(view.q, 60)}", "/rss/search?" + urlencode({"q": view.q})),) if view.q else ()
     meta = PageMeta(title, clip(description), absolute_url(request, path), noindex=bool(view.q), feeds=rss)
-    headers = (
-        rendering.PARTIAL_SEARCH_HEADERS
-        if degraded
-        else rendering.COVERAGE_SEARCH_HEADERS
-        if coverage
-        else None
-    )
+    headers = rendering.search_notes_headers(degraded, coverage)
     return rendering.page(request, "search.html", meta, nav="search", headers=headers, search=view)

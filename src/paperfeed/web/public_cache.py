@@ -56,6 +56,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import math
 import re
 import struct
 import time
@@ -168,12 +169,6 @@ async def _no_body() -> Message:
 
 async def _discard(_message: Message) -> None:
     return None
-
-
-def _public_seconds(headers: MutableHeaders) -> int | None:
-    """The handler's internal ``X-Paperfeed-Public-Seconds`` (dropped here): how long an anonymous reader's
-    copy of an otherwise private answer may be shared (see :data:`.rendering.PARTIAL_SEARCH_HEADERS`)."""
-    return _internal_seconds(headers, PUBLIC_SECONDS_HEADER)
 
 
 def _internal_seconds(headers: MutableHeaders, name: str) -> int | None:
@@ -367,40 +362,42 @@ class PublicCacheMiddleware:
             return ""
         if entry.version == version:
             return "hit"
-        old = entry.version
-        if old is None or old.removals != version.removals:
+        if not self._same_removals(entry, version):
             return ""
-        now = self.clock()
-        if old.content != version.content and now - self._outdated(entry, "content") >= self._grace:
-            return ""
-        if old.papers != version.papers and now - self._outdated(entry, "papers") >= self._import_grace:
-            return ""
-        return "stale"
+        return "stale" if self._overdue(entry, version) < 0 else ""
 
     def _refreshable(self, entry: _Entry, version: DataVersion | None) -> bool:
         """Past its grace but within the refresh seconds after it: served while a background render
         replaces it. Never for a part whose grace is 0 (strict), nor after a removal."""
         if self._refresh <= 0 or version is None or not self._same_removals(entry, version):
             return False
+        return self._overdue(entry, version) < self._refresh
+
+    def _changed(self, entry: _Entry, version: DataVersion) -> list[tuple[str, float]]:
+        """The graced parts (content, papers) in which ``entry``'s version differs, with their grace."""
         assert entry.version is not None
+        return [
+            (part, grace)
+            for part, grace in (("content", self._grace), ("papers", self._import_grace))
+            if getattr(entry.version, part) != getattr(version, part)
+        ]
+
+    def _overdue(self, entry: _Entry, version: DataVersion) -> float:
+        """Seconds since the first of ``entry``'s changed parts outlived its grace: negative while every
+        one is within it, infinite where a changed part has no grace (0: strict)."""
         now = self.clock()
-        for part, grace in (("content", self._grace), ("papers", self._import_grace)):
-            if getattr(entry.version, part) != getattr(version, part) and (
-                grace <= 0 or now - self._outdated(entry, part) >= grace + self._refresh
-            ):
-                return False
-        return True
+        overdue = [
+            now - self._outdated(entry, part) - grace if grace > 0 else math.inf
+            for part, grace in self._changed(entry, version)
+        ]
+        return max(overdue, default=-math.inf)  # nothing graced changed: within every grace
 
     def _behind(self, entry: _Entry) -> float | None:
         """Seconds since the oldest part of ``entry``'s version stopped being current (None: it is)."""
         version = self._version
         if entry.version is None or version is None:
             return None
-        since = [
-            self._outdated(entry, part)
-            for part in ("content", "papers")
-            if getattr(entry.version, part) != getattr(version, part)
-        ]
+        since = [self._outdated(entry, part) for part, _ in self._changed(entry, version)]
         return max(0.0, self.clock() - min(since)) if since else None
 
     def _outdated(self, entry: _Entry, part: str) -> float:
@@ -587,7 +584,8 @@ class PublicCacheMiddleware:
         body = b"".join(chunks)
         headers = MutableHeaders(raw=list(start.get("headers", ())))
         chosen = headers.get("cache-control", "").lower()
-        brief = _public_seconds(headers)  # a private answer its handler lets anonymous readers share briefly
+        # a private answer its handler lets anonymous readers share briefly (rendering.PARTIAL_SEARCH_HEADERS)
+        brief = _internal_seconds(headers, PUBLIC_SECONDS_HEADER)
         if brief is not None:
             policy = Policy(
                 policy.name, min(brief, policy.max_age), 0, policy.vary, min(brief, policy.max_age)

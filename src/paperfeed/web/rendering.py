@@ -42,6 +42,7 @@ __all__ = [
     "error_page",
     "page",
     "renderer_of",
+    "search_notes_headers",
 ]
 
 SITE_NAME = "paperfeed"
@@ -60,6 +61,16 @@ PARTIAL_SEARCH_HEADERS = {"Cache-Control": PARTIAL_SEARCH, PUBLIC_SECONDS_HEADER
 # anew every 5 s while a backlog lasted (hours after a large import).
 COVERAGE_KEEP_SECONDS = 60
 COVERAGE_SEARCH_HEADERS = {KEEP_SECONDS_HEADER: str(COVERAGE_KEEP_SECONDS)}
+
+
+def search_notes_headers(failed: bool, coverage: str | None) -> dict[str, str] | None:
+    """How long a search answer with notes may be kept: ``failed`` (a part of search failed) 5 s, the
+    coverage note alone a minute, no note as any answer (None). The search page and the API share it."""
+    if failed:
+        return PARTIAL_SEARCH_HEADERS
+    return COVERAGE_SEARCH_HEADERS if coverage else None
+
+
 _HERE = Path(__file__).resolve().parent
 STATIC_DIR = _HERE / "static"
 TEMPLATES_DIR = _HERE / "templates"
