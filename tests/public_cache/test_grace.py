@@ -17,13 +17,13 @@ from datetime import UTC, datetime
 import pytest
 from fastapi.testclient import TestClient
 
-from paperfeed.bootstrap import App, build_app
+from paperfeed.bootstrap import App
 from paperfeed.domain.accounts import User
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Paper
 from paperfeed.settings import Settings
-from paperfeed.web import create_app
 from tests.community.conftest import add_reader
+from tests.public_cache.tuned import tuned_site
 
 JSON = {"accept": "application/json"}
 PAPER = "2501.00202"  # listed with 11 Hugging Face upvotes
@@ -31,14 +31,7 @@ PAPER = "2501.00202"  # listed with 11 Hugging Face upvotes
 
 def _site(settings: Settings, grace: float, refresh: float = 0.0) -> TestClient:
     """``refresh`` 0: past the grace a reader waits for the render (test_refresh_behind.py covers more)."""
-    tuned = settings.model_copy(
-        update={
-            "page_cache_grace_seconds": grace,
-            "page_cache_check_seconds": 0.0,
-            "page_cache_refresh_seconds": refresh,
-        }
-    )
-    return TestClient(create_app(lambda: build_app(tuned)), follow_redirects=False)
+    return tuned_site(settings, grace=grace, refresh=refresh)
 
 
 @pytest.fixture
@@ -98,15 +91,7 @@ def test_hiding_a_reader_empties_the_cache_at_once_whatever_the_grace(
 
 
 def _site_with(settings: Settings, grace: float, import_grace: float) -> TestClient:
-    tuned = settings.model_copy(
-        update={
-            "page_cache_grace_seconds": grace,
-            "page_cache_import_grace_seconds": import_grace,
-            "page_cache_check_seconds": 0.0,
-            "page_cache_refresh_seconds": 0.0,
-        }
-    )
-    return TestClient(create_app(lambda: build_app(tuned)), follow_redirects=False)
+    return tuned_site(settings, grace=grace, import_grace=import_grace)
 
 
 def _import_unlisted(app: App, n: int) -> None:

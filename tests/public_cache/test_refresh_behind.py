@@ -14,11 +14,11 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
-from paperfeed.bootstrap import App, build_app
+from paperfeed.bootstrap import App
 from paperfeed.domain.accounts import User
 from paperfeed.settings import Settings
-from paperfeed.web import create_app
 from tests.community.conftest import add_reader
+from tests.public_cache.tuned import tuned_site
 
 JSON = {"accept": "application/json"}
 PAPER = "2501.00202"  # listed with 11 Hugging Face upvotes
@@ -26,16 +26,7 @@ OTHER = "2501.00201"
 
 
 def _worker(settings: Settings, *, grace: float, refresh: float, workers: int = 1) -> TestClient:
-    tuned = settings.model_copy(
-        update={
-            "workers": workers,
-            "page_cache_grace_seconds": grace,
-            "page_cache_import_grace_seconds": grace,
-            "page_cache_check_seconds": 0.0,
-            "page_cache_refresh_seconds": refresh,
-        }
-    )
-    return TestClient(create_app(lambda: build_app(tuned)), follow_redirects=False)
+    return tuned_site(settings, grace=grace, import_grace=grace, refresh=refresh, workers=workers)
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ from paperfeed.settings import Settings
 from paperfeed.web import create_app
 from paperfeed.web.public_cache import _shared_key
 from tests.community.conftest import add_reader, sign_in
+from tests.public_cache.tuned import tuned_site
 
 HTML = {"accept": "text/html"}
 JSON = {"accept": "application/json"}
@@ -33,16 +34,7 @@ PAPER = "2501.00202"  # listed with 11 Hugging Face upvotes
 
 
 def _worker(settings: Settings, grace: float, refresh: float = 0.0) -> TestClient:
-    tuned = settings.model_copy(
-        update={
-            "workers": 2,
-            "page_cache_grace_seconds": grace,
-            "page_cache_import_grace_seconds": grace,
-            "page_cache_check_seconds": 0.0,
-            "page_cache_refresh_seconds": refresh,
-        }
-    )
-    return TestClient(create_app(lambda: build_app(tuned)), follow_redirects=False)
+    return tuned_site(settings, grace=grace, import_grace=grace, refresh=refresh, workers=2)
 
 
 @pytest.fixture
