@@ -65,7 +65,7 @@ PG_SETTINGS = {
     "full_page_writes": "on",
     "shared_buffers": "1GB",
     "effective_cache_size": "4GB",
-    "maintenance_work_mem": "1GB",
+    "maintenance_work_mem": "4GB",  # the 1M HNSW graph fits: pgvector builds it in memory
     "work_mem": "16MB",
     "max_wal_size": "4GB",
     "max_parallel_maintenance_workers": "1",

@@ -6,7 +6,8 @@ is an ordinary one, shared like any search, but the page cache keeps it a minute
 the semantic matches follow the indexer. An answer a failed part left partial ("semantic search is
 unavailable…") changes when the index is repaired, which no write announces: an anonymous copy is
 ``public, max-age=5`` and kept 5 s (``tests/reliability/test_check.py`` repairs an index behind one), a
-signed-in reader's is ``private, no-store``. The internal headers that carry these never reach a client.
+signed-in reader's page is ``private, no-store`` (the API's search is the same for a script with a token
+as for anyone: it gets the anonymous answer). The internal headers that carry these never reach a client.
 """
 
 from __future__ import annotations
@@ -52,16 +53,27 @@ def test_an_anonymous_search_with_the_coverage_note_is_shared_as_any_search_and_
     assert site.get(url, headers=accept).headers["x-paperfeed-cache"] == "miss", "kept past its bound"
 
 
-@pytest.mark.parametrize(("url", "accept"), SEARCHES)
-def test_a_signed_in_search_with_notes_stays_private(
-    site: TestClient, app: App, ada: User, url: str, accept: dict[str, str]
-) -> None:
-    if url.startswith("/api/"):
-        answer = site.get(url, headers={**accept, **bearer(app, ada)})
-    else:
-        sign_in(site, app, ada)
-        answer = site.get(url, headers=accept)
+def test_a_signed_in_search_page_with_notes_stays_private(site: TestClient, app: App, ada: User) -> None:
+    sign_in(site, app, ada)
+    answer = site.get("/search?q=lichen")
     assert answer.status_code == 200
+    assert "Ada Partial" in answer.text
     assert answer.headers["cache-control"] == "private, no-store"
     assert PUBLIC_SECONDS_HEADER not in answer.headers
     assert "x-paperfeed-cache" not in answer.headers
+
+
+def test_a_script_with_a_token_gets_the_anonymous_api_search_with_its_notes(
+    site: TestClient, app: App, ada: User
+) -> None:
+    """The API's search never looks at who asks: a token holder's answer is everyone's, kept as theirs."""
+    url, accept = SEARCHES[0]
+    answer = site.get(url, headers={**accept, **bearer(app, ada)})
+    assert answer.status_code == 200
+    assert "covers" in answer.headers.get("x-search-notes", "")
+    assert answer.headers["cache-control"] == "public, max-age=60, stale-while-revalidate=300"
+    assert PUBLIC_SECONDS_HEADER not in answer.headers
+    assert KEEP_SECONDS_HEADER not in answer.headers
+    anonymous = site.get(url, headers=accept)
+    assert anonymous.headers["x-paperfeed-cache"] == "hit"
+    assert anonymous.content == answer.content

@@ -5,8 +5,10 @@ carries an ``ETag`` and ``Cache-Control: public, max-age=…, stale-while-revali
 matching ``If-None-Match`` with 304 and no body. The server keeps rendered anonymous answers in a
 bounded per-process cache keyed by the data version; with no grace (these tests), a vote shows at once
 (``test_grace.py`` covers the grace an import or a vote may take). Signed-in readers (a
-session cookie or a Bearer token) always get their own, ``private`` answer: the cache never hands one
-reader's vote state, library marks, note, name or CSRF token to another reader or to anonymous.
+session cookie or a Bearer token) get their own, ``private`` answer wherever it looks at who is asking
+(every page: it names the reader): the cache never hands one reader's vote state, library marks, note,
+name or CSRF token to another reader or to anonymous. The JSON API's reads never look, so a script's
+token gets the anonymous answer.
 """
 
 from __future__ import annotations
@@ -237,24 +239,61 @@ def test_two_readers_and_anonymous_on_the_same_urls_never_share_an_answer(
                         assert saved == (who == "ada"), (who, url)
 
 
-def test_api_answers_for_a_bearer_token_are_private_and_never_from_the_cache(
+def test_api_reads_are_everyones_so_a_token_gets_the_cached_answer_but_its_own_data_stays_private(
     site: TestClient, app: App, ada: User
 ) -> None:
+    app.community.upvote(ada, PAPER)
     app.library.set_note(ada.id, PAPER, "Ada's secret reading note")
     token = bearer(app, ada)
-    for url in (f"/api/papers/{PAPER}", f"/api/daily_papers?date={DAY}", f"/api/me/papers/{PAPER}"):
+    for url in (f"/api/papers/{PAPER}", f"/api/daily_papers?date={DAY}"):
+        mine = site.get(url, headers={**JSON, **token})  # first: rendered for the token, never looked at it
+        assert (mine.status_code, mine.headers.get("x-paperfeed-cache")) == (200, "miss"), url
+        assert "public" in mine.headers["cache-control"], url
+        assert "secret reading" not in mine.text
         anonymous = site.get(url, headers=JSON)
+        assert (anonymous.headers.get("x-paperfeed-cache"), anonymous.content) == ("hit", mine.content), url
+        again = site.get(url, headers={**JSON, **token})
+        assert (again.headers.get("x-paperfeed-cache"), again.content) == ("hit", mine.content), url
+    # the reader's own data: rendered for the token, private, never kept, never given to anonymous
+    url = f"/api/me/papers/{PAPER}"
+    for _ in range(2):
         mine = site.get(url, headers={**JSON, **token})
-        assert mine.status_code == 200, (url, mine.text)
-        assert "public" not in mine.headers.get("cache-control", ""), url
-        assert "private" in mine.headers.get("cache-control", ""), url
-        assert mine.headers.get("x-paperfeed-cache") is None, url
-        if anonymous.status_code == 200:
-            again = site.get(url, headers=JSON)
-            assert "secret reading" not in again.text
-    me = site.get(f"/api/me/papers/{PAPER}", headers=JSON)
+        assert mine.status_code == 200, mine.text
+        assert "secret reading" in mine.text
+        assert "public" not in mine.headers.get("cache-control", "")
+        assert "private" in mine.headers.get("cache-control", "")
+        assert mine.headers.get("x-paperfeed-cache") is None
+    me = site.get(url, headers=JSON)
     assert me.status_code == 401
     assert "secret reading" not in me.text
+
+
+def test_an_api_answer_that_looks_at_who_asks_is_each_readers_own(
+    settings: Settings, app: App, ada: User, bob: User
+) -> None:
+    """A cached path whose handler asks who is reading: the anonymous copy never answers a token, and a
+    token's answer is never kept — whichever comes first."""
+
+    def hello(request: Request) -> HTMLResponse:
+        from paperfeed.web.security import current_user
+
+        user = current_user(request)
+        return HTMLResponse(f"hello {user.display_name if user else 'anonymous'}")
+
+    ada_token, bob_token = bearer(app, ada), bearer(app, bob)
+    with _with_route(settings, hello) as client:
+        assert client.get("/trending", headers=ada_token).text == "hello Ada Private"  # first: not kept
+        assert client.get("/trending").text == "hello anonymous"
+        assert client.get("/trending").headers.get("x-paperfeed-cache") == "hit"
+        for token, name in ((bob_token, "Bob Private"), (ada_token, "Ada Private")):
+            got = client.get("/trending", headers=token)
+            assert got.text == f"hello {name}"
+            assert got.headers.get("x-paperfeed-cache") is None
+            assert "private" in got.headers["cache-control"]
+        etag = client.get("/trending").headers["etag"]
+        assert client.get("/trending", headers={**ada_token, "if-none-match": etag}).status_code == 200
+        refused = client.get("/trending", headers={"authorization": "Bearer revoked-or-forged"})
+        assert refused.status_code == 401, "a token the handler looks at is checked, never skipped"
 
 
 def test_a_signed_in_readers_conditional_request_never_matches_the_anonymous_etag(
@@ -270,21 +309,25 @@ def test_a_signed_in_readers_conditional_request_never_matches_the_anonymous_eta
             assert 'aria-pressed="true"' in got.text
             star = reader.get(url, headers={**HTML, "if-none-match": "*"})
             assert star.status_code == 200
-        token = bearer(app, ada)
-        api = f"/api/papers/{PAPER}"
-        api_etag = site.get(api, headers=JSON).headers["etag"]
-        got = site.get(api, headers={**JSON, **token, "if-none-match": api_etag})
-        assert got.status_code == 200
-        assert got.content
+    # the API's answer is the same for everyone: the anonymous ETag is the token holder's too
+    token = bearer(app, ada)
+    api = f"/api/papers/{PAPER}"
+    anonymous = site.get(api, headers=JSON)
+    got = site.get(api, headers={**JSON, **token, "if-none-match": anonymous.headers["etag"]})
+    assert got.status_code == 304
+    assert site.get(api, headers={**JSON, **token}).content == anonymous.content
 
 
 def test_an_invalid_session_cookie_is_not_anonymous(site: TestClient) -> None:
     site.get(f"/papers/{PAPER}", headers=HTML)  # cached
     site.cookies.set(SESSION_COOKIE, "expired-or-forged")
-    got = site.get(f"/papers/{PAPER}", headers=HTML)
-    assert got.status_code == 200
-    assert "public" not in got.headers.get("cache-control", "")
-    assert got.headers.get("x-paperfeed-cache") is None
+    for url in (f"/papers/{PAPER}", "/trending"):  # an anonymous copy, and none yet
+        got = site.get(url, headers=HTML)
+        assert got.status_code == 200
+        assert "public" not in got.headers.get("cache-control", ""), url
+        assert got.headers.get("x-paperfeed-cache") is None, url
+    site.cookies.clear()
+    assert site.get("/trending", headers=HTML).headers.get("x-paperfeed-cache") == "miss"
 
 
 def test_a_forged_host_header_does_not_poison_the_cache(site: TestClient) -> None:

@@ -37,12 +37,18 @@ The version is read at most every ``PAPERFEED_PAGE_CACHE_CHECK_SECONDS`` (defaul
 at once after any state-changing request this worker served. So an anonymous page shows a vote about
 check + grace seconds after it (11 s by default), a new paper after check + import grace (61 s), and a
 removal within the check interval; when background renders cannot keep up, up to the refresh seconds
-later. Signed-in readers are never
-served from this cache, so a voter sees their own vote at once.
+later. A signed-in reader's pages are never served from this cache, so a voter sees their own vote at
+once.
 
-What is never cached or marked public: a request with a session cookie or an ``Authorization`` header
-(any value: an expired session is not anonymous) — it passes through untouched and
-:mod:`.headers` makes it ``private, no-store``; an answer that is not a 200, that sets a cookie, whose
+A request with a session cookie or an ``Authorization`` header (any value: an expired session is not
+anonymous) gets the anonymous copy only when rendering that copy never looked at who asked
+(:func:`.security.asked_who`: no reader resolved, not even to nobody, no CSRF token) — the JSON API's
+reads, which a script with a token asks for the most. Every page with a header names its reader, so those
+are always the reader's own: rendered for them, never kept, ``private, no-store`` (:mod:`.headers`), and
+never compared with an anonymous ETag. A copy rendered for such a request is kept only when it did not
+look either: then it is the anonymous answer.
+
+What is never cached or marked public: an answer that is not a 200, that sets a cookie, whose
 handler chose ``private``/``no-store``/``no-cache``, or during whose rendering a user was resolved or a
 CSRF token computed (:func:`.security.personal`). Search answers a failed part left partial are
 ``private, no-store`` for a signed-in reader and shared for 5 s only when anonymous
@@ -76,7 +82,7 @@ from paperfeed.domain.feed import DataVersion
 from paperfeed.domain.page_cache import SharedPageCache
 
 from .headers import KEEP_SECONDS_HEADER, PUBLIC_SECONDS_HEADER, SESSION_COOKIE_PREFIX
-from .security import personal
+from .security import asked_who, personal
 
 __all__ = ["POLICIES", "Policy", "PublicCacheMiddleware", "policy_for"]
 
@@ -157,6 +163,7 @@ class _Entry:
     ttl: float  # seconds the server keeps it (the policy's keep), not the max-age it sends
     version: DataVersion | None  # None: the version could not be read, and the entry is not kept
     stored: float  # the clock when rendered: a content change may reuse it for the grace seconds
+    anyone: bool = False  # its render never looked at who asked: a signed-in reader may be given it too
 
     @property
     def size(self) -> int:
@@ -197,6 +204,18 @@ def _header(scope: Scope, wanted: bytes) -> str:
     return ""
 
 
+def _key(scope: Scope) -> tuple[Any, ...]:
+    """What an anonymous answer is keyed by: scheme, ``Host``, path, normalised query and ``Accept``."""
+    return (
+        scope.get("scheme", "http"),
+        _header(scope, b"host"),
+        scope.get("root_path", ""),
+        scope["path"],
+        _query(scope.get("query_string", b"")),
+        _header(scope, b"accept")[:300],
+    )
+
+
 def _query(raw: bytes) -> tuple[tuple[str, str], ...]:
     """Parameters sorted by name; values of one name keep their order (a handler may take the first)."""
     pairs = parse_qsl(raw.decode("latin-1"), keep_blank_values=True)
@@ -235,6 +254,7 @@ def _encode(entry: _Entry, clock: Callable[[], float]) -> bytes:
             "ttl": entry.ttl,
             "version": [entry.version.content, entry.version.removals, entry.version.papers],
             "rendered": time.time() - (clock() - entry.stored),
+            "anyone": entry.anyone,
         }
     )
     return _LENGTH.pack(len(head)) + head + entry.body
@@ -255,6 +275,7 @@ def _decode(raw: bytes, clock: Callable[[], float]) -> _Entry | None:
             float(head["ttl"]),
             DataVersion(str(content), str(removals), str(papers)),
             clock() - max(0.0, time.time() - float(head["rendered"])),
+            head.get("anyone") is True,  # absent (an older copy): treated as a reader's own
         )
     except (struct.error, orjson.JSONDecodeError, KeyError, TypeError, ValueError, UnicodeError):
         return None
@@ -294,19 +315,15 @@ class PublicCacheMiddleware:
                 self._writes += 1  # it may have changed the data: read the version anew
             return
         policy = policy_for(scope["path"]) if scope["method"] == "GET" else None
-        if policy is None or _credentialed(scope):
+        if policy is None:
             await self.app(scope, receive, send)
             return
         state: dict[str, Any] = scope.setdefault("state", {})
+        if _credentialed(scope):
+            await self._for_reader(scope, receive, send, policy, state)
+            return
         version = await self._current_version(state)
-        key = (
-            scope.get("scheme", "http"),
-            _header(scope, b"host"),
-            scope.get("root_path", ""),
-            scope["path"],
-            _query(scope.get("query_string", b"")),
-            _header(scope, b"accept")[:300],
-        )
+        key = _key(scope)
         conditional = _header(scope, b"if-none-match")
         cache = self._cache
         kept = cache.get(key) if cache is not None and version is not None else None
@@ -355,6 +372,38 @@ class PublicCacheMiddleware:
                 del self._flights[key]
             if refresh:
                 self._refresh_later(scope, state, policy, key, version)
+
+    async def _for_reader(
+        self, scope: Scope, receive: Receive, send: Send, policy: Policy, state: dict[str, Any]
+    ) -> None:
+        """A request that may be a signed-in reader's (a session cookie or an ``Authorization`` header).
+
+        It is given the anonymous copy only when rendering that copy never looked at who asked (the JSON
+        API's reads: a script with a token gets what everyone gets), and a copy rendered for it is kept
+        only on the same condition. Otherwise (a page that shows the reader's name, votes or CSRF token)
+        it gets its own answer, never kept and never compared with an anonymous ETag."""
+        version = await self._current_version(state)
+        key = _key(scope)
+        cache = self._cache
+        kept = cache.get(key) if cache is not None and version is not None else None
+        if kept is None:
+            kept = self._from_shared(key, version)
+            if kept is not None and kept.anyone and cache is not None:
+                cache[key] = kept
+        if kept is not None and not kept.anyone:  # this answer depends on the reader
+            await self.app(scope, receive, send)
+            return
+        conditional = _header(scope, b"if-none-match")
+        if kept is not None:
+            how = self._usable(kept, version)
+            if how:
+                await self._reply(send, kept, conditional, how)
+                return
+            if self._refreshable(kept, version):
+                self._refresh_later(scope, state, policy, key, version)  # rendered without the credentials
+                await self._reply(send, kept, conditional, "stale")
+                return
+        await self._render(scope, receive, send, policy, state, conditional, key, version, reader=True)
 
     def _usable(self, entry: _Entry | None, version: DataVersion | None) -> str:
         """'hit' (of the current data version), 'stale' (within a grace of the change) or ''."""
@@ -450,10 +499,10 @@ class PublicCacheMiddleware:
         quiet: Scope = {
             **scope,
             "state": dict(state),  # as the request found it: the render adds its own marks
-            "headers": [
+            "headers": [  # the anonymous copy: no validators, no credentials (the copy is anyone's)
                 (name, value)
                 for name, value in scope.get("headers", ())
-                if name not in (b"if-none-match", b"if-modified-since")
+                if name not in (b"if-none-match", b"if-modified-since", b"authorization", b"cookie")
             ],
         }
         self._flights[key] = flight = asyncio.Event()
@@ -565,7 +614,11 @@ class PublicCacheMiddleware:
         conditional: str,
         key: tuple[Any, ...],
         version: DataVersion | None,
+        *,
+        reader: bool = False,
     ) -> None:
+        """Render through the app; keep the answer when it is anyone's. A ``reader``'s render (a request
+        with credentials) is kept only when it never looked at who asked: then it is the anonymous one."""
         start: Message | None = None
         chunks: list[bytes] = []
 
@@ -599,7 +652,7 @@ class PublicCacheMiddleware:
             start["status"] == 200
             and "set-cookie" not in headers
             and not any(word in chosen for word in _NOT_SHARED)
-            and not personal(state)
+            and not (asked_who(state) if reader else personal(state))
         )
         if not shareable:
             await send(start)
@@ -614,7 +667,15 @@ class PublicCacheMiddleware:
             del headers["Vary"]
         vary = headers.get("vary", "")
         entry = _Entry(
-            headers.raw, body, etag, policy.cache_control, vary, float(policy.kept_for), version, self.clock()
+            headers.raw,
+            body,
+            etag,
+            policy.cache_control,
+            vary,
+            float(policy.kept_for),
+            version,
+            self.clock(),
+            anyone=not asked_who(state),
         )
         cache = self._cache
         if cache is not None and version is not None and entry.size <= min(MAX_ENTRY_BYTES, cache.maxsize):

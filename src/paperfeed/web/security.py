@@ -58,6 +58,7 @@ __all__ = [
     "Forbidden",
     "SecurityMiddleware",
     "SignInRequired",
+    "asked_who",
     "auth_problem_response",
     "check_csrf_token",
     "clear_session_cookie",
@@ -252,6 +253,13 @@ def personal(state: Mapping[str, Any]) -> bool:
     a signed-in user was resolved, or a CSRF token (tied to the browser's cookie) was computed. Such an
     answer must never be kept by a shared cache (:mod:`.public_cache` checks this after rendering)."""
     return state.get(_USER) is not None or bool(state.get(_CSRF_USED)) or bool(state.get(_NEW_CSRF))
+
+
+def asked_who(state: Mapping[str, Any]) -> bool:
+    """Whether rendering the answer with this ``scope["state"]`` looked at who is asking: it resolved the
+    reader (even to nobody) or computed a CSRF token. An answer that did neither is the same for every
+    reader, so :mod:`.public_cache` may give its anonymous copy to a signed-in one (a Bearer script)."""
+    return _USER in state or bool(state.get(_CSRF_USED)) or bool(state.get(_NEW_CSRF))
 
 
 def _origin_of(url: str) -> str:
