@@ -455,7 +455,8 @@ class SettingsModel(BaseModel):
         le=65536,
         description="Disk (MiB, under DATA_DIR/cache/pages) the web workers of one node share for rendered "
         "anonymous answers, so a page one worker rendered serves the others; used when serving with more "
-        "than one worker, emptied by `paperfeed serve` at start (0: each worker keeps its own only).",
+        "than one worker, kept across restarts while the code and settings stay the same (0: each worker "
+        "keeps its own only).",
     )
     page_cache_check_seconds: float = Field(
         default=1.0,

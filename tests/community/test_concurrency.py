@@ -7,6 +7,7 @@ sessions, tokens and separate processes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -16,13 +17,13 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from sqlalchemy import func, select
 
-from paperfeed.adapters.page_cache import DiskPageCache
 from paperfeed.adapters.store.schema_community import paper_comments, paper_submissions, paper_upvotes
 from paperfeed.bootstrap import App, build_app
 from paperfeed.domain.accounts import User
@@ -35,7 +36,6 @@ pytestmark = pytest.mark.slow  # starts a two-process server: ~10 s on a busy 2-
 
 PAPER = "2501.00202"  # 11 upvotes imported from Hugging Face
 UNLISTED = [f"2502.{n:05d}" for n in range(1, 9)]
-LEFT_OVER = "an entry of an earlier run"
 
 
 def _free_port() -> int:
@@ -69,9 +69,16 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, App]
         "PAPERFEED_PAGE_CACHE_GRACE_SECONDS": "0",
         "PAPERFEED_PAGE_CACHE_IMPORT_GRACE_SECONDS": "0",
     }
-    left = DiskPageCache(data_dir / "cache" / "pages", 16 * 1024 * 1024)  # as an earlier run would leave it
-    left.put(LEFT_OVER, b"rendered by older code", 3600)
-    left.close()
+    try:
+        with _serving(env, port) as url:
+            yield url, app
+    finally:
+        app.close()
+
+
+@contextlib.contextmanager
+def _serving(env: dict[str, str], port: int) -> Iterator[str]:
+    """``paperfeed serve --workers 2`` on ``port`` until the block ends; its URL once it answers."""
     command = [sys.executable, "-m", "paperfeed", "serve", "--workers", "2", "--port", str(port)]
     server = subprocess.Popen(
         [*command, "--log-level", "warning"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
@@ -89,7 +96,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, App]
                 output = server.stdout.read().decode() if server.stdout else ""
                 pytest.fail(f"paperfeed serve did not start: {output[-2000:]}")
             time.sleep(0.2)
-        yield url, app
+        yield url
     finally:
         server.terminate()
         try:
@@ -97,7 +104,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, App]
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
-        app.close()
 
 
 def _burst(requests: list[Callable[[httpx.Client], httpx.Response]]) -> list[httpx.Response]:
@@ -177,13 +183,8 @@ def test_concurrent_submissions_and_comments_respect_the_caps(served: tuple[str,
     assert _count(app, paper_submissions, paper_submissions.c.paper_id == paper) == 1
 
 
-def test_the_two_workers_share_one_page_cache_emptied_at_start(served: tuple[str, App]) -> None:
-    url, app = served
-    pages = DiskPageCache(app.settings.data_dir / "cache" / "pages", 16 * 1024 * 1024)
-    try:
-        assert pages.get(LEFT_OVER) is None, "serve kept a page cache entry of an earlier run"
-    finally:
-        pages.close()
+def test_the_two_workers_share_one_page_cache(served: tuple[str, App]) -> None:
+    url, _app = served
     hows = []
     for _ in range(12):  # a new connection each time: the kernel hands them to either worker
         with httpx.Client(timeout=30) as client:
@@ -193,3 +194,33 @@ def test_the_two_workers_share_one_page_cache_emptied_at_start(served: tuple[str
     assert hows[0] == "miss"
     assert hows.count("miss") == 1, f"the page was rendered by more than one worker: {hows}"
     assert set(hows) <= {"miss", "hit", "shared"}, hows
+
+
+def test_a_restarted_server_finds_the_pages_its_workers_rendered(tmp_path: Path) -> None:
+    """The shared page cache outlives ``serve``: the same code and settings start warm (its keys carry
+    their fingerprint, so other code or settings never find the old copies)."""
+    data_dir = tmp_path / "data"
+    app = build_app(make_settings(data_dir, "http://127.0.0.1:9/api/query"))
+    load_papers(app)
+    app.close()
+    port = _free_port()
+    env = {
+        **os.environ,
+        "PAPERFEED_DATA_DIR": str(data_dir),
+        "PAPERFEED_SECRET_KEY": "restart-test-secret-" + "x" * 40,
+        "PAPERFEED_BASE_URL": f"http://127.0.0.1:{port}",
+        "PAPERFEED_EMBEDDING_BACKEND": "fake",
+        "PAPERFEED_KEYWORD_ENGINE": "fts5",
+    }
+    page = f"/papers/{PAPER}"
+    with _serving(env, port) as url:
+        first = httpx.get(url + page, headers={"accept": "text/html"}, timeout=30)
+        assert (first.status_code, first.headers.get("x-paperfeed-cache")) == (200, "miss")
+    with _serving(env, port) as url:
+        again = httpx.get(url + page, headers={"accept": "text/html"}, timeout=30)
+        assert again.status_code == 200
+        assert again.headers.get("x-paperfeed-cache") == "shared", "the restart rendered the page again"
+        assert again.headers["etag"] == first.headers["etag"]
+    with _serving({**env, "PAPERFEED_BASE_URL": f"http://localhost:{port}"}, port) as url:
+        other = httpx.get(url + page, headers={"accept": "text/html"}, timeout=30)
+        assert other.headers.get("x-paperfeed-cache") == "miss", "a copy rendered under other settings"

@@ -11,6 +11,7 @@ of rendering it again.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -24,7 +25,7 @@ from paperfeed.bootstrap import App, build_app
 from paperfeed.domain.accounts import User
 from paperfeed.settings import Settings
 from paperfeed.web import create_app
-from paperfeed.web.public_cache import _shared_key
+from paperfeed.web.public_cache import _shared_key, render_fingerprint
 from tests.community.conftest import add_reader, sign_in
 from tests.public_cache.tuned import tuned_site
 
@@ -162,8 +163,9 @@ def test_a_damaged_shared_entry_is_a_miss_never_an_error(
     key = ("http", "testserver", "", f"/api/papers/{PAPER}", (), "application/json")
     pages = DiskPageCache(settings.data_dir / "cache" / "pages", 16 * 1024 * 1024)
     try:
-        pages.put(_shared_key(key), junk, 60)
-        assert pages.get(_shared_key(key)) == junk, "the test put its junk where the worker looks"
+        where = _shared_key(key, render_fingerprint(settings))
+        pages.put(where, junk, 60)
+        assert pages.get(where) == junk, "the test put its junk where the worker looks"
     finally:
         pages.close()
     answer = one.get(f"/api/papers/{PAPER}", headers=JSON)
@@ -173,8 +175,47 @@ def test_a_damaged_shared_entry_is_a_miss_never_an_error(
 
 def test_copies_rendered_by_another_version_of_paperfeed_are_not_found() -> None:
     key = ("http", "testserver", "", "/", (), "text/html")
-    assert _shared_key(key).startswith(__import__("paperfeed").__version__ + ":")
-    assert _shared_key(key) != _shared_key((*key[:4], (("q", "x"),), key[5]))
+    assert _shared_key(key, "f").startswith(__import__("paperfeed").__version__ + ":f:")
+    assert _shared_key(key, "f") != _shared_key((*key[:4], (("q", "x"),), key[5]), "f")
+    assert _shared_key(key, "f") != _shared_key(key, "g")
+
+
+def test_a_restarted_server_with_the_same_code_and_settings_starts_warm(
+    settings: Settings, app: App, ada: User
+) -> None:
+    url = f"/papers/{PAPER}"
+    with _worker(settings, 0.0) as before:
+        assert _how(before.get(url, headers=HTML)) == "miss"
+    with _worker(settings, 10.0, refresh=30.0) as restarted:  # other graces: they change no page
+        again = restarted.get(url, headers=HTML)
+        assert (again.status_code, _how(again)) == (200, "shared"), "the restart lost the rendered pages"
+    shown = settings.model_copy(update={"base_url": "https://papers.example.org"})
+    with _worker(shown, 0.0) as other:  # a setting that may change what pages show: nothing is reused
+        assert _how(other.get(url, headers=HTML)) == "miss"
+    app.community.upvote(ada, PAPER)  # data changed while the server was down: the version rules apply
+    with _worker(settings, 0.0) as later:
+        after = later.get(url, headers=HTML)
+        assert _how(after) == "miss", "a copy of the data before the vote was served after a restart"
+
+
+def test_the_code_fingerprint_follows_every_file_of_the_package(settings: Settings, tmp_path: Path) -> None:
+    package = tmp_path / "paperfeed"
+    (package / "templates").mkdir(parents=True)
+    (package / "__pycache__").mkdir()
+    page = package / "templates" / "paper.html"
+    page.write_text("<h1>{{ title }}</h1>")
+    (package / "web.py").write_text("x = 1\n")
+    first = render_fingerprint(settings, package)
+    assert render_fingerprint(settings, package) == first
+    (package / "__pycache__" / "web.cpython-311.pyc").write_bytes(b"compiled")
+    assert render_fingerprint(settings, package) == first, "bytecode is not the code"
+    page.write_text("<h2>{{ title }}</h2>")
+    os.utime(page, ns=(1, 1))
+    edited = render_fingerprint(settings, package)
+    assert edited != first, "an edited template kept the old copies"
+    graced = settings.model_copy(update={"page_cache_grace_seconds": 99.0, "workers": 4, "port": 9})
+    assert render_fingerprint(graced, package) == edited
+    assert render_fingerprint(settings.model_copy(update={"base_url": "https://x.org"}), package) != edited
 
 
 def test_concurrent_asks_for_one_page_render_it_once(settings: Settings, app: App) -> None:

@@ -54,8 +54,5 @@ class DiskPageCache:
         except (diskcache.Timeout, sqlite3.Error, OSError) as exc:  # another worker holds the lock: skip it
             log.debug("shared page cache: write of %s failed: %s", key, exc)
 
-    def clear(self) -> None:
-        self._cache.clear(retry=True)
-
     def close(self) -> None:
         self._cache.close()

@@ -113,10 +113,10 @@ def register(app: typer.Typer) -> None:
         os.environ["PAPERFEED_DATA_DIR"] = str(settings.data_dir)
         os.environ["PAPERFEED_WORKERS"] = str(settings.workers)
         starting = build_app(settings)
-        try:  # the workers share one page cache: pages rendered by an earlier run (older code) must go
-            pages = starting.shared_pages
-            if pages is not None:
-                pages.clear()
+        try:  # the workers share one page cache: open it here so a broken folder fails the start, not a
+            # worker. Copies an earlier run rendered stay: with the same code and settings they are
+            # served (a restart starts warm); under other code or settings their keys are never asked.
+            starting.shared_pages  # noqa: B018
         except (OSError, sqlite3.Error) as exc:
             folder = settings.data_dir / "cache" / "pages"
             raise fail(f"cannot open the shared page cache in {folder}: {exc}") from None

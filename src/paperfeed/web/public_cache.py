@@ -63,11 +63,13 @@ import asyncio
 import hashlib
 import logging
 import math
+import os
 import re
 import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -84,7 +86,7 @@ from paperfeed.domain.page_cache import SharedPageCache
 from .headers import KEEP_SECONDS_HEADER, PUBLIC_SECONDS_HEADER, SESSION_COOKIE_PREFIX
 from .security import asked_who, personal
 
-__all__ = ["POLICIES", "Policy", "PublicCacheMiddleware", "policy_for"]
+__all__ = ["POLICIES", "Policy", "PublicCacheMiddleware", "policy_for", "render_fingerprint"]
 
 log = logging.getLogger(__name__)
 
@@ -232,10 +234,40 @@ def _matches(if_none_match: str, etag: str) -> bool:
     return any(tag.strip().removeprefix("W/") == wanted for tag in if_none_match.split(","))
 
 
-def _shared_key(key: tuple[Any, ...]) -> str:
-    """The shared cache's key: the code's version (a copy rendered by older code is never served after an
-    upgrade) and a digest of the request key (queries may be long)."""
-    return f"{__version__}:" + hashlib.blake2b(repr(key).encode(), digest_size=20).hexdigest()
+# Settings that never change what a page shows: a server restarted with another grace keeps its copies.
+_NOT_RENDERED = ("page_cache_", "workers", "host", "port")
+
+
+def render_fingerprint(settings: Any, package: Path | None = None) -> str:
+    """What a rendered answer depends on besides the data: paperfeed's version, its files (code, templates,
+    static assets: size and mtime, so an upgrade or an edit shows) and the settings. The shared cache keys
+    copies by it, so a restarted server with the same code and settings starts warm, and any other never
+    sees them."""
+    digest = hashlib.blake2b(__version__.encode(), digest_size=16)
+    fields = settings.model_dump(mode="json")
+    digest.update(
+        orjson.dumps(
+            {k: v for k, v in fields.items() if not k.startswith(_NOT_RENDERED)}, option=orjson.OPT_SORT_KEYS
+        )
+    )
+    package = package or Path(__file__).resolve().parent.parent
+    for folder, subfolders, files in os.walk(package):
+        subfolders[:] = sorted(d for d in subfolders if d != "__pycache__")
+        for name in sorted(files):
+            path = Path(folder, name)
+            try:
+                stat = path.stat()
+            except OSError:
+                continue
+            digest.update(f"{path.relative_to(package)}|{stat.st_size}|{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def _shared_key(key: tuple[Any, ...], fingerprint: str) -> str:
+    """The shared cache's key: the code and settings' fingerprint (:func:`render_fingerprint`: a copy
+    rendered by other code or settings is never found) and a digest of the request key (queries may be
+    long)."""
+    return f"{__version__}:{fingerprint}:" + hashlib.blake2b(repr(key).encode(), digest_size=20).hexdigest()
 
 
 _LENGTH = struct.Struct(">I")
@@ -301,6 +333,7 @@ class PublicCacheMiddleware:
         self._replaced: dict[tuple[str, str], float] = {}  # (part, value) → when it stopped being current
         self._flights: dict[tuple[Any, ...], asyncio.Event] = {}  # keys being rendered: later asks wait
         self._shared: SharedPageCache | None = None  # the node's cache the workers share, if any
+        self._fingerprint = ""  # of the code and settings: the shared cache's keys carry it
         self._writes = 0  # state-changing requests served: one since the last read makes it stale
         self._read_at_writes = -1
 
@@ -469,7 +502,7 @@ class PublicCacheMiddleware:
         """A usable copy another worker of this node rendered (a lookup in its file: tens of µs)."""
         if self._shared is None or version is None:
             return None
-        raw = self._shared.get(_shared_key(key))
+        raw = self._shared.get(_shared_key(key, self._fingerprint))
         entry = _decode(raw, self.clock) if raw is not None else None
         if entry is None or not (self._usable(entry, version) or self._refreshable(entry, version)):
             return None
@@ -479,7 +512,9 @@ class PublicCacheMiddleware:
         shared = self._shared
         if shared is None or entry.version is None:
             return
-        await anyio.to_thread.run_sync(shared.put, _shared_key(key), _encode(entry, self.clock), entry.ttl)
+        await anyio.to_thread.run_sync(
+            shared.put, _shared_key(key, self._fingerprint), _encode(entry, self.clock), entry.ttl
+        )
 
     # -- replacing a copy past its grace in the background ------------------------------------------------
 
@@ -550,6 +585,8 @@ class PublicCacheMiddleware:
             self._import_grace = float(settings.page_cache_import_grace_seconds)
             self._refresh = float(settings.page_cache_refresh_seconds)
             self._shared = container.shared_pages if self._max_bytes > 0 else None
+            if self._shared is not None:
+                self._fingerprint = render_fingerprint(settings)
             if self._max_bytes > 0:
                 self._cache = TLRUCache(
                     maxsize=self._max_bytes,
