@@ -30,8 +30,9 @@ never late. With both graces 0, every change is.
 
 With several workers, a worker that misses its own memory looks in the node's shared cache
 (:class:`~paperfeed.domain.page_cache.SharedPageCache`, ``X-Paperfeed-Cache: shared``) before
-rendering, and writes what it rendered there; within a worker, one render per key is in flight and
-later asks wait for it.
+rendering, and writes what it rendered there, under keys that carry :func:`render_fingerprint` (so it
+outlives a restart with the same code and settings, and nothing else finds its copies); within a worker,
+one render per key is in flight and later asks wait for it.
 
 The version is read at most every ``PAPERFEED_PAGE_CACHE_CHECK_SECONDS`` (default 1 s) per worker, and
 at once after any state-changing request this worker served. So an anonymous page shows a vote about
@@ -43,18 +44,17 @@ once.
 A request with a session cookie or an ``Authorization`` header (any value: an expired session is not
 anonymous) gets the anonymous copy only when rendering that copy never looked at who asked
 (:func:`.security.asked_who`: no reader resolved, not even to nobody, no CSRF token) — the JSON API's
-reads, which a script with a token asks for the most. Every page with a header names its reader, so those
-are always the reader's own: rendered for them, never kept, ``private, no-store`` (:mod:`.headers`), and
-never compared with an anonymous ETag. A copy rendered for such a request is kept only when it did not
-look either: then it is the anonymous answer.
+reads, which a script with a token asks for the most. Every HTML page names its reader in its header,
+so a signed-in reader's page is always their own: rendered for them, never kept, ``private, no-store``
+(:mod:`.headers`), and never compared with an anonymous ETag. A copy rendered for such a request is kept
+only when it did not look either: then it is the anonymous answer.
 
 What is never cached or marked public: an answer that is not a 200, that sets a cookie, whose
 handler chose ``private``/``no-store``/``no-cache``, or during whose rendering a user was resolved or a
 CSRF token computed (:func:`.security.personal`). Search answers a failed part left partial are
 ``private, no-store`` for a signed-in reader and shared for 5 s only when anonymous
 (:data:`.rendering.PARTIAL_SEARCH_HEADERS`); those whose only note is meaning search's coverage are
-kept a minute at most (:data:`.rendering.COVERAGE_SEARCH_HEADERS`). A signed-in reader's conditional
-request is never compared with an anonymous ETag.
+kept a minute at most (:data:`.rendering.COVERAGE_SEARCH_HEADERS`).
 """
 
 from __future__ import annotations
