@@ -361,6 +361,7 @@ class App:
         from paperfeed.adapters.embed.adapted import ModelFolder
         from paperfeed.adapters.embed.base import resolve_model
         from paperfeed.adapters.embed.trainer import SentenceTransformersTrainer
+        from paperfeed.domain.adaptation import CitationPairs, title_abstract_pairs
         from paperfeed.services.adaptation import AdaptationService
 
         base = resolve_model(self.settings.embedding_model)
@@ -370,6 +371,10 @@ class App:
             ModelFolder(self.settings.data_dir / "models"),
             base_spec=(self.settings.embedding_model or "").strip(),
             base_name=base.name,
+            pair_sources=(
+                ("title ↔ abstract", title_abstract_pairs),
+                ("citing ↔ cited", CitationPairs(self.citation_records)),
+            ),
         )
 
     @cached_property

@@ -12,6 +12,7 @@ from paperfeed.domain.adaptation import (
     MIN_HELD_OUT,
     MIN_PAPERS,
     AdaptOptions,
+    CitationPairs,
     CorpusPaper,
     Quality,
     decide,
@@ -55,6 +56,36 @@ def test_split_says_how_many_papers_are_needed() -> None:
 def test_pairs_are_title_to_abstract() -> None:
     pairs = title_abstract_pairs(_papers(2))
     assert [(p.anchor, p.positive) for p in pairs] == [("title 0", "abstract 0"), ("title 1", "abstract 1")]
+
+
+class _Links:
+    """A stored graph of a few edges (the SQL adapter's own reads are tested in tests/citations)."""
+
+    def __init__(self, edges: list[tuple[str, str]]) -> None:
+        self.edges = edges
+
+    def links_among(self, paper_ids: Sequence[str]) -> list[tuple[str, str]]:
+        wanted = set(paper_ids)
+        return [(a, b) for a, b in self.edges if a in wanted and b in wanted]
+
+
+def test_citation_pairs_join_the_texts_of_citing_and_cited_training_papers() -> None:
+    papers = _papers(4)
+    ids = [p.paper_id for p in papers]
+    edges = [(ids[0], ids[1]), (ids[2], ids[0]), (ids[0], "not-a-training-paper"), (ids[3], ids[3])]
+    pairs = CitationPairs(_Links(edges))(papers)
+    assert [(p.anchor, p.positive) for p in pairs] == [
+        ("title 0. abstract 0", "title 1. abstract 1"),
+        ("title 2. abstract 2", "title 0. abstract 0"),
+    ]
+
+
+def test_citation_pairs_cap_what_one_paper_contributes() -> None:
+    papers = _papers(30)
+    survey = papers[0].paper_id
+    pairs = CitationPairs(_Links([(survey, p.paper_id) for p in papers[1:]]), per_paper=5)(papers)
+    assert len(pairs) == 5
+    assert CitationPairs(_Links([]))(papers) == []
 
 
 Vectors = npt.NDArray[np.float32]

@@ -4,6 +4,7 @@ resumable re-embedding that follows, and the clear errors of a store that is too
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import shutil
@@ -15,8 +16,9 @@ import numpy as np
 import pytest
 
 from paperfeed.bootstrap import build_app
-from paperfeed.domain.adaptation import MIN_PAPERS
+from paperfeed.domain.adaptation import MIN_PAPERS, AdaptOptions
 from paperfeed.settings import Settings
+from tests.citations.conftest import HARVESTED, cite, links
 
 from .conftest import EVAL_OPTIONS, TRAIN_OPTIONS, make_instance, run
 
@@ -147,3 +149,26 @@ def test_too_few_papers_is_a_clear_error(tmp_path: Path, shared_dir: Path, paper
     assert f"the store has {papers}" in err
     assert "Traceback" not in out + err
     assert not (data / "models" / "adapt-runs").exists()
+
+
+def test_papers_of_the_store_that_cite_each_other_become_training_pairs(
+    tmp_path: Path, shared_dir: Path
+) -> None:
+    """A citation graph in the store adds citing ↔ cited pairs; a pair never touches a held-out paper."""
+    data = make_instance(tmp_path, shared_dir, N_PAPERS)
+    app = build_app(Settings(data_dir=data, embedding_backend="torch"))
+    try:
+        ids = sorted(p.id for page in app.store.iter_papers() for p in page)
+        chain = list(itertools.pairwise(ids))  # each paper cites the next
+        app.citation_records.save_links(
+            [links(ids[0], [cite(a, b) for a, b in chain])], harvested_at=HARVESTED
+        )
+        train = {p.paper_id for p in app.adaptation.plan(AdaptOptions()).split.train}
+    finally:
+        app.close()
+    expected = sum(1 for a, b in chain if a in train and b in train)
+    assert 0 < expected < len(chain)  # the edges of held-out papers are left out
+    code, out, err = run(data, "model", "adapt", *TRAIN_OPTIONS, *EVAL_OPTIONS, "--stop-after", "1")
+    assert code == 0, err
+    assert f"on 39 papers ({39 + expected} pairs: 39 title ↔ abstract, {expected} citing ↔ cited)" in out
+    assert "stopped at step 1" in out

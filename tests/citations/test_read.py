@@ -231,3 +231,14 @@ def test_pages_stay_right_when_repeated(graph: SqlCitationRecords) -> None:
                         assert first.setdefault(where, got) == got, where
     assert first[("citations", CitationSort.DATE, False, P, 1)] == ([A, C3], 4)
     assert first[("references", CitationSort.CITATIONS, True, A, 0)] == ([R3, P], 2)
+
+
+def test_links_among_a_set_of_papers_are_the_edges_with_both_ends_in_it(graph: SqlCitationRecords) -> None:
+    """What ``paperfeed model adapt`` trains on: citing ↔ cited, both ends among its training papers."""
+    assert sorted(graph.links_among([P, R3, C1])) == sorted([(C1, P), (P, R3)])
+    assert sorted(graph.links_among([P, R3, C1, "2409.99999"])) == sorted([(C1, P), (P, R3)])
+    assert graph.links_among([P]) == []  # P's edges all leave the set
+    assert sorted(graph.links_among([A, R1, R2, P])) == sorted([(A, P), (A, R1), (A, R2), (P, R1), (P, R2)])
+    assert graph.links_among([]) == []
+    many = [f"2501.{i:05d}" for i in range(1000)] + [P, R3]  # more ids than one IN (...) chunk
+    assert graph.links_among(many) == [(P, R3)]

@@ -161,9 +161,10 @@ def adapt(
         ),
     ] = None,
 ) -> None:
-    """Fine-tune the embedding model on this instance's papers (title ↔ abstract pairs, in-batch negatives)
-    on the CPU; adopt it only if it beats the base model on held-out papers. Safe to stop: a re-run with
-    the same options resumes from the last checkpoint."""
+    """Fine-tune the embedding model on this instance's papers (title ↔ abstract pairs, and citing ↔ cited
+    pairs where the citation graph links two of them; in-batch negatives) on the CPU; adopt it only if it
+    beats the base model on held-out papers. Safe to stop: a re-run with the same options resumes from the
+    last checkpoint."""
     c: Context = ctx.obj
     options = AdaptOptions(
         max_papers=max_papers,

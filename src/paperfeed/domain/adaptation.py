@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from .embedding import embedding_text
 from .search import Embedder
 
 if TYPE_CHECKING:  # numpy is imported where it is used: `paperfeed --help` imports this module
@@ -32,6 +33,8 @@ __all__ = [
     "ActiveModel",
     "AdaptOptions",
     "AdaptedModels",
+    "CitationLinks",
+    "CitationPairs",
     "CorpusPaper",
     "GateDecision",
     "ModelTrainer",
@@ -74,8 +77,8 @@ class TrainingPair:
 
 
 class PairSource(Protocol):
-    """Mines training pairs from the training papers. Title ↔ abstract today; a citation graph would add
-    citing ↔ cited abstracts as one more source (``AdaptationService(pair_sources=...)``)."""
+    """Mines training pairs from the training papers (``AdaptationService(pair_sources=...)``): title ↔
+    abstract from every paper, citing ↔ cited from the stored citation graph."""
 
     def __call__(self, papers: Sequence[CorpusPaper]) -> list[TrainingPair]: ...
 
@@ -83,6 +86,42 @@ class PairSource(Protocol):
 def title_abstract_pairs(papers: Sequence[CorpusPaper]) -> list[TrainingPair]:
     """A paper's title as the query for its own abstract: the unlabelled signal every paper carries."""
     return [TrainingPair(p.title, p.abstract) for p in papers if p.title and p.abstract]
+
+
+class CitationLinks(Protocol):
+    """The stored citation graph, read for training (implemented by the citation records adapter)."""
+
+    def links_among(self, paper_ids: Sequence[str]) -> list[tuple[str, str]]:
+        """Every stored (citing, cited) edge whose two ends are both among ``paper_ids``, each once."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class CitationPairs:
+    """Citing ↔ cited papers as pairs: a paper's text as the query for the text of a paper it cites.
+
+    Both ends must be training papers, so no held-out paper is ever seen in training. The text is what
+    the index embeds (title and abstract), since similar papers compare exactly those vectors. A paper
+    is an anchor in at most ``per_paper`` pairs, so a survey's long bibliography cannot fill the batches.
+    """
+
+    links: CitationLinks
+    per_paper: int = 8
+
+    def __call__(self, papers: Sequence[CorpusPaper]) -> list[TrainingPair]:
+        by_id = {p.paper_id: p for p in papers if p.title and p.abstract}
+        used: dict[str, int] = {}
+        pairs: list[TrainingPair] = []
+        for citing, cited in sorted(self.links.links_among(list(by_id))):
+            if citing == cited or citing not in by_id or cited not in by_id:
+                continue
+            if used.get(citing, 0) >= self.per_paper:
+                continue
+            used[citing] = used.get(citing, 0) + 1
+            a, b = by_id[citing], by_id[cited]
+            anchor, positive = embedding_text(a.title, a.abstract), embedding_text(b.title, b.abstract)
+            pairs.append(TrainingPair(anchor, positive))
+        return pairs
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -55,12 +55,15 @@ class AdaptPlan:
     split: Split
     pairs: list[TrainingPair]
     resuming: bool  # a checkpoint of this very run exists
+    pair_counts: dict[str, int] = field(default_factory=dict)  # pairs per source, by the source's name
 
     def message(self) -> str:
         s = self.split
         verb = "resuming" if self.resuming else "training"
+        sources = ", ".join(f"{n:,} {name}" for name, n in self.pair_counts.items())
         return (
-            f"{verb} {self.model_id} on {len(s.train):,} papers ({len(self.pairs):,} pairs); "
+            f"{verb} {self.model_id} on {len(s.train):,} papers ({len(self.pairs):,} pairs"
+            f"{': ' + sources if sources else ''}); "
             f"{len(s.held_out):,} papers held out for the evaluation, {len(s.distractors):,} distractors"
         )
 
@@ -87,7 +90,7 @@ class AdaptationService:
         *,
         base_spec: str,
         base_name: str,
-        pair_sources: Sequence[PairSource] = (title_abstract_pairs,),
+        pair_sources: Sequence[tuple[str, PairSource]] = (("title ↔ abstract", title_abstract_pairs),),
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._papers = papers
@@ -95,7 +98,7 @@ class AdaptationService:
         self.models = models
         self.base_spec = base_spec  # as configured ("" for the packaged model): recorded in the manifest
         self.base_name = base_name
-        self.pair_sources = pair_sources
+        self.pair_sources = pair_sources  # (name, source): the plan counts each source's pairs by name
         self._clock = clock
 
     def corpus(self) -> list[CorpusPaper]:
@@ -112,16 +115,25 @@ class AdaptationService:
             split = split_corpus(self.corpus(), options)
         except ValueError as exc:
             raise NotEnoughPapers(str(exc)) from None
-        pairs = [pair for source in self.pair_sources for pair in source(split.train)]
+        pairs: list[TrainingPair] = []
+        counts: dict[str, int] = {}
+        for name, source in self.pair_sources:
+            mined = source(split.train)
+            counts[name] = counts.get(name, 0) + len(mined)
+            pairs.extend(mined)
+        texts = hashlib.blake2b(digest_size=8)  # edges harvested since change the pairs: a new run, never
+        for pair in pairs:
+            texts.update(f"{pair.anchor}\x00{pair.positive}\x01".encode())  # a resume on other pairs
         ident = {
             "base": self.base_spec or self.base_name,
             "options": options.training_key(),
             "train": [p.paper_id for p in split.train],
+            "pairs": texts.hexdigest(),
         }
         key = hashlib.blake2b(json.dumps(ident, sort_keys=True).encode(), digest_size=6).hexdigest()
         run_dir = self.models.run_dir(key)
         resuming = (run_dir / "checkpoints").is_dir() and any((run_dir / "checkpoints").glob("checkpoint-*"))
-        return AdaptPlan(key, f"adapted-{key}", run_dir, split, pairs, resuming)
+        return AdaptPlan(key, f"adapted-{key}", run_dir, split, pairs, resuming, counts)
 
     def train(
         self,
@@ -164,7 +176,11 @@ class AdaptationService:
                     papers=len(plan.split.train),
                     base_quality=base,
                     adapted_quality=adapted,
-                    extra={"options": options.training_key(), "pairs": len(plan.pairs)},
+                    extra={
+                        "options": options.training_key(),
+                        "pairs": len(plan.pairs),
+                        "pair_sources": plan.pair_counts,
+                    },
                 )
             )
         return AdaptResult(

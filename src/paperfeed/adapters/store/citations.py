@@ -348,6 +348,18 @@ class SqlCitationRecords:
 
     # -- reads --------------------------------------------------------------------------------------
 
+    def links_among(self, paper_ids: Sequence[str]) -> list[tuple[str, str]]:
+        """Stored (citing, cited) edges with both ends among ``paper_ids`` (a store paper's work key is
+        its id), for ``paperfeed model adapt``'s citing ↔ cited pairs. Read by citing key, in chunks,
+        along the primary key."""
+        wanted = set(paper_ids)
+        found: list[tuple[str, str]] = []
+        with self._reader.connect() as conn:
+            for chunk in _chunks(sorted(wanted)):
+                query = select(citations.c.citing, citations.c.cited).where(citations.c.citing.in_(chunk))
+                found.extend((a, b) for a, b in conn.execute(query) if b in wanted and a != b)
+        return found
+
     def harvested(self, paper_ids: Sequence[str], source: str) -> dict[str, datetime]:
         """When each of ``paper_ids`` was last harvested from ``source`` (absent: never)."""
         found: dict[str, datetime] = {}

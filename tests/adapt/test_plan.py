@@ -1,0 +1,53 @@
+"""Planning a run: the pairs of each source are counted, and different pairs make a different run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+from paperfeed.adapters.embed.adapted import ModelFolder
+from paperfeed.domain.adaptation import AdaptOptions, CitationPairs, ModelTrainer, title_abstract_pairs
+from paperfeed.domain.models import Paper
+from paperfeed.services.adaptation import AdaptationService
+
+PAPERS = [Paper(id=f"2501.{i:05d}", title=f"Title {i}", abstract=f"Abstract {i}.") for i in range(60)]
+
+
+class _Links:
+    def __init__(self, edges: list[tuple[str, str]]) -> None:
+        self.edges = edges
+
+    def links_among(self, paper_ids: Sequence[str]) -> list[tuple[str, str]]:
+        wanted = set(paper_ids)
+        return [(a, b) for a, b in self.edges if a in wanted and b in wanted]
+
+
+def _service(tmp_path: Path, links: _Links) -> AdaptationService:
+    def pages() -> Iterator[list[Paper]]:
+        yield PAPERS
+
+    return AdaptationService(
+        pages,
+        cast(ModelTrainer, cast(Any, None)),  # planning never trains
+        ModelFolder(tmp_path / "models"),
+        base_spec="",
+        base_name="all-MiniLM-L6-v2",
+        pair_sources=(("title ↔ abstract", title_abstract_pairs), ("citing ↔ cited", CitationPairs(links))),
+    )
+
+
+def test_the_plan_counts_each_sources_pairs_and_new_edges_make_a_new_run(tmp_path: Path) -> None:
+    links = _Links([])
+    service = _service(tmp_path, links)
+    before = service.plan(AdaptOptions())
+    train = [p.paper_id for p in before.split.train]
+    assert before.pair_counts == {"title ↔ abstract": len(train), "citing ↔ cited": 0}
+    assert service.plan(AdaptOptions()).key == before.key  # the same papers and pairs: the same run
+
+    links.edges = [(train[0], train[1]), (train[2], train[1]), (train[0], before.split.held_out[0].paper_id)]
+    after = service.plan(AdaptOptions())
+    assert after.pair_counts == {"title ↔ abstract": len(train), "citing ↔ cited": 2}
+    assert f"({len(train) + 2:,} pairs: {len(train)} title ↔ abstract, 2 citing ↔ cited)" in after.message()
+    assert after.key != before.key, "a checkpoint trained on other pairs must not be resumed"
+    assert after.run_dir != before.run_dir
