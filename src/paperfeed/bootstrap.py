@@ -593,6 +593,8 @@ class App:
                 keyword_weight=s.similar_keyword_weight,
                 candidates=s.similar_candidates,
                 keyword_terms=s.similar_keyword_terms,
+                neighbourhood=s.similar_neighbourhood,
+                neighbourhood_power=s.similar_neighbourhood_power,
             ),
             similar_sources=self._similar_sources() if similar else (),
             topic_members=lambda topic_id: self.topic_picks.members(topic_id),

@@ -268,15 +268,17 @@ class SettingsModel(BaseModel):
     )
     # Similar papers (defaults chosen on the train split of bench/similar_quality.py)
     similar_rrf_k: float = Field(
-        default=10.0, ge=0, description="Similar papers: reciprocal rank fusion constant k."
+        default=5.0, ge=0, description="Similar papers: reciprocal rank fusion constant k."
     )
     similar_dense_weight: float = Field(
         default=1.0, ge=0, description="Similar papers: weight of the embedding neighbours (0: off)."
     )
     similar_keyword_weight: float = Field(
-        default=0.25,
+        default=0.0,
         ge=0,
-        description="Similar papers: weight of the keyword query built from the paper's own text (0: off).",
+        description="Similar papers: weight of the keyword query built from the paper's own text (0: off, "
+        "the default, since no weight helped on the benchmark's train papers; a paper without embeddings "
+        "still gets the keyword list alone).",
     )
     similar_candidates: int = Field(
         default=100,
@@ -285,10 +287,24 @@ class SettingsModel(BaseModel):
         description="Similar papers: candidates taken from each list before fusion.",
     )
     similar_keyword_terms: int = Field(
-        default=25,
+        default=10,
         ge=1,
         le=200,
         description="Similar papers: distinctive terms of the paper's title + abstract in its keyword query.",
+    )
+    similar_neighbourhood: int = Field(
+        default=100,
+        ge=0,
+        le=500,
+        description="Similar papers: re-rank the embedding neighbours by neighbourhoods of this many "
+        "papers (each vector smoothed with its nearest among the candidates, centred on the index's "
+        "mean; docs/search.md). 0: plain cosine.",
+    )
+    similar_neighbourhood_power: float = Field(
+        default=3.0,
+        ge=0,
+        le=20,
+        description="Similar papers: a neighbour's weight in a neighbourhood is its cosine to this power.",
     )
     similar_graph_weight: float = Field(
         default=0.0,

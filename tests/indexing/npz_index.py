@@ -70,6 +70,12 @@ class NpzVectorIndex:
     def vectors(self, paper_ids: Sequence[str]) -> dict[str, Vectors]:
         return {pid: self.rows[pid].vector for pid in paper_ids if pid in self.rows}
 
+    def centroid(self) -> Vectors | None:
+        if not self.rows:
+            return None
+        mean: Vectors = np.mean([r.vector for r in self.rows.values()], axis=0).astype(np.float32)
+        return mean
+
     def save(self) -> None:
         ids = sorted(self.rows)
         tmp = self.path.with_name(self.path.name + ".tmp.npz")

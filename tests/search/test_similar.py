@@ -10,12 +10,14 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
 from paperfeed.bootstrap import App, build_app
 from paperfeed.domain.fusion import WeightedList, fuse_weighted
 from paperfeed.domain.ingest import Batch
+from paperfeed.domain.neighbourhood import neighbourhood_scores
 from paperfeed.domain.search import ScoredId, SearchFilters
 from paperfeed.services.search import SimilarSettings
 from paperfeed.settings import Settings
@@ -82,7 +84,8 @@ def engine(request: pytest.FixtureRequest) -> tuple[str, str | None]:
 
 @pytest.fixture
 def app(engine: tuple[str, str | None], tmp_path: Path) -> Iterator[App]:
-    app = _open(tmp_path, *engine)
+    """Both lists on (the default keyword weight is 0: see test_the_default_is_the_dense_list_alone)."""
+    app = _open(tmp_path, *engine, similar_keyword_weight=0.25)
     try:
         yield app
     finally:
@@ -94,7 +97,8 @@ def ids(hits: object) -> list[str]:
 
 
 def legs(app: App, paper_id: str, s: SimilarSettings) -> tuple[list[ScoredId], list[ScoredId]]:
-    """The two lists the service fuses, asked of the adapters directly."""
+    """The two lists the service fuses, asked of the adapters directly: the dense list re-ranked by
+    neighbourhoods (duplicates left out) unless ``s.neighbourhood`` is 0."""
     paper = app.store.get_paper(paper_id)
     index = app._search_vectors()
     assert paper is not None
@@ -102,6 +106,17 @@ def legs(app: App, paper_id: str, s: SimilarSettings) -> tuple[list[ScoredId], l
     vector = index.vector(paper_id)
     assert vector is not None
     dense = index.search(vector, s.candidates, exclude=[paper_id])
+    if s.neighbourhood:
+        dense = [x for x in dense if x.score < 0.9999]
+        found = index.vectors([x.paper_id for x in dense])
+        scores = neighbourhood_scores(
+            vector,
+            np.stack([found[x.paper_id] for x in dense]),
+            centre=index.centroid(),
+            k=s.neighbourhood,
+            power=s.neighbourhood_power,
+        )
+        dense = [ScoredId(dense[i].paper_id, float(scores[i])) for i in np.argsort(-scores, kind="stable")]
     keyword = app.keyword_index.more_like_this(
         paper.title, paper.abstract, s.candidates + 1, max_terms=s.keyword_terms
     )
@@ -135,7 +150,7 @@ def test_weights_are_settings_and_zero_switches_a_list_off(
     engine: tuple[str, str | None], tmp_path: Path
 ) -> None:
     dense_only = _open(tmp_path / "d", *engine, similar_keyword_weight=0.0)
-    keyword_only = _open(tmp_path / "k", *engine, similar_dense_weight=0.0)
+    keyword_only = _open(tmp_path / "k", *engine, similar_dense_weight=0.0, similar_keyword_weight=1.0)
     try:
         s = dense_only.search.similar_settings
         assert s.keyword_weight == 0.0
@@ -154,6 +169,28 @@ def test_weights_are_settings_and_zero_switches_a_list_off(
     finally:
         dense_only.close()
         keyword_only.close()
+
+
+def test_the_default_is_the_dense_list_alone_re_ranked_by_neighbourhoods(
+    engine: tuple[str, str | None], tmp_path: Path
+) -> None:
+    default = _open(tmp_path, *engine)
+    try:
+        s = default.search.similar_settings
+        assert (s.keyword_weight, s.neighbourhood) == (0.0, 100)
+        dense, _ = legs(default, ME, s)
+        hits = default.search.similar(ME, limit=6)
+        assert ids(hits) == [x.paper_id for x in dense][:6]
+        assert all(h.keyword_rank is None and h.dense_rank is not None for h in hits)
+        plain = replace(s, neighbourhood=0)
+        default.search.similar_settings = plain
+        raw, _ = legs(default, ME, plain)
+        assert (
+            ids(default.search.similar(ME, limit=6))
+            == [x.paper_id for x in raw if x.paper_id != "2401.00005"][:6]
+        )
+    finally:
+        default.close()
 
 
 def test_similar_never_shows_itself_its_duplicates_or_hidden_papers(app: App) -> None:
@@ -201,7 +238,7 @@ def test_without_embeddings_similar_is_the_keyword_list_alone(
 
 @pytest.mark.sqlite_only  # damages tantivy's files
 def test_a_damaged_keyword_index_leaves_the_embedding_neighbours(tmp_path: Path) -> None:
-    app = _open(tmp_path, "tantivy", None)
+    app = _open(tmp_path, "tantivy", None, similar_keyword_weight=0.25)
     try:
         intact = app.search.similar(ME, limit=5)
         assert any(h.keyword_rank is not None for h in intact)

@@ -212,6 +212,34 @@ def test_vectors_returns_the_stored_vectors_of_known_ids_in_one_lookup(
     assert filled.vectors([]) == {}
 
 
+def test_centroid_is_the_mean_of_the_live_vectors_and_follows_changes(
+    open_index: Opener, corpus: Corpus
+) -> None:
+    index = open_index()
+    assert index.centroid() is None  # empty
+    index.upsert(corpus.records[:200])
+    index.save()
+    mean = index.centroid()
+    assert mean is not None
+    assert mean.dtype == np.float32
+    assert mean.shape == (DIM,)
+    np.testing.assert_allclose(mean, corpus.vectors[:200].mean(axis=0), atol=2e-3)
+    index.remove(corpus.ids[:100])  # the mean of what is left, not of what was once stored
+    index.save()
+    after = index.centroid()
+    assert after is not None
+    np.testing.assert_allclose(after, corpus.vectors[100:200].mean(axis=0), atol=2e-3)
+    assert float(np.abs(after - mean).max()) > 0.01
+    index.upsert(corpus.records[1000:1300])  # new rows count before a save too
+    grown = index.centroid()
+    assert grown is not None
+    np.testing.assert_allclose(
+        grown,
+        np.concatenate([corpus.vectors[100:200], corpus.vectors[1000:1300]]).mean(axis=0),
+        atol=2e-3,
+    )
+
+
 def test_vectors_are_normalised_on_the_way_in(open_index: Opener, corpus: Corpus) -> None:
     index = open_index()
     index.upsert([dataclasses.replace(r, vector=r.vector * 7.5) for r in corpus.records[:50]])

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # numpy only for the vector type: the CLI's --help imports th
     Vectors: TypeAlias = npt.NDArray[np.float32]
 
 __all__ = [
+    "CENTROID_SAMPLE",
     "Embedder",
     "IndexManifest",
     "IndexOpener",
@@ -178,6 +179,9 @@ class Embedder(Protocol):
         ...
 
 
+CENTROID_SAMPLE = 50_000  # vectors averaged for VectorIndex.centroid: a closer estimate would not move it
+
+
 class VectorIndex(Protocol):
     """Nearest-neighbour search over paper vectors, filter-aware."""
 
@@ -201,6 +205,11 @@ class VectorIndex(Protocol):
     def vectors(self, paper_ids: Sequence[str]) -> dict[str, Vectors]:
         """The stored vectors of those of ``paper_ids`` the index holds, in one lookup (re-ranking a
         hundred candidates must not be a hundred round trips to a database)."""
+        ...
+
+    def centroid(self) -> Vectors | None:
+        """The mean of the stored vectors (estimated from at most :data:`CENTROID_SAMPLE` of them), or
+        None when the index is empty: similar papers measure closeness around it."""
         ...
 
     def save(self) -> None:

@@ -44,6 +44,7 @@ from paperfeed.adapters.vector.base import (
 from paperfeed.adapters.vector.exact import best_k, top_k
 from paperfeed.adapters.vector.hnsw import EF_SEARCH, GRAPH_FILE, HnswGraph
 from paperfeed.domain.search import (
+    CENTROID_SAMPLE,
     IndexManifest,
     ScoredId,
     SearchFilters,
@@ -109,6 +110,7 @@ class StoredVectorIndex:
         self._stored: StoredManifest | None = None
         self._stamp: Stamp | None = None
         self._dirty = False
+        self._centroid: tuple[tuple[int, int, int], Vectors | None] | None = None
         self._store, self._graph = self._load()
 
     # -- VectorIndex -------------------------------------------------------------------------------------
@@ -165,6 +167,21 @@ class StoredVectorIndex:
             rows = np.fromiter((row for _, row in found), dtype=np.int64, count=len(found))
             matrix = np.asarray(self._store.vectors[rows], dtype=np.float32)
         return {pid: matrix[i] for i, (pid, _) in enumerate(found)}
+
+    def centroid(self) -> Vectors | None:
+        """The mean of the live vectors, from at most CENTROID_SAMPLE rows spread evenly over the index;
+        kept until the rows change (a reload, an upsert or a removal)."""
+        with self._lock:
+            store = self._store
+            key = (id(store), store.n, store.live_count)
+            if self._centroid is not None and self._centroid[0] == key:
+                return self._centroid[1]
+            live = np.flatnonzero(store.alive)
+            if len(live) > CENTROID_SAMPLE:
+                live = live[np.linspace(0, len(live) - 1, CENTROID_SAMPLE).astype(np.int64)]
+            mean = store.vectors[live].astype(np.float32).mean(axis=0) if len(live) else None
+            self._centroid = (key, mean)
+            return mean
 
     def search(
         self, vector: Vectors, k: int, filters: SearchFilters | None = None, exclude: Iterable[str] = ()

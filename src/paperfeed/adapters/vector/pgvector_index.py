@@ -41,6 +41,7 @@ from sqlalchemy.exc import DBAPIError
 
 from paperfeed.adapters.vector.base import unit_rows
 from paperfeed.domain.search import (
+    CENTROID_SAMPLE,
     IndexManifest,
     ScoredId,
     SearchFilters,
@@ -125,6 +126,7 @@ class PgVectorIndex:
         self._lock = threading.RLock()
         self._conn: Connection | None = None  # the open write transaction, if any
         self._target = self.table  # the table written: a new one during a fresh build
+        self._centroid: tuple[tuple[str, int], Vectors | None] | None = None
         self._built_at: datetime | None = None
         self._ensure_extension()
         with self.engine.begin() as conn:
@@ -364,6 +366,30 @@ class PgVectorIndex:
         with self.engine.connect() as conn:
             rows = conn.execute(query, {"ids": ids}).all()
         return {r.paper_id: np.asarray(r.v, dtype=np.float32) for r in rows}
+
+    def centroid(self) -> Vectors | None:
+        """The mean of at most CENTROID_SAMPLE stored vectors (pgvector's ``avg``), kept while the
+        committed count stays the same."""
+        count = len(self)
+        cached = self._centroid
+        if cached is not None and cached[0] == (self._target, count):
+            return cached[1]
+        query = sql(
+            "SELECT CAST(avg(CAST(embedding AS vector)) AS real[]) FROM "
+            f"(SELECT embedding FROM {self._target} LIMIT :n) AS sample"
+        )
+        try:
+            with self._lock:
+                if self._conn is not None:
+                    found = self._conn.execute(query, {"n": CENTROID_SAMPLE}).scalar_one()
+                else:
+                    with self.engine.connect() as conn:
+                        found = conn.execute(query, {"n": CENTROID_SAMPLE}).scalar_one()
+        except DBAPIError as exc:
+            raise VectorIndexUnavailable(f"PostgreSQL table {self._target}: {exc.orig}") from exc
+        mean = None if found is None else np.asarray(found, dtype=np.float32)
+        self._centroid = ((self._target, count), mean)
+        return mean
 
     def search(
         self, vector: Vectors, k: int, filters: SearchFilters | None = None, exclude: Iterable[str] = ()

@@ -1,0 +1,59 @@
+"""Neighbourhood re-ranking of similar papers (domain/neighbourhood.py) on vectors worked out by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from paperfeed.domain.neighbourhood import neighbourhood_scores
+
+
+def unit(*values: float) -> npt.NDArray[np.float32]:
+    v = np.array(values, dtype=np.float32)
+    out: npt.NDArray[np.float32] = v / np.linalg.norm(v)
+    return out
+
+
+QUERY = unit(1, 0, 0, 0)
+LONE = unit(0.84, 0, 0.54, 0)  # close to the query, but nothing else is near it
+PAIR = [unit(0.86, 0.5, 0, 0.05), unit(0.86, 0.5, 0, -0.05)]  # the query's nearest, side by side
+KIN = unit(0.78, 0.62, 0, 0)  # further from the query than LONE, but among the query's nearest neighbours
+CANDIDATES = np.stack([LONE, *PAIR, KIN])
+
+
+def order(scores: npt.NDArray[np.float32]) -> list[int]:
+    return [int(i) for i in np.argsort(-scores, kind="stable")]
+
+
+def test_without_a_neighbourhood_scores_are_plain_cosines() -> None:
+    scores = neighbourhood_scores(QUERY, CANDIDATES, centre=None, k=0, power=3.0)
+    assert scores == pytest.approx(CANDIDATES @ QUERY, abs=1e-6)
+    assert order(scores) == [1, 2, 0, 3]  # the pair, then LONE, then KIN
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_a_candidate_among_the_querys_neighbours_passes_a_lone_one(k: int) -> None:
+    scores = neighbourhood_scores(QUERY, CANDIDATES, centre=None, k=k, power=1.0)
+    assert order(scores) == [1, 2, 3, 0]  # KIN now before LONE
+    assert order(neighbourhood_scores(QUERY, CANDIDATES, centre=None, k=k, power=3.0)) == [1, 2, 3, 0]
+
+
+def test_the_centre_is_taken_off_before_the_cosines() -> None:
+    centre = unit(1, 0, 0, 0) * 0.5
+    scores = neighbourhood_scores(QUERY, CANDIDATES, centre=centre, k=0, power=1.0)
+    moved = CANDIDATES - centre
+    expected = (moved / np.linalg.norm(moved, axis=1, keepdims=True)) @ unit(*(QUERY - centre))
+    assert scores == pytest.approx(expected, abs=1e-6)
+    assert scores[0] < 0.6  # not the uncentred 0.84
+
+
+def test_degenerate_inputs() -> None:
+    assert neighbourhood_scores(QUERY, np.zeros((0, 4), np.float32), centre=None, k=5, power=3.0).shape == (
+        0,
+    )
+    one = neighbourhood_scores(QUERY, LONE.reshape(1, -1), centre=None, k=30, power=3.0)  # k > pool
+    assert one.shape == (1,)
+    assert -1.0 <= float(one[0]) <= 1.0
+    same = neighbourhood_scores(QUERY, np.stack([QUERY, LONE]), centre=QUERY, k=0, power=1.0)
+    assert np.isfinite(same).all()  # a candidate equal to the centre has no direction: no NaN
