@@ -56,12 +56,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, App]
     )
     port = _free_port()
     env = {
-        **os.environ,
-        "PAPERFEED_DATA_DIR": str(data_dir),
-        "PAPERFEED_SECRET_KEY": "concurrency-test-secret-" + "x" * 40,
-        "PAPERFEED_BASE_URL": f"http://127.0.0.1:{port}",
-        "PAPERFEED_EMBEDDING_BACKEND": "fake",
-        "PAPERFEED_KEYWORD_ENGINE": "fts5",
+        **_serve_env(data_dir, port),
         "PAPERFEED_SUBMISSIONS_PER_DAY": "3",
         "PAPERFEED_COMMENTS_PER_HOUR": "5",
         # counts must be exact at once: the readiness probe below caches the paper's anonymous answer,
@@ -74,6 +69,18 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, App]
             yield url, app
     finally:
         app.close()
+
+
+def _serve_env(data_dir: Path, port: int) -> dict[str, str]:
+    """The environment of a ``paperfeed serve`` on ``data_dir`` at ``port`` (fake embedder, FTS5)."""
+    return {
+        **os.environ,
+        "PAPERFEED_DATA_DIR": str(data_dir),
+        "PAPERFEED_SECRET_KEY": "serve-test-secret-" + "x" * 40,
+        "PAPERFEED_BASE_URL": f"http://127.0.0.1:{port}",
+        "PAPERFEED_EMBEDDING_BACKEND": "fake",
+        "PAPERFEED_KEYWORD_ENGINE": "fts5",
+    }
 
 
 @contextlib.contextmanager
@@ -204,14 +211,7 @@ def test_a_restarted_server_finds_the_pages_its_workers_rendered(tmp_path: Path)
     load_papers(app)
     app.close()
     port = _free_port()
-    env = {
-        **os.environ,
-        "PAPERFEED_DATA_DIR": str(data_dir),
-        "PAPERFEED_SECRET_KEY": "restart-test-secret-" + "x" * 40,
-        "PAPERFEED_BASE_URL": f"http://127.0.0.1:{port}",
-        "PAPERFEED_EMBEDDING_BACKEND": "fake",
-        "PAPERFEED_KEYWORD_ENGINE": "fts5",
-    }
+    env = _serve_env(data_dir, port)
     page = f"/papers/{PAPER}"
     with _serving(env, port) as url:
         first = httpx.get(url + page, headers={"accept": "text/html"}, timeout=30)

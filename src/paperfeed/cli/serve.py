@@ -116,7 +116,7 @@ def register(app: typer.Typer) -> None:
         try:  # the workers share one page cache: open it here so a broken folder fails the start, not a
             # worker. Copies an earlier run rendered stay: with the same code and settings they are
             # served (a restart starts warm); under other code or settings their keys are never asked.
-            starting.shared_pages  # noqa: B018
+            _ = starting.shared_pages
         except (OSError, sqlite3.Error) as exc:
             folder = settings.data_dir / "cache" / "pages"
             raise fail(f"cannot open the shared page cache in {folder}: {exc}") from None

@@ -360,13 +360,9 @@ class PublicCacheMiddleware:
         conditional = _header(scope, b"if-none-match")
         cache = self._cache
         kept = cache.get(key) if cache is not None and version is not None else None
-        how = self._usable(kept, version)
-        if kept is not None and how:
-            await self._reply(send, kept, conditional, how)
-            return
-        if kept is not None and self._refreshable(kept, version):  # past its grace: replaced off the path
-            self._refresh_later(scope, state, policy, key, version)
-            await self._reply(send, kept, conditional, "stale")
+        if kept is not None and await self._answer_kept(
+            scope, send, policy, state, conditional, key, version, kept
+        ):
             return
         if cache is None or version is None:  # nothing can be kept: no one to wait for
             await self._render(scope, receive, send, policy, state, conditional, key, version)
@@ -427,16 +423,35 @@ class PublicCacheMiddleware:
             await self.app(scope, receive, send)
             return
         conditional = _header(scope, b"if-none-match")
-        if kept is not None:
-            how = self._usable(kept, version)
-            if how:
-                await self._reply(send, kept, conditional, how)
-                return
-            if self._refreshable(kept, version):
-                self._refresh_later(scope, state, policy, key, version)  # rendered without the credentials
-                await self._reply(send, kept, conditional, "stale")
-                return
+        if kept is not None and await self._answer_kept(
+            scope, send, policy, state, conditional, key, version, kept
+        ):
+            return
         await self._render(scope, receive, send, policy, state, conditional, key, version, reader=True)
+
+    async def _answer_kept(
+        self,
+        scope: Scope,
+        send: Send,
+        policy: Policy,
+        state: dict[str, Any],
+        conditional: str,
+        key: tuple[Any, ...],
+        version: DataVersion | None,
+        kept: _Entry,
+    ) -> bool:
+        """Answer with ``kept`` when it may still be served: of this data version or within its grace,
+        or past the grace but within the refresh seconds (then a background render replaces it, without
+        the request's credentials). False: it may not, and the caller renders."""
+        how = self._usable(kept, version)
+        if how:
+            await self._reply(send, kept, conditional, how)
+            return True
+        if self._refreshable(kept, version):  # past its grace: replaced off the path
+            self._refresh_later(scope, state, policy, key, version)
+            await self._reply(send, kept, conditional, "stale")
+            return True
+        return False
 
     def _usable(self, entry: _Entry | None, version: DataVersion | None) -> str:
         """'hit' (of the current data version), 'stale' (within a grace of the change) or ''."""
@@ -685,11 +700,12 @@ class PublicCacheMiddleware:
         if keep is not None:
             kept_for = min(keep, policy.kept_for)
             policy = Policy(policy.name, policy.max_age, policy.stale, policy.vary, kept_for)
+        asked = asked_who(state)
         shareable = (
             start["status"] == 200
             and "set-cookie" not in headers
             and not any(word in chosen for word in _NOT_SHARED)
-            and not (asked_who(state) if reader else personal(state))
+            and not (asked if reader else personal(state))
         )
         if not shareable:
             await send(start)
@@ -712,7 +728,7 @@ class PublicCacheMiddleware:
             float(policy.kept_for),
             version,
             self.clock(),
-            anyone=not asked_who(state),
+            anyone=not asked,
         )
         cache = self._cache
         if cache is not None and version is not None and entry.size <= min(MAX_ENTRY_BYTES, cache.maxsize):
