@@ -46,7 +46,7 @@ from paperfeed.bootstrap import App, build_app
 from paperfeed.domain.fusion import WeightedList, fuse_weighted
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Paper
-from paperfeed.domain.neighbourhood import neighbourhood_scores
+from paperfeed.domain.neighbourhood import rerank_by_neighbourhood
 from paperfeed.domain.search import ScoredId, VectorRecord
 from paperfeed.services.search import SimilarSettings
 from paperfeed.settings import Settings
@@ -122,7 +122,7 @@ def populate(settings: Settings, papers: Sequence[Paper], vectors: np.ndarray, m
 @dataclass
 class Lists:
     """Per query paper: its dense neighbours (plain cosine, and re-ranked by neighbourhoods once
-    :meth:`rerank` chose a setting) and, per terms setting, its more-like-this list."""
+    :meth:`reranked` is asked for a setting) and, per terms setting, its more-like-this list."""
 
     dense: dict[str, list[ScoredId]]
     keyword: dict[int, dict[str, list[ScoredId]]]
@@ -134,14 +134,14 @@ class Lists:
         dense = [x for x in self.dense[pid][: max(s.candidates, TOP + 10)] if x.score < DUPLICATE]
         if s.neighbourhood <= 0 or len(dense) < 2:
             return dense
-        scores = neighbourhood_scores(
+        return rerank_by_neighbourhood(
             self.vectors[pid],
-            np.stack([self.vectors[x.paper_id] for x in dense]),
+            dense,
+            self.vectors,
             centre=self.centre,
             k=s.neighbourhood,
             power=s.neighbourhood_power,
         )
-        return [ScoredId(dense[i].paper_id, float(scores[i])) for i in np.argsort(-scores, kind="stable")]
 
 
 def cached_lists(app: App, docs: Sequence[Paper], vectors: np.ndarray) -> Lists:

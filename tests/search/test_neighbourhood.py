@@ -6,7 +6,8 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from paperfeed.domain.neighbourhood import neighbourhood_scores
+from paperfeed.domain.neighbourhood import neighbourhood_scores, rerank_by_neighbourhood
+from paperfeed.domain.search import ScoredId
 
 
 def unit(*values: float) -> npt.NDArray[np.float32]:
@@ -57,3 +58,17 @@ def test_degenerate_inputs() -> None:
     assert -1.0 <= float(one[0]) <= 1.0
     same = neighbourhood_scores(QUERY, np.stack([QUERY, LONE]), centre=QUERY, k=0, power=1.0)
     assert np.isfinite(same).all()  # a candidate equal to the centre has no direction: no NaN
+
+
+def test_rerank_orders_scored_ids_by_neighbourhood_and_leaves_out_those_without_a_vector() -> None:
+    names = ["lone", "pair-a", "pair-b", "kin"]
+    items = [ScoredId(n, float(c)) for n, c in zip(names, CANDIDATES @ QUERY, strict=True)]
+    vectors = dict(zip(names, CANDIDATES, strict=True))
+    ranked = rerank_by_neighbourhood(QUERY, items, vectors, centre=None, k=2, power=1.0)
+    expected = neighbourhood_scores(QUERY, CANDIDATES, centre=None, k=2, power=1.0)
+    assert [x.paper_id for x in ranked] == ["pair-a", "pair-b", "kin", "lone"]
+    assert [x.score for x in ranked] == pytest.approx([float(expected[i]) for i in (1, 2, 3, 0)])
+    del vectors["kin"]
+    fewer = rerank_by_neighbourhood(QUERY, items, vectors, centre=None, k=2, power=1.0)
+    assert [x.paper_id for x in fewer] == ["pair-a", "pair-b", "lone"]
+    assert rerank_by_neighbourhood(QUERY, items, {}, centre=None, k=2, power=1.0) == items

@@ -10,14 +10,13 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
 from paperfeed.bootstrap import App, build_app
 from paperfeed.domain.fusion import WeightedList, fuse_weighted
 from paperfeed.domain.ingest import Batch
-from paperfeed.domain.neighbourhood import neighbourhood_scores
+from paperfeed.domain.neighbourhood import rerank_by_neighbourhood
 from paperfeed.domain.search import ScoredId, SearchFilters
 from paperfeed.services.search import SimilarSettings
 from paperfeed.settings import Settings
@@ -109,14 +108,9 @@ def legs(app: App, paper_id: str, s: SimilarSettings) -> tuple[list[ScoredId], l
     if s.neighbourhood:
         dense = [x for x in dense if x.score < 0.9999]
         found = index.vectors([x.paper_id for x in dense])
-        scores = neighbourhood_scores(
-            vector,
-            np.stack([found[x.paper_id] for x in dense]),
-            centre=index.centroid(),
-            k=s.neighbourhood,
-            power=s.neighbourhood_power,
+        dense = rerank_by_neighbourhood(
+            vector, dense, found, centre=index.centroid(), k=s.neighbourhood, power=s.neighbourhood_power
         )
-        dense = [ScoredId(dense[i].paper_id, float(scores[i])) for i in np.argsort(-scores, kind="stable")]
     keyword = app.keyword_index.more_like_this(
         paper.title, paper.abstract, s.candidates + 1, max_terms=s.keyword_terms
     )

@@ -14,13 +14,38 @@ Pure NumPy on at most a few hundred vectors: no extra index search.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
+
+from .search import ScoredId
 
 if TYPE_CHECKING:  # numpy is imported where it is used: `paperfeed --help` imports the domain
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["neighbourhood_scores"]
+__all__ = ["neighbourhood_scores", "rerank_by_neighbourhood"]
+
+
+def rerank_by_neighbourhood(
+    query: npt.NDArray[np.float32],
+    items: Sequence[ScoredId],
+    vectors: Mapping[str, npt.NDArray[np.float32]],
+    *,
+    centre: npt.NDArray[np.float32] | None,
+    k: int,
+    power: float,
+) -> list[ScoredId]:
+    """``items`` that have a vector in ``vectors``, best first by :func:`neighbourhood_scores` (each
+    item's score is its new one); ``items`` as they are when none has a vector."""
+    import numpy as np
+
+    ids = [x.paper_id for x in items if x.paper_id in vectors]
+    if not ids:
+        return list(items)
+    scores = neighbourhood_scores(
+        query, np.stack([vectors[pid] for pid in ids]), centre=centre, k=k, power=power
+    )
+    return [ScoredId(ids[i], float(scores[i])) for i in np.argsort(-scores, kind="stable")]
 
 
 def neighbourhood_scores(

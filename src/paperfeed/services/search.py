@@ -28,7 +28,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 from paperfeed.domain.embedding import embedding_text
 from paperfeed.domain.fusion import WeightedList, fuse_weighted, reciprocal_rank_fusion
 from paperfeed.domain.models import Paper
-from paperfeed.domain.neighbourhood import neighbourhood_scores
+from paperfeed.domain.neighbourhood import rerank_by_neighbourhood
 from paperfeed.domain.ports import PaperLookup
 from paperfeed.domain.query import parse_query, with_filters
 from paperfeed.domain.results import SearchHit, SearchPage
@@ -190,8 +190,9 @@ class HybridSearch:
         vector = self._paper_vector(index, paper)
         dense = self._similar_dense(index, vector, paper, pool, filters)
         same = {paper.id} | {x.paper_id for x in dense if x.score >= self.settings.duplicate_cosine}
+        read: dict[str, Vectors] = {}  # candidates' vectors the re-ranking read: the cosines reuse them
         if s.neighbourhood > 0 and index is not None and vector is not None:
-            dense = self._by_neighbourhood(index, vector, [x for x in dense if x.paper_id not in same])
+            dense, read = self._by_neighbourhood(index, vector, [x for x in dense if x.paper_id not in same])
         keyword_weight = s.keyword_weight
         if keyword_weight <= 0 and not dense:  # nothing embedded (yet): the keyword list, not nothing
             keyword_weight = 1.0
@@ -211,7 +212,7 @@ class HybridSearch:
         ]
         window = fused[: limit + 10]  # room for duplicates found by their text below
         papers = self.store.get_papers([f.paper_id for f in window])
-        cosines = self._cosines(index, vector, [f.paper_id for f in window])
+        cosines = self._cosines(index, vector, [f.paper_id for f in window], read)
         hits: list[SearchHit] = []
         for f in window:
             other = papers.get(f.paper_id)
@@ -259,32 +260,25 @@ class HybridSearch:
             log.warning("similar papers without embeddings: %s", exc)
             return []
 
-    def _by_neighbourhood(self, index: VectorIndex, vector: Vectors, dense: list[ScoredId]) -> list[ScoredId]:
+    def _by_neighbourhood(
+        self, index: VectorIndex, vector: Vectors, dense: list[ScoredId]
+    ) -> tuple[list[ScoredId], dict[str, Vectors]]:
         """The dense candidates re-ranked by their neighbourhoods among themselves and the paper
-        (:mod:`paperfeed.domain.neighbourhood`); the plain list when the vectors cannot be read."""
+        (:mod:`paperfeed.domain.neighbourhood`), with the vectors read; the plain list when they cannot
+        be read."""
         if len(dense) < 2:
-            return dense
+            return dense, {}
         try:
             found = index.vectors([x.paper_id for x in dense])
             centre = index.centroid()
         except VectorIndexError as exc:
             log.warning("similar papers without neighbourhoods: %s", exc)
-            return dense
-        ids = [x.paper_id for x in dense if x.paper_id in found]
-        if not ids:
-            return dense
-        import numpy as np
-
+            return dense, {}
         s = self.similar_settings
-        scores = neighbourhood_scores(
-            vector,
-            np.stack([found[pid] for pid in ids]),
-            centre=centre,
-            k=s.neighbourhood,
-            power=s.neighbourhood_power,
+        ranked = rerank_by_neighbourhood(
+            vector, dense, found, centre=centre, k=s.neighbourhood, power=s.neighbourhood_power
         )
-        order = np.argsort(-scores, kind="stable")
-        return [ScoredId(ids[i], float(scores[i])) for i in order]
+        return ranked, found
 
     def _similar_keyword(
         self, paper: Paper, pool: int, filters: SearchFilters | None, weight: float
@@ -301,11 +295,16 @@ class HybridSearch:
             return []
 
     @staticmethod
-    def _cosines(index: VectorIndex | None, vector: Vectors | None, ids: list[str]) -> dict[str, float]:
+    def _cosines(
+        index: VectorIndex | None, vector: Vectors | None, ids: list[str], read: Mapping[str, Vectors]
+    ) -> dict[str, float]:
+        """The paper's cosine with each of ``ids``; vectors already ``read`` are not asked again."""
         if index is None or vector is None or not ids:
             return {}
+        stored = {pid: read[pid] for pid in ids if pid in read}
+        missing = [pid for pid in ids if pid not in read]
         try:
-            stored = index.vectors(ids)
+            stored.update(index.vectors(missing) if missing else {})
         except VectorIndexError:
             return {}
         import numpy as np  # here, not at the top: a keyword-only search never loads NumPy
