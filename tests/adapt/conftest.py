@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+from collections.abc import Sequence
 from pathlib import Path
 
 import orjson
@@ -48,3 +49,15 @@ def run(data: Path, *args: str, **env: str) -> tuple[int, str, str]:
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return result.exit_code, " ".join(result.stdout.split()), " ".join(result.stderr.split())
+
+
+class StoredLinks:
+    """A stored graph of a few edges for the pair sources (the SQL adapter's own read, ``links_among``,
+    is tested in tests/citations/test_read.py)."""
+
+    def __init__(self, edges: list[tuple[str, str]]) -> None:
+        self.edges = edges
+
+    def links_among(self, paper_ids: Sequence[str]) -> list[tuple[str, str]]:
+        wanted = set(paper_ids)
+        return [(a, b) for a, b in self.edges if a in wanted and b in wanted]

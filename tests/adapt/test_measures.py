@@ -21,6 +21,8 @@ from paperfeed.domain.adaptation import (
     title_abstract_pairs,
 )
 
+from .conftest import StoredLinks
+
 
 def _papers(n: int) -> list[CorpusPaper]:
     return [CorpusPaper(f"2501.{i:05d}", f"title {i}", f"abstract {i}", f"cat{i % 3}") for i in range(n)]
@@ -58,22 +60,11 @@ def test_pairs_are_title_to_abstract() -> None:
     assert [(p.anchor, p.positive) for p in pairs] == [("title 0", "abstract 0"), ("title 1", "abstract 1")]
 
 
-class _Links:
-    """A stored graph of a few edges (the SQL adapter's own reads are tested in tests/citations)."""
-
-    def __init__(self, edges: list[tuple[str, str]]) -> None:
-        self.edges = edges
-
-    def links_among(self, paper_ids: Sequence[str]) -> list[tuple[str, str]]:
-        wanted = set(paper_ids)
-        return [(a, b) for a, b in self.edges if a in wanted and b in wanted]
-
-
 def test_citation_pairs_join_the_texts_of_citing_and_cited_training_papers() -> None:
     papers = _papers(4)
     ids = [p.paper_id for p in papers]
     edges = [(ids[0], ids[1]), (ids[2], ids[0]), (ids[0], "not-a-training-paper"), (ids[3], ids[3])]
-    pairs = CitationPairs(_Links(edges))(papers)
+    pairs = CitationPairs(StoredLinks(edges))(papers)
     assert [(p.anchor, p.positive) for p in pairs] == [
         ("title 0. abstract 0", "title 1. abstract 1"),
         ("title 2. abstract 2", "title 0. abstract 0"),
@@ -83,9 +74,9 @@ def test_citation_pairs_join_the_texts_of_citing_and_cited_training_papers() -> 
 def test_citation_pairs_cap_what_one_paper_contributes() -> None:
     papers = _papers(30)
     survey = papers[0].paper_id
-    pairs = CitationPairs(_Links([(survey, p.paper_id) for p in papers[1:]]), per_paper=5)(papers)
+    pairs = CitationPairs(StoredLinks([(survey, p.paper_id) for p in papers[1:]]), per_paper=5)(papers)
     assert len(pairs) == 5
-    assert CitationPairs(_Links([]))(papers) == []
+    assert CitationPairs(StoredLinks([]))(papers) == []
 
 
 Vectors = npt.NDArray[np.float32]

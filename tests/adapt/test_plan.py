@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -11,19 +11,12 @@ from paperfeed.domain.adaptation import AdaptOptions, CitationPairs, ModelTraine
 from paperfeed.domain.models import Paper
 from paperfeed.services.adaptation import AdaptationService
 
+from .conftest import StoredLinks
+
 PAPERS = [Paper(id=f"2501.{i:05d}", title=f"Title {i}", abstract=f"Abstract {i}.") for i in range(60)]
 
 
-class _Links:
-    def __init__(self, edges: list[tuple[str, str]]) -> None:
-        self.edges = edges
-
-    def links_among(self, paper_ids: Sequence[str]) -> list[tuple[str, str]]:
-        wanted = set(paper_ids)
-        return [(a, b) for a, b in self.edges if a in wanted and b in wanted]
-
-
-def _service(tmp_path: Path, links: _Links) -> AdaptationService:
+def _service(tmp_path: Path, links: StoredLinks) -> AdaptationService:
     def pages() -> Iterator[list[Paper]]:
         yield PAPERS
 
@@ -38,7 +31,7 @@ def _service(tmp_path: Path, links: _Links) -> AdaptationService:
 
 
 def test_the_plan_counts_each_sources_pairs_and_new_edges_make_a_new_run(tmp_path: Path) -> None:
-    links = _Links([])
+    links = StoredLinks([])
     service = _service(tmp_path, links)
     before = service.plan(AdaptOptions())
     train = [p.paper_id for p in before.split.train]
