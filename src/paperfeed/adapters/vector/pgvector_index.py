@@ -126,8 +126,9 @@ class PgVectorIndex:
         self._lock = threading.RLock()
         self._conn: Connection | None = None  # the open write transaction, if any
         self._target = self.table  # the table written: a new one during a fresh build
-        self._centroid: tuple[tuple[str, int], Vectors | None] | None = None
-        self._built_at: datetime | None = None
+        self._centroid: tuple[tuple[str, datetime | None, int], Vectors | None] | None = None
+        self._built_at: datetime | None = None  # of the committed index as last read: its version stamp
+        self._writes = 0  # upserts and removals in this process: the centroid is kept only while unchanged
         self._ensure_extension()
         with self.engine.begin() as conn:
             row = _meta_row(conn, self.table)
@@ -284,6 +285,7 @@ class PgVectorIndex:
         with self._lock:
             if self._conn is None and len(self) == 0:
                 self._start_build()  # filling an empty index: load first, build the HNSW graph once at save
+            self._writes += 1
             conn = self._writer()
             conn.execute(
                 sql(
@@ -302,6 +304,7 @@ class PgVectorIndex:
         if not ids:
             return
         with self._lock:
+            self._writes += 1
             self._writer().execute(
                 sql(f"DELETE FROM {self._target} WHERE paper_id = ANY(CAST(:ids AS text[]))"), {"ids": ids}
             )
@@ -368,27 +371,41 @@ class PgVectorIndex:
         return {r.paper_id: np.asarray(r.v, dtype=np.float32) for r in rows}
 
     def centroid(self) -> Vectors | None:
-        """The mean of at most CENTROID_SAMPLE stored vectors (pgvector's ``avg``), kept while the
-        committed count stays the same."""
-        count = len(self)
+        """The mean of at most CENTROID_SAMPLE stored vectors (pgvector's ``avg``).
+
+        Kept while the index is the same version: this process's own writes and saves replace it at once,
+        another process's saves when :meth:`reload_if_changed` notices them (every few seconds in the web
+        workers), so a ``similar()`` call costs no query for it. A larger table is sampled by pages spread
+        over all of it (``TABLESAMPLE SYSTEM``): its first rows in physical order are the oldest papers.
+        """
+        key = (self._target, self._built_at, self._writes)
         cached = self._centroid
-        if cached is not None and cached[0] == (self._target, count):
+        if cached is not None and cached[0] == key:
             return cached[1]
-        query = sql(
-            "SELECT CAST(avg(CAST(embedding AS vector)) AS real[]) FROM "
-            f"(SELECT embedding FROM {self._target} LIMIT :n) AS sample"
+        mean_of = (
+            "SELECT CAST(avg(CAST(embedding AS vector)) AS real[]) "
+            "FROM (SELECT embedding FROM {} LIMIT :n) AS sample"
         )
+        whole = sql(mean_of.format(self._target))
+        sampled = sql(mean_of.format(f"{self._target} TABLESAMPLE SYSTEM (:percent) REPEATABLE (0)"))
         try:
             with self._lock:
-                if self._conn is not None:
-                    found = self._conn.execute(query, {"n": CENTROID_SAMPLE}).scalar_one()
-                else:
-                    with self.engine.connect() as conn:
-                        found = conn.execute(query, {"n": CENTROID_SAMPLE}).scalar_one()
+                count = len(self)
+                conn = self._conn if self._conn is not None else self.engine.connect()
+                try:
+                    found = None
+                    if count > CENTROID_SAMPLE:
+                        percent = 100.0 * CENTROID_SAMPLE / count
+                        found = conn.execute(sampled, {"percent": percent, "n": CENTROID_SAMPLE}).scalar_one()
+                    if found is None:  # small enough, or no page drawn
+                        found = conn.execute(whole, {"n": CENTROID_SAMPLE}).scalar_one()
+                finally:
+                    if conn is not self._conn:
+                        conn.close()
         except DBAPIError as exc:
             raise VectorIndexUnavailable(f"PostgreSQL table {self._target}: {exc.orig}") from exc
         mean = None if found is None else np.asarray(found, dtype=np.float32)
-        self._centroid = ((self._target, count), mean)
+        self._centroid = (key, mean)
         return mean
 
     def search(
