@@ -14,6 +14,7 @@ from paperfeed.adapters.store.citations import (
     SqlCitationRecords,
 )
 from paperfeed.domain.paper_graph import CitationRecords, CitationSort, GraphPage
+from tests.support.statements import recorded_statements
 
 from .conftest import HARVESTED, cite, links, work
 
@@ -183,22 +184,13 @@ def test_a_highly_cited_reference_contributes_only_its_newest_citers(records: Sq
 def test_a_page_and_its_total_are_one_statement(graph: SqlCitationRecords) -> None:
     """One round trip a page (PostgreSQL pages cost ~6 ms of CPU as two statements in a transaction):
     the total comes with the rows, also for an empty page, whose one row carries only the total."""
-    from sqlalchemy import event
-
-    statements: list[str] = []
-
-    def count(*args: Any) -> None:
-        statements.append(str(args[2]))
-
-    event.listen(graph.engine, "before_cursor_execute", count)
-    try:
+    with recorded_statements(graph.engine) as seen:
         for offset in (0, 10):  # a page with rows, and one past the end
             for listed in (graph.references, graph.citations):
                 page = listed(P, sort=CitationSort.DATE, in_store_only=False, offset=offset, limit=2)
                 assert page.total in (3, 4)
                 assert len(page.rows) == (2 if offset == 0 else 0)
-    finally:
-        event.remove(graph.engine, "before_cursor_execute", count)
+    statements = [statement for statement, _ in seen]
     assert len(statements) == 4, statements
     assert not any(s.lstrip().upper().startswith(("BEGIN", "ROLLBACK")) for s in statements)
 

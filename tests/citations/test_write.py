@@ -15,6 +15,7 @@ from paperfeed.adapters.store import SqlPaperStore
 from paperfeed.adapters.store.citations import SqlCitationRecords, sort_day
 from paperfeed.adapters.store.schema_citations import citation_harvests, citations, works
 from paperfeed.domain.paper_graph import PaperLinks, WorkRef
+from tests.support.statements import recorded_statements
 
 from .conftest import HARVESTED, cite, links, work
 
@@ -249,17 +250,8 @@ def test_many_papers_are_saved_with_bulk_statements(records: SqlCitationRecords)
         )
         for i in range(1, 101)
     ]
-    statements: list[str] = []
-    from sqlalchemy import event
-
-    def count(*args: Any) -> None:
-        statements.append(str(args[2]))
-
-    event.listen(records.engine, "before_cursor_execute", count)
-    try:
+    with recorded_statements(records.engine) as statements:
         result = records.save_links(batch, harvested_at=HARVESTED)
-    finally:
-        event.remove(records.engine, "before_cursor_execute", count)
     assert (result.papers, result.edges_added, result.works_added) == (100, 3100, 230)
     assert len(statements) < 40, len(statements)  # chunked reads and a handful of executemany, not 3,100
     assert works_of(records)["doi:10.5/7"]["cited_edges"] == 100

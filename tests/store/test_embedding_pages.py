@@ -8,16 +8,16 @@ full read (a faiss build, a node's cold start, a topic build) grew with the squa
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-from sqlalchemy import event, text
+from sqlalchemy import text
 
 from paperfeed.adapters.store import SqlPaperStore, open_store
 from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
 from paperfeed.domain.embedding import PendingPaper
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Paper, content_hash
+from tests.support.statements import recorded_statements
 
 MODEL = "test-model"
 
@@ -41,15 +41,13 @@ def test_every_page_comes_from_the_index_in_order_without_a_sort(tmp_path: Path)
     store = _store(tmp_path)
     wanted = _fill(store, 25)
     _fill(store, 7, model="another-model", prefix="q")
-    seen: list[tuple[str, Any]] = []
-
-    def capture(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
-        if "FROM embeddings" in statement and "ORDER BY embeddings.paper_id" in statement:
-            seen.append((statement, parameters))
-
-    event.listen(store.engine, "before_cursor_execute", capture)
-    got = [r.paper_id for page in SqlEmbeddingStore(store.engine).records(MODEL, page=4) for r in page]
-    event.remove(store.engine, "before_cursor_execute", capture)
+    with recorded_statements(store.engine) as sent:
+        got = [r.paper_id for page in SqlEmbeddingStore(store.engine).records(MODEL, page=4) for r in page]
+    seen = [
+        (statement, parameters)
+        for statement, parameters in sent
+        if "FROM embeddings" in statement and "ORDER BY embeddings.paper_id" in statement
+    ]
     assert got == sorted(wanted)  # all of this model, none of the other, each once, in id order
     assert len(seen) == 8  # 7 pages of 4 and the empty read that ends it
     statement, parameters = seen[-1]

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 import pytest
-from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
 from paperfeed.adapters.store.sql_store import make_engine
 from paperfeed.adapters.vector import pgvector_index
 from paperfeed.adapters.vector.pgvector_index import PgVectorIndex
+from tests.support.statements import recorded_statements
 from tests.vector.corpus import DIM, MODEL, make_corpus
 
 pytestmark = pytest.mark.postgres
@@ -31,16 +30,6 @@ def engine(pg_url: str) -> Iterator[Engine]:
     made.dispose()
 
 
-def _statements(engine: Engine) -> list[str]:
-    seen: list[str] = []
-
-    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
-        seen.append(statement)
-
-    event.listen(engine, "before_cursor_execute", record)
-    return seen
-
-
 def test_the_mean_is_read_once_per_version_and_another_writers_save_is_seen_on_reload(
     engine: Engine,
 ) -> None:
@@ -51,8 +40,8 @@ def test_the_mean_is_read_once_per_version_and_another_writers_save_is_seen_on_r
     first = reader.centroid()
     assert first is not None
     np.testing.assert_allclose(first, corpus.vectors[:300].mean(axis=0), atol=2e-3)
-    seen = _statements(engine)
-    assert reader.centroid() is first
+    with recorded_statements(engine) as seen:
+        assert reader.centroid() is first
     assert seen == [], "a kept mean still asked the database"
 
     writer = PgVectorIndex(engine, model_id=MODEL, dimension=DIM)  # another process's index
