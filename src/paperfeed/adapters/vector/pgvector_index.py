@@ -28,7 +28,8 @@ from __future__ import annotations
 import re
 import threading
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -362,11 +363,7 @@ class PgVectorIndex:
             f"SELECT paper_id, CAST(CAST(embedding AS vector) AS real[]) AS v FROM {self._target} "
             "WHERE paper_id = ANY(:ids)"
         )
-        with self._lock:
-            if self._conn is not None:
-                rows = self._conn.execute(query, {"ids": ids}).all()
-                return {r.paper_id: np.asarray(r.v, dtype=np.float32) for r in rows}
-        with self.engine.connect() as conn:
+        with self._reading() as conn:
             rows = conn.execute(query, {"ids": ids}).all()
         return {r.paper_id: np.asarray(r.v, dtype=np.float32) for r in rows}
 
@@ -389,19 +386,14 @@ class PgVectorIndex:
         whole = sql(mean_of.format(self._target))
         sampled = sql(mean_of.format(f"{self._target} TABLESAMPLE SYSTEM (:percent) REPEATABLE (0)"))
         try:
-            with self._lock:
-                count = len(self)
-                conn = self._conn if self._conn is not None else self.engine.connect()
-                try:
-                    found = None
-                    if count > CENTROID_SAMPLE:
-                        percent = 100.0 * CENTROID_SAMPLE / count
-                        found = conn.execute(sampled, {"percent": percent, "n": CENTROID_SAMPLE}).scalar_one()
-                    if found is None:  # small enough, or no page drawn
-                        found = conn.execute(whole, {"n": CENTROID_SAMPLE}).scalar_one()
-                finally:
-                    if conn is not self._conn:
-                        conn.close()
+            count = len(self)
+            with self._reading() as conn:
+                found = None
+                if count > CENTROID_SAMPLE:
+                    percent = 100.0 * CENTROID_SAMPLE / count
+                    found = conn.execute(sampled, {"percent": percent, "n": CENTROID_SAMPLE}).scalar_one()
+                if found is None:  # small enough, or no page drawn
+                    found = conn.execute(whole, {"n": CENTROID_SAMPLE}).scalar_one()
         except DBAPIError as exc:
             raise VectorIndexUnavailable(f"PostgreSQL table {self._target}: {exc.orig}") from exc
         mean = None if found is None else np.asarray(found, dtype=np.float32)
@@ -432,6 +424,17 @@ class PgVectorIndex:
             return self._run(conn, clause, qvec, params, bool(where))
 
     # -- internals --------------------------------------------------------------------------------------
+
+    @contextmanager
+    def _reading(self) -> Iterator[Connection]:
+        """The open write transaction, under the lock (our own uncommitted changes are read too), or else a
+        connection of its own to the committed index."""
+        with self._lock:
+            if self._conn is not None:
+                yield self._conn
+                return
+        with self.engine.connect() as conn:
+            yield conn
 
     def _run(
         self, conn: Connection, clause: str, qvec: str, params: dict[str, Any], filtered: bool
