@@ -595,6 +595,7 @@ class App:
                 keyword_terms=s.similar_keyword_terms,
                 neighbourhood=s.similar_neighbourhood,
                 neighbourhood_power=s.similar_neighbourhood_power,
+                neighbourhood_blend=s.similar_neighbourhood_blend,
             ),
             similar_sources=self._similar_sources() if similar else (),
             topic_members=lambda topic_id: self.topic_picks.members(topic_id),

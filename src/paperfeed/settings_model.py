@@ -306,6 +306,14 @@ class SettingsModel(BaseModel):
         le=20,
         description="Similar papers: a neighbour's weight in a neighbourhood is its cosine to this power.",
     )
+    similar_neighbourhood_blend: float = Field(
+        default=1.0,
+        ge=0,
+        le=1,
+        description="Similar papers: share of the neighbourhood cosine in a candidate's score; the rest "
+        "is the plain (centred) cosine, which keeps the papers most specific to this one on top. 1: the "
+        "neighbourhood alone; 0: plain cosine.",
+    )
     similar_graph_weight: float = Field(
         default=0.0,
         ge=0,

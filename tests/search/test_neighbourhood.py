@@ -72,3 +72,42 @@ def test_rerank_orders_scored_ids_by_neighbourhood_and_leaves_out_those_without_
     fewer = rerank_by_neighbourhood(QUERY, items, vectors, centre=None, k=2, power=1.0)
     assert [x.paper_id for x in fewer] == ["pair-a", "pair-b", "lone"]
     assert rerank_by_neighbourhood(QUERY, items, {}, centre=None, k=2, power=1.0) == items
+
+
+def test_blend_mixes_the_neighbourhood_cosine_with_the_plain_one() -> None:
+    plain = neighbourhood_scores(QUERY, CANDIDATES, centre=None, k=0, power=1.0)
+    smoothed = neighbourhood_scores(QUERY, CANDIDATES, centre=None, k=2, power=1.0, blend=1.0)
+    assert smoothed == pytest.approx(neighbourhood_scores(QUERY, CANDIDATES, centre=None, k=2, power=1.0))
+    assert neighbourhood_scores(QUERY, CANDIDATES, centre=None, k=2, power=1.0, blend=0.0) == pytest.approx(
+        plain, abs=1e-6
+    )
+    half = neighbourhood_scores(QUERY, CANDIDATES, centre=None, k=2, power=1.0, blend=0.5)
+    assert half == pytest.approx(0.5 * smoothed + 0.5 * plain, abs=1e-6)
+    centre = unit(1, 0, 0, 0) * 0.5  # the blend's plain half is centred too
+    mixed = neighbourhood_scores(QUERY, CANDIDATES, centre=centre, k=2, power=1.0, blend=0.25)
+    expected = 0.25 * neighbourhood_scores(QUERY, CANDIDATES, centre=centre, k=2, power=1.0) + 0.75 * (
+        neighbourhood_scores(QUERY, CANDIDATES, centre=centre, k=0, power=1.0)
+    )
+    assert mixed == pytest.approx(expected, abs=1e-6)
+
+
+def test_a_blend_keeps_the_specific_match_above_the_neighbourhoods_favourite() -> None:
+    # the whole neighbourhood lifts KIN over LONE (above); keeping half the plain cosine keeps LONE, the
+    # closer paper, first: the neighbourhood reorders what the paper's own cosine leaves close
+    assert order(neighbourhood_scores(QUERY, CANDIDATES, centre=None, k=2, power=1.0, blend=1.0)) == [
+        1,
+        2,
+        3,
+        0,
+    ]
+    assert order(neighbourhood_scores(QUERY, CANDIDATES, centre=None, k=2, power=1.0, blend=0.5)) == [
+        1,
+        2,
+        0,
+        3,
+    ]
+    names = ["lone", "pair-a", "pair-b", "kin"]
+    items = [ScoredId(n, float(c)) for n, c in zip(names, CANDIDATES @ QUERY, strict=True)]
+    vectors = dict(zip(names, CANDIDATES, strict=True))
+    ranked = rerank_by_neighbourhood(QUERY, items, vectors, centre=None, k=2, power=1.0, blend=0.5)
+    assert [x.paper_id for x in ranked] == ["pair-a", "pair-b", "lone", "kin"]

@@ -10,14 +10,16 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
 from paperfeed.bootstrap import App, build_app
 from paperfeed.domain.fusion import WeightedList, fuse_weighted
 from paperfeed.domain.ingest import Batch
+from paperfeed.domain.models import Paper
 from paperfeed.domain.neighbourhood import rerank_by_neighbourhood
-from paperfeed.domain.search import ScoredId, SearchFilters
+from paperfeed.domain.search import ScoredId, SearchFilters, VectorRecord
 from paperfeed.services.search import SimilarSettings
 from paperfeed.settings import Settings
 from paperfeed.web import create_app
@@ -109,7 +111,13 @@ def legs(app: App, paper_id: str, s: SimilarSettings) -> tuple[list[ScoredId], l
         dense = [x for x in dense if x.score < 0.9999]
         found = index.vectors([x.paper_id for x in dense])
         dense = rerank_by_neighbourhood(
-            vector, dense, found, centre=index.centroid(), k=s.neighbourhood, power=s.neighbourhood_power
+            vector,
+            dense,
+            found,
+            centre=index.centroid(),
+            k=s.neighbourhood,
+            power=s.neighbourhood_power,
+            blend=s.neighbourhood_blend,
         )
     keyword = app.keyword_index.more_like_this(
         paper.title, paper.abstract, s.candidates + 1, max_terms=s.keyword_terms
@@ -271,3 +279,50 @@ def test_a_further_named_list_is_fused_with_its_weight(app: App) -> None:
     assert ME not in boosted
     app.search.similar_sources = ((CitedTogether({ME: [outsider]}), 0.0),)
     assert ids(app.search.similar(ME, limit=5)) == plain
+
+
+@pytest.mark.parametrize(("blend", "expected"), [(1.0, ["kin", "lone"]), (0.5, ["lone", "kin"])])
+def test_the_service_ranks_by_the_blend_it_is_given(
+    engine: tuple[str, str | None], tmp_path: Path, blend: float, expected: list[str]
+) -> None:
+    """The hand-worked vectors of test_neighbourhood.py, stored: the whole neighbourhood lifts KIN over
+    LONE, half of it keeps LONE (the closer paper) first. Each vector's opposite is stored too, so the
+    index's mean (the centre) is zero and the geometry is the one worked out by hand."""
+    from tests.search.test_neighbourhood import CANDIDATES, QUERY
+
+    dimension = 64  # the fake embedder's, whose model the index is opened for
+    names = ["query", "lone", "pair-a", "pair-b", "kin"]
+    vectors = np.zeros((len(names), dimension), dtype=np.float32)
+    vectors[:, :4] = np.vstack([QUERY, CANDIDATES])
+    papers = [
+        Paper(id=f"{sign}{name}", title=f"{sign}{name} paper", abstract=f"About {sign}{name}.")
+        for sign in ("", "mirror-")
+        for name in names
+    ]
+    url = engine[1]
+    settings = Settings(
+        data_dir=tmp_path / "data",
+        database_url=url,
+        embedding_backend="fake",
+        keyword_engine=engine[0],  # type: ignore[arg-type]
+        similar_neighbourhood=2,
+        similar_neighbourhood_power=1.0,
+        similar_neighbourhood_blend=blend,
+    )
+    app = build_app(settings)
+    try:
+        app.keyword_index.on_papers_changed(app.store.apply_batch(Batch(papers=papers)))
+        app.keyword_index.flush()
+        model = app.embedder
+        assert model is not None
+        index = app._open_vector_index(model_id=model.model_id, dimension=dimension, fresh=True)
+        index.upsert(
+            VectorRecord(p.id, v, None, (), False)
+            for p, v in zip(papers, np.vstack([vectors, -vectors]), strict=True)
+        )
+        index.save()
+        assert app.search.similar_settings.neighbourhood_blend == blend
+        hits = [h.paper.id for h in app.search.similar("query", limit=4)]
+        assert hits == ["pair-a", "pair-b", *expected]
+    finally:
+        app.close()

@@ -8,6 +8,12 @@ of those smoothed vectors. Vectors are first centred on the index's mean vector,
 direction every abstract shares (sentence embeddings are anisotropic) so that cosines measure what sets
 papers apart.
 
+Smoothing over a wide neighbourhood favours what is broadly on the paper's subject and blurs what is
+specific to it: on expert judgments of paper → similar paper (SciFact's co-evidence pairs in the bench)
+the whole-pool neighbourhood lost 6-15 % against the plain cosine. ``blend`` keeps part of the paper's
+own cosine in the score (``blend`` × smoothed + (1 − ``blend``) × plain, both centred), which keeps the
+specific matches on top while the neighbourhood still reorders the rest.
+
 Measured in bench/similar_quality.py (settings chosen on its train half, reported on held-out papers).
 Pure NumPy on at most a few hundred vectors: no extra index search.
 """
@@ -34,6 +40,7 @@ def rerank_by_neighbourhood(
     centre: npt.NDArray[np.float32] | None,
     k: int,
     power: float,
+    blend: float = 1.0,
 ) -> list[ScoredId]:
     """``items`` that have a vector in ``vectors``, best first by :func:`neighbourhood_scores` (each
     item's score is its new one); ``items`` as they are when none has a vector."""
@@ -43,7 +50,7 @@ def rerank_by_neighbourhood(
     if not ids:
         return list(items)
     scores = neighbourhood_scores(
-        query, np.stack([vectors[pid] for pid in ids]), centre=centre, k=k, power=power
+        query, np.stack([vectors[pid] for pid in ids]), centre=centre, k=k, power=power, blend=blend
     )
     return [ScoredId(ids[i], float(scores[i])) for i in np.argsort(-scores, kind="stable")]
 
@@ -55,9 +62,11 @@ def neighbourhood_scores(
     centre: npt.NDArray[np.float32] | None,
     k: int,
     power: float,
+    blend: float = 1.0,
 ) -> npt.NDArray[np.float32]:
-    """One score per row of ``candidates``: the cosine of its smoothed vector with the query's (see the
-    module doc). ``k`` = 0 or no candidates: the plain cosines (centred when ``centre`` is given)."""
+    """One score per row of ``candidates``: ``blend`` × the cosine of its smoothed vector with the
+    query's + (1 − ``blend``) × their plain cosine (see the module doc). ``k`` = 0, ``blend`` = 0 or no
+    candidates: the plain cosines (centred when ``centre`` is given)."""
     import numpy as np
 
     q = np.asarray(query, dtype=np.float32).reshape(1, -1)
@@ -66,16 +75,20 @@ def neighbourhood_scores(
     if centre is not None:
         pool = pool - np.asarray(centre, dtype=np.float32).reshape(1, -1)
     pool = _unit(pool)
-    if k > 0 and len(c):
-        sims = pool @ pool.T  # each row's own cosine (1) is its largest: it counts itself
-        take = min(k + 1, len(pool))
-        nearest = np.argpartition(-sims, take - 1, axis=1)[:, :take]
-        weights = np.zeros_like(sims)  # row i: the weights of its nearest, 0 elsewhere (one matmul)
-        np.put_along_axis(
-            weights, nearest, np.clip(np.take_along_axis(sims, nearest, axis=1), 0.0, None) ** power, axis=1
-        )
-        pool = _unit(weights @ pool)
-    scores: npt.NDArray[np.float32] = (pool[1:] @ pool[0]).astype(np.float32)
+    plain: npt.NDArray[np.float32] = (pool[1:] @ pool[0]).astype(np.float32)
+    if k <= 0 or blend <= 0 or not len(c):
+        return plain
+    sims = pool @ pool.T  # each row's own cosine (1) is its largest: it counts itself
+    take = min(k + 1, len(pool))
+    nearest = np.argpartition(-sims, take - 1, axis=1)[:, :take]
+    weights = np.zeros_like(sims)  # row i: the weights of its nearest, 0 elsewhere (one matmul)
+    np.put_along_axis(
+        weights, nearest, np.clip(np.take_along_axis(sims, nearest, axis=1), 0.0, None) ** power, axis=1
+    )
+    smoothed = _unit(weights @ pool)
+    scores: npt.NDArray[np.float32] = (blend * (smoothed[1:] @ smoothed[0]) + (1.0 - blend) * plain).astype(
+        np.float32
+    )
     return scores
 
 

@@ -87,6 +87,7 @@ class SimilarSettings:
     keyword_terms: int = 10  # terms of the paper's text in its more-like-this query
     neighbourhood: int = 100  # re-rank the dense list by neighbourhoods of this many (0: plain cosine)
     neighbourhood_power: float = 3.0  # a neighbour's weight in a neighbourhood: cosine ** power
+    neighbourhood_blend: float = 1.0  # share of the smoothed cosine in the score; the rest is the plain one
 
 
 @dataclass
@@ -276,7 +277,13 @@ class HybridSearch:
             return dense, {}
         s = self.similar_settings
         ranked = rerank_by_neighbourhood(
-            vector, dense, found, centre=centre, k=s.neighbourhood, power=s.neighbourhood_power
+            vector,
+            dense,
+            found,
+            centre=centre,
+            k=s.neighbourhood,
+            power=s.neighbourhood_power,
+            blend=s.neighbourhood_blend,
         )
         return ranked, found
 
