@@ -8,8 +8,9 @@ index, the citation store and :class:`~paperfeed.services.search.HybridSearch` w
   paper's 10 similar papers (arXiv sample: its test half) are computed without and with the graph list
   at ``--weight``; it prints how many lists differ (expected: none) and the corpus's similar-paper
   measure both ways: seed-page coherence@10 through ``GET /api/papers/{id}/similar``, arXiv primary
-  category@10 (bench/similar_quality.py's measure, default settings). SciFact has no similar-paper
-  judgments (its measure is search nDCG, and search never consults the similar-paper lists).
+  category@10 (bench/similar_quality.py's measure, default settings). For SciFact only the identity is
+  printed here (its co-evidence judgments are bench/similar_quality.py's; with no citations there, the
+  graph cannot change them).
 * ``--part s2``: the one place offline data has real citation edges: two recorded Semantic Scholar
   reference lists (``../shared/fixtures/s2_api``: CorpusID:1033682, pages 1 + 2, 156 references;
   CorpusID:49313245, 73 references), stored as edges of two citing works. Their references with an

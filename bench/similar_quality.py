@@ -1,24 +1,34 @@
-"""Similar papers, before → after: embedding neighbours alone vs. fused with a more-like-this keyword query.
+"""Similar papers, before → after: plain embedding neighbours vs. re-ranked and fused with a keyword query.
 
-Two measures, both through paperfeed's real composition (``build_app``: store, keyword engine, vector
+Three measures, all through paperfeed's real composition (``build_app``: store, keyword engine, vector
 index, :class:`~paperfeed.services.search.HybridSearch`), with vectors from the benchmark cache:
 
 * **arXiv categories** (``--corpus``, default ``arxiv_cats_4k``: 4,000 papers of
   ``../shared/data/arxiv_cats.jsonl.gz`` drawn by md5 of the id, see bench/vector_cache.py): for each
   paper, the share of its 10 most similar papers whose primary category equals its own. The papers are
   split deterministically (md5 of ``"split:" + id``, even → train, odd → test); every paper is in the
-  corpus, but the fusion settings (RRF k, keyword weight, terms of the more-like-this query, candidates
-  per list) are chosen on the *train* papers only, from cached per-paper lists fused by the service's
-  own function (the table's train column), and the table reports the *test* papers, each run through
-  ``HybridSearch.similar``.
+  store. A broad, noisy judgment: it rewards what is on the paper's subject.
+* **SciFact co-evidence** (expert judgments of paper → similar paper, the whole 5,183-abstract corpus
+  ranked): SciFact's annotators judged which abstracts are evidence for each claim, a citing sentence;
+  abstracts judged for one claim are cited together for it, so they are similar papers in the strict
+  sense (co-citation). For each abstract with such partners, nDCG@10 of its similar list against them.
+  Claims of BEIR's train split are train, those of its test split test. A specific judgment: it rewards
+  what is particular to the paper. Evaluation only (SciFact's licence): it chooses settings, never
+  trains a model, and nothing of it ships.
 * **Seed pages** (``../shared/seeds``, never used for tuning): for each seed paper, the share of its 10
   most similar papers that come from a page it is on, read from ``GET /api/papers/{id}/similar`` of the
-  web app (Starlette's TestClient), as issue #15's baseline (0.609) was.
+  web app (Starlette's TestClient), as issue #15's baseline (0.609) was; the seeds alone in a store, and
+  among the ``--corpus`` papers.
 
 "before" is the embedding neighbours alone by plain cosine (``similar_keyword_weight=0``,
-``similar_neighbourhood=0``), the behaviour issue #15 measured. The settings are chosen in two stages on
-the train papers: first the neighbourhood re-ranking of the dense list (``domain/neighbourhood.py``:
-neighbourhood size, weight power, candidates), then the keyword fusion on top of the chosen dense list.
+``similar_neighbourhood=0``), the behaviour issue #15 measured. The settings are chosen on the *train*
+papers of the first two measures only, from cached per-paper lists fused by the service's own function
+(the tables' train column), in two stages: the neighbourhood re-ranking of the dense list
+(``domain/neighbourhood.py``: neighbourhood size, weight power, blend with the plain cosine), then the
+keyword fusion on top of it (RRF k, keyword weight, terms of the more-like-this query). A setting is worth
+its *smallest* relative gain over plain cosine on the two train sets, so a gain on the broad judgments
+cannot buy a loss on the specific ones. The tables report the *test* papers, each run through
+``HybridSearch.similar``.
 
     .venv/bin/python -m bench.similar_quality [--engine auto|fts5|tantivy] [--backend torch]
 """
@@ -33,7 +43,7 @@ import itertools
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -41,7 +51,9 @@ import numpy as np
 import orjson
 from fastapi.testclient import TestClient
 
+from bench.ir_metrics import ndcg_at_k
 from bench.vector_cache import CORPORA, SAMPLES, SHARED, Doc, VectorCache, load_corpus
+from paperfeed.adapters.embed.cpu import cpu_info
 from paperfeed.bootstrap import App, build_app
 from paperfeed.domain.fusion import WeightedList, fuse_weighted
 from paperfeed.domain.ingest import Batch
@@ -57,12 +69,17 @@ TOP = 10
 GRID_K = [5.0, 10.0, 20.0, 30.0, 60.0, 100.0]
 GRID_WEIGHT = [0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0]  # keyword weight; dense weight stays 1
 GRID_TERMS = [10, 25, 50]
-GRID_NEIGHBOURHOOD = [0, 10, 20, 30, 50, 75, 100]  # 0: plain cosine
-GRID_POWER = [1.0, 3.0, 5.0]
-GRID_NEIGHBOURHOOD_CANDIDATES = [100, 200]
+GRID_NEIGHBOURHOOD = [0, 5, 10, 20, 50, 100]  # 0: plain cosine
+GRID_POWER = [1.0, 3.0]  # 5 never won in session 12's grid
+GRID_BLEND = [0.25, 0.5, 0.75, 1.0]  # share of the neighbourhood cosine; the rest is the plain one
+GRID_NEIGHBOURHOOD_CANDIDATES = [100]  # 200 lost to 100 in session 12's grid
 DUPLICATE = 0.9999  # HybridSettings.duplicate_cosine
 BEFORE = SimilarSettings(keyword_weight=0.0, neighbourhood=0)  # plain cosine neighbours: issue #15's baseline
 LANDED = SimilarSettings(rrf_k=10.0, keyword_weight=0.25, neighbourhood=0)  # the fusion of session 8
+# session 12's default: the whole pool's neighbourhoods alone, no keyword list
+NEIGHBOURHOODS = SimilarSettings(
+    keyword_weight=0.0, neighbourhood=100, neighbourhood_power=3.0, neighbourhood_blend=1.0
+)
 
 
 def split_of(doc_id: str) -> str:
@@ -99,6 +116,7 @@ def instance(
         similar_keyword_terms=s.keyword_terms,
         similar_neighbourhood=s.neighbourhood,
         similar_neighbourhood_power=s.neighbourhood_power,
+        similar_neighbourhood_blend=s.neighbourhood_blend,
     )
 
 
@@ -141,6 +159,7 @@ class Lists:
             centre=self.centre,
             k=s.neighbourhood,
             power=s.neighbourhood_power,
+            blend=s.neighbourhood_blend,
         )
 
 
@@ -148,7 +167,7 @@ def cached_lists(app: App, docs: Sequence[Paper], vectors: np.ndarray) -> Lists:
     index = app._search_vectors()
     assert index is not None
     dense = {p.id: index.search(v, POOL, exclude=[p.id]) for p, v in zip(docs, vectors, strict=True)}
-    stored = index.vectors([p.id for p in docs])
+    stored = index.vectors(list({*dense, *(x.paper_id for xs in dense.values() for x in xs)}))
     keyword: dict[int, dict[str, list[ScoredId]]] = {}
     for terms in GRID_TERMS:
         keyword[terms] = {
@@ -178,37 +197,74 @@ def agreement(runs: dict[str, list[str]], category: dict[str, str]) -> float:
     return float(np.mean(shares)) if shares else 0.0
 
 
-def tune(lists: Lists, train: Iterable[str], category: dict[str, str]) -> tuple[SimilarSettings, float]:
-    """Stage 1: the neighbourhood re-ranking of the dense list alone (and the candidates per list);
-    stage 2: the keyword fusion (k, weight, terms) on top of the chosen dense list. Train papers only."""
-    train = list(train)
-    best: tuple[float, SimilarSettings] | None = None
-    for size, power, cand in itertools.product(GRID_NEIGHBOURHOOD, GRID_POWER, GRID_NEIGHBOURHOOD_CANDIDATES):
-        if size == 0 and power != GRID_POWER[0]:
+def coevidence_ndcg(runs: dict[str, list[str]], related: dict[str, dict[str, int]]) -> float:
+    """Mean nDCG@10 of each paper's similar list against the papers judged with it for one claim."""
+    scores = [ndcg_at_k(top, related[q], TOP) for q, top in runs.items()]
+    return float(np.mean(scores)) if scores else 0.0
+
+
+@dataclass
+class Judged:
+    """One set of judgments to tune on: its cached lists, its train papers and how a run is scored."""
+
+    name: str
+    lists: Lists
+    train: list[str]
+    score: Callable[[dict[str, list[str]]], float]
+
+    def measure(self, s: SimilarSettings, dense: dict[str, list[ScoredId]] | None = None) -> float:
+        return self.score({q: fused_top(self.lists, q, s, dense[q] if dense else None) for q in self.train})
+
+
+def tune(sets: Sequence[Judged]) -> tuple[SimilarSettings, float]:
+    """Stage 1: the neighbourhood re-ranking of the dense list alone (size, power, blend, candidates);
+    stage 2: the keyword fusion (k, weight, terms) on top of the chosen dense list. Train papers only.
+
+    A setting's worth is its *smallest* relative gain over plain cosine across ``sets``: it must help
+    on every kind of judgment (the broad arXiv categories and the specific expert pairs), not trade one
+    for the other."""
+    base = {j.name: j.measure(BEFORE) for j in sets}
+
+    def worth(
+        s: SimilarSettings, dense: dict[str, dict[str, list[ScoredId]]] | None = None
+    ) -> tuple[float, str]:
+        gains = {j.name: j.measure(s, dense[j.name] if dense else None) / base[j.name] - 1 for j in sets}
+        return min(gains.values()), " ".join(f"{n} {g * 100:+.1f}%" for n, g in gains.items())
+
+    best: tuple[float, SimilarSettings] = (0.0, BEFORE)
+    stage1 = itertools.product(GRID_NEIGHBOURHOOD, GRID_POWER, GRID_BLEND, GRID_NEIGHBOURHOOD_CANDIDATES)
+    for size, power, blend, cand in stage1:
+        if size == 0:
             continue
         s = SimilarSettings(
-            keyword_weight=0.0, candidates=cand, neighbourhood=size, neighbourhood_power=power
+            keyword_weight=0.0,
+            candidates=cand,
+            neighbourhood=size,
+            neighbourhood_power=power,
+            neighbourhood_blend=blend,
         )
-        score = agreement({q: fused_top(lists, q, s) for q in train}, category)
-        print(f"  stage 1: neighbourhood {size:>2} power {power:g} candidates {cand}: train {score:.4f}")
-        if best is None or score > best[0] + 1e-12:
-            best = (score, s)
-    assert best is not None
-    chosen = best[1]
-    dense = {q: lists.reranked(q, chosen) for q in train}
-    for k, w, terms in itertools.product(GRID_K, GRID_WEIGHT, GRID_TERMS):
-        s = replace(chosen, rrf_k=k, keyword_weight=w, keyword_terms=terms)
-        score = agreement({q: fused_top(lists, q, s, dense[q]) for q in train}, category)
+        score, gains = worth(s)
+        print(
+            f"  stage 1: neighbourhood {size:>3} power {power:g} blend {blend:g} candidates {cand}: {gains}"
+        )
         if score > best[0] + 1e-12:
             best = (score, s)
-    return best[1], best[0]
+    chosen = best[1]
+    dense = {j.name: {q: j.lists.reranked(q, chosen) for q in j.train} for j in sets}
+    for k, w, terms in itertools.product(GRID_K, GRID_WEIGHT, GRID_TERMS):
+        s = replace(chosen, rrf_k=k, keyword_weight=w, keyword_terms=terms)
+        score, _ = worth(s, dense)
+        if score > best[0] + 1e-12:
+            best = (score, s)
+    chosen = best[1]
+    return chosen, best[0]
 
 
-def service_agreement(app: App, ids: Sequence[str], category: dict[str, str]) -> tuple[float, float]:
+def service_runs(app: App, ids: Sequence[str]) -> tuple[dict[str, list[str]], float]:
+    """Each paper's 10 similar papers from the real service, and the milliseconds per call."""
     started = time.perf_counter()
     runs = {pid: [h.paper.id for h in app.search.similar(pid, limit=TOP)] for pid in ids}
-    ms = (time.perf_counter() - started) * 1000 / max(len(ids), 1)
-    return agreement(runs, category), ms
+    return runs, (time.perf_counter() - started) * 1000 / max(len(ids), 1)
 
 
 def seed_coherence(
@@ -252,47 +308,89 @@ def seed_coherence(
     return out
 
 
-def categories(
-    root: Path, cache: VectorCache, backend: str, engine: str, corpus: str, limit: int | None = None
-) -> tuple[SimilarSettings, dict[str, dict[str, float]], float]:
+@dataclass
+class Corpus:
+    """A store of papers with similar-paper judgments, split into train and test papers."""
+
+    name: str
+    folder: Path
+    papers: list[Paper]
+    vectors: np.ndarray
+    train: list[str]
+    test: list[str]
+    score: Callable[[dict[str, list[str]]], float]
+
+
+def category_corpus(root: Path, cache: VectorCache, corpus: str, limit: int | None) -> Corpus:
+    """arXiv papers; a paper's similar list is judged by the share with its own primary category."""
     docs: list[Doc] = load_corpus(corpus, limit)
     primary = primary_categories(corpus)
     docs = [d for d in docs if d.id in primary]
     vectors = cache.vectors(corpus, docs, report=print)
     papers = [Paper(id="arxiv:" + d.id, title=d.title, abstract=d.abstract) for d in docs]
     category = {"arxiv:" + d.id: primary[d.id] for d in docs}
-    split = {p.id: split_of(p.id) for p in papers}
-    train = [p.id for p in papers if split[p.id] == "train"]
-    test = [p.id for p in papers if split[p.id] == "test"]
-    print(f"{corpus}: {len(papers):,} papers ({len(train):,} train / {len(test):,} test), engine {engine}")
-    folder = root / "cats"
-    populate(instance(folder, backend, engine), papers, vectors, cache.embedder.model_id)
-    app = build_app(instance(folder, backend, engine))
-    try:
-        lists = cached_lists(app, papers, vectors)
-        chosen, train_best = tune(lists, train, category)
-        print(
-            f"chosen on train: neighbourhood={chosen.neighbourhood} power={chosen.neighbourhood_power:g} "
-            f"candidates={chosen.candidates} rrf_k={chosen.rrf_k:g} keyword_weight={chosen.keyword_weight:g} "
-            f"keyword_terms={chosen.keyword_terms} (train category@10 {train_best:.4f})"
-        )
-        configs = {
-            "dense alone (before)": BEFORE,
-            "keyword alone": replace(chosen, dense_weight=0.0, keyword_weight=1.0),
-            "plain RRF k=60, 1:1": replace(BEFORE, rrf_k=60.0, keyword_weight=1.0),
-            "landed fusion (k 10, kw 0.25)": LANDED,
-            "neighbourhoods alone": replace(chosen, keyword_weight=0.0),
-            "tuned (after)": chosen,
-        }
-        table: dict[str, dict[str, float]] = {}
-        for label, s in configs.items():
-            tr = agreement({q: fused_top(lists, q, s) for q in train}, category)  # the tuning lists
-            app.search.similar_settings = s
-            te, ms = service_agreement(app, test, category)  # the real service
-            table[label] = {"train": tr, "test": te, "ms": ms}
-    finally:
-        app.close()
-    return chosen, table, train_best
+    train = [p.id for p in papers if split_of(p.id) == "train"]
+    test = [p.id for p in papers if split_of(p.id) == "test"]
+    print(f"{corpus}: {len(papers):,} papers ({len(train):,} train / {len(test):,} test)")
+    return Corpus(
+        "category@10",
+        root / "cats",
+        papers,
+        vectors,
+        train,
+        test,
+        functools.partial(agreement, category=category),
+    )
+
+
+def train_lists(app: App, c: Corpus) -> Lists:
+    """The lists the tuning reads: those of the train papers only."""
+    train = set(c.train)
+    rows = [i for i, p in enumerate(c.papers) if p.id in train]
+    return cached_lists(app, [c.papers[i] for i in rows], c.vectors[rows])
+
+
+def coevidence(split: str) -> dict[str, dict[str, int]]:
+    """SciFact abstracts judged (by its annotators) as evidence for one claim are similar papers: the
+    claim is a citing sentence and they are cited together for it. Each abstract of a claim with two or
+    more in the corpus → the others of its claims (relevance 1), for one ``beir_split`` (train / test);
+    an abstract that also has a test claim is kept out of train."""
+    claims: dict[str, set[str]] = defaultdict(set)
+    split_of_claim: dict[str, str] = {}
+    with gzip.open(SHARED / "data" / "qrels_scifact.jsonl.gz", "rb") as fh:
+        for line in fh:
+            row = orjson.loads(line)
+            if row.get("doc_in_corpus", True):
+                claims[row["query_id"]].add("scifact:" + str(row["doc_id"]))
+                split_of_claim[row["query_id"]] = row["beir_split"]
+    related: dict[str, dict[str, dict[str, int]]] = {"train": defaultdict(dict), "test": defaultdict(dict)}
+    for claim, docs in claims.items():
+        for doc in docs:
+            for other in docs - {doc}:
+                related[split_of_claim[claim]][doc][other] = 1
+    if split == "train":
+        return {d: r for d, r in related["train"].items() if d not in related["test"]}
+    return dict(related[split])
+
+
+def coevidence_corpus(root: Path, cache: VectorCache) -> Corpus:
+    """The whole SciFact corpus (5,183 abstracts) ranked for each abstract with co-evidence partners:
+    expert judgments of paper → similar paper, the kind issue #15 measured. Evaluation only (licence)."""
+    docs = [d for d in load_corpus("scifact") if d.title]
+    vectors = cache.vectors("scifact", docs, report=print)
+    papers = [Paper(id="scifact:" + d.id, title=d.title, abstract=d.abstract) for d in docs]
+    train, test = coevidence("train"), coevidence("test")
+    related = train | test
+    print(f"scifact co-evidence: {len(papers):,} abstracts, {len(train)} train / {len(test)} test papers")
+    return Corpus(
+        "co-evidence nDCG@10",
+        root / "scifact",
+        papers,
+        vectors,
+        sorted(train),
+        sorted(test),
+        functools.partial(coevidence_ndcg, related=related),
+    )
 
 
 def main() -> None:
@@ -307,20 +405,54 @@ def main() -> None:
     args = parser.parse_args()
     cache = VectorCache.default(args.backend, threads=1)
     print(f"model {cache.embedder.model_id} (backend {args.backend}); keyword engine {args.engine}")
+    print(f"CPU: {cpu_info().describe()}")
     with tempfile.TemporaryDirectory(prefix="pf-similar-") as tmp:
         root = Path(tmp)
-        chosen, table, _ = categories(root, cache, args.backend, args.engine, args.corpus, args.limit)
-        header = f"{'arXiv primary category@10':28s} {'train (lists)':>13s} {'test (service)':>14s}"
-        header += f" {'ms/paper':>9s}"
-        print("\n" + header + "\n" + "-" * len(header))
-        for label, row in table.items():
-            print(f"{label:28s} {row['train']:13.4f} {row['test']:14.4f} {row['ms']:9.1f}")
-        before, after = table["dense alone (before)"]["test"], table["tuned (after)"]["test"]
-        print(f"test: {before:.4f} → {after:.4f} ({(after / before - 1) * 100:+.1f}% relative)")
+        corpora = [category_corpus(root, cache, args.corpus, args.limit), coevidence_corpus(root, cache)]
+        apps: dict[str, App] = {}
+        try:
+            for c in corpora:
+                populate(
+                    instance(c.folder, args.backend, args.engine),
+                    c.papers,
+                    c.vectors,
+                    cache.embedder.model_id,
+                )
+                apps[c.name] = build_app(instance(c.folder, args.backend, args.engine))
+            sets = [Judged(c.name, train_lists(apps[c.name], c), c.train, c.score) for c in corpora]
+            chosen, worth = tune(sets)
+            print(
+                f"chosen on train: neighbourhood={chosen.neighbourhood} power={chosen.neighbourhood_power:g} "
+                f"blend={chosen.neighbourhood_blend:g} candidates={chosen.candidates} rrf_k={chosen.rrf_k:g} "
+                f"keyword_weight={chosen.keyword_weight:g} keyword_terms={chosen.keyword_terms} "
+                f"(smallest train gain {worth * 100:+.1f}%)"
+            )
+            configs = {
+                "dense alone (before)": BEFORE,
+                "keyword alone": replace(chosen, dense_weight=0.0, keyword_weight=1.0),
+                "landed fusion (k 10, kw 0.25)": LANDED,
+                "whole-pool neighbourhoods": NEIGHBOURHOODS,
+                "tuned (after)": chosen,
+            }
+            for c, judged in zip(corpora, sets, strict=True):
+                app = apps[c.name]
+                header = f"{c.name:30s} {'train (lists)':>13s} {'test (service)':>14s} {'ms/paper':>9s}"
+                print("\n" + header + "\n" + "-" * len(header))
+                for label, s in configs.items():
+                    app.search.similar_settings = s
+                    runs, ms = service_runs(app, c.test)
+                    print(f"{label:30s} {judged.measure(s):13.4f} {c.score(runs):14.4f} {ms:9.1f}")
+                    if label == "dense alone (before)":
+                        before = c.score(runs)
+                after = c.score(runs)
+                print(f"test: {before:.4f} → {after:.4f} ({(after / before - 1) * 100:+.1f}% relative)")
+        finally:
+            for app in apps.values():
+                app.close()
         if not args.skip_seeds:
             configs = {
                 "dense alone (before)": BEFORE,
-                "landed fusion (k 10, kw 0.25)": LANDED,
+                "whole-pool neighbourhoods": NEIGHBOURHOODS,
                 "tuned (after)": chosen,
             }
             for background in (None, args.corpus):
