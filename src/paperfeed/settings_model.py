@@ -277,8 +277,8 @@ class SettingsModel(BaseModel):
         default=0.0,
         ge=0,
         description="Similar papers: weight of the keyword query built from the paper's own text (0: off, "
-        "the default, since no weight helped on the benchmark's train papers; a paper without embeddings "
-        "still gets the keyword list alone).",
+        "the default, since no weight raised the smaller of the two train gains in bench/similar_quality.py; "
+        "a paper without embeddings still gets the keyword list alone).",
     )
     similar_candidates: int = Field(
         default=100,
@@ -293,7 +293,7 @@ class SettingsModel(BaseModel):
         description="Similar papers: distinctive terms of the paper's title + abstract in its keyword query.",
     )
     similar_neighbourhood: int = Field(
-        default=100,
+        default=5,
         ge=0,
         le=500,
         description="Similar papers: re-rank the embedding neighbours by neighbourhoods of this many "
@@ -307,7 +307,7 @@ class SettingsModel(BaseModel):
         description="Similar papers: a neighbour's weight in a neighbourhood is its cosine to this power.",
     )
     similar_neighbourhood_blend: float = Field(
-        default=1.0,
+        default=0.5,
         ge=0,
         le=1,
         description="Similar papers: share of the neighbourhood cosine in a candidate's score; the rest "
