@@ -94,18 +94,10 @@ def test_blend_mixes_the_neighbourhood_cosine_with_the_plain_one() -> None:
 def test_a_blend_keeps_the_specific_match_above_the_neighbourhoods_favourite() -> None:
     # the whole neighbourhood lifts KIN over LONE (above); keeping half the plain cosine keeps LONE, the
     # closer paper, first: the neighbourhood reorders what the paper's own cosine leaves close
-    assert order(neighbourhood_scores(QUERY, CANDIDATES, centre=None, k=2, power=1.0, blend=1.0)) == [
-        1,
-        2,
-        3,
-        0,
-    ]
-    assert order(neighbourhood_scores(QUERY, CANDIDATES, centre=None, k=2, power=1.0, blend=0.5)) == [
-        1,
-        2,
-        0,
-        3,
-    ]
+    whole = neighbourhood_scores(QUERY, CANDIDATES, centre=None, k=2, power=1.0, blend=1.0)
+    half = neighbourhood_scores(QUERY, CANDIDATES, centre=None, k=2, power=1.0, blend=0.5)
+    assert order(whole) == [1, 2, 3, 0]
+    assert order(half) == [1, 2, 0, 3]
     names = ["lone", "pair-a", "pair-b", "kin"]
     items = [ScoredId(n, float(c)) for n, c in zip(names, CANDIDATES @ QUERY, strict=True)]
     vectors = dict(zip(names, CANDIDATES, strict=True))

@@ -25,6 +25,7 @@ from paperfeed.settings import Settings
 from paperfeed.web import create_app
 from tests.keyword.test_damaged_index import garble
 from tests.search.test_hybrid_search import CORPUS, _paper
+from tests.search.test_neighbourhood import CANDIDATES, QUERY
 
 # A few more papers than the search tests', so the two lists disagree and the fusion shows
 EXTRA = [
@@ -287,8 +288,6 @@ def test_the_service_ranks_by_the_blend_it_is_given(
     """The hand-worked vectors of test_neighbourhood.py, stored: the whole neighbourhood lifts KIN over
     LONE, half of it keeps LONE (the closer paper) first. Each vector's opposite is stored too, so the
     index's mean (the centre) is zero and the geometry is the one worked out by hand."""
-    from tests.search.test_neighbourhood import CANDIDATES, QUERY
-
     dimension = 64  # the fake embedder's, whose model the index is opened for
     names = ["query", "lone", "pair-a", "pair-b", "kin"]
     vectors = np.zeros((len(names), dimension), dtype=np.float32)
