@@ -204,16 +204,28 @@ def coevidence_ndcg(runs: dict[str, list[str]], related: dict[str, dict[str, int
 
 
 @dataclass
-class Judged:
-    """One set of judgments to tune on: its cached lists, its train papers and how a run is scored."""
+class Corpus:
+    """A store of papers with similar-paper judgments, split into train and test papers."""
 
     name: str
-    lists: Lists
+    folder: Path
+    papers: list[Paper]
+    vectors: np.ndarray
     train: list[str]
+    test: list[str]
     score: Callable[[dict[str, list[str]]], float]
 
+
+@dataclass
+class Judged:
+    """One corpus to tune on with the lists its train papers have cached."""
+
+    corpus: Corpus
+    lists: Lists
+
     def measure(self, s: SimilarSettings, dense: dict[str, list[ScoredId]] | None = None) -> float:
-        return self.score({q: fused_top(self.lists, q, s, dense[q] if dense else None) for q in self.train})
+        train = self.corpus.train
+        return self.corpus.score({q: fused_top(self.lists, q, s, dense[q] if dense else None) for q in train})
 
 
 def tune(sets: Sequence[Judged]) -> tuple[SimilarSettings, float]:
@@ -223,12 +235,15 @@ def tune(sets: Sequence[Judged]) -> tuple[SimilarSettings, float]:
     A setting's worth is its *smallest* relative gain over plain cosine across ``sets``: it must help
     on every kind of judgment (the broad arXiv categories and the specific expert pairs), not trade one
     for the other."""
-    base = {j.name: j.measure(BEFORE) for j in sets}
+    base = {j.corpus.name: j.measure(BEFORE) for j in sets}
 
     def worth(
         s: SimilarSettings, dense: dict[str, dict[str, list[ScoredId]]] | None = None
     ) -> tuple[float, str]:
-        gains = {j.name: j.measure(s, dense[j.name] if dense else None) / base[j.name] - 1 for j in sets}
+        gains = {
+            j.corpus.name: j.measure(s, dense[j.corpus.name] if dense else None) / base[j.corpus.name] - 1
+            for j in sets
+        }
         return min(gains.values()), " ".join(f"{n} {g * 100:+.1f}%" for n, g in gains.items())
 
     best: tuple[float, SimilarSettings] = (0.0, BEFORE)
@@ -250,14 +265,13 @@ def tune(sets: Sequence[Judged]) -> tuple[SimilarSettings, float]:
         if score > best[0] + 1e-12:
             best = (score, s)
     chosen = best[1]
-    dense = {j.name: {q: j.lists.reranked(q, chosen) for q in j.train} for j in sets}
+    dense = {j.corpus.name: {q: j.lists.reranked(q, chosen) for q in j.corpus.train} for j in sets}
     for k, w, terms in itertools.product(GRID_K, GRID_WEIGHT, GRID_TERMS):
         s = replace(chosen, rrf_k=k, keyword_weight=w, keyword_terms=terms)
         score, _ = worth(s, dense)
         if score > best[0] + 1e-12:
             best = (score, s)
-    chosen = best[1]
-    return chosen, best[0]
+    return best[1], best[0]
 
 
 def service_runs(app: App, ids: Sequence[str]) -> tuple[dict[str, list[str]], float]:
@@ -308,19 +322,6 @@ def seed_coherence(
     return out
 
 
-@dataclass
-class Corpus:
-    """A store of papers with similar-paper judgments, split into train and test papers."""
-
-    name: str
-    folder: Path
-    papers: list[Paper]
-    vectors: np.ndarray
-    train: list[str]
-    test: list[str]
-    score: Callable[[dict[str, list[str]]], float]
-
-
 def category_corpus(root: Path, cache: VectorCache, corpus: str, limit: int | None) -> Corpus:
     """arXiv papers; a paper's similar list is judged by the share with its own primary category."""
     docs: list[Doc] = load_corpus(corpus, limit)
@@ -350,11 +351,11 @@ def train_lists(app: App, c: Corpus) -> Lists:
     return cached_lists(app, [c.papers[i] for i in rows], c.vectors[rows])
 
 
-def coevidence(split: str) -> dict[str, dict[str, int]]:
+def coevidence() -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
     """SciFact abstracts judged (by its annotators) as evidence for one claim are similar papers: the
     claim is a citing sentence and they are cited together for it. Each abstract of a claim with two or
-    more in the corpus → the others of its claims (relevance 1), for one ``beir_split`` (train / test);
-    an abstract that also has a test claim is kept out of train."""
+    more in the corpus → the others of its claims (relevance 1), for BEIR's train and test splits (in
+    that order); an abstract that also has a test claim is kept out of train."""
     claims: dict[str, set[str]] = defaultdict(set)
     split_of_claim: dict[str, str] = {}
     with gzip.open(SHARED / "data" / "qrels_scifact.jsonl.gz", "rb") as fh:
@@ -368,9 +369,8 @@ def coevidence(split: str) -> dict[str, dict[str, int]]:
         for doc in docs:
             for other in docs - {doc}:
                 related[split_of_claim[claim]][doc][other] = 1
-    if split == "train":
-        return {d: r for d, r in related["train"].items() if d not in related["test"]}
-    return dict(related[split])
+    test = dict(related["test"])
+    return {d: r for d, r in related["train"].items() if d not in test}, test
 
 
 def coevidence_corpus(root: Path, cache: VectorCache) -> Corpus:
@@ -379,7 +379,7 @@ def coevidence_corpus(root: Path, cache: VectorCache) -> Corpus:
     docs = [d for d in load_corpus("scifact") if d.title]
     vectors = cache.vectors("scifact", docs, report=print)
     papers = [Paper(id="scifact:" + d.id, title=d.title, abstract=d.abstract) for d in docs]
-    train, test = coevidence("train"), coevidence("test")
+    train, test = coevidence()
     related = train | test
     print(f"scifact co-evidence: {len(papers):,} abstracts, {len(train)} train / {len(test)} test papers")
     return Corpus(
@@ -419,7 +419,7 @@ def main() -> None:
                     cache.embedder.model_id,
                 )
                 apps[c.name] = build_app(instance(c.folder, args.backend, args.engine))
-            sets = [Judged(c.name, train_lists(apps[c.name], c), c.train, c.score) for c in corpora]
+            sets = [Judged(c, train_lists(apps[c.name], c)) for c in corpora]
             chosen, worth = tune(sets)
             print(
                 f"chosen on train: neighbourhood={chosen.neighbourhood} power={chosen.neighbourhood_power:g} "
@@ -434,18 +434,18 @@ def main() -> None:
                 "whole-pool neighbourhoods": NEIGHBOURHOODS,
                 "tuned (after)": chosen,
             }
-            for c, judged in zip(corpora, sets, strict=True):
-                app = apps[c.name]
+            for judged in sets:
+                c, app = judged.corpus, apps[judged.corpus.name]
                 header = f"{c.name:30s} {'train (lists)':>13s} {'test (service)':>14s} {'ms/paper':>9s}"
                 print("\n" + header + "\n" + "-" * len(header))
+                held_out: dict[str, float] = {}
                 for label, s in configs.items():
                     app.search.similar_settings = s
                     runs, ms = service_runs(app, c.test)
-                    print(f"{label:30s} {judged.measure(s):13.4f} {c.score(runs):14.4f} {ms:9.1f}")
-                    if label == "dense alone (before)":
-                        before = c.score(runs)
-                after = c.score(runs)
-                print(f"test: {before:.4f} → {after:.4f} ({(after / before - 1) * 100:+.1f}% relative)")
+                    held_out[label] = c.score(runs)
+                    print(f"{label:30s} {judged.measure(s):13.4f} {held_out[label]:14.4f} {ms:9.1f}")
+                b, a = held_out["dense alone (before)"], held_out["tuned (after)"]
+                print(f"test: {b:.4f} → {a:.4f} ({(a / b - 1) * 100:+.1f}% relative)")
         finally:
             for app in apps.values():
                 app.close()
