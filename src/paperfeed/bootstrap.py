@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from paperfeed.domain.digest_mail import DigestRenderer
     from paperfeed.domain.embedding import EmbedWorkers, IndexMarks
     from paperfeed.domain.feed import DataVersion
+    from paperfeed.domain.indexer_activity import IndexerActivity, IndexerActivityStore
     from paperfeed.domain.library import SavedSearch
     from paperfeed.domain.mail import OutgoingMail, SessionMailer
     from paperfeed.domain.models import Paper
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     from paperfeed.services.feed import FeedService
     from paperfeed.services.fill import FillService
     from paperfeed.services.index_follow import IndexFollower
+    from paperfeed.services.indexer_activity import ActivityReporter
     from paperfeed.services.indexing import IndexingService
     from paperfeed.services.ingest import IngestService
     from paperfeed.services.jobs import JobSchedule, JobService
@@ -67,6 +69,7 @@ if TYPE_CHECKING:
     from paperfeed.services.topic_picks import TopicPickService
     from paperfeed.services.topic_rising import RisingService
     from paperfeed.services.topics import TopicService
+    from paperfeed.services.vector_reader import VectorReader
     from paperfeed.settings_model import SettingsModel
 
 __all__ = ["App", "build_app"]
@@ -80,7 +83,6 @@ class App:
 
     settings: SettingsModel
     _closers: list[object] = field(default_factory=list, init=False)
-    _vectors_for_search: VectorIndex | None = field(default=None, init=False)
     _embedder: Embedder | None = field(default=None, init=False)
     embedding_choice: Resolution | None = field(default=None, init=False)  # why the embedder is that one
 
@@ -146,7 +148,26 @@ class App:
         """How many papers meaning search covers (the vector index) of those in the store, cached."""
         from paperfeed.services.coverage import CoverageService
 
-        return CoverageService(papers=self.embeddings.count_papers, indexed=self._indexed_papers)
+        return CoverageService(
+            papers=self.embeddings.count_papers, indexed=self._indexed_papers, activity=self.indexer_activity
+        )
+
+    @cached_property
+    def _activity_store(self) -> IndexerActivityStore:
+        from paperfeed.adapters.indexer_activity import JsonIndexerActivity
+
+        return JsonIndexerActivity(self.settings.data_dir / "run")
+
+    def indexer_activity(self) -> IndexerActivity | None:
+        """The indexer at work on this data folder, if one runs (issue #30, item 12)."""
+        from datetime import UTC, datetime
+
+        from paperfeed.domain.indexer_activity import current_activity
+        from paperfeed.services.jobs import holder_is_dead
+
+        return current_activity(
+            self._activity_store.read_all(), is_dead=holder_is_dead, now=datetime.now(UTC)
+        )
 
     def _indexed_papers(self) -> int | None:
         """Papers in the vector index search reads (0 before anything is embedded); None if unreadable."""
@@ -386,14 +407,19 @@ class App:
     @cached_property
     def indexing(self) -> IndexingService:
         """Background embedding of new and changed papers (``paperfeed index``)."""
+        from paperfeed.services.indexer_activity import ActivityReporter
         from paperfeed.services.indexing import IndexingService
+        from paperfeed.services.jobs import process_identity
 
+        activity = ActivityReporter(self._activity_store, process_identity())
+        self._closers.append(_Withdraw(activity))
         return IndexingService(
             self.embeddings,
             self.resolve_embedder(calibrate=True),
             self._open_vector_index,
             batch_size=self.settings.embedding_batch_size,
             marks=self._node_marks(),
+            activity=activity,
         )
 
     def _local_indexes_on_postgres(self) -> tuple[bool, bool]:
@@ -625,8 +651,19 @@ class App:
         return ReferenceBibliography(self.citation_records, self.store)
 
     def _search_vectors(self) -> VectorIndex | None:
-        """The stored vector index for reading, opened once (it reloads itself when a new one is saved)."""
-        if self._vectors_for_search is None and self._folder_vectors_only():
+        """The stored vector index for reading: found once it exists, reloaded when another process saves
+        a newer generation (:class:`~paperfeed.services.vector_reader.VectorReader`)."""
+        return self._vector_reader()
+
+    @cached_property
+    def _vector_reader(self) -> VectorReader:
+        from paperfeed.services.vector_reader import VectorReader
+
+        return VectorReader(self._open_search_vectors, every=self.settings.vector_reload_seconds)
+
+    def _open_search_vectors(self) -> VectorIndex | None:
+        """The stored vector index, opened for reading; None while nothing has been embedded."""
+        if self._folder_vectors_only():
             # a SQLite store's folder index: found and checked without the store's engine (docs/cli.md)
             from paperfeed.adapters.vector import open_vector_index
             from paperfeed.adapters.vector.factory import check_folder_model, folder_dimension
@@ -636,23 +673,17 @@ class App:
                 return None
             model_id = self.embedder.model_id
             check_folder_model(self.vector_index_path, model_id=model_id)
-            self._vectors_for_search = open_vector_index(
+            return open_vector_index(
                 self.vector_index_path, kind="auto", model_id=model_id, dimension=folder_dim
             )
-        if self._vectors_for_search is None:
-            from paperfeed.adapters.vector.factory import check_stored_model, stored_dimension
+        from paperfeed.adapters.vector.factory import check_stored_model, stored_dimension
 
-            dimension = stored_dimension(
-                self.store.engine, self.vector_index_path, self.settings.vector_index
-            )
-            if dimension is None:
-                return None  # nothing embedded yet: keyword search only
-            model_id = self.embedder.model_id
-            check_stored_model(self.store.engine, self.vector_index_path, model_id=model_id)
-            self._vectors_for_search = self._open_vector_index(
-                model_id=model_id, dimension=dimension, fresh=False
-            )
-        return self._vectors_for_search
+        dimension = stored_dimension(self.store.engine, self.vector_index_path, self.settings.vector_index)
+        if dimension is None:
+            return None  # nothing embedded yet: keyword search only
+        model_id = self.embedder.model_id
+        check_stored_model(self.store.engine, self.vector_index_path, model_id=model_id)
+        return self._open_vector_index(model_id=model_id, dimension=dimension, fresh=False)
 
     def _folder_vectors_only(self) -> bool:
         """A SQLite store whose vectors can only be a folder index (PAPERFEED_VECTOR_INDEX auto/local)."""
@@ -1148,6 +1179,16 @@ class App:
         for item in reversed(self._closers):
             item.close()  # type: ignore[attr-defined]
         self._closers.clear()
+
+
+@dataclass(frozen=True)
+class _Withdraw:
+    """Closing the App withdraws its indexer's activity entry (a dead process's is ignored anyway)."""
+
+    reporter: ActivityReporter
+
+    def close(self) -> None:
+        self.reporter.withdraw()
 
 
 def build_app(settings: SettingsModel | None = None) -> App:

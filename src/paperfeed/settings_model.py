@@ -383,6 +383,13 @@ class SettingsModel(BaseModel):
         "by every process and node); auto: pgvector on PostgreSQL, else local. On PostgreSQL a local index "
         "belongs to its node and follows the database by a watermark (docs/deployment.md).",
     )
+    vector_reload_seconds: float = Field(
+        default=5.0,
+        ge=0,
+        description="How often a reading process (the web server, MCP) looks for a vector index another "
+        "process saved since it last looked (``paperfeed index`` beside ``serve``): a stat of the folder "
+        "index, one query on pgvector. Meaning search turns on within this many seconds of the first save.",
+    )
     index_follow_seconds: float = Field(
         default=2.0,
         ge=0,

@@ -1,19 +1,57 @@
-"""The search notice while meaning search is being built, and how often its counts are taken."""
+"""The search notice while meaning search does not cover every paper, and how often its counts are taken.
+
+It says what is true (issue #30, item 12): with no indexer running, "still being indexed" was false for
+739k imported papers; it now says none runs and which command starts one.
+"""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 from paperfeed.domain.coverage import SearchCoverage
+from paperfeed.domain.indexer_activity import IndexerActivity, current_activity, describe_duration
 from paperfeed.services.coverage import CoverageService
 
+NOW = datetime(2026, 11, 28, 12, tzinfo=UTC)
 
-def test_the_notice_says_how_many_papers_meaning_search_covers() -> None:
-    assert SearchCoverage(1200, 3400).note() == (
-        "Meaning search covers 1,200 of 3,400 papers; the rest are still being indexed."
+
+def activity(
+    state: str = "embedding", *, rate: float = 9.3, backlog: int = 9000, **kw: object
+) -> IndexerActivity:
+    found = IndexerActivity.from_json(
+        {
+            "holder": "host:123:456",
+            "state": state,
+            "started_at": (NOW - timedelta(minutes=5)).isoformat(),
+            "updated_at": NOW.isoformat(),
+            "embedded": 100,
+            "backlog": backlog,
+            "rate": rate,
+            **kw,
+        }
     )
-    assert SearchCoverage(0, 3400).note() == (
-        "Meaning search covers none of the 3,400 papers yet: they are still being indexed, "
-        "so results are keyword matches for now."
+    assert found is not None
+    return found
+
+
+def test_with_no_indexer_running_the_notice_says_so_and_names_the_command() -> None:
+    said = SearchCoverage(0, 739_000).note(None)
+    assert said is not None
+    assert said.startswith("Meaning search covers none of the 739,000 papers yet: 739,000 have no vector")
+    assert "no indexer is running" in said
+    assert "`paperfeed index`" in said
+    assert "still being indexed" not in said
+
+
+def test_with_an_indexer_at_work_it_gives_its_rate_and_the_time_left() -> None:
+    said = SearchCoverage(1200, 3400).note(activity(rate=2.0, backlog=2200))
+    assert said == (
+        "Meaning search covers 1,200 of 3,400 papers: the indexer is embedding at 2.0 papers/s, about "
+        "18 min left; until then, results for the 2,200 others are keyword matches."
     )
+    idle = SearchCoverage(3390, 3400).note(activity("idle", rate=0, backlog=0))
+    assert idle is not None
+    assert "will embed the 10 new ones at its next look" in idle
 
 
 def test_no_notice_when_everything_or_nothing_is_there() -> None:
@@ -22,7 +60,35 @@ def test_no_notice_when_everything_or_nothing_is_there() -> None:
     assert SearchCoverage(0, 0).note() is None
 
 
-def test_counts_are_cached_for_ttl_seconds_and_forgotten_on_demand() -> None:
+def test_the_live_indexer_is_the_embedding_one_and_gone_or_silent_ones_do_not_count() -> None:
+    working = activity()
+    waiting = activity("idle")
+    dead = activity(holder="host:999:1")
+    silent = IndexerActivity.from_json(
+        {**working.to_json(), "updated_at": (NOW - timedelta(hours=1)).isoformat()}
+    )
+    assert silent is not None
+
+    def is_dead(holder: str) -> bool:
+        return holder == "host:999:1"
+
+    assert current_activity([waiting, working], is_dead=is_dead, now=NOW) == working
+    assert current_activity([dead, silent], is_dead=is_dead, now=NOW) is None
+    assert IndexerActivity.from_json({"holder": "x", "state": "sleeping"}) is None
+
+
+def test_durations_read_as_a_person_would_say_them() -> None:
+    assert [describe_duration(s) for s in (3, 59, 600, 3600, 12_000, 400_000)] == [
+        "3 s",
+        "59 s",
+        "10 min",
+        "1 h",
+        "3 h 20 min",
+        "5 days",
+    ]
+
+
+def test_the_papers_count_is_cached_for_ttl_seconds_the_index_size_is_read_every_time() -> None:
     now = [100.0]
     counted = {"papers": 0, "indexed": 0}
     state = {"papers": 10, "indexed": 4}
@@ -35,21 +101,23 @@ def test_counts_are_cached_for_ttl_seconds_and_forgotten_on_demand() -> None:
         counted["indexed"] += 1
         return state["indexed"]
 
-    service = CoverageService(papers, indexed, ttl=30, clock=lambda: now[0])
-    assert service.note() == "Meaning search covers 4 of 10 papers; the rest are still being indexed."
+    service = CoverageService(papers, indexed, lambda: None, ttl=30, clock=lambda: now[0])
+    assert service.coverage() == SearchCoverage(4, 10)
     state["indexed"] = 10
     now[0] += 29
-    assert service.coverage() == SearchCoverage(4, 10)  # still the cached counts
-    assert counted == {"papers": 1, "indexed": 1}
-    now[0] += 2
-    assert service.note() is None
+    assert service.note() is None  # the indexer finished: the notice goes at once
+    assert counted == {"papers": 1, "indexed": 2}
     state["papers"] = 12
-    service.forget()
+    assert service.coverage() == SearchCoverage(10, 10)  # papers still the cached count
+    now[0] += 2
     assert service.coverage() == SearchCoverage(10, 12)
-    assert counted == {"papers": 3, "indexed": 3}
+    state["papers"] = 13
+    service.forget()
+    assert service.coverage() == SearchCoverage(10, 13)
+    assert counted["papers"] == 3
 
 
 def test_an_unreadable_index_gives_no_counts() -> None:
-    service = CoverageService(lambda: 10, lambda: None)
+    service = CoverageService(lambda: 10, lambda: None, lambda: None)
     assert service.coverage() is None
     assert service.note() is None

@@ -84,7 +84,7 @@ SCENARIOS: dict[str, tuple[Callable[[App, Path], None], str | None]] = {
     "nothing embedded yet": (_nothing_embedded, "Meaning search covers none of the 6 papers yet"),
     "two papers embedded": (
         _two_embedded,
-        "Meaning search covers 2 of 6 papers; the rest are still being indexed.",
+        "Meaning search covers 2 of 6 papers: 4 have no vector and no indexer is running",
     ),
     "vector index folder missing": (_vector_folder_missing, "Meaning search covers none of the 6 papers yet"),
     "everything embedded": (_all_embedded, None),
@@ -140,4 +140,4 @@ def test_papers_missing_from_the_keyword_index_break_no_page(
     fresh = new_client()  # a new process opens the keyword index, which catches up with the store
     said = _text(fresh.get("/search?q=late glacier", headers=HTML))
     assert "Late glacier paper" in said
-    assert "Meaning search covers 2 of 8 papers; the rest are still being indexed." in said
+    assert "Meaning search covers 2 of 8 papers: 6 have no vector and no indexer is running" in said

@@ -1,8 +1,15 @@
-"""How much of the store meaning (semantic) search covers while the background indexer catches up."""
+"""How much of the store meaning (semantic) search covers, and what is being done about the rest.
+
+The sentence shown beside search results says what is true (issue #30, item 12): how many papers have no
+vector yet, and whether an indexer is embedding them (at what rate, how long it will take) or none runs,
+in which case it names the command that starts one. "Still being indexed" when nothing indexes was wrong.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from paperfeed.domain.indexer_activity import IndexerActivity
 
 __all__ = ["SearchCoverage"]
 
@@ -19,16 +26,31 @@ class SearchCoverage:
         """True while some papers are not searchable by meaning yet."""
         return 0 <= self.indexed < self.papers
 
-    def note(self) -> str | None:
-        """What a search page and the API say about it, or None when meaning search covers everything."""
+    @property
+    def missing(self) -> int:
+        return max(0, self.papers - self.indexed)
+
+    def note(self, activity: IndexerActivity | None = None) -> str | None:
+        """What a search page, the API and the CLI say about it, or None when meaning search covers every
+        paper. ``activity``: the indexer at work (None: no indexer is running)."""
         if not self.building:
             return None
         if self.indexed == 0:
+            covered = f"Meaning search covers none of the {self.papers:,} papers yet"
+        else:
+            covered = f"Meaning search covers {self.indexed:,} of {self.papers:,} papers"
+        if activity is None:
             return (
-                f"Meaning search covers none of the {self.papers:,} papers yet: they are still being "
-                "indexed, so results are keyword matches for now."
+                f"{covered}: {self.missing:,} have no vector and no indexer is running, so results are "
+                "keyword matches for those. An administrator starts one with `paperfeed index` (or runs "
+                "the service with `paperfeed run`, which keeps one going)."
+            )
+        if activity.state == "idle":
+            return (
+                f"{covered}: the indexer will embed the {self.missing:,} new ones at its next look; until "
+                "then, results for those are keyword matches."
             )
         return (
-            f"Meaning search covers {self.indexed:,} of {self.papers:,} papers; "
-            "the rest are still being indexed."
+            f"{covered}: the indexer is {activity.phrase()}; until then, results for the "
+            f"{self.missing:,} others are keyword matches."
         )

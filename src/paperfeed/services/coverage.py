@@ -1,8 +1,9 @@
 """The counts behind "meaning search covers n of m papers", cached so a search page pays nothing for them.
 
-Counting the papers is a full count on the store and the vector index may have to be opened, so the
-counts are taken at most once per ``ttl`` seconds (a background indexer moves them in rounds of
-minutes, so a page a few seconds behind says nothing wrong).
+Counting the papers is a full count on the store, so it is taken at most once per ``ttl`` seconds (or
+afresh after an import, :meth:`CoverageService.forget`). The vector index's size is read on every call:
+the index is kept current by its reader, and the notice must go away within seconds of the indexer
+finishing, not half a minute later. What the indexer is doing comes from ``activity``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from paperfeed.domain.coverage import SearchCoverage
+from paperfeed.domain.indexer_activity import IndexerActivity
 
 __all__ = ["CoverageService"]
 
@@ -24,28 +26,33 @@ class CoverageService:
 
     papers: Callable[[], int]
     indexed: Callable[[], int | None]
+    activity: Callable[[], IndexerActivity | None]  # the live indexer, if one runs
     ttl: float = 30.0
     clock: Callable[[], float] = time.monotonic
-    _cached: tuple[float, SearchCoverage | None] | None = field(default=None, init=False)
+    _cached: tuple[float, int] | None = field(default=None, init=False)  # (when, papers)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def coverage(self) -> SearchCoverage | None:
-        """The current counts (at most ``ttl`` seconds old), or None when the vector index is unreadable."""
+        """The current counts (the papers' at most ``ttl`` seconds old), or None when the vector index is
+        unreadable (the search itself says so)."""
+        indexed = self.indexed()
+        if indexed is None:
+            return None
         now = self.clock()
         with self._lock:
             cached = self._cached
-        if cached is not None and now - cached[0] < self.ttl:
-            return cached[1]
-        indexed = self.indexed()
-        found = None if indexed is None else SearchCoverage(indexed, self.papers())
-        with self._lock:
-            self._cached = (now, found)
-        return found
+        if cached is None or now - cached[0] >= self.ttl:
+            cached = (now, self.papers())
+            with self._lock:
+                self._cached = cached
+        return SearchCoverage(indexed, cached[1])
 
     def note(self) -> str | None:
         """The sentence to show next to search results, when meaning search does not cover every paper."""
         found = self.coverage()
-        return None if found is None else found.note()
+        if found is None or not found.building:
+            return None
+        return found.note(self.activity())
 
     def forget(self) -> None:
         """Count afresh next time (after an import added papers)."""

@@ -27,6 +27,7 @@ from paperfeed.domain.embedding import EmbeddedBatch, EmbeddingStore, EmbedWorke
 from paperfeed.domain.errors import EmbedderUnavailable
 from paperfeed.domain.ports import ProgressReporter
 from paperfeed.domain.search import Embedder, IndexOpener, VectorIndex, VectorIndexError
+from paperfeed.services.indexer_activity import ActivityReporter
 
 if TYPE_CHECKING:
     from paperfeed.domain.embedding import Vectors
@@ -119,9 +120,11 @@ class IndexingService:
         sync_every: float = SYNC_EVERY_SECONDS,
         clock: Callable[[], float] = time.monotonic,
         marks: IndexMarks | None = None,
+        activity: ActivityReporter | None = None,
     ) -> None:
         """``marks``: where the index's sync point is kept (default: the store, for an index every process
-        shares; a node-local index on PostgreSQL keeps its own next to it)."""
+        shares; a node-local index on PostgreSQL keeps its own next to it). ``activity``: where a run says
+        what it is doing, for the readers' coverage notice (issue #30, item 12)."""
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         self.store = store
@@ -131,6 +134,8 @@ class IndexingService:
         self.sync_every = sync_every
         self._clock = clock
         self.marks: IndexMarks = marks if marks is not None else store
+        self.activity = activity
+        self._backlog = 0  # the current run's, for what ``activity`` says is left
         self._followed = False  # follow_index(): looked at least once
         self._followed_signal: datetime | None = None
 
@@ -168,13 +173,20 @@ class IndexingService:
         target = backlog if limit is None else min(backlog, max(0, limit))
         if progress is not None:
             progress.update(0, target, 0, 0, 0)
-        if workers is None:
-            self._embed_here(summary, target, size, progress, stop)
-        else:
-            self._embed_in(workers, summary, target, size, progress, stop)
-        summary.remaining = max(0, backlog - summary.embedded)
-        if self.open_index is not None:
-            summary.index = self.sync_index()  # after a rebuild the mark is gone: a full sync
+        self._backlog = backlog
+        if self.activity is not None and backlog:
+            self.activity.begin(backlog)
+        try:
+            if workers is None:
+                self._embed_here(summary, target, size, progress, stop)
+            else:
+                self._embed_in(workers, summary, target, size, progress, stop)
+            summary.remaining = max(0, backlog - summary.embedded)
+            if self.open_index is not None:
+                summary.index = self.sync_index()  # after a rebuild the mark is gone: a full sync
+        finally:
+            if self.activity is not None:  # a follower says "idle" itself while it waits
+                self.activity.withdraw()
         summary.seconds = self._clock() - started
         return summary
 
@@ -283,6 +295,8 @@ class IndexingService:
         summary.added += len(batch) - replaced
         if progress is not None:
             progress.update(summary.embedded, target, summary.added, summary.replaced, 0)
+        if self.activity is not None:
+            self.activity.progress(summary.embedded, max(0, self._backlog - summary.embedded))
 
     # -- the vector index ---------------------------------------------------------------------------------
 

@@ -333,7 +333,6 @@ class RecommendationService:
         pool: list[str] | None = None
         if index is not None:
             try:
-                index.reload_if_changed()
                 filters = SearchFilters(date_from=first, date_to=last)
                 directions = model.directions
                 k = max(self.settings.pool // len(directions), 20)

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -68,7 +67,6 @@ class HybridSettings:
     candidates: int = 100  # per list, before fusion
     min_dense_score: float = 0.3  # cosine floor for dense candidates (the relevance cut-off)
     duplicate_cosine: float = 0.9999  # "similar papers" treats anything this close as the same paper
-    reload_every: float = 5.0  # seconds between checks for a vector index saved by another process
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +113,6 @@ class HybridSearch:
     _pending: dict[str, Future[tuple[Vectors | None, str | None]]] = field(default_factory=dict, init=False)
     _pool: ThreadPoolExecutor | None = field(default=None, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
-    _last_reload: float = field(default=0.0, init=False)
 
     # -- public API -----------------------------------------------------------------------------------
 
@@ -380,6 +377,7 @@ class HybridSearch:
         return scored
 
     def _vector_index(self, notes: list[str]) -> VectorIndex | None:
+        """The vector index, kept current by ``vectors`` (a saved newer generation is picked up there)."""
         try:
             index = self.vectors()
         except VectorIndexError as exc:
@@ -388,13 +386,6 @@ class HybridSearch:
             return None
         if index is None or len(index) == 0:
             return None
-        now = time.monotonic()
-        if now - self._last_reload > self.settings.reload_every:
-            self._last_reload = now
-            try:
-                index.reload_if_changed()
-            except VectorIndexError as exc:
-                log.warning("could not reload the vector index, keeping the loaded one: %s", exc)
         return index
 
     def _executor(self) -> ThreadPoolExecutor:
