@@ -782,6 +782,7 @@ class App:
                 layout_sample=s.topics_layout_sample,
             ),
             rebuild_after=timedelta(days=s.topics_rebuild_days),
+            rebuild_growth=s.topics_rebuild_growth,
         )
 
     @cached_property

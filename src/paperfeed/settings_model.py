@@ -363,6 +363,13 @@ class SettingsModel(BaseModel):
         ge=10,
         description="Topics: a build refuses with fewer papers that have an embedding (nothing is written).",
     )
+    topics_rebuild_growth: float = Field(
+        default=2.0,
+        ge=1,
+        description="The topics step rebuilds the topics, rather than placing new papers into them, once "
+        "this many times the papers of the current build have an embedding (an import of thousands into "
+        "an instance whose topics came from a few hundred gets topics of its own at once).",
+    )
     topics_rebuild_days: int = Field(
         default=7,
         ge=1,

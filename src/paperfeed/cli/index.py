@@ -58,6 +58,7 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
         service = c.app.indexing
         say(service.plan().message())
         waiting = ""
+        topics_due = True  # once at start (papers embedded before), then after each round that embedded
         while True:
             held = c.app.job_store.lease("job:daily")
             if held is not None and held[1] > datetime.now(UTC) and not holder_is_dead(held[0]):
@@ -68,6 +69,11 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
                 continue
             plan = service.plan()
             if plan.backlog == 0:
+                if service.activity is not None:  # at every look, so readers know it is alive
+                    service.activity.idle()
+                if topics_due:
+                    topics_due = False
+                    _topics(c, say)
                 if waiting != "idle":
                     say(f"all {plan.papers:,} papers are embedded; checking for new ones every {poll:g} s")
                     waiting = "idle"
@@ -81,10 +87,42 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
             )
             if summary.embedded == 0:
                 time.sleep(poll)  # someone else took them: do not spin
+            else:
+                topics_due = True
     except EmbedderUnavailable as exc:
         raise fail(str(exc)) from None
     except _Stop:
         say("indexer stopped; the next start resumes where it left off")
+
+
+def _topics(c: Context, say: Callable[[str], None]) -> None:
+    """The topics step once the backlog is embedded: build the topics the first time (or once the papers
+    have outgrown the build), else place the new papers, so /topics and /map follow an import within
+    minutes instead of the next morning's job. Recorded as a ``topics`` job run (/admin/jobs)."""
+    from paperfeed.services.jobs import LeaseBusy, Step
+
+    def step() -> dict[str, int | float | str]:
+        return c.app.topics.daily(lambda message: say(f"topics: {message}"))
+
+    started = time.monotonic()
+    try:
+        run = c.app.jobs.run("topics", trigger="indexer", steps=[Step("topics", step)])
+    except LeaseBusy:
+        say("topics: another process is updating them; leaving it to that one")
+        return
+    counts = run.steps[0].counts if run.steps else {}
+    if run.status != "ok":
+        say(f"topics: not updated ({run.error})")
+    elif counts.get("built"):
+        say(
+            f"topics: built {counts.get('topics')} topics of {int(counts.get('papers', 0)):,} papers "
+            f"in {time.monotonic() - started:,.1f} s; /topics and /map show them"
+        )
+    elif counts.get("too_few"):  # none at all (an empty first start) is not worth a line
+        minimum = c.app.settings.topics_min_papers
+        say(f"topics: {int(counts['too_few']):,} papers have a vector; topics need at least {minimum:,}")
+    elif counts.get("placed"):
+        say(f"topics: placed {int(counts['placed']):,} new papers into the topics")
 
 
 def register(app: typer.Typer) -> None:

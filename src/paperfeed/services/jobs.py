@@ -266,8 +266,10 @@ class JobService:
         slot: datetime | None = None,
         trigger: str = "manual",
         on_step: Callable[[StepReport], None] | None = None,
+        steps: Sequence[Step] | None = None,
     ) -> JobRun:
-        """Run ``job`` now; raises :class:`LeaseBusy` when it is already running elsewhere."""
+        """Run ``job`` now; raises :class:`LeaseBusy` when it is already running elsewhere. ``steps``:
+        the job's own steps made by the caller (one that reports its progress), recorded the same way."""
         if job not in self.jobs:
             raise KeyError(f"no job named {job!r} (jobs: {', '.join(self.jobs)})")
         with Lease(self.store, f"job:{job}", seconds=self.lease_seconds, clock=self.clock) as lease:
@@ -275,7 +277,7 @@ class JobService:
             run_id = self.store.start_run(job, slot, trigger, lease.holder, self.clock())
             reports: list[StepReport] = []
             try:
-                for step in self.jobs[job]():
+                for step in steps if steps is not None else self.jobs[job]():
                     lease.check()
                     started = time.perf_counter()
                     try:

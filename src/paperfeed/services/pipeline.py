@@ -128,11 +128,11 @@ class DailyPipeline:
         summary = self.indexing().run()
         return {"embedded": summary.embedded, "remaining": summary.remaining}
 
-    def topics(self) -> StepCounts:
+    def topics(self, report: Callable[[str], None] | None = None) -> StepCounts:
         """Place newly embedded papers into the topics; rebuild them when due (``TopicService.daily``)."""
         if self.topic_service is None:
             raise RuntimeError("no topic service is configured")
-        return self.topic_service().daily()
+        return self.topic_service().daily(report)
 
     def send_digests(self) -> StepCounts:
         composed, sent = self.digests().run()
@@ -157,9 +157,14 @@ class DailyPipeline:
         return Step(name, runs[name])
 
     def jobs(self) -> dict[str, Callable[[], list[Step]]]:
-        """The jobs, each a list of steps built when it runs: ``daily`` and ``digests``."""
+        """The jobs, each a list of steps built when it runs: ``daily``, ``digests`` and ``topics`` (what
+        ``paperfeed run``'s indexer runs once it has embedded newly arrived papers)."""
 
         def steps(names: Sequence[str]) -> Callable[[], list[Step]]:
             return lambda: [self.step(n) for n in names]
 
-        return {"daily": steps(list(self.daily_steps)), "digests": steps(["digests"])}
+        return {
+            "daily": steps(list(self.daily_steps)),
+            "digests": steps(["digests"]),
+            "topics": steps(["topics"]),
+        }

@@ -171,12 +171,16 @@ class TopicService:
         settings: TopicSettings | None = None,
         *,
         rebuild_after: timedelta = timedelta(days=7),
+        rebuild_growth: float | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.records, self.embeddings, self.papers = records, embeddings, papers
         self.modeller, self.counter = modeller, counter
         self.settings = settings or TopicSettings()
         self.rebuild_after, self.clock = rebuild_after, clock
+        # rebuild (rather than place) once this many times the build's papers have a vector of its model:
+        # placing 10,000 imported papers into topics found among 300 would keep the 300's topics
+        self.rebuild_growth = rebuild_growth
 
     # -- the job --------------------------------------------------------------------------------------------
 
@@ -414,12 +418,14 @@ class TopicService:
         remaining = self.records.count_unplaced(build.model_id)
         return PlaceSummary(placed, remaining, time.perf_counter() - started)
 
-    def daily(self) -> dict[str, int | float | str]:
-        """The pipeline's ``topics`` step: rebuild when due (or first time), else place new papers."""
+    def daily(self, report: Callable[[str], None] | None = None) -> dict[str, int | float | str]:
+        """The ``topics`` step (the daily pipeline, and ``paperfeed run``'s indexer once it has embedded
+        what arrived): rebuild when due -- none yet, the build :attr:`rebuild_after` old, or the papers
+        with vectors grown :attr:`rebuild_growth`-fold since -- else place the new papers."""
         build = self.records.current()
-        if build is None or self.clock() - build.built_at >= self.rebuild_after:
+        if build is None or self._rebuild_due(build):
             try:
-                summary = self.build()
+                summary = self.build(report)
             except TooFewPapers as e:
                 if build is None:
                     return {"built": 0, "too_few": e.found}
@@ -428,6 +434,14 @@ class TopicService:
             return {"built": 1, "topics": summary.build.topics, "papers": summary.build.papers}
         placed = self.place()
         return {"built": 0, "placed": placed.placed, "remaining": placed.remaining}
+
+    def _rebuild_due(self, build: TopicBuild) -> bool:
+        if self.clock() - build.built_at >= self.rebuild_after:
+            return True
+        if self.rebuild_growth is None:
+            return False
+        embedded = self.embeddings.model_counts().get(build.model_id, 0)
+        return embedded >= self.rebuild_growth * max(1, build.papers)
 
     def _papers(self, ids: Sequence[str]) -> dict[str, Paper]:
         out: dict[str, Paper] = {}
