@@ -85,6 +85,9 @@ class App:
     _closers: list[object] = field(default_factory=list, init=False)
     _embedder: Embedder | None = field(default=None, init=False)
     embedding_choice: Resolution | None = field(default=None, init=False)  # why the embedder is that one
+    # the adopted-model manifest as the embedder saw it, and when it was last looked at (follow_model)
+    _model_stamp: tuple[int, int] | None = field(default=None, init=False)
+    _model_checked: float = field(default=0.0, init=False)
 
     @cached_property
     def store(self) -> SqlPaperStore:
@@ -363,6 +366,7 @@ class App:
             return self._embedder
         from paperfeed.adapters.embed import open_embedder
 
+        self._model_stamp = self._adopted_stamp()
         choice = None
         if self.settings.embedding_backend == "auto":
             choice = self.backend_chooser.resolve(calibrate=calibrate)
@@ -374,7 +378,33 @@ class App:
     @property
     def embedder(self) -> Embedder:
         """The embedder for reading (queries, model ids): never waits for a calibration."""
+        self.follow_model()
         return self.resolve_embedder(calibrate=False)
+
+    def _adopted_stamp(self) -> tuple[int, int] | None:
+        try:
+            found = (self.settings.data_dir / "models" / "active-model.json").stat()
+        except OSError:
+            return None
+        return found.st_mtime_ns, found.st_size
+
+    def follow_model(self) -> bool:
+        """Notice ``paperfeed model adapt`` (or ``reset``) changing the adopted model since this process
+        made its embedder -- looked at once per ``PAPERFEED_VECTOR_RELOAD_SECONDS`` -- and then make the
+        embedder, the indexing service and the vector reader afresh, so a running server embeds queries,
+        and a running indexer papers, with the model the vectors are now being made of. True when it did."""
+        import time
+
+        now = time.monotonic()
+        if self._embedder is None or now - self._model_checked < self.settings.vector_reload_seconds:
+            return False
+        self._model_checked = now
+        if self._adopted_stamp() == self._model_stamp:
+            return False
+        self._embedder, self.embedding_choice = None, None
+        for made in ("indexing", "_vector_reader"):
+            self.__dict__.pop(made, None)
+        return True
 
     @cached_property
     def adaptation(self) -> AdaptationService:
@@ -652,7 +682,9 @@ class App:
 
     def _search_vectors(self) -> VectorIndex | None:
         """The stored vector index for reading: found once it exists, reloaded when another process saves
-        a newer generation (:class:`~paperfeed.services.vector_reader.VectorReader`)."""
+        a newer generation (:class:`~paperfeed.services.vector_reader.VectorReader`), made afresh when the
+        adopted model changed (:meth:`follow_model`)."""
+        self.follow_model()
         return self._vector_reader()
 
     @cached_property

@@ -60,6 +60,9 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
         waiting = ""
         topics_due = True  # once at start (papers embedded before), then after each round that embedded
         while True:
+            if c.app.follow_model():  # `paperfeed model adapt` adopted a model (or reset it) meanwhile
+                service = c.app.indexing
+                say(f"the embedding model changed: {service.plan().message()}")
             held = c.app.job_store.lease("job:daily")
             if held is not None and held[1] > datetime.now(UTC) and not holder_is_dead(held[0]):
                 if waiting != "daily":  # the daily job embeds too: one writer of the vector index

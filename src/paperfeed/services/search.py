@@ -60,6 +60,15 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
+class _Embedded:
+    """A query's vector, the model that made it, or why there is none."""
+
+    vector: Vectors | None
+    model_id: str | None
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class HybridSettings:
     rrf_k: float = 5.0  # tuned with keyword_weight on SciFact train (bench/quality.py)
     keyword_weight: float = 1.2
@@ -109,8 +118,9 @@ class HybridSearch:
     similar_sources: tuple[tuple[SimilarSource, float], ...] = ()  # further lists, each with its weight
     # a topic's paper ids (a removed topic followed to its successor), None for an unknown topic
     topic_members: Callable[[int], frozenset[str] | None] | None = None
-    _query_cache: OrderedDict[str, Vectors] = field(default_factory=OrderedDict, init=False)
-    _pending: dict[str, Future[tuple[Vectors | None, str | None]]] = field(default_factory=dict, init=False)
+    # query text -> (the model that embedded it, its vector): an adopted model makes the old ones stale
+    _query_cache: OrderedDict[str, tuple[str, Vectors]] = field(default_factory=OrderedDict, init=False)
+    _pending: dict[str, Future[_Embedded]] = field(default_factory=dict, init=False)
     _pool: ThreadPoolExecutor | None = field(default=None, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
@@ -403,17 +413,19 @@ class HybridSearch:
         with self._lock:
             self._pending.setdefault(text, future)
 
-    def _compute(self, text: str) -> tuple[Vectors | None, str | None]:
+    def _compute(self, text: str) -> _Embedded:
         try:
             embedder = self.embedder()
             if embedder is None:
-                return None, None
+                return _Embedded(None, None, None)
             import numpy as np
 
-            return np.asarray(embedder.embed([text])[0], dtype=np.float32), None
+            vector = np.asarray(embedder.embed([text])[0], dtype=np.float32)
+            return _Embedded(vector, embedder.model_id, None)
         except Exception as exc:  # a model that cannot load must not take keyword search down with it
             log.warning("embedding the query failed: %s", exc)
-            return (
+            return _Embedded(
+                None,
                 None,
                 "semantic search is unavailable (the embedding model failed); showing keyword matches",
             )
@@ -421,20 +433,25 @@ class HybridSearch:
     def _embed(self, text: str, notes: list[str]) -> Vectors | None:
         with self._lock:
             cached = self._query_cache.get(text)
-            if cached is not None:
-                self._query_cache.move_to_end(text)
-                return cached
             future = self._pending.pop(text, None)
-        vector, error = future.result() if future is not None else self._compute(text)
-        if error:
-            notes.append(error)
-        if vector is None:
+        if cached is not None and future is None:
+            embedder = self.embedder()
+            if embedder is not None and embedder.model_id == cached[0]:
+                with self._lock:
+                    if text in self._query_cache:
+                        self._query_cache.move_to_end(text)
+                return cached[1]
+        found = future.result() if future is not None else self._compute(text)
+        if found.error:
+            notes.append(found.error)
+        if found.vector is None or found.model_id is None:
             return None
         with self._lock:
-            self._query_cache[text] = vector
+            self._query_cache[text] = (found.model_id, found.vector)
+            self._query_cache.move_to_end(text)
             if len(self._query_cache) > 1024:
                 self._query_cache.popitem(last=False)
-        return vector
+        return found.vector
 
     def close(self) -> None:
         """Stop the query-embedding threads (the composition root calls this on shutdown)."""

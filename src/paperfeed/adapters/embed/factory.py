@@ -71,9 +71,16 @@ def _onnx(quantized: bool) -> Callable[[EmbedderConfig], Embedder]:
 
 
 def _fake(config: EmbedderConfig) -> Embedder:
+    """The hashing embedder, keyed by the configured model's name -- or by an adopted model's id, so an
+    adoption changes its vector space the way it changes a real model's (tests of following a change)."""
     from .fake import FakeEmbedder
 
-    return FakeEmbedder(config.fake_dimension, name=config.model or "fake")
+    name = config.model or "fake"
+    if config.adapted_manifest is not None:
+        adopted = active_model_source(config.adapted_manifest, config.model)
+        if adopted is not None:
+            name = adopted.name
+    return FakeEmbedder(config.fake_dimension, name=name)
 
 
 BACKENDS: dict[str, Callable[[EmbedderConfig], Embedder]] = {
