@@ -66,6 +66,12 @@ class SettingsModel(BaseModel):
         "(`paperfeed run` uses the address it serves on).",
     )
     workers: int = Field(default=1, ge=1, le=64, description="Web server worker processes.")
+    web_gc_freeze: bool = Field(
+        default=True,
+        description="At start-up, load the store and compile the page templates, then freeze that heap "
+        "(gc.freeze) so the garbage collector never walks it again: a fresh server's first full "
+        "collection otherwise stalls one early request (bench/first_requests.py measures both).",
+    )
     secret_key: SecretStr | None = Field(
         default=None,
         description="Keys CSRF tokens and rate-limit digests; `paperfeed serve` refuses to start without a "

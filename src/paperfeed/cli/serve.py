@@ -102,7 +102,7 @@ def register(app: typer.Typer) -> None:
             )
         if settings.workers == 1 and not reload:
             uvicorn.run(
-                create_app(lambda: build_app(settings)),
+                create_app(lambda: build_app(settings), serving=True),
                 host=settings.host,
                 port=settings.port,
                 log_level=log_level,
