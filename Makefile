@@ -6,8 +6,11 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 DATA   ?=
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
-# torch first, pinned: its CPU build lies on this machine's disk; an unpinned one would pull CUDA (GBs)
+# torch first, pinned, as its CPU build: from PyTorch's CPU wheel index where it answers (~190 MB; PyPI's
+# default Linux wheel adds GBs of CUDA libraries a CPU service never loads), else pip's own sources
+# (this machine's disk, offline); scripts/install-torch says which
 TORCH  ?= torch==2.13.0
+WHEEL_VENV ?= .venv-wheel
 
 .PHONY: run test lint typecheck bench-import clean
 
@@ -15,7 +18,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.installed: $(BIN)/python pyproject.toml
-	$(PIP) install $(TORCH)
+	scripts/install-torch $(BIN)/python $(TORCH)
 	$(PIP) install -e .
 	@touch $@
 
@@ -32,7 +35,8 @@ test: $(VENV)/.installed-test
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	scripts/ensure-browser
-	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
+	TORCH=$(TORCH) scripts/wheel-venv $(BIN)/python $(WHEEL_VENV)
+	PAPERFEED_WHEEL_VENV=$(abspath $(WHEEL_VENV)) $(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check --fix src tests bench
@@ -45,4 +49,4 @@ bench-import: $(VENV)/.installed
 	$(BIN)/python bench/import_speed.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(WHEEL_VENV) dist .pytest_cache .mypy_cache .ruff_cache
