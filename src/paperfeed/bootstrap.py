@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from paperfeed.domain.embedding import EmbedWorkers, IndexMarks
     from paperfeed.domain.feed import DataVersion
     from paperfeed.domain.library import SavedSearch
-    from paperfeed.domain.mail import OutgoingMail, SessionMailer
+    from paperfeed.domain.mail import KeptMail, OutgoingMail, SessionMailer
     from paperfeed.domain.models import Paper
     from paperfeed.domain.page_cache import SharedPageCache
     from paperfeed.domain.paper_graph import CitationSource
@@ -678,14 +678,29 @@ class App:
             choice=self.settings.vector_index,
         )
 
+    @property
+    def mail_is_kept(self) -> bool:
+        """No mail server (``PAPERFEED_SMTP_HOST``): mail is kept in :attr:`outbox_folder`, not sent."""
+        return not self.settings.smtp_host
+
+    @property
+    def outbox_folder(self) -> Path:
+        return self.settings.data_dir / "outbox"
+
+    def kept_mail(self) -> list[KeptMail]:
+        """What the outbox kept, oldest first, with its links decoded (``paperfeed mail outbox``)."""
+        from paperfeed.adapters.mail.outbox import read_outbox
+
+        return read_outbox(self.outbox_folder)
+
     @cached_property
     def mailer(self) -> SessionMailer:
         """SMTP when ``PAPERFEED_SMTP_HOST`` is set; otherwise ``.eml`` files in ``<data_dir>/outbox``."""
         from paperfeed.adapters.mail import OutboxMailer, SmtpConfig, SmtpMailer
 
         s = self.settings
-        if not s.smtp_host:
-            return OutboxMailer(s.data_dir / "outbox", s.mail_from)
+        if not s.smtp_host:  # mail_is_kept
+            return OutboxMailer(self.outbox_folder, s.mail_from)
         config = SmtpConfig(
             host=s.smtp_host,
             sender=s.mail_from,

@@ -92,7 +92,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "users": (
         "users",
-        "List people, make or unmake administrators, hide or show accounts, export or delete their data.",
+        "Add people, list them, make or unmake administrators, hide or show accounts, export or delete "
+        "their data.",
     ),
     "papers": (
         "users",
@@ -104,6 +105,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "harvest citations from Semantic Scholar and OpenAlex.",
     ),
     "digest": ("digest", "Email digests: preview one, send the due ones, see the ledger."),
+    "mail": (
+        "mail",
+        "Mail kept in the outbox when no mail server is set (PAPERFEED_SMTP_HOST): list it with its links.",
+    ),
     "jobs": ("jobs", "The daily pipeline (papers, citations, index, topics, digests) and its run records."),
     "library": (
         "library",
