@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from paperfeed.adapters.sources.arxiv_oai import ArxivOaiSource
     from paperfeed.adapters.sources.hf_daily import HfDailySource
     from paperfeed.adapters.sources.http import PoliteClient
-    from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
     from paperfeed.adapters.store import SqlPaperStore
     from paperfeed.adapters.store.citations import SqlCitationRecords
     from paperfeed.adapters.store.copy import CopySummary, Progress
@@ -36,7 +35,7 @@ if TYPE_CHECKING:
     from paperfeed.domain.models import Paper
     from paperfeed.domain.page_cache import SharedPageCache
     from paperfeed.domain.paper_graph import CitationSource
-    from paperfeed.domain.ports import PaperLookup, StoreReads
+    from paperfeed.domain.ports import PaperLookup, PaperSource, StoreReads
     from paperfeed.domain.search import Embedder, KeywordIndex, SimilarSource, SyncedKeywordIndex, VectorIndex
     from paperfeed.domain.supervision import SupervisorStatusStore
     from paperfeed.services.account_data import AccountDataService
@@ -126,7 +125,6 @@ class App:
     def paper_uploads(self) -> PaperUploads:
         """An administrator's upload of a JSONL or BibTeX file of papers (the web's drag-and-drop)."""
         from paperfeed.domain.paper_upload import UploadKind
-        from paperfeed.domain.ports import PaperSource
         from paperfeed.services.paper_upload import PaperUploads
 
         def open_source(path: Path, kind: UploadKind, name: str) -> PaperSource:
@@ -147,6 +145,14 @@ class App:
         from paperfeed.services.coverage import CoverageService
 
         return CoverageService(papers=self.embeddings.count_papers, indexed=self._indexed_papers)
+
+    @cached_property
+    def one_shot_coverage(self) -> CoverageService:
+        """:attr:`coverage` for a process that answers one query (``paperfeed search``): the papers are
+        counted through :attr:`reads`, so a SQLite store is read without SQLAlchemy (docs/cli.md)."""
+        from paperfeed.services.coverage import CoverageService
+
+        return CoverageService(papers=lambda: self.reads.stats().papers, indexed=self._indexed_papers)
 
     def _indexed_papers(self) -> int | None:
         """Papers in the vector index search reads (0 before anything is embedded); None if unreadable."""
@@ -1057,8 +1063,13 @@ class App:
             settings=config,
         )
 
-    def jsonl_file(self, path: Path, *, batch_size: int, namespace: str | None = None) -> JsonlFileSource:
-        """A JSONL file of papers (ours or the arXiv snapshot, gzip or plain)."""
+    def paper_file(self, path: Path, *, batch_size: int, namespace: str | None = None) -> PaperSource:
+        """A file of papers for ``paperfeed import``: BibTeX (``.bib``, ``.bib.gz``: each entry's own
+        fields, as the web's upload reads it), else JSONL (ours or the arXiv snapshot, gzip or plain)."""
+        if path.name.lower().endswith((".bib", ".bib.gz")):
+            from paperfeed.adapters.sources.bibtex_papers import BibtexPaperSource
+
+            return BibtexPaperSource(path, batch_size=batch_size)
         from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
 
         return JsonlFileSource(path, batch_size=batch_size, namespace=namespace)

@@ -130,7 +130,10 @@ def register(app: typer.Typer) -> None:
     def run(
         ctx: typer.Context,
         files: Annotated[
-            list[Path] | None, typer.Option("--import", help="Import these JSONL files first (repeatable).")
+            list[Path] | None,
+            typer.Option(
+                "--import", help="Import these files or folders first, as paperfeed import (repeatable)."
+            ),
         ] = None,
         host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
         port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8000,
