@@ -246,6 +246,10 @@ def test_pages_say_mail_is_kept_and_the_outbox_link_works(local: Settings, serve
         assert "Check your inbox" not in reply.text
         assert "token=" not in reply.text  # never a mailed link on a page
         kept = _kept(data, "new@example.org", "confirm your email")
+        taken = _cli(data, "users", "add", "new@example.org", "--link")  # signed up, not confirmed yet
+        assert taken.returncode == 1
+        assert "already has an account (unconfirmed)" in taken.stderr
+        assert "paperfeed mail outbox --to new@example.org" in taken.stderr
         [link] = kept["links"]
         raw = Path(str(kept["file"])).read_text()
         assert "=3D" in raw  # quoted-printable: the link as the file has it is not the link

@@ -97,7 +97,10 @@ def add_user(
     try:  # said before a password is typed for nothing
         address = accounts.check_address_free(email)
     except AccountExists as exc:
-        raise fail(str(exc), code=1) from None
+        hint = ""
+        if exc.state == "unconfirmed" and c.app.mail_is_kept:  # signed up on a site that mails nothing
+            hint = f" Its confirmation link is in the outbox: paperfeed mail outbox --to {email.strip()}"
+        raise fail(f"{exc}{hint}", code=1) from None
     except AccountError as exc:
         raise fail(f"{email.strip()[:100]!r}: {exc}") from None
     password = None if link else _new_password(address, password_stdin)

@@ -120,7 +120,12 @@ class InvalidEmail(AccountError):
 
 class AccountExists(AccountError):
     """An administrator asked for an account at an address that has one already (``paperfeed users add``;
-    sign-up never says so, it mails the address's owner instead)."""
+    sign-up never says so, it mails the address's owner instead). ``state``: confirmed, unconfirmed or
+    hidden."""
+
+    def __init__(self, message: str, state: str = "") -> None:
+        super().__init__(message)
+        self.state = state
 
 
 class WeakPassword(AccountError):

@@ -214,7 +214,7 @@ class AccountService:
         if stored is None:
             return address
         state = "hidden" if stored.hidden else "confirmed" if stored.user.email_verified else "unconfirmed"
-        raise AccountExists(f"{address} already has an account ({state}); nothing was changed.")
+        raise AccountExists(f"{address} already has an account ({state}); nothing was changed.", state)
 
     def sign_in_link(self, user: User, base_url: str) -> str:
         """A one-time sign-in link for ``user``, handed to the caller instead of mailed: for an
