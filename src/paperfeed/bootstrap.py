@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from paperfeed.adapters.sources.arxiv_oai import ArxivOaiSource
     from paperfeed.adapters.sources.hf_daily import HfDailySource
     from paperfeed.adapters.sources.http import PoliteClient
-    from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
     from paperfeed.adapters.store import SqlPaperStore
     from paperfeed.adapters.store.citations import SqlCitationRecords
     from paperfeed.adapters.store.copy import CopySummary, Progress
@@ -33,11 +32,11 @@ if TYPE_CHECKING:
     from paperfeed.domain.feed import DataVersion
     from paperfeed.domain.indexer_activity import IndexerActivity, IndexerActivityStore
     from paperfeed.domain.library import SavedSearch
-    from paperfeed.domain.mail import OutgoingMail, SessionMailer
+    from paperfeed.domain.mail import KeptMail, OutgoingMail, SessionMailer
     from paperfeed.domain.models import Paper
     from paperfeed.domain.page_cache import SharedPageCache
     from paperfeed.domain.paper_graph import CitationSource
-    from paperfeed.domain.ports import PaperLookup, StoreReads
+    from paperfeed.domain.ports import PaperLookup, PaperSource, StoreReads
     from paperfeed.domain.search import Embedder, KeywordIndex, SimilarSource, SyncedKeywordIndex, VectorIndex
     from paperfeed.domain.supervision import SupervisorStatusStore
     from paperfeed.services.account_data import AccountDataService
@@ -131,7 +130,6 @@ class App:
     def paper_uploads(self) -> PaperUploads:
         """An administrator's upload of a JSONL or BibTeX file of papers (the web's drag-and-drop)."""
         from paperfeed.domain.paper_upload import UploadKind
-        from paperfeed.domain.ports import PaperSource
         from paperfeed.services.paper_upload import PaperUploads
 
         def open_source(path: Path, kind: UploadKind, name: str) -> PaperSource:
@@ -171,6 +169,14 @@ class App:
         return current_activity(
             self._activity_store.read_all(), is_dead=holder_is_dead, now=datetime.now(UTC)
         )
+
+    @cached_property
+    def one_shot_coverage(self) -> CoverageService:
+        """:attr:`coverage` for a process that answers one query (``paperfeed search``): the papers are
+        counted through :attr:`reads`, so a SQLite store is read without SQLAlchemy (docs/cli.md)."""
+        from paperfeed.services.coverage import CoverageService
+
+        return CoverageService(papers=lambda: self.reads.stats().papers, indexed=self._indexed_papers)
 
     def _indexed_papers(self) -> int | None:
         """Papers in the vector index search reads (0 before anything is embedded); None if unreadable."""
@@ -741,14 +747,29 @@ class App:
             choice=self.settings.vector_index,
         )
 
+    @property
+    def mail_is_kept(self) -> bool:
+        """No mail server (``PAPERFEED_SMTP_HOST``): mail is kept in :attr:`outbox_folder`, not sent."""
+        return not self.settings.smtp_host
+
+    @property
+    def outbox_folder(self) -> Path:
+        return self.settings.data_dir / "outbox"
+
+    def kept_mail(self) -> list[KeptMail]:
+        """What the outbox kept, oldest first, with its links decoded (``paperfeed mail outbox``)."""
+        from paperfeed.adapters.mail.outbox import read_outbox
+
+        return read_outbox(self.outbox_folder)
+
     @cached_property
     def mailer(self) -> SessionMailer:
         """SMTP when ``PAPERFEED_SMTP_HOST`` is set; otherwise ``.eml`` files in ``<data_dir>/outbox``."""
         from paperfeed.adapters.mail import OutboxMailer, SmtpConfig, SmtpMailer
 
         s = self.settings
-        if not s.smtp_host:
-            return OutboxMailer(s.data_dir / "outbox", s.mail_from)
+        if not s.smtp_host:  # mail_is_kept
+            return OutboxMailer(self.outbox_folder, s.mail_from)
         config = SmtpConfig(
             host=s.smtp_host,
             sender=s.mail_from,
@@ -1106,8 +1127,13 @@ class App:
             settings=config,
         )
 
-    def jsonl_file(self, path: Path, *, batch_size: int, namespace: str | None = None) -> JsonlFileSource:
-        """A JSONL file of papers (ours or the arXiv snapshot, gzip or plain)."""
+    def paper_file(self, path: Path, *, batch_size: int, namespace: str | None = None) -> PaperSource:
+        """A file of papers for ``paperfeed import``: BibTeX (``.bib``, ``.bib.gz``: each entry's own
+        fields, as the web's upload reads it), else JSONL (ours or the arXiv snapshot, gzip or plain)."""
+        if path.name.lower().endswith((".bib", ".bib.gz")):
+            from paperfeed.adapters.sources.bibtex_papers import BibtexPaperSource
+
+            return BibtexPaperSource(path, batch_size=batch_size)
         from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
 
         return JsonlFileSource(path, batch_size=batch_size, namespace=namespace)

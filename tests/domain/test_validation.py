@@ -90,3 +90,39 @@ def test_sources_stamp_is_the_seen_time_in_utc() -> None:
     second = build_paper({"id": "2401.00002", "title": "T"}, source="b", seen_at=SEEN)
     assert first.sources == {"a": "2026-01-02T03:04:05Z"}
     assert second.sources == {"b": "2026-01-02T03:04:05Z"}
+
+
+@pytest.mark.parametrize(
+    "published",
+    [
+        "1665-03-06",  # the first issue of the Philosophical Transactions
+        "1687-07-05",
+        "1905-06-30",
+        "1948-07-01T00:00:00Z",
+        "1965-04-19",
+        "1979-12-31",
+        "2026-12-31",  # within a year of the record being seen (SEEN is 2026-01-02)
+    ],
+)
+def test_every_plausible_year_of_a_scholarly_work_is_accepted(published: str) -> None:
+    paper = _paper(published=published, updated=published)
+    assert paper.published is not None
+    assert paper.published.date().isoformat() == published[:10]
+
+
+@pytest.mark.parametrize(
+    ("published", "reason"),
+    [
+        ("0801-01-01", "year 801 is before 1600"),
+        ("1599-12-31", "year 1599 is before 1600"),
+        ("0001-01-01T00:00:00+01:00", "year 1 is before 1600"),  # no UTC time exists for it
+        ("9999-12-31T23:00:00-05:00", "out of range"),
+        ("2027-03-01", "more than a year in the future"),
+        ("801-01-01", "not an ISO-8601 date"),
+    ],
+)
+def test_impossible_dates_are_rejected_with_the_reason(published: str, reason: str) -> None:
+    with pytest.raises(InvalidRecord) as info:
+        _paper(published=published)
+    assert info.value.field == "published"
+    assert reason in info.value.reason

@@ -238,3 +238,39 @@ def test_stats_json(cli: RunCli, tmp_path: Path) -> None:
     result = cli("stats", "--json")
     assert result.exit_code == 0
     assert orjson.loads(result.output)["papers"] == 1
+
+
+def test_old_classics_are_imported_and_impossible_dates_rejected_with_file_line(
+    cli: RunCli, tmp_path: Path, data_dir: Path
+) -> None:
+    """Papers of the 1960s and 70s are real scholarly works (#30); year 801 and next decade are not."""
+    f = write_jsonl(
+        tmp_path / "classics.jsonl",
+        [
+            rec("hep-th/9901001", title="A classic of 1967", published="1967-11-20"),  # 1
+            rec("2503.00002", title="Dated 801", published="0801-01-01"),  # 2
+            rec("2503.00003", title="A classic of 1974", published="1974-01-01T00:00:00Z"),  # 3
+            rec("2503.00004", title="From the future", published="2099-01-01"),  # 4
+        ],
+    )
+    result = cli("import", str(f), "--rejects", str(tmp_path / "r.jsonl"))
+    assert result.exit_code == 1, result.output
+    rejects = [orjson.loads(x) for x in (tmp_path / "r.jsonl").read_bytes().splitlines()]
+    assert [(r["where"], r["field"]) for r in rejects] == [
+        (f"{f}:2 (id 2503.00002)", "published"),
+        (f"{f}:4 (id 2503.00004)", "published"),
+    ]
+    assert "year 801 is before 1600" in rejects[0]["reason"]
+    assert "more than a year in the future" in rejects[1]["reason"]
+    printed = " ".join(result.output.split())
+    assert f"{f}:2" in printed
+    assert "year 801 is before 1600" in printed
+    store = _store(data_dir)
+    try:
+        classic = store.get_paper("hep-th/9901001")
+        assert classic is not None
+        assert classic.published is not None
+        assert classic.published.year == 1967
+        assert store.stats().papers == 2
+    finally:
+        store.close()

@@ -5,13 +5,18 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
 import pytest
-from sqlalchemy import text
+from sqlalchemy import insert, text
 
 from paperfeed.adapters.sqlite_reads import open_sqlite_reads, sqlite_path
 from paperfeed.adapters.store import SqlPaperStore, migrate, open_store
+from paperfeed.adapters.store.schema import embeddings
+from paperfeed.adapters.store.topics import SqlTopicRecords
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Listing, Paper
+from paperfeed.domain.ports import DerivedStats
+from paperfeed.domain.topics import Topic, TopicAssignment, TopicGeneration
 
 T = datetime(2025, 3, 1, 12, 30, 15, 123456, tzinfo=UTC)
 
@@ -65,6 +70,31 @@ def store(url: str) -> SqlPaperStore:
     return s
 
 
+def _embed_and_build_topics(store: SqlPaperStore) -> None:
+    """Vectors of two models and a topics build of one topic, written by the real SQL adapters."""
+    vector = np.full(4, 0.5, dtype=np.float32)
+    with store.engine.begin() as conn:
+        for pid, model in (("2503.00001", "model-a"), ("2503.00003", "model-a"), ("2503.00004", "model-b")):
+            conn.execute(
+                insert(embeddings).values(
+                    paper_id=pid, model_id=model, content_hash="h", vector=vector.tobytes(), created_at=T
+                )
+            )
+    SqlTopicRecords(store.engine).replace(
+        TopicGeneration(
+            model_id="model-a",
+            method="kmeans k=1 seed=0",
+            built_at=T,
+            topics=[Topic(1, "one", ("w",), 2, ())],
+            centroids={1: vector},
+            assignments=[TopicAssignment("2503.00001", 1, 1.0), TopicAssignment("2503.00003", 1, 1.0)],
+            lineage=[],
+            weeks={},
+            next_id=2,
+        )
+    )
+
+
 def test_the_reader_returns_what_the_store_returns(store: SqlPaperStore, url: str) -> None:
     reads = open_sqlite_reads(url)
     assert reads is not None
@@ -74,6 +104,13 @@ def test_the_reader_returns_what_the_store_returns(store: SqlPaperStore, url: st
         assert reads.get_paper("2503.00001") == store.get_paper("2503.00001") == _full("2503.00001")
         assert reads.get_paper("missing") is None
         assert reads.stats() == store.stats()
+        assert reads.derived_stats() == store.derived_stats() == DerivedStats(vectors={}, topics=None)
+        _embed_and_build_topics(store)
+        derived = reads.derived_stats()
+        assert derived == store.derived_stats()
+        assert derived.vectors == {"model-a": 2, "model-b": 1}
+        assert derived.topics is not None
+        assert (derived.topics.built_at, derived.topics.topics, derived.topics.coarse) == (T, 1, 0)
         assert reads.hidden_paper_ids() == store.hidden_paper_ids() == frozenset()
         with store.engine.begin() as conn:
             conn.execute(

@@ -22,7 +22,8 @@ from typing import Any
 import orjson
 
 from paperfeed.domain.models import Paper
-from paperfeed.domain.ports import StoreStats
+from paperfeed.domain.ports import DerivedStats, StoreStats
+from paperfeed.domain.topics import TopicBuild
 
 from .migration_head import plain_head
 
@@ -117,6 +118,22 @@ class SqliteReads:
             last_published=None if last is None else str(last)[:10],
             location=self.location,
         )
+
+    def derived_stats(self) -> DerivedStats:
+        # the (model_id, paper_id) index answers the count per model without reading a vector
+        rows = self._conn.execute("SELECT model_id, count(*) FROM embeddings GROUP BY model_id").fetchall()
+        build = self._conn.execute(
+            "SELECT generation, built_at, model_id, method, papers, topics, noise FROM topic_builds "
+            "ORDER BY generation DESC LIMIT 1"
+        ).fetchone()
+        topics = None
+        if build is not None:
+            coarse = self._one("SELECT count(*) FROM topics WHERE level = 1")
+            generation, built_at, model_id, method, papers, fine, noise = build
+            when = _moment(built_at)
+            assert when is not None
+            topics = TopicBuild(generation, when, model_id, method, papers, fine, noise, coarse)
+        return DerivedStats(vectors=dict(sorted((str(m), int(n)) for m, n in rows)), topics=topics)
 
     def get_paper(self, paper_id: str) -> Paper | None:
         return self.get_papers([paper_id]).get(paper_id)

@@ -54,7 +54,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "stats": (
         "stats",
-        "Show how many papers and listings the store holds, and from which sources.",
+        "Show how many papers and listings the store holds, and from which sources; how many papers have "
+        "a vector for meaning search (per embedding model), and when topics were built and how many.",
     ),
     "index": (
         "index",
@@ -76,7 +77,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "similar": (
         "search",
-        "Papers most similar to one paper (embedding neighbours and a keyword query of its text, fused).",
+        "Papers most similar to one paper: embedding neighbours re-ranked by their small neighbourhoods, "
+        "blended with their own cosine; its own words when it has no vector yet.",
     ),
     "mcp": (
         "mcp",
@@ -92,7 +94,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "users": (
         "users",
-        "List people, make or unmake administrators, hide or show accounts, export or delete their data.",
+        "Add people, list them, make or unmake administrators, hide or show accounts, export or delete "
+        "their data.",
     ),
     "papers": (
         "users",
@@ -104,6 +107,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "harvest citations from Semantic Scholar and OpenAlex.",
     ),
     "digest": ("digest", "Email digests: preview one, send the due ones, see the ledger."),
+    "mail": (
+        "mail",
+        "Mail kept in the outbox when no mail server is set (PAPERFEED_SMTP_HOST): list it with its links.",
+    ),
     "jobs": ("jobs", "The daily pipeline (papers, citations, index, topics, digests) and its run records."),
     "library": (
         "library",
@@ -132,9 +139,47 @@ def load_commands(module: str) -> dict[str, _click.Command]:
     return dict(typer.main.get_group(holder).commands)
 
 
+# The root's own options that take a value: accepted after the command too (`paperfeed search … --data-dir
+# D`), where a person naturally types them; see hoist_global_options.
+GLOBAL_OPTIONS = ("--data-dir", "--database-url")
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    """``args`` with every root option that comes after the command name moved to just before it, so the
+    root parses it (a later one wins over an earlier one, as click does). Nothing after ``--`` moves: it
+    is an argument then, not an option."""
+    i = 0
+    while i < len(args) and args[i].startswith("-") and args[i] != "--":  # the root's own, in front
+        i += 2 if args[i] in GLOBAL_OPTIONS else 1
+    if i >= len(args):
+        return args
+    head, rest = args[:i], args[i:]
+    hoisted: list[str] = []
+    kept: list[str] = []
+    j = 0
+    while j < len(rest):
+        arg = rest[j]
+        if arg == "--":
+            kept.extend(rest[j:])
+            break
+        if arg in GLOBAL_OPTIONS and j + 1 < len(rest):
+            hoisted += rest[j : j + 2]
+            j += 2
+            continue
+        if arg.startswith(tuple(f"{name}=" for name in GLOBAL_OPTIONS)):
+            hoisted.append(arg)
+        else:
+            kept.append(arg)
+        j += 1
+    return [*head, *hoisted, *kept]
+
+
 class _LazyRoot(TyperGroup):
     """The root group, loading a command's module only when that command is looked up (click's
     documented lazy-loading pattern); its own ``--help`` lists the summaries from COMMANDS."""
+
+    def parse_args(self, ctx: _click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, hoist_global_options(args))
 
     def list_commands(self, ctx: _click.Context) -> list[str]:
         return [*self.commands, *(name for name in COMMANDS if name not in self.commands)]
@@ -188,7 +233,10 @@ def _root(
     data_dir: Annotated[
         Path | None,
         typer.Option(
-            "--data-dir", envvar="PAPERFEED_DATA_DIR", help="Data folder (default ~/.local/share/paperfeed)."
+            "--data-dir",
+            envvar="PAPERFEED_DATA_DIR",
+            help="Data folder (default ~/.local/share/paperfeed). It and --database-url may also follow "
+            "the command.",
         ),
     ] = None,
     database_url: Annotated[

@@ -19,10 +19,16 @@ __all__ = ["Context", "fail"]
 
 
 def _console(stderr: bool = False) -> Console:
-    """A rich console, imported on first use: ``paperfeed --help`` prints none."""
+    """A rich console, imported on first use: ``paperfeed --help`` prints none.
+
+    Not on a terminal (a pipe, a log file, ``paperfeed run``'s children) lines are never hard-wrapped:
+    rich would cut every line at 80 columns there, breaking paths, links and log lines in two. Tables
+    still fit the width."""
     from rich.console import Console
 
-    return Console(stderr=stderr)
+    console = Console(stderr=stderr)
+    console.soft_wrap = not console.is_terminal
+    return console
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:

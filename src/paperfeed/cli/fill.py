@@ -28,9 +28,12 @@ OFFLINE_HINT = (
 )
 
 
-def fill_window(c: Context, *, probe_timeout: float, days: int | None = None) -> FillReport:
+def fill_window(
+    c: Context, *, probe_timeout: float, days: int | None = None, hint: bool = True
+) -> FillReport:
     """Fill or catch up the window with progress on stderr; reports what happened, never raises for an
-    unreachable or refusing source."""
+    unreachable or refusing source. ``hint``: say how to import a file when the sources are unreachable
+    (``paperfeed run`` says it itself, once, and only when the store is empty)."""
     service = c.app.fill
     if days is not None:
         service = replace(service, settings=replace(service.settings, days=days))
@@ -38,7 +41,8 @@ def fill_window(c: Context, *, probe_timeout: float, days: int | None = None) ->
         report = service.fill(bars, probe_timeout=probe_timeout)
     if report.offline is not None:
         c.err.print(f"[yellow]sources unreachable[/] ({escape(report.offline)}).", highlight=False)
-        c.err.print(OFFLINE_HINT, highlight=False, markup=False)
+        if hint:
+            c.err.print(OFFLINE_HINT, highlight=False, markup=False)
         return report
     hf = report.hf
     window = service.settings.days

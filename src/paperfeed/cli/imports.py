@@ -1,4 +1,7 @@
-"""``paperfeed import FILE…``: JSONL (ours or the arXiv snapshot), gzip or plain."""
+"""``paperfeed import FILE…``: JSONL (ours or the arXiv snapshot) or BibTeX, gzip or plain, or folders.
+
+A folder stands for the files directly in it (not its subfolders) whose names end in one of
+:data:`PAPER_FILES`, in name order; a folder with none of them is an error that says so."""
 
 from __future__ import annotations
 
@@ -18,6 +21,37 @@ from .context import Context, fail
 from .progress import RichProgress, print_summary
 
 PARALLEL_MIN_BYTES = 4 * 2**20
+PAPER_FILES = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".bib", ".bib.gz")
+
+
+def paper_files(paths: Sequence[Path]) -> list[Path]:
+    """``paths`` with each folder replaced by the papers files directly in it; a usage error (exit 2)
+    for a path that does not exist, is neither file nor folder, or is a folder without such files."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            inside = sorted(
+                p
+                for p in path.iterdir()
+                if p.is_file() and not p.name.startswith(".") and p.name.lower().endswith(PAPER_FILES)
+            )
+            if not inside:
+                raise fail(
+                    f"{path} is a folder without files of papers in it (looked for "
+                    f"{', '.join('*' + s for s in PAPER_FILES)}; subfolders are not searched)"
+                )
+            found.extend(inside)
+        elif path.is_file():
+            found.append(path)
+        elif path.exists():
+            raise fail(f"{path}: not a file or a folder")
+        else:
+            raise fail(f"{path}: no such file or folder")
+    return found
+
+
+def _is_bibtex(path: Path) -> bool:
+    return path.name.lower().endswith((".bib", ".bib.gz"))
 
 
 def import_paths(
@@ -28,10 +62,11 @@ def import_paths(
     rejects_file: Path | None = None,
     batch_size: int | None = None,
 ) -> IngestSummary:
-    """Import ``files`` with a progress bar per file; print rejects and the summary table."""
-    for path in files:
-        if not path.is_file():
-            raise fail(f"{path}: no such file")
+    """Import ``files`` (folders stand for the papers files in them) with a progress bar per file; print
+    rejects and the summary table."""
+    files = paper_files(files)
+    if len(files) > 1:
+        c.err.print(f"importing {len(files)} files", highlight=False, markup=False)
     service = c.app.ingest
     started = time.perf_counter()
     size = batch_size or c.settings.batch_size
@@ -46,9 +81,11 @@ def import_paths(
         summary = IngestSummary(on_rejects=_sink(out, fatal))
         for path in files:
             before = summary.rejected
-            source = c.app.jsonl_file(path, batch_size=size, namespace=namespace)
-            # a worker process pays off only past a few MB (starting one costs about half a second)
-            workers = c.settings.import_workers if path.stat().st_size > PARALLEL_MIN_BYTES else 0
+            source = c.app.paper_file(path, batch_size=size, namespace=namespace)
+            # a worker process pays off only past a few MB (starting one costs about half a second);
+            # a BibTeX file is parsed whole, by this process
+            big = path.stat().st_size > PARALLEL_MIN_BYTES and not _is_bibtex(path)
+            workers = c.settings.import_workers if big else 0
             with RichProgress(c.err, path.name) as progress:
                 service.run(source, progress, summary=summary, workers=workers)
             if summary.rejected > before:
@@ -89,7 +126,11 @@ def register(app: typer.Typer) -> None:
     def import_files(
         ctx: typer.Context,
         files: Annotated[
-            list[Path], typer.Argument(help="JSONL files (.jsonl or .jsonl.gz), ours or arXiv's snapshot.")
+            list[Path],
+            typer.Argument(
+                help="Files of papers: JSONL (.jsonl, .jsonl.gz; ours or arXiv's .json snapshot) or BibTeX "
+                "(.bib), or folders: the files with those endings directly in them.",
+            ),
         ],
         keep_going: Annotated[
             bool, typer.Option("--keep-going", help="Exit 0 even when some records were rejected.")

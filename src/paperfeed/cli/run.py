@@ -14,6 +14,8 @@ which), never to a request's Host header.
 
 from __future__ import annotations
 
+import os
+import shutil
 import socket
 import sys
 from pathlib import Path
@@ -31,7 +33,38 @@ if TYPE_CHECKING:
 
     from .supervisor import ChildSpec
 
-__all__ = ["register"]
+__all__ = ["PATH_HINT", "how_to_run_commands", "register"]
+
+# Said in the banner when `paperfeed` alone would not be found (``make run`` installs into .venv, which no
+# shell has activated); the README says the same words with .venv (tests/cli/test_first_start.py).
+PATH_HINT = (
+    "paperfeed is not on your PATH: run its commands as `{command} …` (e.g. `{command} --help`), "
+    "or `source {activate}` first"
+)
+
+
+def _shown(path: Path) -> str:
+    """``path`` as typed from here: relative when under the current folder (``.venv/bin/paperfeed``)."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def how_to_run_commands() -> str | None:
+    """How to run paperfeed's other commands from this shell, when plain ``paperfeed`` is not on PATH;
+    None when it is (an activated venv, pipx) or no ``paperfeed`` script sits beside this Python."""
+    argv0 = Path(sys.argv[0])
+    script = argv0 if argv0.name == "paperfeed" else Path(sys.executable).parent / "paperfeed"
+    if not script.is_file():
+        return None
+    found = shutil.which("paperfeed")
+    if found is not None and os.path.samefile(found, script):
+        return None
+    activate = script.parent / "activate"
+    if not activate.is_file():
+        return f"paperfeed is not on your PATH: run its commands as `{_shown(script)} …`"
+    return PATH_HINT.format(command=_shown(script), activate=_shown(activate))
 
 
 def _child_specs(
@@ -58,6 +91,7 @@ def _child_specs(
                 "--log-level",
                 "warning",
                 "--data-folder-secret",
+                "--supervised",
             ],
             style="green",
             essential=True,
@@ -96,7 +130,10 @@ def register(app: typer.Typer) -> None:
     def run(
         ctx: typer.Context,
         files: Annotated[
-            list[Path] | None, typer.Option("--import", help="Import these JSONL files first (repeatable).")
+            list[Path] | None,
+            typer.Option(
+                "--import", help="Import these files or folders first, as paperfeed import (repeatable)."
+            ),
         ] = None,
         host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
         port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8000,
@@ -146,14 +183,17 @@ def register(app: typer.Typer) -> None:
             import_paths(c, files)
 
         def fill_and_report() -> None:
-            if not offline:
-                fill_window(c, probe_timeout=probe_timeout)
+            if not offline:  # the import advice is given below, once, if the store is empty
+                fill_window(c, probe_timeout=probe_timeout, hint=False)
             stats = c.app.store.stats()
             c.console.print(f"{stats.papers:,} papers in {escape(stats.location)}", highlight=False)
             if stats.papers == 0:
                 c.console.print(f"[yellow]the store is empty.[/] {escape(OFFLINE_HINT)}", highlight=False)
 
+        path_hint = how_to_run_commands()
         if not serve:
+            if path_hint:
+                c.console.print(path_hint, highlight=False, markup=False)
             fill_and_report()
             return
         settings = serving
@@ -171,6 +211,8 @@ def register(app: typer.Typer) -> None:
                 markup=False,
             )
         c.console.print(f"serving on http://{host}:{port}/  (Ctrl+C to stop)", highlight=False)
+        if path_hint:
+            c.console.print(path_hint, highlight=False, markup=False)
         base = (settings.base_url or "").rstrip("/")
         c.console.print(
             f"links in mail point to {base}/"

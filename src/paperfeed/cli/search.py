@@ -64,6 +64,7 @@ def _table(hits: list[SearchHit], title: str) -> Table:
     table = Table(title=title, show_lines=True, expand=True)
     table.add_column("#", justify="right", width=3)
     table.add_column("paper", ratio=1)
+    table.add_column("upvotes", justify="right", width=7)  # as the feed and search pages show them
     table.add_column("date", width=10)
     table.add_column("id", width=16)
     for i, hit in enumerate(hits, start=1):
@@ -75,7 +76,8 @@ def _table(hits: list[SearchHit], title: str) -> Table:
         body.append("\n")
         body.append_text(_marked(p.abstract, hit.abstract_spans, 300))
         day = p.published.date().isoformat() if p.published else ""
-        table.add_row(str(i), body, day, p.id)
+        votes = "" if p.upvotes is None else f"{p.upvotes:,}"
+        table.add_row(str(i), body, votes, day, p.id)
     return table
 
 
@@ -107,6 +109,10 @@ def register(app: typer.Typer) -> None:
         from paperfeed.domain.search import SearchFilters
 
         c: Context = ctx.obj
+        if not query.strip():  # a usage error, not a search that found nothing
+            raise fail(
+                'the query is empty: give words to search for, e.g. paperfeed search "graph neural networks"'
+            )
         fmt = _output_format(fmt, as_json)
         filters = SearchFilters(
             date_from=_day(date_from, "--from"),
@@ -115,8 +121,13 @@ def register(app: typer.Typer) -> None:
             has_code=True if has_code else None,
         )
         page = c.app.one_shot_search.search(query, filters, limit=limit, offset=offset)
-        for note in page.notes:
-            c.err.print(f"[yellow]note:[/] {escape(note)}")
+        notes = list(page.notes)
+        if not notes:  # as the web says: how much meaning search covers while papers are being embedded
+            coverage = c.app.one_shot_coverage.note()  # (a degraded search has said why already)
+            if coverage:
+                notes.append(coverage)
+        for note in notes:
+            c.err.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
         if fmt is not OutputFormat.table:
             sys.stdout.write(render(fmt, page.hits, first_rank=offset + 1))
             return
@@ -134,7 +145,8 @@ def register(app: typer.Typer) -> None:
         fmt: FormatOption = OutputFormat.table,
         as_json: JsonOption = False,
     ) -> None:
-        """Papers most similar to one paper (embedding neighbours and a keyword query of its text, fused)."""
+        """Papers most similar to one paper: embedding neighbours re-ranked by their small neighbourhoods,
+        blended with their own cosine; its own words when it has no vector yet."""
         from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
 
         c: Context = ctx.obj

@@ -50,6 +50,14 @@ def register(app: typer.Typer) -> None:
                 help="Accept the data folder's generated secret when PAPERFEED_SECRET_KEY is not set.",
             ),
         ] = False,
+        supervised: Annotated[
+            bool,
+            typer.Option(
+                "--supervised",
+                hidden=True,  # for `paperfeed run`, which has said where it serves and what to import
+                help="Say only that the server is up, not where links point or how to import papers.",
+            ),
+        ] = False,
     ) -> None:
         """Serve the web pages, the JSON API (docs at /docs) and the RSS/Atom feeds."""
         # the server's imports are paid by the command that serves, not by every command
@@ -88,13 +96,16 @@ def register(app: typer.Typer) -> None:
         except (SQLAlchemyError, OSError) as exc:
             raise fail(f"cannot open the store at {settings.db_url}: {exc}") from None
         c.close()
-        c.console.print(
-            f"serving {papers:,} papers on http://{settings.host}:{settings.port}/ "
-            f"(API docs at /docs; Ctrl+C to stop); links in mail point to {public_url(settings)}/",
-            highlight=False,
-            markup=False,
-        )
-        if papers == 0:
+        if supervised:
+            c.console.print(f"serving {papers:,} papers (API docs at /docs)", highlight=False, markup=False)
+        else:
+            c.console.print(
+                f"serving {papers:,} papers on http://{settings.host}:{settings.port}/ "
+                f"(API docs at /docs; Ctrl+C to stop); links in mail point to {public_url(settings)}/",
+                highlight=False,
+                markup=False,
+            )
+        if papers == 0 and not supervised:
             c.console.print(
                 f"[yellow]the store is empty:[/] import papers with `paperfeed import FILE` "
                 f"({escape(settings.db_url)})",

@@ -1,4 +1,4 @@
-"""``paperfeed stats``: what the store holds."""
+"""``paperfeed stats``: what the store holds, and what was derived from it (vectors, topics)."""
 
 from __future__ import annotations
 
@@ -18,11 +18,16 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option("--json", help="Print one JSON object (one line) instead of a table.")
         ] = False,
     ) -> None:
-        """Show how many papers and listings the store holds, and from which sources."""
+        """Show how many papers and listings the store holds, and from which sources; how many papers have
+        a vector for meaning search (per embedding model), and when topics were built and how many."""
         c: Context = ctx.obj
-        s = c.app.reads.stats()
+        reads = c.app.reads
+        s = reads.stats()
+        derived = reads.derived_stats()
         if as_json:
-            typer.echo(orjson.dumps(s).decode())
+            row = orjson.loads(orjson.dumps(s))
+            row.update(orjson.loads(orjson.dumps(derived)))  # vectors, topics (docs/cli.md)
+            typer.echo(orjson.dumps(row).decode())
             return
         from rich.table import Table
 
@@ -32,4 +37,19 @@ def register(app: typer.Typer) -> None:
         table.add_row("published", f"{s.first_published or '-'} → {s.last_published or '-'}")
         for name, count in s.by_source.items():
             table.add_row(f"  seen by {name}", f"{count:,}")
+        if not derived.vectors:
+            table.add_row("with a vector", "none yet (paperfeed index embeds them; paperfeed run does it)")
+        for model, count in derived.vectors.items():
+            share = f" ({count / s.papers:.0%})" if s.papers else ""
+            table.add_row("with a vector", f"{count:,} of {s.papers:,}{share}, model {model}")
+        build = derived.topics
+        if build is None:
+            table.add_row("topics", "none built yet (paperfeed topics build)")
+        else:
+            coarse = f" in {build.coarse:,} groups" if build.coarse else ""
+            table.add_row(
+                "topics",
+                f"{build.topics:,}{coarse}, built {build.built_at:%Y-%m-%d %H:%M} UTC from "
+                f"{build.papers:,} papers ({build.method}, model {build.model_id})",
+            )
         c.console.print(table)

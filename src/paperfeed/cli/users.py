@@ -6,6 +6,7 @@ more admins.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -14,7 +15,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from paperfeed.domain.accounts import AccountError, NotFound
+from paperfeed.domain.accounts import AccountError, AccountExists, NotFound
 from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
 
 from .context import Context, fail
@@ -22,7 +23,8 @@ from .context import Context, fail
 __all__ = ["papers_app", "users_app"]
 
 users_app = typer.Typer(
-    help="List people, make or unmake administrators, hide or show accounts, export or delete their data."
+    help="Add people, list them, make or unmake administrators, hide or show accounts, export or delete "
+    "their data."
 )
 papers_app = typer.Typer(help="Hide papers from feeds, search, the API and pages, or show them again.")
 
@@ -36,6 +38,95 @@ def _set_role(ctx: typer.Context, email: str, role: str) -> None:
     c.console.print(
         f"{escape(user.email)} is now {'an admin' if role == 'admin' else 'a user'}", highlight=False
     )
+
+
+def _new_password(email: str, from_stdin: bool) -> str:
+    """The password for ``users add``: the first line of stdin, or asked twice on the terminal."""
+    if from_stdin:
+        line = sys.stdin.readline().rstrip("\r\n")
+        if not line:
+            raise fail("--password-stdin: stdin held no password (one line is read); nothing was created")
+        return line
+    if not sys.stdin.isatty():
+        raise fail(
+            "there is no terminal to ask the password on: give it on stdin with --password-stdin, "
+            "or use --link for a one-time sign-in link; nothing was created"
+        )
+    import getpass
+
+    first = getpass.getpass(f"Password for {email}: ")
+    if getpass.getpass("The same password again: ") != first:
+        raise fail("the two passwords differ; nothing was created")
+    return first
+
+
+@users_app.command("add")
+def add_user(
+    ctx: typer.Context,
+    email: Annotated[str, typer.Argument(help="The new account's email address.")],
+    admin: Annotated[bool, typer.Option("--admin", help="Make it an administrator.")] = False,
+    link: Annotated[
+        bool,
+        typer.Option(
+            "--link", help="Set no password: print a one-time sign-in link (it works for 15 minutes)."
+        ),
+    ] = False,
+    password_stdin: Annotated[
+        bool,
+        typer.Option(
+            "--password-stdin",
+            help="Read the password from the first line of stdin (scripts) instead of asking twice.",
+        ),
+    ] = False,
+    name: Annotated[str | None, typer.Option("--name", help="Display name (optional).")] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            help="Where --link points (default: PAPERFEED_BASE_URL, else PAPERFEED_HOST:PAPERFEED_PORT).",
+        ),
+    ] = None,
+) -> None:
+    """Create a confirmed account from the server's shell (no mail needed). The password is asked twice
+    on the terminal, read from stdin with --password-stdin, or --link prints a one-time sign-in link.
+    Exit code 1 if the address already has an account (nothing changes), 2 for bad input."""
+    c: Context = ctx.obj
+    if link and password_stdin:
+        raise fail("--link sets no password and --password-stdin reads one: choose one")
+    accounts = c.app.accounts
+    try:  # said before a password is typed for nothing
+        address = accounts.check_address_free(email)
+    except AccountExists as exc:
+        hint = ""
+        if exc.state == "unconfirmed" and c.app.mail_is_kept:  # signed up on a site that mails nothing
+            hint = f" Its confirmation link is in the outbox: paperfeed mail outbox --to {email.strip()}"
+        raise fail(f"{exc}{hint}", code=1) from None
+    except AccountError as exc:
+        raise fail(f"{email.strip()[:100]!r}: {exc}") from None
+    password = None if link else _new_password(address, password_stdin)
+    try:
+        user = accounts.add_confirmed(address, password, display_name=name, role="admin" if admin else "user")
+    except AccountExists as exc:
+        raise fail(str(exc), code=1) from None
+    except AccountError as exc:
+        raise fail(f"{exc} Nothing was created.") from None
+    kind = "an administrator" if user.is_admin else "a reader"
+    site = (base_url or c.app.public_url).rstrip("/")
+    if not link:
+        c.console.print(
+            f"created {escape(user.email)}, {kind}, confirmed: sign in at {escape(site)}/signin",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return
+    url = accounts.sign_in_link(user, site)
+    c.console.print(
+        f"created {escape(user.email)}, {kind}, confirmed, with no password. "
+        "One-time sign-in link (works once, for 15 minutes; a password can be set on the account page):",
+        highlight=False,
+        soft_wrap=True,
+    )
+    typer.echo(url)  # alone on its line, never wrapped: it is copied
 
 
 @users_app.command("list")

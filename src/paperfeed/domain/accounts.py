@@ -15,6 +15,7 @@ from .email_address import InvalidEmailAddress, parse_email_address
 __all__ = [
     "ROLES",
     "AccountError",
+    "AccountExists",
     "AccountStore",
     "ApiToken",
     "EmailNotVerified",
@@ -115,6 +116,16 @@ class AccountError(Exception):
 
 class InvalidEmail(AccountError):
     pass
+
+
+class AccountExists(AccountError):
+    """An administrator asked for an account at an address that has one already (``paperfeed users add``;
+    sign-up never says so, it mails the address's owner instead). ``state``: confirmed, unconfirmed or
+    hidden."""
+
+    def __init__(self, message: str, state: str = "") -> None:
+        super().__init__(message)
+        self.state = state
 
 
 class WeakPassword(AccountError):

@@ -14,10 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Protocol, runtime_checkable
 
 __all__ = [
     "InlineImage",
+    "KeptMail",
     "MailDeliveryUnknown",
     "MailError",
     "MailPermanentError",
@@ -56,6 +58,19 @@ class OutgoingMail:
     html: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     images: tuple[InlineImage, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class KeptMail:
+    """A message the outbox kept instead of sending (no ``PAPERFEED_SMTP_HOST``), as read back for its
+    administrator (``paperfeed mail outbox``): ``links`` are the web links of its text, decoded (the file
+    is quoted-printable, so a link copied from it as it stands is wrong)."""
+
+    file: str
+    date: datetime | None
+    to: str
+    subject: str
+    links: tuple[str, ...]
 
 
 class MailError(Exception):

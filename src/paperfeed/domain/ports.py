@@ -9,9 +9,11 @@ from typing import Protocol, runtime_checkable
 
 from .ingest import Batch, BatchResult, RawRecord, Realized
 from .models import Listing, Paper
+from .topics import TopicBuild
 
 __all__ = [
     "BeforeWrite",
+    "DerivedStats",
     "PaperFetcher",
     "PaperLookup",
     "PaperSource",
@@ -38,6 +40,14 @@ class StoreStats:
     location: str
 
 
+@dataclass(frozen=True, slots=True)
+class DerivedStats:
+    """What ``paperfeed stats`` tells besides the papers: what was derived from them."""
+
+    vectors: dict[str, int]  # embedding model id -> papers with a stored vector of that model
+    topics: TopicBuild | None  # the current topics build (None: never built)
+
+
 class PaperLookup(Protocol):
     """Papers by id: all that searching needs of the store."""
 
@@ -54,6 +64,10 @@ class StoreReads(PaperLookup, Protocol):
     """
 
     def stats(self) -> StoreStats: ...
+
+    def derived_stats(self) -> DerivedStats:
+        """Vectors per embedding model and the current topics build (``paperfeed stats``)."""
+        ...
 
     def hidden_paper_ids(self) -> frozenset[str]:
         """Papers an administrator hid (kept out of search results)."""

@@ -44,6 +44,7 @@ class PaperSearch(Protocol):
     def similar(
         self, paper_id: str, limit: int = 10, filters: SearchFilters | None = None
     ) -> list[SearchHit]:
-        """Papers most like one paper (its embedding neighbours and a keyword query of its own text, fused),
-        excluding the paper itself and its exact duplicates."""
+        """Papers most like one paper (its embedding neighbours re-ranked by their small neighbourhoods,
+        blended with their own cosine; its own words when it has no vector yet), excluding the paper
+        itself and its exact duplicates."""
         ...

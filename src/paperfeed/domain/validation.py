@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
@@ -16,6 +16,8 @@ from .ids import InvalidPaperId, normalize_paper_id
 from .models import Paper
 
 __all__ = [
+    "EARLIEST_YEAR",
+    "FUTURE_MARGIN",
     "MAX_ABSTRACT_CHARS",
     "MAX_AUTHORS",
     "MAX_TITLE_CHARS",
@@ -29,6 +31,11 @@ MAX_TITLE_CHARS = 2_000
 MAX_ABSTRACT_CHARS = 100_000
 MAX_AUTHORS = 5_000
 MAX_FIELD_CHARS = 10_000
+# A plausible date of a scholarly work: not before 1600 (the first journals, the Journal des sçavans and
+# the Philosophical Transactions, began in 1665; Kepler, Galileo and Newton published in the 1600s), and
+# not more than a year after the record is seen (journals date issues ahead; time zones shift a day).
+EARLIEST_YEAR = 1600
+FUTURE_MARGIN = timedelta(days=366)
 # C0/C1 control characters, bidi overrides/isolates and BOM: never meaningful in paper metadata.
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ufeff]")
 _BROKEN = re.compile("[\ud800-\udfff]")  # lone surrogates: undecodable input smuggled through escapes
@@ -130,8 +137,11 @@ def _clean_int(value: object, field: str) -> int | None:
     return value
 
 
-def parse_datetime(value: object, field: str) -> datetime | None:
-    """Parse ISO-8601 dates and times (``2024-05-24``, ``2024-05-24T17:34:15.000Z``) to aware UTC."""
+def parse_datetime(value: object, field: str, *, now: datetime | None = None) -> datetime | None:
+    """Parse ISO-8601 dates and times (``2024-05-24``, ``2024-05-24T17:34:15.000Z``) to aware UTC.
+
+    The date must be plausible for a scholarly work: year :data:`EARLIEST_YEAR` or later and, given
+    ``now`` (when the record was seen), at most :data:`FUTURE_MARGIN` after it."""
     if value is None or value == "":
         return None
     if isinstance(value, datetime):
@@ -149,11 +159,22 @@ def parse_datetime(value: object, field: str) -> datetime | None:
             raise InvalidRecord(field, f"not an ISO-8601 date: {text[:40]!r}") from None
     else:
         raise InvalidRecord(field, f"expected a date string, got {type(value).__name__}")
+    if parsed.year < EARLIEST_YEAR:  # checked before converting: year 1 east of UTC has no UTC time
+        raise InvalidRecord(
+            field,
+            f"year {parsed.year} is before {EARLIEST_YEAR}: not a plausible date of a scholarly work "
+            "(the first journals began in 1665)",
+        )
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
-    parsed = parsed.astimezone(UTC)
-    if not 1980 <= parsed.year <= 2200:
-        raise InvalidRecord(field, f"year out of range: {parsed.year}")
+    try:
+        parsed = parsed.astimezone(UTC)
+    except OverflowError:  # 9999-12-31 west of UTC
+        raise InvalidRecord(field, f"date out of range: {parsed.isoformat()[:40]!r}") from None
+    if now is not None and parsed > now + FUTURE_MARGIN:
+        raise InvalidRecord(
+            field, f"{parsed:%Y-%m-%d} is more than a year in the future (the record was read {now:%Y-%m-%d})"
+        )
     return parsed
 
 
@@ -183,8 +204,8 @@ def build_paper(fields: Mapping[str, Any], *, source: str, seen_at: datetime) ->
     version = _clean_int(version, "version")
     title = clean_text(fields.get("title"), "title", limit=MAX_TITLE_CHARS, required=True)
     assert title is not None
-    published = parse_datetime(fields.get("published"), "published")
-    updated = parse_datetime(fields.get("updated"), "updated")
+    published = parse_datetime(fields.get("published"), "published", now=seen_at)
+    updated = parse_datetime(fields.get("updated"), "updated", now=seen_at)
     if published and updated and updated < published:
         updated = published
     return Paper(

@@ -42,6 +42,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from paperfeed.domain.accounts import (
     ROLES,
     AccountError,
+    AccountExists,
     AccountStore,
     ApiToken,
     EmailNotVerified,
@@ -180,6 +181,46 @@ class AccountService:
             return self._decoy_proof()
         self._mail_link(user, "verify", base_url)
         return self._proof(user.id, hashed) if hashed else self._decoy_proof()
+
+    def add_confirmed(
+        self, email: str, password: str | None, *, display_name: str | None = None, role: str = "user"
+    ) -> User:
+        """An account an administrator makes at the server's shell (``paperfeed users add``), confirmed at
+        once: whoever runs it owns the instance, so no mail has to prove the address. Without a password
+        the person signs in with a link (:meth:`sign_in_link`) and may set one on their account page.
+
+        Unlike :meth:`sign_up` it says when the address is taken (:class:`AccountExists`): the shell is
+        no place for enumeration, and a script must tell "made" from "was there"."""
+        if role not in ROLES:
+            raise AccountError(f"Unknown role {role!r}: use one of {', '.join(ROLES)}.")
+        address = normalize_email(email)
+        if password is not None:
+            check_password(password, address)
+        hashed = self._hasher.hash(password) if password is not None else None
+        user = self.store.create_user(address, hashed, clean_display_name(display_name), self.clock())
+        if user is None:
+            self.check_address_free(address)
+            raise AccountExists(f"{address} already has an account; nothing was changed.")  # then deleted
+        self.store.confirm_address(user.id, self.clock(), drop_unproven=False)
+        if role != user.role:
+            self.store.set_role(user.id, role)
+        return self._visible(user.id)
+
+    def check_address_free(self, email: str) -> str:
+        """The address in normal form if no account has it, else :class:`AccountExists` saying the state
+        of the one that does (for ``paperfeed users add``, before it asks for a password)."""
+        address = normalize_email(email)
+        stored = self.store.user_by_email(address)
+        if stored is None:
+            return address
+        state = "hidden" if stored.hidden else "confirmed" if stored.user.email_verified else "unconfirmed"
+        raise AccountExists(f"{address} already has an account ({state}); nothing was changed.", state)
+
+    def sign_in_link(self, user: User, base_url: str) -> str:
+        """A one-time sign-in link for ``user``, handed to the caller instead of mailed: for an
+        administrator's terminal (``paperfeed users add --link``), never for a web page."""
+        url, _lifetime = self._new_link(user, "signin", base_url)
+        return url
 
     def resend_verification(self, email: str, *, client: str, base_url: str) -> None:
         address = normalize_email(email)
@@ -526,13 +567,17 @@ class AccountService:
         self._last_purge = now
         self.store.purge(self.clock())
 
-    def _mail_link(self, user: User, purpose: LinkPurpose, base_url: str) -> None:
+    def _new_link(self, user: User, purpose: LinkPurpose, base_url: str) -> tuple[str, timedelta]:
+        """A new one-time link (only its digest is stored) and how long it works."""
         token = secrets.token_urlsafe(32)
         now = self.clock()
         lifetime = LINK_LIFETIMES[purpose]
         self.store.add_link(hash_secret(token), user.id, purpose, now, now + lifetime)
         path = {"verify": "/verify", "signin": "/signin/link", "reset": "/reset"}[purpose]
-        url = f"{base_url}{path}?token={quote(token)}"
+        return f"{base_url.rstrip('/')}{path}?token={quote(token)}", lifetime
+
+    def _mail_link(self, user: User, purpose: LinkPurpose, base_url: str) -> None:
+        url, lifetime = self._new_link(user, purpose, base_url)
         hours = lifetime.total_seconds() / 3600
         valid = f"{hours:g} hours" if hours >= 2 else f"{lifetime.total_seconds() / 60:g} minutes"
         site = self.site_name

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 
+from paperfeed.domain.errors import OaiError, SourceAnswerError, SourceUnavailable
 from paperfeed.domain.job_runs import JobRun, LeaseStore, RunStore, StepReport
 
 __all__ = [
@@ -282,7 +283,16 @@ class JobService:
                     started = time.perf_counter()
                     try:
                         counts = dict(step.run())
-                    except Exception as exc:  # recorded; the next steps still run
+                    except _EXPECTED as exc:  # a source down or refusing: expected, one line (the step's)
+                        log.info("job %s: step %s failed: %s", job, step.name, exc)
+                        report = StepReport(
+                            step.name,
+                            "failed",
+                            {},
+                            _one_line(exc, named=False),
+                            time.perf_counter() - started,
+                        )
+                    except Exception as exc:  # a fault: recorded with its traceback; the next steps still run
                         log.exception("job %s: step %s failed", job, step.name)
                         report = StepReport(
                             step.name, "failed", {}, _one_line(exc), time.perf_counter() - started
@@ -321,9 +331,16 @@ class JobService:
         return self.store.runs(job=job, limit=limit)
 
 
-def _one_line(exc: BaseException) -> str:
+# What a step meets when a source is down, slow or refusing (no network, an outage, a bad answer): an
+# expected condition, said in the step's one line, never with a traceback.
+_EXPECTED = (SourceUnavailable, SourceAnswerError, OaiError)
+
+
+def _one_line(exc: BaseException, *, named: bool = True) -> str:
+    """The error of a step as one line; ``named`` puts its type first (for faults, not expected errors
+    whose message says it all: "export.arxiv.org unreachable after 5 attempts …")."""
     text = " ".join(str(exc).split()) or type(exc).__name__
-    return f"{type(exc).__name__}: {text}"[:1000]
+    return (f"{type(exc).__name__}: {text}" if named else text)[:1000]
 
 
 class Scheduler:
@@ -364,7 +381,9 @@ class Scheduler:
             except LeaseBusy as exc:
                 self.notify(f"skipped {job}: {exc}")
                 continue
-            self.notify(f"{job}: {run.status}" + (f" ({run.error})" if run.error else ""))
+            failed = [step.name for step in run.steps if step.status == "failed"]
+            # each failed step's error was said on its own line already: name the steps, once
+            self.notify(f"{job}: {run.status}" + (f" (failed: {', '.join(failed)})" if failed else ""))
             done.append(run)
         return done
 

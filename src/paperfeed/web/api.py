@@ -300,7 +300,7 @@ def list_papers(
     "/api/papers/{paper_id:path}/similar",
     response_model=list[SimilarItem],
     responses=_ERRORS,
-    summary="Papers most similar to one paper (embedding neighbours and a keyword query of its text, fused)",
+    summary="Papers most similar to one paper (embedding neighbours re-ranked by their small neighbourhoods)",
 )
 def similar_papers(
     request: Request,

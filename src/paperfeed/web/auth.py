@@ -24,7 +24,7 @@ from paperfeed.domain.accounts import (
     User,
 )
 
-from .deps import accounts_of
+from .deps import accounts_of, app_of
 from .errors import ApiError, JsonResponse
 from .rendering import NO_STORE, page
 from .security import (
@@ -84,7 +84,12 @@ def account_page(
 ) -> HTMLResponse:
     """An ``auth/`` page through :func:`~.rendering.page`: never cached (forms carry CSRF tokens, some pages
     a one-time token), with the message a redirect's ``?done=`` key chose."""
-    context = {"done": _DONE.get(request.query_params.get("done", "")), "error": None, **context}
+    context = {
+        "done": _DONE.get(request.query_params.get("done", "")),
+        "error": None,
+        "mail_kept": app_of(request).mail_is_kept,  # no mail server: the pages say where mail goes
+        **context,
+    }
     return page(
         request,
         f"auth/{name}.html",
@@ -154,9 +159,10 @@ def _mail_link(
         return _rate_limited(request, name, title, exc, **fields)
     except AccountError as exc:
         return account_page(request, name, title, status=400, error=str(exc), **fields)
-    return account_page(
-        request, "check_email", "Check your inbox", email=fields["email"].strip(), purpose=purpose
-    )
+    # Without a mail server the message is kept for the administrator (paperfeed mail outbox): the page
+    # says so, and never shows the link, which only the address's owner may get.
+    title = "Message kept for the administrator" if app_of(request).mail_is_kept else "Check your inbox"
+    return account_page(request, "check_email", title, email=fields["email"].strip(), purpose=purpose)
 
 
 # What a mailed link's confirmation page says and where its one button posts to.

@@ -477,7 +477,8 @@ def build_server(surface: Surface) -> MCPServer:
     def similar_papers(
         ctx: Context, paper_id: PaperId, limit: Limit = 10
     ) -> Annotated[CallToolResult, PaperList]:
-        """Papers most like one paper (embedding neighbours fused with a keyword query of its text)."""
+        """Papers most like one paper: embedding neighbours re-ranked by their small neighbourhoods, blended
+        with their own cosine; its own words when it has no vector yet."""
         app, site = open_app(ctx)
         detail = _guard(lambda: app.feeds.paper(paper_id))
         if detail is None:

@@ -139,8 +139,7 @@ def _paper_links(
 def _similar(
     search: PaperSearch, paper_id: str, shown: Callable[[list[Paper]], list[Paper]] = list
 ) -> tuple[list[PaperView], str | None]:
-    """The paper's similar papers (embedding neighbours and a keyword query of its text, fused), or why
-    there are none to show."""
+    """The paper's similar papers (:meth:`PaperSearch.similar`), or why there are none to show."""
     hits = search.similar(paper_id, limit=SIMILAR_SIZE)
     if not hits:
         return [], "No similar papers found yet: more appear once papers are embedded (paperfeed index)."

@@ -268,6 +268,18 @@ async def subscribe(request: Request, background: BackgroundTasks) -> Response:
             "or stop them.",
             links=[(links.preferences, "Change your digest")],
         )
+    if _app(request).mail_is_kept:  # no mail server: the confirmation waits in the outbox (never shown here)
+        return _page(
+            request,
+            "message",
+            "Message kept for the administrator",
+            heading="Message kept for the administrator",
+            message="If that address can get a digest, a mail with a confirmation link has been written. "
+            "No mail server is configured on this server, so it was not sent: the administrator finds it "
+            "with the command paperfeed mail outbox and can pass the link on. Nothing is sent until the link "
+            "is used.",
+            links=[("/", "Back to today's papers")],
+        )
     return _page(
         request,
         "message",

@@ -21,7 +21,7 @@ from sqlalchemy.pool import ConnectionPoolEntry
 from paperfeed.domain.ingest import Batch, BatchResult
 from paperfeed.domain.merge import merge_paper
 from paperfeed.domain.models import Listing, Paper
-from paperfeed.domain.ports import BeforeWrite, StoreStats
+from paperfeed.domain.ports import BeforeWrite, DerivedStats, StoreStats
 
 from . import migrate
 from .columns import UtcDateTime
@@ -455,6 +455,16 @@ class SqlPaperStore:
             last_published=_day(last),
             location=self.engine.url.render_as_string(hide_password=True),
         )
+
+    def derived_stats(self) -> DerivedStats:
+        from .schema import embeddings
+        from .topics import SqlTopicRecords
+
+        query = select(embeddings.c.model_id, func.count()).group_by(embeddings.c.model_id)
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        vectors = dict(sorted((str(model), int(n)) for model, n in rows))
+        return DerivedStats(vectors=vectors, topics=SqlTopicRecords(self.engine).current())
 
     def hidden_paper_ids(self) -> frozenset[str]:
         with self.engine.connect() as conn:
