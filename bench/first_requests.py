@@ -75,7 +75,7 @@ def free_port() -> int:
 def requests_for(ids: list[str]) -> list[str]:
     """The same 100 paths every time: what a first visitor and a crawler ask for."""
     pick = random.Random(7)
-    paths = ["/", "/trending", "/api/daily_papers", "/week", "/search?q=diffusion+models"]
+    paths = ["/", "/trending", "/api/daily_papers", "/papers/week/2025-W10", "/search?q=diffusion+models"]
     words = ["language models", "video generation", "reinforcement learning", "robot", "reasoning", "3d"]
     while len(paths) < 100:
         roll = pick.random()
