@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from paperfeed.services.adaptation import AdaptationService
     from paperfeed.services.calibration import BackendChooser, Resolution
     from paperfeed.services.check import CheckService
+    from paperfeed.services.citation_import import CitationImport
     from paperfeed.services.citation_trend import CitedTrending
     from paperfeed.services.citations import CitationHarvest
     from paperfeed.services.community import CommunityService
@@ -1041,6 +1042,15 @@ class App:
             },
             settings=config,
         )
+
+    @cached_property
+    def citation_import(self) -> CitationImport:
+        """``paperfeed citations import``: files of citations into the paper graph (issue #33)."""
+        from paperfeed.adapters.sources.citation_files import LocalCitationFiles
+        from paperfeed.adapters.store.citation_import import SqlCitationImport
+        from paperfeed.services.citation_import import CitationImport
+
+        return CitationImport(LocalCitationFiles(), SqlCitationImport(self.store.engine))
 
     def jsonl_file(self, path: Path, *, batch_size: int, namespace: str | None = None) -> JsonlFileSource:
         """A JSONL file of papers (ours or the arXiv snapshot, gzip or plain)."""
