@@ -18,9 +18,11 @@ merging writer, field by field.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import chain
 from typing import Any
 
 import orjson
@@ -352,16 +354,16 @@ class _Save:
         """Aliases first (so this batch's edges already meet their works' keys), then the works the edges
         name and the works described, then the edges."""
         aliases = self.learn(batch.aliases)
-        lookup = self.aliases_of(
-            {r for pair in batch.edges for r in pair if ":" in r} | {w.key for w in batch.works}, aliases
-        )
+        refs = dict.fromkeys(chain.from_iterable(batch.edges))  # each end once, in C
+        lookup = self.aliases_of([r for r in refs if ":" in r] + [w.key for w in batch.works], aliases)
 
         def resolve(ref: str) -> str:
             return lookup.get(ref, ref)
 
         plain = self.plain
         edges: dict[tuple[str, str], _Edge] = {}
-        if not lookup and not batch.details:
+        fast = not lookup and not batch.details
+        if fast:
             # the common case (pairs files): no alias to follow, no details; one dict built in C
             edges = dict.fromkeys(batch.edges, plain)
             selfs = [p for p in edges if p[0] == p[1]]
@@ -369,6 +371,7 @@ class _Save:
                 del edges[pair]
             if selfs:
                 self.saved.self_citations += sum(1 for a, b in batch.edges if a == b)
+                refs = dict.fromkeys(chain.from_iterable(edges))
         else:
             for citing, cited in batch.edges:
                 pair = (resolve(citing), resolve(cited))
@@ -391,7 +394,8 @@ class _Save:
         for ref in batch.works:
             key = resolve(ref.key)
             described[key] = _described(described.get(key), ref, key)
-        keys = list(dict.fromkeys([k for pair in edges for k in pair] + list(described)))
+        ends = refs if fast else dict.fromkeys(chain.from_iterable(edges))
+        keys = [*ends, *(k for k in described if k not in ends)]
         known = dict(self.sql.keys_in(self.cur, "SELECT t.key, t.sort_day FROM works t", "key", keys))
         if touching_store:
             in_store = {
@@ -403,10 +407,10 @@ class _Save:
             kept = {pair: e for pair, e in edges.items() if pair[0] in in_store or pair[1] in in_store}
             self.saved.outside_store += len(edges) - len(kept)
             edges = kept
-            ends = {k for pair in edges for k in pair}
+            ends = dict.fromkeys(chain.from_iterable(edges))
             described = {k: w for k, w in described.items() if k in ends or k in in_store or k in known}
-        days = self.write_works(edges, described, known)
-        added, merged, unchanged = self.write_edges(edges, days)
+        days = self.write_works(ends, described, known)
+        added, merged, unchanged = self.write_edges(edges, days, plain_only=fast)
         self.saved.edges_added += added
         self.saved.edges_merged += merged
         self.saved.edges_unchanged += unchanged
@@ -511,16 +515,16 @@ class _Save:
     # -- works and edges -----------------------------------------------------------------------------
 
     def write_works(
-        self, edges: dict[tuple[str, str], _Edge], described: dict[str, WorkRef], known: dict[str, int]
+        self, ends: Iterable[str], described: dict[str, WorkRef], known: dict[str, int]
     ) -> dict[str, int]:
         """Described works merged field by field (the harvest's writer), every other end of an edge
-        inserted bare when new; returns each key's ``sort_day``."""
+        (``ends``, each once) inserted bare when new; returns each key's ``sort_day``."""
         days: dict[str, int] = {k: int(d) for k, d in known.items()}
         if described:
             added, described_days = self.owner.graph.write_works(self.conn, dict(described), self.now)
             self.saved.works_added += added
             days.update(described_days)
-        new = [k for k in dict.fromkeys(k for pair in edges for k in pair) if k not in days]
+        new = [k for k in ends if k not in days]
         rows = [(k, arxiv_month_day(k), self.stamp) for k in new]
         self.sql.insert_works(self.cur, rows)
         self.saved.works_added += len(rows)
@@ -532,15 +536,23 @@ class _Save:
         edges: dict[tuple[str, str], _Edge],
         days: dict[str, int],
         seen: dict[tuple[str, str], Any] | None = None,
+        *,
+        plain_only: bool = False,
     ) -> tuple[int, int, int]:
         """New pairs inserted with their provenance; stored pairs merged, rewritten only when that
         changed them; ``cited_edges`` raised by the new ones. ``seen``: when pairs were first seen, for
         edges that move (else now). Returns (inserted, stored pairs that gained a source, stored pairs
-        whose sources stayed)."""
+        whose sources stayed). ``plain_only``: every edge is :attr:`plain` (a pairs file's batch)."""
         if not edges:
             return 0, 0, 0
         merged_n = unchanged_n = 0
         stored = {(r[0], r[1]): r for r in self.sql.pairs_in(self.cur, list(edges))}
+        if plain_only and not stored:  # a batch of new pairs: the rows in one comprehension
+            day, sources, stamp = days.get, self.plain_sources, self.stamp
+            rows = [(a, b, day(a, 0), None, "[]", "[]", sources, stamp) for a, b in edges]
+            self.sql.insert_edges(self.cur, rows)
+            self.sql.add_cited(self.cur, Counter(b for _, b in edges))
+            return len(rows), 0, 0
         inserts: list[tuple[Any, ...]] = []
         updates: list[tuple[Any, ...]] = []
         resourced: list[tuple[str, str, str]] = []
