@@ -548,8 +548,8 @@ class _Save:
         merged_n = unchanged_n = 0
         stored = {(r[0], r[1]): r for r in self.sql.pairs_in(self.cur, list(edges))}
         if plain_only and not stored:  # a batch of new pairs: the rows in one comprehension
-            day, sources, stamp = days.get, self.plain_sources, self.stamp
-            rows = [(a, b, day(a, 0), None, "[]", "[]", sources, stamp) for a, b in edges]
+            on_day, provenance, now = days.get, self.plain_sources, self.stamp
+            rows = [(a, b, on_day(a, 0), None, "[]", "[]", provenance, now) for a, b in edges]
             self.sql.insert_edges(self.cur, rows)
             self.sql.add_cited(self.cur, Counter(b for _, b in edges))
             return len(rows), 0, 0
