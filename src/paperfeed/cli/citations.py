@@ -97,7 +97,7 @@ def import_citations(
         typer.Option(
             "--touching-store",
             help="Keep only edges with an end among this instance's papers (what a harvest keeps), and only "
-            "descriptions of works already in the graph: for dumps of a whole field.",
+            "descriptions of works those edges name or the graph holds: for dumps of a whole field.",
         ),
     ] = False,
     rejects_file: Annotated[

@@ -237,7 +237,7 @@ class CitationImportRecords(Protocol):
     def save_batch(self, batch: EdgeBatch, mark: FileMark, *, touching_store: bool) -> BatchSaved:
         """Store the batch (aliases, works, edges) and the file's new place, all of it or nothing.
         ``touching_store``: keep only edges with an end among the store's papers, and descriptions only of
-        works the graph already holds or the store's papers."""
+        works those edges name, the graph already holds, or the store's papers."""
         ...
 
     def restart(self, mark: FileMark) -> None:
