@@ -358,3 +358,27 @@ def test_an_arxiv_work_without_a_date_sorts_by_its_month(store: SqlPaperStore) -
     assert days["hep-th/9605001"] == 19960500
     assert days["hep-th/9606001"] == 19960600  # the year agrees with the id: the id's month refines it
     assert days["doi:10.1/z"] == 19960000
+
+
+def test_a_work_a_harvest_stored_under_a_known_alias_moves_at_the_next_import(
+    importer: CitationImport, store: SqlPaperStore, tmp_path: Path
+) -> None:
+    work = {
+        "id": "https://openalex.org/W42",
+        "doi": "https://doi.org/10.1000/j.42",
+        "ids": {"openalex": "https://openalex.org/W42", "doi": "https://doi.org/10.1000/j.42"},
+        "locations": [{"landing_page_url": "https://arxiv.org/abs/2402.00002"}],
+        "referenced_works": [],
+    }
+    works_file = write_lines(tmp_path / "works.jsonl", [work])
+    run(importer, works_file)
+    # a harvest knows the work only by its DOI and stores it under it, beside the alias
+    SqlCitationRecords(store.engine).save_links(
+        [links(NEW_A, [cite(NEW_A, "doi:10.1000/j.42")])], harvested_at=HARVESTED
+    )
+    assert (NEW_A, "doi:10.1000/j.42") in edge_rows(store)
+    report = run(importer, works_file)
+    assert report.resolved == 1
+    assert set(edge_rows(store)) == {(NEW_A, NEW_B)}
+    assert edge_rows(store)[(NEW_A, NEW_B)]["sources"] == ["s2"]
+    cited_edges_agree(store)

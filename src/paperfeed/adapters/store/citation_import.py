@@ -445,7 +445,7 @@ class _Save:
         fresh = {a: k for a, k in taught.items() if old.get(a) != k}
         self.sql.learn_aliases(self.cur, fresh)
         self.saved.aliases += len(fresh)
-        self.move(fresh)
+        self.move(taught)  # also what a harvest stored under a known alias since
         return taught
 
     def aliases_of(self, refs: Iterable[str], taught: dict[str, str]) -> dict[str, str]:
