@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from paperfeed.services.adaptation import AdaptationService
     from paperfeed.services.calibration import BackendChooser, Resolution
     from paperfeed.services.check import CheckService
+    from paperfeed.services.citation_import import CitationImport
     from paperfeed.services.citation_trend import CitedTrending
     from paperfeed.services.citations import CitationHarvest
     from paperfeed.services.community import CommunityService
@@ -176,7 +177,11 @@ class App:
         counted through :attr:`reads`, so a SQLite store is read without SQLAlchemy (docs/cli.md)."""
         from paperfeed.services.coverage import CoverageService
 
-        return CoverageService(papers=lambda: self.reads.stats().papers, indexed=self._indexed_papers)
+        return CoverageService(
+            papers=lambda: self.reads.stats().papers,
+            indexed=self._indexed_papers,
+            activity=self.indexer_activity,
+        )
 
     def _indexed_papers(self) -> int | None:
         """Papers in the vector index search reads (0 before anything is embedded); None if unreadable."""
@@ -1126,6 +1131,15 @@ class App:
             },
             settings=config,
         )
+
+    @cached_property
+    def citation_import(self) -> CitationImport:
+        """``paperfeed citations import``: files of citations into the paper graph (issue #33)."""
+        from paperfeed.adapters.sources.citation_files import LocalCitationFiles
+        from paperfeed.adapters.store.citation_import import SqlCitationImport
+        from paperfeed.services.citation_import import CitationImport
+
+        return CitationImport(LocalCitationFiles(), SqlCitationImport(self.store.engine))
 
     def paper_file(self, path: Path, *, batch_size: int, namespace: str | None = None) -> PaperSource:
         """A file of papers for ``paperfeed import``: BibTeX (``.bib``, ``.bib.gz``: each entry's own

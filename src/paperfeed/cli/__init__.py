@@ -101,6 +101,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "users",
         "Hide papers from feeds, search, the API and pages, or show them again.",
     ),
+    "citations": (
+        "citations",
+        "Import citations in bulk: pairs of ids (TSV, CSV, JSONL), Semantic Scholar Datasets, OpenAlex "
+        "works snapshots.",
+    ),
     "harvest": (
         "harvest",
         "Harvest papers from arXiv (OAI-PMH), Hugging Face Daily Papers, or fill the recent window; "

@@ -35,10 +35,30 @@ __all__ = [
     "RelatedCounts",
     "SaveResult",
     "WorkRef",
+    "arxiv_month_day",
     "work_key",
 ]
 
 _DOI = re.compile(r"^10\.\d{4,9}/\S+$")
+_ARXIV_KEY = re.compile(r"(?:(?P<new>\d{4})\.\d{4,5}|[a-z]+(?:-[a-z]+)*/(?P<old>\d{4})\d{3})")
+
+
+def arxiv_month_day(key: str) -> int:
+    """The month an arXiv work's key names, as a ``sort_day`` (``yyyymm00``); ``0`` for other keys.
+
+    An arXiv id is given out in the month of the first version (``2401.12345``: January 2024;
+    ``hep-th/9407087``: July 1994; old-style ids ran from 1991 to March 2007), so a work known only by its
+    id still sorts by date.
+    """
+    found = _ARXIV_KEY.fullmatch(key)
+    if found is None:
+        return 0
+    yymm = found["new"] or found["old"]
+    yy, month = int(yymm[:2]), int(yymm[2:])
+    if not 1 <= month <= 12:
+        return 0
+    year = 2000 + yy if found["new"] or yy < 91 else 1900 + yy
+    return year * 10000 + month * 100
 
 
 def work_key(

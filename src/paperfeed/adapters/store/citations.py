@@ -14,7 +14,7 @@ dropped; cycles (A cites B cites A) are two ordinary edges.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -33,6 +33,7 @@ from paperfeed.domain.paper_graph import (
     RelatedCounts,
     SaveResult,
     WorkRef,
+    arxiv_month_day,
 )
 
 from .columns import as_utc
@@ -75,13 +76,16 @@ RELATED_PRIOR_CITERS_PER_REFERENCE = 20  # prior: only each reference's 20 most 
 RELATED_CITERS = 200  # co-citation: of the paper itself, only its 200 most recent citers are read
 
 
-def sort_day(published: date | None, year: int | None) -> int:
-    """A work's date as ``yyyymmdd`` (``yyyy0000`` with only a year, ``0`` unknown): see the schema."""
+def sort_day(published: date | None, year: int | None, key: str | None = None) -> int:
+    """A work's date as ``yyyymmdd`` (``yyyymm00`` with only an arXiv key's month, ``yyyy0000`` with only
+    a year, ``0`` unknown): see the schema. The month of an arXiv key fills in a missing date, or refines
+    a year it agrees with."""
     if published is not None:
         return published.year * 10000 + published.month * 100 + published.day
+    month = arxiv_month_day(key) if key is not None else 0
     if year is not None and 0 < year < 10000:
-        return year * 10000
-    return 0
+        return month if month // 10000 == year else year * 10000
+    return month
 
 
 def _chunks(items: Sequence[Any]) -> Iterable[Sequence[Any]]:
@@ -233,17 +237,18 @@ class SqlCitationRecords:
                     found.merge(_Edge.of(edge))
         now = datetime.now(UTC)
         with self.engine.begin() as conn:
-            works_added, days = self._write_works(conn, incoming_works, now)
+            works_added, days = self.write_works(conn, incoming_works, now)
             edges_added = self._write_edges(conn, edges, days, now)
             self._write_harvests(conn, links, harvested_at)
             if checkpoint is not None:
                 write_checkpoint(conn, *checkpoint)
         return SaveResult(papers=len(links), edges_added=edges_added, works_added=works_added)
 
-    def _write_works(
-        self, conn: Connection, incoming: dict[str, WorkRef | None], now: datetime
+    def write_works(
+        self, conn: Connection, incoming: Mapping[str, WorkRef | None], now: datetime
     ) -> tuple[int, dict[str, int]]:
-        """Upsert the works; returns how many are new and every touched work's ``sort_day``."""
+        """Upsert the works (in the caller's transaction: the harvest's, or a bulk import's); returns how
+        many are new and every touched work's ``sort_day``."""
         if not incoming:
             return 0, {}
         old = _existing_works(conn, list(incoming))
@@ -256,7 +261,7 @@ class SqlCitationRecords:
                 days[key] = int(before["sort_day"])
                 continue  # a bare endpoint we already know: nothing to write
             fields = _merge_work(before, ref) if ref is not None else dict.fromkeys(_WORK_FIELDS)
-            day = sort_day(fields["published"], fields["year"])
+            day = sort_day(fields["published"], fields["year"], key)
             days[key] = day
             if before is not None and all(before[n] == fields[n] for n in _WORK_FIELDS):
                 continue

@@ -24,7 +24,7 @@ from .columns import as_date
 from .community import community_version, local_comments, local_upvotes
 from .schema import listings, papers
 from .schema_accounts import hidden_papers
-from .schema_citations import citation_harvests
+from .schema_citations import citation_harvests, citation_imports
 from .schema_topics import topic_builds, topic_papers
 from .sql_store import _PAPER_COLUMNS, _from_row
 
@@ -251,6 +251,8 @@ class SqlFeedQueries:
         with self.engine.connect() as conn:
             # a citation harvest changes paper pages' counts and lists: it must reach cached answers
             harvested = conn.execute(select(func.max(citation_harvests.c.harvested_at))).scalar()
+            # so does a bulk import of citations (each saved batch stamps its file's ledger row)
+            imported = conn.execute(select(func.max(citation_imports.c.updated_at))).scalar()
             # a topic build or placement moves papers on the map and changes their topic
             built = conn.execute(select(func.max(topic_builds.c.generation))).scalar()
             placed = conn.execute(select(func.count()).select_from(topic_papers)).scalar_one()
@@ -259,7 +261,7 @@ class SqlFeedQueries:
             return DataVersion(
                 content=str(added),
                 removals=f"{hidden}|{removed}",
-                papers=f"{papers_part}|{harvested}|{built}|{placed}",
+                papers=f"{papers_part}|{harvested}|{imported}|{built}|{placed}",
             )
 
     @classmethod
