@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from paperfeed.adapters.embed import EmbedderConfig, open_embedder
+from paperfeed.adapters.embed import open_embedder
 from paperfeed.adapters.embed.calibration_file import CALIBRATION_FILE, CalibrationFile
 from paperfeed.adapters.embed.cpu import cpu_info
 from paperfeed.adapters.embed.fake import FakeEmbedder
@@ -21,6 +21,7 @@ from paperfeed.domain.calibration import BackendTiming, Calibration, choose_back
 from paperfeed.domain.search import Embedder
 from paperfeed.services.calibration import BackendChooser
 from paperfeed.settings import Settings
+from tests.support.defaults import embedder_config
 
 PROBES = [
     "Sparse attention for long documents.",
@@ -83,7 +84,9 @@ def test_calibration_keeps_the_fastest_backend_whose_real_vectors_agree(
     model_cache: Path, tmp_path: Path
 ) -> None:
     def real(backend: str, **kw: object) -> Embedder:
-        return open_embedder(EmbedderConfig(backend=backend, cache_dir=model_cache, threads=1, **kw))  # type: ignore[arg-type]
+        return open_embedder(
+            embedder_config(tmp_path, backend=backend, cache_dir=model_cache, threads=1, **kw)
+        )
 
     candidates = {
         "torch": real("torch"),
@@ -258,8 +261,10 @@ def test_thread_settings_reach_onnx_runtime_and_torch(model_cache: Path) -> None
 
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["torch", "onnx"])
-def test_length_sorted_batches_come_back_in_input_order(backend: str, model_cache: Path) -> None:
-    embedder = open_embedder(EmbedderConfig(backend=backend, cache_dir=model_cache, threads=1))
+def test_length_sorted_batches_come_back_in_input_order(
+    backend: str, model_cache: Path, tmp_path: Path
+) -> None:
+    embedder = open_embedder(embedder_config(tmp_path, backend=backend, cache_dir=model_cache, threads=1))
     texts = [PROBES[2], PROBES[0], PROBES[1], PROBES[3], PROBES[2][:300], "x"]
     together = embedder.embed(texts)  # sorted by length inside, in batches, then put back
     alone = np.vstack([embedder.embed([t]) for t in texts])  # no padding, no reordering

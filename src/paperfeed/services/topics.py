@@ -168,14 +168,14 @@ class TopicService:
         papers: PapersOf,
         modeller: Callable[[], TopicModeller],
         counter: Callable[[], TermCounter],
-        settings: TopicSettings | None = None,
+        settings: TopicSettings,
         *,
-        rebuild_after: timedelta = timedelta(days=7),
+        rebuild_after: timedelta,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.records, self.embeddings, self.papers = records, embeddings, papers
         self.modeller, self.counter = modeller, counter
-        self.settings = settings or TopicSettings()
+        self.settings = settings
         self.rebuild_after, self.clock = rebuild_after, clock
 
     # -- the job --------------------------------------------------------------------------------------------
