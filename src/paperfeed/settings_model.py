@@ -17,6 +17,8 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from paperfeed.domain.calibration import AGREEMENT_FLOOR
+
 __all__ = ["ENV_PREFIX", "SettingsModel", "default_data_dir", "default_model_cache"]
 
 ENV_PREFIX = "PAPERFEED_"
@@ -218,10 +220,11 @@ class SettingsModel(BaseModel):
     embedding_backend: Literal["auto", "torch", "onnx", "onnx-int8", "fake"] = Field(
         default="auto",
         description="How papers are embedded: auto (time torch, onnx and onnx-int8 on this machine once "
-        "and keep the fastest whose vectors agree with torch, cosine >= 0.99; recorded in "
-        "<data_dir>/embedding-calibration.json, redone by `paperfeed index --calibrate`), onnx (same vectors "
-        "as torch), onnx-int8 (quantised, its own vectors), torch (reference), fake (hashing, for tests). "
-        "A change of vector space re-embeds everything.",
+        f"and keep the fastest whose vectors are torch's, cosine >= {AGREEMENT_FLOOR} on every probe text: "
+        "torch or onnx, since onnx-int8's rank worse; recorded in <data_dir>/embedding-calibration.json, "
+        "redone by `paperfeed index --calibrate`), onnx (same vectors as torch), onnx-int8 (quantised, its "
+        "own vectors: faster on AVX512-VNNI CPUs, lower search quality), torch (reference), fake (hashing, "
+        "for tests). A change of vector space re-embeds everything.",
     )
     embedding_batch_size: int = Field(
         default=128, ge=1, le=10_000, description="Papers embedded per committed batch."
