@@ -186,7 +186,9 @@ def import_rate(backend: str, server: Any) -> dict[str, float]:
     try:
         keyword = app.keyword_index  # opened (empty) before the clock starts, as a running server has it
         t0 = time.perf_counter()
-        summary = app.ingest.run(JsonlFileSource(SHARED / IMPORT_FILE), workers=1)
+        summary = app.ingest.run(
+            JsonlFileSource(SHARED / IMPORT_FILE, batch_size=app.settings.batch_size), workers=1
+        )
         keyword.flush()
         seconds = time.perf_counter() - t0
     finally:

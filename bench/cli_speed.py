@@ -62,7 +62,7 @@ def build(root: Path) -> dict[str, Any]:
     app = build_app(Settings(data_dir=root, embedding_backend="onnx-int8"))
     figures: dict[str, Any] = {}
     t0 = time.perf_counter()
-    app.ingest.run(JsonlFileSource(PAPERS), workers=1)
+    app.ingest.run(JsonlFileSource(PAPERS, batch_size=app.settings.batch_size), workers=1)
     app.keyword_index.flush()
     figures["import_s"] = round(time.perf_counter() - t0, 1)
     with app.store.engine.connect() as conn:

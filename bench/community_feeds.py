@@ -90,7 +90,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="paperfeed-community-bench-") as folder:
         app = build_app(Settings(data_dir=Path(folder), embedding_backend="fake", keyword_engine="fts5"))
         try:
-            summary = app.ingest.run(JsonlFileSource(args.data))
+            summary = app.ingest.run(JsonlFileSource(args.data, batch_size=app.settings.batch_size))
             print(f"{summary.added:,} papers, {summary.listings:,} listings")
             before = _timings(app.feeds, args.repeat)
             made = _add_votes(app, args.votes, args.readers, args.seed)

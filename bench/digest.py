@@ -84,7 +84,7 @@ def prepare(cache: Path) -> None:
     try:
         for name in FILES:
             started = time.perf_counter()
-            summary = app.ingest.run(JsonlFileSource(SHARED / name))
+            summary = app.ingest.run(JsonlFileSource(SHARED / name, batch_size=app.settings.batch_size))
             print(f"imported {name}: {summary.added:,} papers in {time.perf_counter() - started:.1f} s")
     finally:
         app.close()

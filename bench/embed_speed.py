@@ -17,12 +17,13 @@ import argparse
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
 
-from bench.vector_cache import CACHE_ROOT, SHARED, read_jsonl
-from paperfeed.adapters.embed import EmbedderConfig, open_embedder
+from bench.vector_cache import SHARED, bench_embedder_config, read_jsonl
+from paperfeed.adapters.embed import open_embedder
 from paperfeed.adapters.embed.cpu import available_cores, cpu_info
 from paperfeed.adapters.embed.sentence_transformers import cpu_supports_bf16
 from paperfeed.domain.search import Embedder
@@ -96,12 +97,8 @@ def main() -> None:
             rows.append((label, "-", "unsupported", "-", "-", "-", "-"))
             continue
         for threads in thread_counts:
-            config = EmbedderConfig(
-                backend=backend,
-                bf16=bf16,
-                threads=threads,
-                spinning=not args.no_spin,
-                cache_dir=CACHE_ROOT / "models",
+            config = replace(
+                bench_embedder_config(backend, threads, torch_bf16=bf16), spinning=not args.no_spin
             )
             embedder = open_embedder(config)  # torch threads are process-wide: set again per run
             vectors, rate, cpu_rate = embed_timed(embedder, texts, args.passes)

@@ -303,7 +303,9 @@ def main() -> None:
                 app = build_app(Settings(data_dir=root, keyword_engine="fts5"))
                 app.ingest.indexes.clear()
                 for path in files:
-                    app.ingest.run(JsonlFileSource(path), workers=args.workers)
+                    app.ingest.run(
+                        JsonlFileSource(path, batch_size=app.settings.batch_size), workers=args.workers
+                    )
                 app.close()
             query_phase(store, root, "real papers")
             if args.big:

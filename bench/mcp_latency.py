@@ -59,7 +59,9 @@ def prepare(data_dir: Path, backend: str) -> tuple[Settings, list[str]]:
     try:
         if not app.feeds.papers_page(None, 1).items:
             started = time.perf_counter()
-            app.ingest.run(JsonlFileSource(SHARED / "data" / "hf_daily.jsonl.gz"))
+            app.ingest.run(
+                JsonlFileSource(SHARED / "data" / "hf_daily.jsonl.gz", batch_size=app.settings.batch_size)
+            )
             print(f"imported the HF daily papers in {time.perf_counter() - started:.0f} s", flush=True)
         app.keyword_index  # noqa: B018 - opening it brings it up to date
         ids = [p.id for p in app.feeds.papers_page(None, 100).items]

@@ -2,16 +2,19 @@
 
 SciFact: corpus = scifact_corpus, queries + judgments = qrels_scifact rows with ``beir_split`` train
 (tuning) and test (reported). Published anchors on test: BM25 0.665, all-MiniLM-L6-v2 about 0.64, plain
-RRF of the two about 0.695. Fusion settings (RRF k, list weights, the dense cut-off) are chosen on the
-train split only, by fusing the cached per-query lists with the same function the service uses; the
-chosen setting is then run through the real :class:`~paperfeed.services.search.HybridSearch` on both
-splits, and that is what the table reports.
+RRF of the two about 0.695. Fusion settings (RRF k, the keyword list's weight, the dense cut-off) are
+chosen on the train split only, by fusing the cached per-query lists with the same function the service
+uses; the chosen setting is then run through the real :class:`~paperfeed.services.search.HybridSearch`
+on both splits. The row "as shipped" runs the settings' own defaults (``PAPERFEED_SEARCH_*`` in
+settings_model.py, the one place they live): what an instance runs unless configured otherwise. When
+train chooses something else, the bench says so: the defaults are then out of date.
+``python -m bench.served_quality`` measures the shipped setting through a served instance's HTTP API.
 
 Seed pages: the four Hugging Face search result pages (one topic each). For every seed paper, the share
 of its 10 most similar papers that come from a page it is on, with BM25 (its title + abstract as the
 query), dense (nearest neighbours) and hybrid (the two lists fused).
 
-    .venv/bin/python -m bench.quality [--engine fts5|tantivy] [--backend onnx-int8]
+    HF_HUB_OFFLINE=1 .venv/bin/python -m bench.quality [--engine fts5|tantivy] [--backend onnx-int8]
 """
 
 from __future__ import annotations
@@ -30,17 +33,25 @@ import orjson
 
 from bench.ir_metrics import evaluate, load_qrels
 from bench.vector_cache import SHARED, Doc, VectorCache, load_corpus
+from paperfeed.adapters.embed.cpu import cpu_info
 from paperfeed.adapters.keyword.factory import open_keyword_index
 from paperfeed.adapters.store import SqlPaperStore, open_store
 from paperfeed.adapters.vector import open_vector_index
+from paperfeed.bootstrap import search_settings, similar_settings
 from paperfeed.domain.fusion import reciprocal_rank_fusion
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Paper
 from paperfeed.domain.query import parse_query
 from paperfeed.domain.search import Embedder, KeywordIndex, ScoredId, VectorIndex, VectorRecord
 from paperfeed.services.search import HybridSearch, HybridSettings
+from paperfeed.settings_model import SettingsModel
 
 POOL = 100
+SHIPPED = search_settings(SettingsModel())  # the PAPERFEED_SEARCH_* defaults: what an instance runs
+GRID_K = [5, 10, 20, 30, 60, 100]
+GRID_KEYWORD_WEIGHT = [0.5, 0.7, 0.85, 1.0, 1.2, 1.5, 2.0]  # the dense weight stays 1: RRF's order depends
+# only on the ratio of the two weights, so 1 is the dense list's and the keyword weight is the ratio
+GRID_FLOOR = [0.1, 0.15, 0.2, 0.25, 0.3]
 Lists = dict[str, tuple[list[ScoredId], list[ScoredId]]]  # query id -> (keyword, dense)
 
 
@@ -103,24 +114,19 @@ def tune(train: Lists, rel: dict[str, dict[str, int]]) -> tuple[HybridSettings, 
     random letter strings top out below 0.3), so a higher floor would cut good matches of short queries.
     """
     best: tuple[float, HybridSettings] | None = None
-    for k, wk in itertools.product([5, 10, 20, 30, 60, 100], [0.5, 0.7, 0.85, 1.0, 1.2, 1.5, 2.0]):
-        s = HybridSettings(rrf_k=k, keyword_weight=wk, dense_weight=1.0, min_dense_score=-1.0)
+    for k, wk in itertools.product(GRID_K, GRID_KEYWORD_WEIGHT):
+        s = replace(SHIPPED, rrf_k=k, keyword_weight=wk, dense_weight=1.0, min_dense_score=-1.0)
         score = evaluate(fuse(train, s), rel)["ndcg@10"]
         if best is None or score > best[0]:
             best = (score, s)
     assert best is not None
     at60 = max(
-        (
-            evaluate(fuse(train, HybridSettings(rrf_k=60, keyword_weight=w, min_dense_score=-1.0)), rel)[
-                "ndcg@10"
-            ],
-            w,
-        )
-        for w in [0.5, 0.7, 0.85, 1.0, 1.2, 1.5, 2.0]
+        (evaluate(fuse(train, replace(best[1], rrf_k=60, keyword_weight=w)), rel)["ndcg@10"], w)
+        for w in GRID_KEYWORD_WEIGHT
     )
     print(f"best with k=60 on train: keyword_weight={at60[1]:g} nDCG@10 {at60[0]:.4f}")
     top, chosen = best
-    for floor in [0.1, 0.15, 0.2, 0.25, 0.3]:
+    for floor in GRID_FLOOR:
         s = replace(chosen, min_dense_score=floor)
         if evaluate(fuse(train, s), rel)["ndcg@10"] >= top - 0.002:
             chosen = s
@@ -136,6 +142,13 @@ def nonsense(search: HybridSearch, n: int = 50) -> float:
         words = ["".join(rng.choice(letters, rng.integers(4, 9))) for _ in range(rng.integers(1, 4))]
         counts.append(len(search.search(" ".join(words), limit=100).hits))
     return float(np.mean(counts))
+
+
+def service(
+    store: SqlPaperStore, keyword: KeywordIndex, index: VectorIndex, embedder: Embedder, s: HybridSettings
+) -> HybridSearch:
+    """The real search service over the bench's store and indexes, with the fusion setting ``s``."""
+    return HybridSearch(store, keyword, lambda: index, lambda: embedder, s, similar_settings(SettingsModel()))
 
 
 def service_run(search: HybridSearch, queries: dict[str, str]) -> tuple[dict[str, list[str]], float]:
@@ -169,12 +182,20 @@ def seeds(root: Path, cache: VectorCache, engine: str) -> dict[str, float]:
     return {name: float(np.mean(v)) for name, v in scores.items()}
 
 
+def describe(s: HybridSettings) -> str:
+    return (
+        f"rrf_k={s.rrf_k:g} keyword_weight={s.keyword_weight:g} dense_weight={s.dense_weight:g} "
+        f"min_dense_score={s.min_dense_score:g}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--engine", default="auto", choices=["auto", "fts5", "tantivy"])
-    parser.add_argument("--backend", default=None, help="embedding backend (default: paperfeed's default)")
+    parser.add_argument("--backend", default=None, help="embedding backend (default: torch, the reference)")
+    parser.add_argument("--no-seeds", action="store_true", help="skip the seed pages")
     args = parser.parse_args()
     cache = VectorCache.default(args.backend)
     model_id = cache.embedder.model_id
@@ -182,6 +203,7 @@ def main() -> None:
     train_q, train_rel = load_qrels(qrels, "train", "scifact:")
     test_q, test_rel = load_qrels(qrels, "test", "scifact:")
     docs = load_corpus("scifact")
+    print(f"{cpu_info().describe()}, {time.strftime('%Y-%m-%d')}")
     print(f"model {model_id}; SciFact {len(docs):,} docs, {len(train_q)} train / {len(test_q)} test queries")
     vectors = cache.vectors("scifact", docs, report=print)
     with tempfile.TemporaryDirectory(prefix="pf-quality-") as tmp:
@@ -190,17 +212,20 @@ def main() -> None:
         train = lists_for(train_q, keyword, index, cache.embedder)
         test = lists_for(test_q, keyword, index, cache.embedder)
         chosen, train_best = tune(train, train_rel)
-        plain = HybridSettings(rrf_k=60, keyword_weight=1.0, dense_weight=1.0, min_dense_score=-1.0)
-        print(
-            f"\nchosen on train: rrf_k={chosen.rrf_k:g} keyword_weight={chosen.keyword_weight:g} "
-            f"dense_weight={chosen.dense_weight:g} min_dense_score={chosen.min_dense_score:g} "
-            f"(train nDCG@10 {train_best:.4f})\n"
-        )
-        service = HybridSearch(
-            store, keyword, lambda: index, lambda: cache.embedder, replace(chosen, candidates=POOL)
-        )
-        header = f"{'SciFact':28s} {'train nDCG@10':>14s} {'test nDCG@10':>13s} {'test R@100':>11s}"
-        print(header + f" {'ms/query':>9s}\n" + "-" * (len(header) + 10))
+        plain = replace(SHIPPED, rrf_k=60, keyword_weight=1.0, dense_weight=1.0, min_dense_score=-1.0)
+        print(f"\nchosen on train: {describe(chosen)} (train nDCG@10 {train_best:.4f})")
+        print(f"shipped (settings_model.py): {describe(SHIPPED)}")
+        if (chosen.rrf_k, chosen.keyword_weight, chosen.dense_weight, chosen.min_dense_score) != (
+            SHIPPED.rrf_k,
+            SHIPPED.keyword_weight,
+            SHIPPED.dense_weight,
+            SHIPPED.min_dense_score,
+        ):
+            print(
+                "  -> train chose another setting than the shipped one: update settings_model.py's defaults"
+            )
+        header = f"\n{'SciFact':28s} {'train nDCG@10':>14s} {'test nDCG@10':>13s} {'test R@100':>11s}"
+        print(header + f" {'ms/query':>9s}\n" + "-" * (len(header) + 9))
         for label, which, s in (
             ("BM25", "bm25", chosen),
             ("dense", "dense", plain),
@@ -208,24 +233,26 @@ def main() -> None:
         ):
             tr, te = evaluate(fuse(train, s, which), train_rel), evaluate(fuse(test, s, which), test_rel)
             print(f"{label:28s} {tr['ndcg@10']:14.4f} {te['ndcg@10']:13.4f} {te['recall@100']:11.4f}")
-        tr_run, _ = service_run(service, train_q)
-        te_run, ms = service_run(service, test_q)
-        tr, te = evaluate(tr_run, train_rel), evaluate(te_run, test_rel)
+        rows = [("hybrid (service, tuned)", chosen), ("hybrid as shipped (service)", SHIPPED)]
+        for label, s in rows:
+            search = service(store, keyword, index, cache.embedder, replace(s, candidates=POOL))
+            tr_run, _ = service_run(search, train_q)
+            te_run, ms = service_run(search, test_q)
+            tr, te = evaluate(tr_run, train_rel), evaluate(te_run, test_rel)
+            print(
+                f"{label:28s} {tr['ndcg@10']:14.4f} {te['ndcg@10']:13.4f} {te['recall@100']:11.4f} {ms:9.1f}"
+            )
+        shipped = service(store, keyword, index, cache.embedder, SHIPPED)
+        loose = service(store, keyword, index, cache.embedder, plain)
         print(
-            f"{'hybrid (service, tuned)':28s} {tr['ndcg@10']:14.4f} {te['ndcg@10']:13.4f} "
-            f"{te['recall@100']:11.4f} {ms:9.1f}"
-        )
-        loose = HybridSearch(
-            store, keyword, lambda: index, lambda: cache.embedder, replace(plain, candidates=POOL)
-        )
-        print(
-            f"\nnonsense queries, mean results of 100: {nonsense(service):.1f} with the cut-off, "
+            f"\nnonsense queries, mean results of 100: {nonsense(shipped):.1f} with the cut-off, "
             f"{nonsense(loose):.1f} without"
         )
         store.close()
-        print("\nSeed pages: share of each paper's 10 most similar papers from its own page")
-        for name, value in seeds(root, cache, args.engine).items():
-            print(f"  {name:7s} {value:.3f}")
+        if not args.no_seeds:
+            print("\nSeed pages: share of each paper's 10 most similar papers from its own page")
+            for name, value in seeds(root, cache, args.engine).items():
+                print(f"  {name:7s} {value:.3f}")
 
 
 if __name__ == "__main__":

@@ -47,12 +47,14 @@ from paperfeed.adapters.store import open_store
 from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
 from paperfeed.adapters.store.recommend_queries import SqlRecommendQueries
 from paperfeed.adapters.vector import ExactVectorIndex
+from paperfeed.bootstrap import recommend_settings
 from paperfeed.domain.embedding import PendingPaper
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.library import DEFAULT_TAG, ReaderSignals, SavedPaper
 from paperfeed.domain.models import Paper
 from paperfeed.domain.recommend import ModelParams, fit_reader_model, sample_ids
 from paperfeed.services.recommend import RecommendationService
+from paperfeed.settings_model import SettingsModel
 
 F32 = npt.NDArray[np.float32]
 
@@ -333,6 +335,7 @@ def service_ranker(
         vectors=lambda: index,
         model_id=lambda: model_id,
         trending=lambda limit: [],
+        settings=recommend_settings(SettingsModel()),
         clock=lambda: datetime(2026, 11, 1, tzinfo=UTC),
     )
 

@@ -45,6 +45,7 @@ import numpy as np
 import orjson
 
 from bench.similar_quality import (
+    SHIPPED,
     agreement,
     instance,
     populate,
@@ -58,7 +59,6 @@ from paperfeed.bootstrap import build_app
 from paperfeed.domain.ids import InvalidPaperId, parse_arxiv_id
 from paperfeed.domain.models import Paper
 from paperfeed.domain.paper_graph import Citation, PaperLinks, WorkRef, work_key
-from paperfeed.services.search import SimilarSettings
 
 TOP = 10
 FIXTURES = SHARED / "fixtures" / "s2_api"
@@ -198,7 +198,7 @@ def part_s2(root: Path, cache: VectorCache, backend: str, engine: str, backgroun
     header = f"{'similar papers':26s} {'recall@10':>10s} {'MRR@10':>8s} {'same list@10':>13s} {'ms':>6s}"
     print("\n" + header + "\n" + "-" * len(header))
     for weight in [0.0, *WEIGHTS]:
-        app = build_app(instance(root, backend, engine, SimilarSettings(), weight))
+        app = build_app(instance(root, backend, engine, SHIPPED, weight))
         try:
             recall, rr, same, elapsed = [], [], [], 0.0
             for paper_id, (name, partners) in sorted(queries.items()):
@@ -242,7 +242,7 @@ def part_identity(
     # "off" twice: two runs of the same settings show how much the lists vary by themselves
     runs: dict[str, dict[str, list[str]]] = {}
     for label, w in (("off", 0.0), ("off again", 0.0), ("on", weight)):
-        app = build_app(instance(folder, backend, engine, SimilarSettings(), w))
+        app = build_app(instance(folder, backend, engine, SHIPPED, w))
         try:
             assert bool(app.search.similar_sources) == (w > 0)
             runs[label] = {pid: [h.paper.id for h in app.search.similar(pid, limit=TOP)] for pid in asked}
@@ -264,9 +264,9 @@ def part_identity(
             backend,
             engine,
             {
-                "without the graph": SimilarSettings(),
-                "without the graph, again": SimilarSettings(),
-                f"with the graph ({weight:g})": SimilarSettings(),
+                "without the graph": SHIPPED,
+                "without the graph, again": SHIPPED,
+                f"with the graph ({weight:g})": SHIPPED,
             },
             {f"with the graph ({weight:g})": weight},
         )

@@ -54,7 +54,7 @@ from fastapi.testclient import TestClient
 from bench.ir_metrics import ndcg_at_k
 from bench.vector_cache import CORPORA, SAMPLES, SHARED, Doc, VectorCache, load_corpus
 from paperfeed.adapters.embed.cpu import cpu_info
-from paperfeed.bootstrap import App, build_app
+from paperfeed.bootstrap import App, build_app, similar_settings
 from paperfeed.domain.fusion import WeightedList, fuse_weighted
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Paper
@@ -62,6 +62,7 @@ from paperfeed.domain.neighbourhood import rerank_by_neighbourhood
 from paperfeed.domain.search import ScoredId, VectorRecord
 from paperfeed.services.search import SimilarSettings
 from paperfeed.settings import Settings
+from paperfeed.settings_model import SettingsModel
 from paperfeed.web import create_app
 
 POOL = 200  # candidates cached per list for tuning (the largest candidates setting tried)
@@ -74,11 +75,14 @@ GRID_POWER = [1.0, 3.0]  # 5 never won in session 12's grid
 GRID_BLEND = [0.25, 0.5, 0.75, 1.0]  # share of the neighbourhood cosine; the rest is the plain one
 GRID_NEIGHBOURHOOD_CANDIDATES = [100]  # 200 lost to 100 in session 12's grid
 DUPLICATE = 0.9999  # HybridSettings.duplicate_cosine
-BEFORE = SimilarSettings(keyword_weight=0.0, neighbourhood=0)  # plain cosine neighbours: issue #15's baseline
-LANDED = SimilarSettings(rrf_k=10.0, keyword_weight=0.25, neighbourhood=0)  # the fusion of session 8
+SHIPPED = similar_settings(SettingsModel())  # PAPERFEED_SIMILAR_*'s defaults: what an instance runs
+BEFORE = replace(
+    SHIPPED, keyword_weight=0.0, neighbourhood=0
+)  # plain cosine neighbours: issue #15's baseline
+LANDED = replace(SHIPPED, rrf_k=10.0, keyword_weight=0.25, neighbourhood=0)  # the fusion of session 8
 # session 12's default: the whole pool's neighbourhoods alone, no keyword list
-NEIGHBOURHOODS = SimilarSettings(
-    keyword_weight=0.0, neighbourhood=100, neighbourhood_power=3.0, neighbourhood_blend=1.0
+NEIGHBOURHOODS = replace(
+    SHIPPED, keyword_weight=0.0, neighbourhood=100, neighbourhood_power=3.0, neighbourhood_blend=1.0
 )
 
 
@@ -103,7 +107,7 @@ def instance(
     root: Path, backend: str, engine: str, settings: SimilarSettings | None = None, graph_weight: float = 0.0
 ) -> Settings:
     """``graph_weight``: ``PAPERFEED_SIMILAR_GRAPH_WEIGHT`` (bench/similar_graph.py compares it)."""
-    s = settings or SimilarSettings()
+    s = settings or SHIPPED
     return Settings(
         similar_graph_weight=graph_weight,
         data_dir=root,
@@ -251,7 +255,8 @@ def tune(sets: Sequence[Judged]) -> tuple[SimilarSettings, float]:
     for size, power, blend, cand in stage1:
         if size == 0:
             continue
-        s = SimilarSettings(
+        s = replace(
+            SHIPPED,
             keyword_weight=0.0,
             candidates=cand,
             neighbourhood=size,

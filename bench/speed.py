@@ -70,7 +70,7 @@ def build(size: int, root: Path) -> dict[str, Any]:
     figures: dict[str, Any] = {"papers": size}
     t0 = time.perf_counter()
     for name in FILES:
-        app.ingest.run(JsonlFileSource(SHARED / name), workers=1)
+        app.ingest.run(JsonlFileSource(SHARED / name, batch_size=app.settings.batch_size), workers=1)
     app.keyword_index.flush()
     figures["import_s"] = time.perf_counter() - t0
     grow(app.store, size)

@@ -20,8 +20,8 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from bench.ir_metrics import evaluate, load_qrels
-from bench.vector_cache import CACHE_ROOT, SHARED, VectorCache, load_corpus
-from paperfeed.adapters.embed import EmbedderConfig, open_embedder
+from bench.vector_cache import CACHE_ROOT, SHARED, VectorCache, bench_embedder_config, load_corpus
+from paperfeed.adapters.embed import open_embedder
 from paperfeed.adapters.embed.cpu import cpu_info
 from paperfeed.domain.embedding import MAX_TOKENS
 
@@ -53,12 +53,7 @@ def main() -> None:
     ids = [d.id for d in docs]
     sample = [d.text for d in docs[:: max(1, len(docs) // args.rate_sample)]][: args.rate_sample]
     for cut in args.cuts:
-        config = EmbedderConfig(
-            backend=args.backend,
-            threads=args.threads,
-            cache_dir=CACHE_ROOT / "models",
-            max_tokens=None if cut == MAX_TOKENS else cut,
-        )
+        config = bench_embedder_config(args.backend, args.threads, embedding_max_tokens=cut)
         embedder = open_embedder(config)
         cache = VectorCache(embedder)
         vectors = cache.vectors("scifact", docs, report=lambda m: print(m, flush=True))

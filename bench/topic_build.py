@@ -96,7 +96,9 @@ def prepare(size: str) -> Path:
 
         app = build_app(_settings(root))
         try:
-            app.ingest.run(JsonlFileSource(SHARED / "hf_daily.jsonl.gz"), workers=1)
+            app.ingest.run(
+                JsonlFileSource(SHARED / "hf_daily.jsonl.gz", batch_size=app.settings.batch_size), workers=1
+            )
         finally:
             app.close()
     else:
@@ -112,7 +114,9 @@ def prepare(size: str) -> Path:
             app = build_app(_settings(root))
             try:
                 for name in FILES:
-                    app.ingest.run(JsonlFileSource(SHARED / name), workers=1)
+                    app.ingest.run(
+                        JsonlFileSource(SHARED / name, batch_size=app.settings.batch_size), workers=1
+                    )
             finally:
                 app.close()
         from bench.keyword_speed import grow

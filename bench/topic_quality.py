@@ -34,6 +34,7 @@ import platform
 import re
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import orjson
@@ -41,6 +42,19 @@ import orjson
 from bench.vector_cache import CORPORA, SAMPLES, VectorCache, load_corpus
 from paperfeed.adapters.topic_model import SklearnTermCounter
 from paperfeed.domain.topics import ctfidf
+from paperfeed.settings_model import SettingsModel
+
+if TYPE_CHECKING:
+    from paperfeed.adapters.topic_model import SklearnTopicModeller
+
+
+def shipped_modeller() -> SklearnTopicModeller:
+    """The clustering and layout an instance runs (``PAPERFEED_TOPICS_METHOD``, ``_LAYOUT``)."""
+    from paperfeed.adapters.topic_model import SklearnTopicModeller
+
+    s = SettingsModel()
+    return SklearnTopicModeller(s.topics_method, layout=s.topics_layout)
+
 
 TOKEN = re.compile(r"[a-z][a-z0-9-]+")
 
@@ -134,14 +148,12 @@ def coarse_runs(
     from sklearn.cluster import KMeans
     from sklearn.metrics import adjusted_mutual_info_score
 
-    from paperfeed.adapters.topic_model import SklearnTopicModeller
-
     groups = [group_of(c) for c in cats]
     fine_k = len(texts) // 150
     print(f"top-level groups: {dict(Counter(groups).most_common())}; fine k = {fine_k}")
     print(f"{'coarse configuration':34} {'topics':>6} {'AMI grp':>7} {'AMI cat':>7} {'NPMI':>7}")
     unigram = SklearnTermCounter()
-    modeller = SklearnTopicModeller()
+    modeller = shipped_modeller()
     rows: dict[str, list[tuple[float, float, float, int]]] = {}
     for seed in range(seeds):
         fine = KMeans(n_clusters=fine_k, random_state=seed, n_init=1).fit_predict(vectors)
@@ -194,7 +206,7 @@ def layout_runs(vectors: np.ndarray, sample: int) -> None:
     from sklearn.decomposition import PCA
     from sklearn.manifold import trustworthiness
 
-    from paperfeed.adapters.topic_model import SklearnTopicModeller, knn_place, stratified_sample
+    from paperfeed.adapters.topic_model import knn_place, stratified_sample
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -216,7 +228,7 @@ def layout_runs(vectors: np.ndarray, sample: int) -> None:
 
     def with_knn() -> np.ndarray:
         return np.asarray(
-            SklearnTopicModeller().layout(vectors, fine.tolist(), seed=0, sample=sample, neighbours=10)
+            shipped_modeller().layout(vectors, fine.tolist(), seed=0, sample=sample, neighbours=10)
         )
 
     def global_knn() -> np.ndarray:

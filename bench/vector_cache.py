@@ -25,24 +25,27 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import orjson
 
 from paperfeed.adapters.embed import EmbedderConfig, open_embedder
+from paperfeed.bootstrap import embedder_config
 from paperfeed.domain.embedding import embedding_text
 from paperfeed.domain.models import content_hash
 from paperfeed.domain.search import Embedder
-from paperfeed.settings import Settings
+from paperfeed.settings_model import SettingsModel
 
 __all__ = [
     "CORPORA",
     "SAMPLES",
     "Doc",
     "VectorCache",
+    "bench_embedder_config",
     "default_embedder",
     "load_corpus",
     "read_jsonl",
@@ -124,18 +127,22 @@ def load_corpus(name: str, limit: int | None = None) -> list[Doc]:
     return read_jsonl(CORPORA[name], limit)
 
 
+def bench_embedder_config(backend: str, threads: int | None = None, **settings: Any) -> EmbedderConfig:
+    """The shipped embedding settings (``settings`` overriding them, e.g. ``embedding_max_tokens=128``)
+    for ``backend``, with ONNX exports cached beside the vector cache and no adopted model."""
+    shipped = SettingsModel(data_dir=CACHE_ROOT, model_cache=CACHE_ROOT / "models", **settings)
+    config = embedder_config(shipped, backend=backend, threads=threads)
+    return replace(config, legacy_cache_dirs=(), adapted_manifest=None)
+
+
 def default_embedder(backend: str | None = None, threads: int | None = None) -> Embedder:
     """``backend`` (default: torch float32, the reference), with ONNX exports cached beside the cache.
 
     paperfeed's own default, ``auto``, picks a backend per machine; a bench needs one fixed vector space,
     so it takes the reference, whose vectors ONNX float32 reproduces (cosine > 0.999)."""
-    configured = Settings.model_fields["embedding_backend"].default
-    config = EmbedderConfig(
-        backend=backend or ("torch" if configured == "auto" else configured),
-        cache_dir=CACHE_ROOT / "models",
-        threads=threads,
-    )
-    return open_embedder(config)
+    configured = SettingsModel.model_fields["embedding_backend"].default
+    chosen = backend or ("torch" if configured == "auto" else configured)
+    return open_embedder(bench_embedder_config(chosen, threads))
 
 
 def _safe(name: str) -> str:

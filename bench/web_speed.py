@@ -79,7 +79,7 @@ def ensure_data(data_dir: Path) -> None:
     started = time.perf_counter()
     try:
         for name in FILES:
-            summary = app.ingest.run(JsonlFileSource(SHARED / name))
+            summary = app.ingest.run(JsonlFileSource(SHARED / name, batch_size=app.settings.batch_size))
             print(f"  {name}: {summary.added:,} added, {summary.rejected:,} rejected", flush=True)
         app.keyword_index  # noqa: B018 - open (and so bring up to date) the keyword index now
     finally:

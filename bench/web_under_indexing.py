@@ -47,17 +47,19 @@ def ensure_data(data_dir: Path) -> None:
         return
     app = build_app(Settings(data_dir=data_dir, embedding_backend="fake"))
     try:
-        summary = app.ingest.run(JsonlFileSource(SHARED / "data" / "hf_daily.jsonl.gz"))
+        summary = app.ingest.run(
+            JsonlFileSource(SHARED / "data" / "hf_daily.jsonl.gz", batch_size=app.settings.batch_size)
+        )
         print(f"imported {summary.added:,} papers into {data_dir}", flush=True)
         app.keyword_index  # noqa: B018 - build the keyword index now, not in the server
     finally:
         app.close()
-    from bench.vector_cache import CACHE_ROOT
-    from paperfeed.adapters.embed import EmbedderConfig, open_embedder
+    from bench.vector_cache import CACHE_ROOT, bench_embedder_config
+    from paperfeed.adapters.embed import open_embedder
 
     models = CACHE_ROOT / "models"  # the benches' ONNX exports, shared
     for backend in ("onnx", "onnx-int8"):  # the one-off ONNX export, outside every timed phase
-        open_embedder(EmbedderConfig(backend=backend, cache_dir=models)).embed(["export"])
+        open_embedder(bench_embedder_config(backend)).embed(["export"])
     if not (data_dir / "models").exists():
         (data_dir / "models").symlink_to(models, target_is_directory=True)
     (data_dir / READY).write_text("ok\n")

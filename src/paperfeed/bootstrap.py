@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from paperfeed.adapters.backup import BackupInfo
     from paperfeed.adapters.embed import EmbedderConfig
+    from paperfeed.adapters.mail import SmtpConfig
     from paperfeed.adapters.sources.arxiv_api import ArxivApiClient, ArxivApiSource, ArxivListingSource
     from paperfeed.adapters.sources.arxiv_oai import ArxivOaiSource
     from paperfeed.adapters.sources.hf_daily import HfDailySource
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from paperfeed.adapters.store.digests import SqlDigestStore
     from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
     from paperfeed.adapters.store.job_runs import SqlJobStore
+    from paperfeed.domain.citation_harvest import HarvestSettings
     from paperfeed.domain.digest_links import LinkSigner
     from paperfeed.domain.digest_mail import DigestRenderer
     from paperfeed.domain.embedding import EmbedWorkers, IndexMarks
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from paperfeed.domain.ports import PaperLookup, PaperSource, StoreReads
     from paperfeed.domain.search import Embedder, KeywordIndex, SimilarSource, SyncedKeywordIndex, VectorIndex
     from paperfeed.domain.supervision import SupervisorStatusStore
+    from paperfeed.domain.topics import TopicSettings
     from paperfeed.services.account_data import AccountDataService
     from paperfeed.services.accounts import AccountService
     from paperfeed.services.adaptation import AdaptationService
@@ -63,8 +66,8 @@ if TYPE_CHECKING:
     from paperfeed.services.library_references import ReferenceBibliography
     from paperfeed.services.paper_graph import PaperGraphService
     from paperfeed.services.paper_upload import PaperUploads
-    from paperfeed.services.recommend import RecommendationService
-    from paperfeed.services.search import HybridSearch
+    from paperfeed.services.recommend import RecommendationService, RecommendSettings
+    from paperfeed.services.search import HybridSearch, HybridSettings, SimilarSettings
     from paperfeed.services.topic_map import TopicMapService
     from paperfeed.services.topic_picks import TopicPickService
     from paperfeed.services.topic_rising import RisingService
@@ -72,9 +75,124 @@ if TYPE_CHECKING:
     from paperfeed.services.vector_reader import VectorReader
     from paperfeed.settings_model import SettingsModel
 
-__all__ = ["App", "build_app"]
+__all__ = [
+    "App",
+    "build_app",
+    "embedder_config",
+    "harvest_settings",
+    "recommend_settings",
+    "search_settings",
+    "similar_settings",
+    "smtp_config",
+    "topic_settings",
+]
 
 _NODE_VECTOR_MARKS = "vector-marks.json"  # a node-local vector index's sync point, in the data folder
+
+
+# -- settings -> the configuration types of services and adapters ----------------------------------------
+# The settings hold every default (settings_model.py); these types have none for what a setting gives
+# (tests/test_settings_defaults_once.py). Tests and benches build them here too, from SettingsModel().
+
+
+def search_settings(s: SettingsModel) -> HybridSettings:
+    """How search fuses its keyword and semantic lists (``PAPERFEED_SEARCH_*``)."""
+    from paperfeed.services.search import HybridSettings
+
+    return HybridSettings(
+        rrf_k=s.search_rrf_k,
+        keyword_weight=s.search_keyword_weight,
+        dense_weight=s.search_dense_weight,
+        min_dense_score=s.search_min_dense_score,
+    )
+
+
+def similar_settings(s: SettingsModel) -> SimilarSettings:
+    """How "similar papers" ranks and fuses its lists (``PAPERFEED_SIMILAR_*``)."""
+    from paperfeed.services.search import SimilarSettings
+
+    return SimilarSettings(
+        rrf_k=s.similar_rrf_k,
+        dense_weight=s.similar_dense_weight,
+        keyword_weight=s.similar_keyword_weight,
+        candidates=s.similar_candidates,
+        keyword_terms=s.similar_keyword_terms,
+        neighbourhood=s.similar_neighbourhood,
+        neighbourhood_power=s.similar_neighbourhood_power,
+        neighbourhood_blend=s.similar_neighbourhood_blend,
+    )
+
+
+def embedder_config(
+    s: SettingsModel, *, threads: int | None, backend: str | None = None, spinning: bool = True
+) -> EmbedderConfig:
+    """How to build the embedder: ``backend`` (default: the setting; ``auto`` is resolved by the
+    caller); ``threads`` (None: the runtime's default, all cores) and ``spinning`` are the process's."""
+    from paperfeed.adapters.embed import EmbedderConfig
+    from paperfeed.settings_model import default_model_cache
+
+    return EmbedderConfig(
+        backend=backend or s.embedding_backend,
+        model=s.embedding_model,
+        cache_dir=s.model_cache or default_model_cache(),
+        legacy_cache_dirs=(s.data_dir / "models",),
+        threads=threads,
+        spinning=spinning,
+        bf16=s.torch_bf16,
+        max_tokens=s.embedding_max_tokens,
+        adapted_manifest=s.data_dir / "models" / "active-model.json",
+    )
+
+
+def topic_settings(s: SettingsModel) -> TopicSettings:
+    """How topics are built (``PAPERFEED_TOPICS_*``)."""
+    from paperfeed.domain.topics import TopicSettings
+
+    return TopicSettings(
+        min_papers=s.topics_min_papers,
+        papers_per_topic=s.topics_papers_per_topic,
+        k=s.topics_k or None,
+        coarse_k=s.topics_coarse_k or None,
+        layout_sample=s.topics_layout_sample,
+    )
+
+
+def harvest_settings(s: SettingsModel) -> HarvestSettings:
+    """The citation harvest's batches, caps and refresh windows (``PAPERFEED_CITATIONS_*``)."""
+    from datetime import timedelta
+
+    from paperfeed.domain.citation_harvest import HarvestSettings
+
+    return HarvestSettings(
+        batch_size=s.citations_batch_size,
+        max_citations=s.citations_max,
+        refresh_after=timedelta(days=s.citations_refresh_after_days),
+        refresh_window=timedelta(days=s.citations_refresh_days),
+        daily_max=s.citations_daily_max,
+    )
+
+
+def recommend_settings(s: SettingsModel) -> RecommendSettings:
+    """The "For you" feed's window (``PAPERFEED_RECOMMEND_WINDOW_DAYS``)."""
+    from paperfeed.services.recommend import RecommendSettings
+
+    return RecommendSettings(window_days=s.recommend_window_days)
+
+
+def smtp_config(s: SettingsModel, host: str) -> SmtpConfig:
+    """Where and how to reach the SMTP server ``host`` (``PAPERFEED_SMTP_*``)."""
+    from paperfeed.adapters.mail import SmtpConfig
+
+    return SmtpConfig(
+        host=host,
+        sender=s.mail_from,
+        port=s.smtp_port,
+        security=s.smtp_security,
+        username=s.smtp_username,
+        password=s.smtp_password.get_secret_value() if s.smtp_password else None,
+        timeout=s.smtp_timeout,
+        ca_file=s.smtp_ca_file,
+    )
 
 
 @dataclass
@@ -243,7 +361,7 @@ class App:
     def recommendations(self) -> RecommendationService:
         """The "For you" feed: recent papers ranked per reader by a linear model on their vectors."""
         from paperfeed.adapters.store.recommend_queries import SqlRecommendQueries
-        from paperfeed.services.recommend import RecommendationService, RecommendSettings, with_window
+        from paperfeed.services.recommend import RecommendationService, with_window
 
         def alerts(saved: SavedSearch, first: date, last: date, k: int) -> list[str]:
             page = self.search.search(saved.query, with_window(saved.filters, first, last), limit=k)
@@ -262,7 +380,7 @@ class App:
             upvoted=lambda user_id: self.community.upvoted_ids(user_id),
             shown=self._digest_papers_of,
             topics=self.topic_picks,
-            settings=RecommendSettings(window_days=self.settings.recommend_window_days),
+            settings=recommend_settings(self.settings),
         )
 
     @cached_property
@@ -313,24 +431,13 @@ class App:
 
     def embedder_config(self, backend: str | None = None) -> EmbedderConfig:
         """How to build ``backend`` (default: the configured one) with this process's thread budget."""
-        from paperfeed.adapters.embed import EmbedderConfig
         from paperfeed.adapters.embed.cpu import available_cores, runs_in_background
-        from paperfeed.settings_model import default_model_cache
 
         s = self.settings
         background = runs_in_background()
         cores = available_cores()
-        return EmbedderConfig(
-            backend=backend or s.embedding_backend,
-            model=s.embedding_model,
-            cache_dir=s.model_cache or default_model_cache(),
-            legacy_cache_dirs=(s.data_dir / "models",),
-            threads=s.embedding_threads or (max(1, cores // 2) if background else cores),
-            spinning=not background,
-            bf16=s.torch_bf16,
-            max_tokens=s.embedding_max_tokens,
-            adapted_manifest=s.data_dir / "models" / "active-model.json",
-        )
+        threads = s.embedding_threads or (max(1, cores // 2) if background else cores)
+        return embedder_config(s, backend=backend, threads=threads, spinning=not background)
 
     def embed_workers(self, workers: int) -> EmbedWorkers:
         """``workers`` embedding processes sharing this process's thread budget (``index --workers``)."""
@@ -566,7 +673,11 @@ class App:
 
         if vectors_local:
             vectors = IndexingService(
-                self.embeddings, self.embedder, self._open_vector_index, marks=self._node_marks()
+                self.embeddings,
+                self.embedder,
+                self._open_vector_index,
+                batch_size=self.settings.embedding_batch_size,
+                marks=self._node_marks(),
             )
 
             def follow_vectors() -> IndexSync | None:
@@ -638,32 +749,16 @@ class App:
         *,
         similar: bool,
     ) -> HybridSearch:
-        from paperfeed.services.search import HybridSearch, HybridSettings, SimilarSettings
+        from paperfeed.services.search import HybridSearch
 
-        s = self.settings
-        tuning = HybridSettings(
-            rrf_k=s.search_rrf_k,
-            keyword_weight=s.search_keyword_weight,
-            dense_weight=s.search_dense_weight,
-            min_dense_score=s.search_min_dense_score,
-        )
         return HybridSearch(
             papers,
             keyword,
             self._search_vectors,
             lambda: self.embedder,
-            tuning,
+            search_settings(self.settings),
+            similar_settings(self.settings),
             hidden=hidden,
-            similar_settings=SimilarSettings(
-                rrf_k=s.similar_rrf_k,
-                dense_weight=s.similar_dense_weight,
-                keyword_weight=s.similar_keyword_weight,
-                candidates=s.similar_candidates,
-                keyword_terms=s.similar_keyword_terms,
-                neighbourhood=s.similar_neighbourhood,
-                neighbourhood_power=s.similar_neighbourhood_power,
-                neighbourhood_blend=s.similar_neighbourhood_blend,
-            ),
             similar_sources=self._similar_sources() if similar else (),
             topic_members=lambda topic_id: self.topic_picks.members(topic_id),
         )
@@ -725,7 +820,9 @@ class App:
         if dimension is None:
             return None  # nothing embedded yet: keyword search only
         model_id = self.embedder.model_id
-        check_stored_model(self.store.engine, self.vector_index_path, model_id=model_id)
+        check_stored_model(
+            self.store.engine, self.vector_index_path, model_id=model_id, choice=self.settings.vector_index
+        )
         return self._open_vector_index(model_id=model_id, dimension=dimension, fresh=False)
 
     def _folder_vectors_only(self) -> bool:
@@ -770,21 +867,12 @@ class App:
     @cached_property
     def mailer(self) -> SessionMailer:
         """SMTP when ``PAPERFEED_SMTP_HOST`` is set; otherwise ``.eml`` files in ``<data_dir>/outbox``."""
-        from paperfeed.adapters.mail import OutboxMailer, SmtpConfig, SmtpMailer
+        from paperfeed.adapters.mail import OutboxMailer, SmtpMailer
 
         s = self.settings
         if not s.smtp_host:  # mail_is_kept
             return OutboxMailer(self.outbox_folder, s.mail_from)
-        config = SmtpConfig(
-            host=s.smtp_host,
-            sender=s.mail_from,
-            port=s.smtp_port,
-            security=s.smtp_security,
-            username=s.smtp_username,
-            password=s.smtp_password.get_secret_value() if s.smtp_password else None,
-            timeout=s.smtp_timeout,
-            ca_file=s.smtp_ca_file,
-        )
+        config = smtp_config(s, s.smtp_host)
         return SmtpMailer(config)
 
     def eml_bytes(self, mail: OutgoingMail) -> bytes:
@@ -822,7 +910,6 @@ class App:
 
         from paperfeed.adapters.store.topics import SqlTopicRecords
         from paperfeed.adapters.topic_model import SklearnTermCounter, SklearnTopicModeller
-        from paperfeed.domain.topics import TopicSettings
         from paperfeed.services.topics import TopicService
 
         s = self.settings
@@ -832,13 +919,7 @@ class App:
             self.store.get_papers,
             lambda: SklearnTopicModeller(s.topics_method, layout=s.topics_layout),
             SklearnTermCounter,
-            TopicSettings(
-                min_papers=s.topics_min_papers,
-                papers_per_topic=s.topics_papers_per_topic,
-                k=s.topics_k or None,
-                coarse_k=s.topics_coarse_k or None,
-                layout_sample=s.topics_layout_sample,
-            ),
+            topic_settings(s),
             rebuild_after=timedelta(days=s.topics_rebuild_days),
             rebuild_growth=s.topics_rebuild_growth,
         )
@@ -996,8 +1077,8 @@ class App:
     def arxiv_oai_harvest(
         self,
         *,
+        set_spec: str | None,
         metadata_prefix: str = "arXiv",
-        set_spec: str | None = None,
         from_date: str | None = None,
         until: str | None = None,
         restart: bool = False,
@@ -1036,11 +1117,18 @@ class App:
     def hf_daily_probe(self, day: date, timeout: float) -> Iterator[HfDailySource]:
         """Hugging Face Daily Papers of ``day`` through a client that tries once within ``timeout``
         seconds: a quick refresh that gives up at once when the network is not there."""
+        from urllib.parse import urlsplit
+
         from paperfeed.adapters.sources.hf_daily import HfDailySource
         from paperfeed.adapters.sources.http import PoliteClient
 
         s = self.settings
-        probe = PoliteClient(user_agent=s.user_agent(), timeout=timeout, retries=0)
+        probe = PoliteClient(
+            user_agent=s.user_agent(),
+            timeout=timeout,
+            retries=0,
+            min_interval={urlsplit(s.hf_api_url).netloc: s.hf_delay},
+        )
         try:
             yield HfDailySource(probe, s.hf_api_url, day, day)
         finally:
@@ -1107,20 +1195,9 @@ class App:
     @cached_property
     def citation_harvest(self) -> CitationHarvest:
         """``paperfeed harvest citations`` and the daily job's ``harvest-citations`` step."""
-        from datetime import timedelta
-
         from paperfeed.adapters.store.citation_candidates import SqlPublishedPapers
-        from paperfeed.domain.citation_harvest import HarvestSettings
         from paperfeed.services.citations import CitationHarvest
 
-        s = self.settings
-        config = HarvestSettings(
-            batch_size=s.citations_batch_size,
-            max_citations=s.citations_max,
-            refresh_after=timedelta(days=s.citations_refresh_after_days),
-            refresh_window=timedelta(days=s.citations_refresh_days),
-            daily_max=s.citations_daily_max,
-        )
         return CitationHarvest(
             self.citation_records,
             self.store,
@@ -1129,7 +1206,7 @@ class App:
                 "s2": lambda: self.citation_source("s2"),
                 "openalex": lambda: self.citation_source("openalex"),
             },
-            settings=config,
+            settings=harvest_settings(self.settings),
         )
 
     @cached_property

@@ -17,6 +17,8 @@ from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
+from paperfeed.domain.calibration import AGREEMENT_FLOOR
+
 __all__ = ["ENV_PREFIX", "SettingsModel", "default_data_dir", "default_model_cache"]
 
 ENV_PREFIX = "PAPERFEED_"
@@ -224,10 +226,11 @@ class SettingsModel(BaseModel):
     embedding_backend: Literal["auto", "torch", "onnx", "onnx-int8", "fake"] = Field(
         default="auto",
         description="How papers are embedded: auto (time torch, onnx and onnx-int8 on this machine once "
-        "and keep the fastest whose vectors agree with torch, cosine >= 0.99; recorded in "
-        "<data_dir>/embedding-calibration.json, redone by `paperfeed index --calibrate`), onnx (same vectors "
-        "as torch), onnx-int8 (quantised, its own vectors), torch (reference), fake (hashing, for tests). "
-        "A change of vector space re-embeds everything.",
+        f"and keep the fastest whose vectors are torch's, cosine >= {AGREEMENT_FLOOR} on every probe text: "
+        "torch or onnx, since onnx-int8's rank worse; recorded in <data_dir>/embedding-calibration.json, "
+        "redone by `paperfeed index --calibrate`), onnx (same vectors as torch), onnx-int8 (quantised, its "
+        "own vectors: faster on AVX512-VNNI CPUs, lower search quality), torch (reference), fake (hashing, "
+        "for tests). A change of vector space re-embeds everything.",
     )
     embedding_batch_size: int = Field(
         default=128, ge=1, le=10_000, description="Papers embedded per committed batch."
@@ -258,19 +261,28 @@ class SettingsModel(BaseModel):
         "has fast bf16 kernels: bench/embed_speed.py tells, on a 2-core AVX512-BF16 CPU it was slower).",
     )
 
-    # Keyword search
-    search_rrf_k: float = Field(default=60.0, ge=0, description="Reciprocal rank fusion constant k.")
+    # Search (defaults chosen on SciFact's train claims by bench/quality.py; docs/benchmarks.md)
+    search_rrf_k: float = Field(
+        default=5.0,
+        ge=0,
+        description="Reciprocal rank fusion constant k of search's keyword and semantic lists (small: the "
+        "top of each list counts most; the textbook 60 scored lower on SciFact train).",
+    )
     search_keyword_weight: float = Field(
-        default=1.0, ge=0, description="Weight of the keyword list in fusion."
+        default=1.2,
+        ge=0,
+        description="Weight of the keyword list in search's fusion (only its ratio to the semantic list's "
+        "weight changes the order).",
     )
     search_dense_weight: float = Field(
-        default=1.0, ge=0, description="Weight of the semantic list in fusion."
+        default=1.0, ge=0, description="Weight of the semantic list in search's fusion."
     )
     search_min_dense_score: float = Field(
         default=0.3,
         ge=-1,
         le=1,
-        description="Cosine similarity below which a semantic match is not shown (the relevance cut-off).",
+        description="Cosine similarity below which a semantic match is not shown (the relevance cut-off: "
+        "the highest that costs SciFact train less than 0.002 nDCG@10, capped at 0.3 for short queries).",
     )
     # Similar papers (defaults chosen on the train split of bench/similar_quality.py)
     similar_rrf_k: float = Field(

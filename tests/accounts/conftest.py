@@ -39,7 +39,7 @@ def make_settings(data_dir: Path, smtp: SmtpTestServer, **overrides: object) -> 
 
 
 def load_papers(app: App) -> None:
-    summary = app.ingest.run(JsonlFileSource(PAPERS))
+    summary = app.ingest.run(JsonlFileSource(PAPERS, batch_size=app.settings.batch_size))
     assert summary.rejected == 0, summary.rejects
 
 

@@ -32,6 +32,7 @@ from paperfeed.domain.digest import (
 from paperfeed.domain.digest_ledger import NewDigest
 from paperfeed.domain.search import SearchFilters
 from paperfeed.services.ingest import IngestService
+from tests.support.defaults import DEFAULTS
 
 from .conftest import PAPER_IDS, PAPERS, add_topic
 
@@ -110,7 +111,7 @@ def _count(store: SqlPaperStore, table: Any, *where: Any) -> int:
 
 
 def _setup(store: SqlPaperStore) -> tuple[dict[str, Any], dict[str, Any]]:
-    summary = IngestService(store).run(JsonlFileSource(PAPERS))
+    summary = IngestService(store).run(JsonlFileSource(PAPERS, batch_size=DEFAULTS.batch_size))
     assert summary.rejected == 0
     ann = _reader(store, "ann@example.org", other_paper=P2)
     bob = _reader(store, "bob@example.org", other_paper=P4)

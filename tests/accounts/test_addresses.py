@@ -7,18 +7,21 @@ itself refuses them before any SMTP command, whatever a caller forgot to check.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
-from paperfeed.adapters.mail.smtp import SmtpConfig, SmtpMailer
+from paperfeed.adapters.mail.smtp import SmtpMailer
 from paperfeed.adapters.store.schema_accounts import users
-from paperfeed.bootstrap import App
+from paperfeed.bootstrap import App, smtp_config
 from paperfeed.domain.accounts import InvalidEmail, normalize_email
 from paperfeed.domain.digest import InvalidPreferences
 from paperfeed.domain.digest import normalize_email as digest_email
 from paperfeed.domain.email_address import InvalidEmailAddress, parse_email_address
 from paperfeed.domain.mail import MailPermanentError, OutgoingMail
+from tests.support.defaults import DEFAULTS
 from tests.support.smtp_server import SmtpTestServer
 
 from .conftest import Mailbox, fill
@@ -108,8 +111,11 @@ def test_one_rule_for_accounts_digests_and_mail() -> None:
 def test_the_mail_adapter_never_hands_a_bad_address_to_smtp(
     smtp_server: SmtpTestServer, address: str
 ) -> None:
-    config = SmtpConfig(
-        host=smtp_server.host, port=smtp_server.port, sender="pf <pf@example.org>", security="none"
+    config = replace(
+        smtp_config(DEFAULTS, smtp_server.host),
+        port=smtp_server.port,
+        sender="pf <pf@example.org>",
+        security="none",
     )
     mailer = SmtpMailer(config)
     with pytest.raises(MailPermanentError, match="not a mail address"):

@@ -9,6 +9,7 @@ from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
 from paperfeed.adapters.store import SqlPaperStore
 from paperfeed.adapters.store.accounts import SqlAccountStore, hidden_paper_ids
 from paperfeed.services.ingest import IngestService
+from tests.support.defaults import DEFAULTS
 
 from .conftest import PAPERS
 
@@ -93,7 +94,7 @@ def test_rate_limit_log(store: SqlPaperStore) -> None:
 
 
 def test_hidden_papers(store: SqlPaperStore) -> None:
-    IngestService(store).run(JsonlFileSource(PAPERS))
+    IngestService(store).run(JsonlFileSource(PAPERS, batch_size=DEFAULTS.batch_size))
     accounts = SqlAccountStore(store.engine)
     admin = accounts.create_user("mod@example.org", None, None, NOW)
     assert admin is not None

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from paperfeed.adapters.embed import EmbedderConfig, open_embedder
+from paperfeed.adapters.embed import open_embedder
 from paperfeed.adapters.embed.adapted import MANIFEST_NAME, ModelFolder
 from paperfeed.adapters.embed.base import packaged_model_path
 from paperfeed.adapters.embed.trainer import last_complete_checkpoint
 from paperfeed.domain.adaptation import ActiveModel
 from paperfeed.domain.errors import EmbedderUnavailable
+from tests.support.defaults import embedder_config
 
 
 def _adopt(models: Path, base: str = "") -> ActiveModel:
@@ -28,7 +29,7 @@ def _adopt(models: Path, base: str = "") -> ActiveModel:
 def test_the_factory_uses_the_adopted_model(tmp_path: Path, backend: str) -> None:
     models = tmp_path / "models"
     manifest = models / MANIFEST_NAME
-    config = EmbedderConfig(backend=backend, cache_dir=models, adapted_manifest=manifest)
+    config = embedder_config(tmp_path, backend=backend, cache_dir=models, adapted_manifest=manifest)
     assert open_embedder(config).model_id.startswith("all-MiniLM-L6-v2")  # no manifest yet
     _adopt(models)
     assert open_embedder(config).model_id.startswith("adapted-0123456789ab")
@@ -39,14 +40,18 @@ def test_the_factory_uses_the_adopted_model(tmp_path: Path, backend: str) -> Non
 def test_a_manifest_for_another_base_model_does_not_apply(tmp_path: Path) -> None:
     models = tmp_path / "models"
     _adopt(models, base="/some/other/model")
-    config = EmbedderConfig(backend="torch", cache_dir=models, adapted_manifest=models / MANIFEST_NAME)
+    config = embedder_config(
+        tmp_path, backend="torch", cache_dir=models, adapted_manifest=models / MANIFEST_NAME
+    )
     assert open_embedder(config).model_id == "all-MiniLM-L6-v2"
 
 
 def test_a_missing_model_or_broken_manifest_is_a_clear_error(tmp_path: Path) -> None:
     models = tmp_path / "models"
     active = _adopt(models)
-    config = EmbedderConfig(backend="torch", cache_dir=models, adapted_manifest=models / MANIFEST_NAME)
+    config = embedder_config(
+        tmp_path, backend="torch", cache_dir=models, adapted_manifest=models / MANIFEST_NAME
+    )
     shutil.rmtree(active.path)
     with pytest.raises(
         EmbedderUnavailable, match=r"adapted-0123456789ab is missing .* `paperfeed model reset`"

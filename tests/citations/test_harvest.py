@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -19,11 +20,13 @@ from paperfeed.adapters.sources.semantic_scholar import SemanticScholarSource
 from paperfeed.adapters.store import SqlPaperStore, open_store
 from paperfeed.adapters.store.citation_candidates import SqlPublishedPapers
 from paperfeed.adapters.store.citations import SqlCitationRecords
+from paperfeed.bootstrap import harvest_settings
 from paperfeed.cli import cli_app as app
-from paperfeed.domain.citation_harvest import HarvestSettings, due
+from paperfeed.domain.citation_harvest import due
 from paperfeed.domain.paper_graph import CitationSort
 from paperfeed.services.citations import CitationHarvest, UnknownPapers, checkpoint_name
 from paperfeed.services.pipeline import DailyPipeline
+from tests.support.defaults import DEFAULTS, comma_list
 from tests.support.http_server import ReplayServer, Reply
 
 from .harvest_support import BATCH, add_papers, serve_s2
@@ -51,7 +54,9 @@ def closed_port() -> int:
 
 
 def client() -> PoliteClient:
-    return PoliteClient(user_agent="paperfeed-test", timeout=10.0, retries=1, backoff_base=0.001)
+    return PoliteClient(
+        user_agent="paperfeed-test", timeout=10.0, retries=1, min_interval={}, backoff_base=0.001
+    )
 
 
 class Clock:
@@ -72,18 +77,16 @@ def sqlite_store(tmp_path: Path) -> Iterator[SqlPaperStore]:
         s.close()
 
 
-def harvest_for(store: SqlPaperStore, base_url: str, clock: Clock, **kw: int) -> CitationHarvest:
+def harvest_for(store: SqlPaperStore, base_url: str, clock: Clock, **kw: Any) -> CitationHarvest:
     return CitationHarvest(
         SqlCitationRecords(store.engine),
         store,
         SqlPublishedPapers(store.engine),
         sources={
-            "s2": lambda: SemanticScholarSource(client(), f"{base_url}{S2_BASE}"),
-            "openalex": lambda: OpenAlexSource(client(), base_url),
+            "s2": lambda: SemanticScholarSource(client(), f"{base_url}{S2_BASE}", api_key=None),
+            "openalex": lambda: OpenAlexSource(client(), base_url, mailto=None, api_key=None),
         },
-        settings=HarvestSettings(
-            batch_size=kw.get("batch_size", 2), max_citations=kw.get("max_citations", 1000)
-        ),
+        settings=replace(harvest_settings(DEFAULTS), **{"batch_size": 2, **kw}),
         now=clock,
     )
 
@@ -207,7 +210,16 @@ def test_the_daily_step_reports_offline_and_moves_on(sqlite_store: SqlPaperStore
     def unused() -> object:
         raise AssertionError("not part of this step")
 
-    pipeline = DailyPipeline(unused, unused, unused, unused, unused, citations=lambda: harvest)  # type: ignore[arg-type]
+    pipeline = DailyPipeline(
+        unused,  # type: ignore[arg-type]
+        unused,  # type: ignore[arg-type]
+        unused,  # type: ignore[arg-type]
+        unused,  # type: ignore[arg-type]
+        unused,  # type: ignore[arg-type]
+        daily_steps=comma_list(DEFAULTS.jobs_daily_steps),
+        citation_sources=comma_list(DEFAULTS.citation_sources),
+        citations=lambda: harvest,
+    )
     counts = pipeline.step("harvest-citations").run()
     assert counts["s2_papers"] == 0
     assert counts["s2_due"] == 3  # the refresh window's papers
@@ -225,7 +237,16 @@ def test_the_daily_step_fails_on_an_unusable_answer(
     def unused() -> object:
         raise AssertionError("not part of this step")
 
-    pipeline = DailyPipeline(unused, unused, unused, unused, unused, citations=lambda: harvest)  # type: ignore[arg-type]
+    pipeline = DailyPipeline(
+        unused,  # type: ignore[arg-type]
+        unused,  # type: ignore[arg-type]
+        unused,  # type: ignore[arg-type]
+        unused,  # type: ignore[arg-type]
+        unused,  # type: ignore[arg-type]
+        daily_steps=comma_list(DEFAULTS.jobs_daily_steps),
+        citation_sources=comma_list(DEFAULTS.citation_sources),
+        citations=lambda: harvest,
+    )
     with pytest.raises(RuntimeError, match=r"s2: Semantic Scholar answered HTTP 400"):
         pipeline.step("harvest-citations").run()
     assert SqlCitationRecords(sqlite_store.engine).harvested(IDS, "openalex").keys() == {

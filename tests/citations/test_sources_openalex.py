@@ -32,8 +32,12 @@ WORKS = "/works"
 
 
 def source(server: ReplayServer, **kw: Any) -> OpenAlexSource:
-    client = PoliteClient(user_agent="paperfeed-test", timeout=10.0, retries=2, backoff_base=0.001)
-    return OpenAlexSource(client, server.base_url, mailto="dev@paperfeed.invalid", **kw)
+    client = PoliteClient(
+        user_agent="paperfeed-test", timeout=10.0, retries=2, min_interval={}, backoff_base=0.001
+    )
+    return OpenAlexSource(
+        client, server.base_url, **{"mailto": "dev@paperfeed.invalid", "api_key": None, **kw}
+    )
 
 
 def results(fixtures_dir: Path, name: str) -> list[dict[str, Any]]:

@@ -38,10 +38,11 @@ def source(server: ReplayServer, sleeps: Sleeps | None = None, **kw: Any) -> Sem
         user_agent="paperfeed-test",
         timeout=10.0,
         retries=2,
+        min_interval={},
         backoff_base=0.01,
         sleep=Sleeps() if sleeps is None else sleeps,
     )
-    return SemanticScholarSource(client, f"{server.base_url}{S2_BASE}", **kw)
+    return SemanticScholarSource(client, f"{server.base_url}{S2_BASE}", **{"api_key": None, **kw})
 
 
 def batch_papers(fixtures_dir: Path) -> list[Any]:

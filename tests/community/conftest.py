@@ -54,7 +54,7 @@ def make_settings(data_dir: Path, api_url: str, **overrides: Any) -> Settings:
 
 
 def load_papers(app: App) -> None:
-    summary = app.ingest.run(JsonlFileSource(PAPERS))
+    summary = app.ingest.run(JsonlFileSource(PAPERS, batch_size=app.settings.batch_size))
     assert summary.rejected == 0, summary.rejects
 
 

@@ -3,6 +3,7 @@ through the ingest service, listed on the day's feed with who submitted them; th
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
@@ -179,6 +180,6 @@ def test_a_paper_hidden_by_an_administrator_cannot_be_submitted(fixed: App, serv
 
 
 def test_closed_submissions(fixed: App, server: ReplayServer) -> None:
-    fixed.community.limits = type(fixed.community.limits)(submissions_per_day=0)
+    fixed.community.limits = replace(fixed.community.limits, submissions_per_day=0)
     with pytest.raises(LimitReached, match="Submissions are closed"):
         fixed.community.submit(add_reader(fixed, "ada@example.org"), "2501.00205")

@@ -5,13 +5,14 @@ from __future__ import annotations
 import email.policy
 import socket
 import time
+from dataclasses import replace
 from email.parser import BytesParser
 from pathlib import Path
 
 import pytest
 
-from paperfeed.adapters.mail import OutboxMailer, SmtpConfig, SmtpMailer
-from paperfeed.bootstrap import build_app
+from paperfeed.adapters.mail import OutboxMailer, SmtpMailer
+from paperfeed.bootstrap import build_app, smtp_config
 from paperfeed.domain.mail import (
     MailDeliveryUnknown,
     MailPermanentError,
@@ -21,6 +22,7 @@ from paperfeed.domain.mail import (
     SessionMailer,
 )
 from paperfeed.settings import Settings
+from tests.support.defaults import DEFAULTS
 from tests.support.smtp_server import SmtpTestServer, smtp_test_server
 
 SENDER = "paperfeed <digest@paperfeed.test>"
@@ -28,7 +30,6 @@ SENDER = "paperfeed <digest@paperfeed.test>"
 
 def mailer_for(server: SmtpTestServer, **overrides: object) -> SmtpMailer:
     options: dict[str, object] = {
-        "host": server.host,
         "port": server.port,
         "sender": SENDER,
         "security": server.tls or "none",
@@ -36,7 +37,7 @@ def mailer_for(server: SmtpTestServer, **overrides: object) -> SmtpMailer:
         "ca_file": server.ca_file,
     }
     options.update(overrides)
-    return SmtpMailer(SmtpConfig(**options))  # type: ignore[arg-type]
+    return SmtpMailer(replace(smtp_config(DEFAULTS, server.host), **options))  # type: ignore[arg-type]
 
 
 def mail(to: str = "reader@example.org", **kw: object) -> OutgoingMail:
@@ -153,7 +154,8 @@ def test_unreachable_server_is_a_server_error_and_fails_the_rest_fast() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]  # bound, never listening: connections are refused
-        mailer = SmtpMailer(SmtpConfig(host="127.0.0.1", port=port, sender=SENDER, security="none"))
+        config = replace(smtp_config(DEFAULTS, "127.0.0.1"), port=port, sender=SENDER, security="none")
+        mailer = SmtpMailer(config)
         results = mailer.send_many([mail(), mail(), mail()])
     assert all(isinstance(r, MailServerError) for r in results)
     assert "unreachable" in str(results[0])

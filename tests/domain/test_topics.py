@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from datetime import date, datetime
 
+from paperfeed.bootstrap import topic_settings
 from paperfeed.domain.topics import (
     LineageKind,
-    TopicSettings,
     WeekCount,
     choose_k,
     ctfidf,
@@ -17,6 +18,7 @@ from paperfeed.domain.topics import (
     week_of,
     weekly_counts,
 )
+from tests.support.defaults import DEFAULTS
 
 
 def test_ctfidf_weighs_terms_frequent_here_and_rare_elsewhere() -> None:
@@ -35,12 +37,12 @@ def test_label_skips_terms_an_earlier_term_already_shows() -> None:
 
 
 def test_choose_k_fixed_or_one_per_papers_per_topic_within_bounds() -> None:
-    s = TopicSettings(papers_per_topic=100, min_k=8, max_k=50)
+    s = replace(topic_settings(DEFAULTS), papers_per_topic=100, min_k=8, max_k=50)
     assert choose_k(3000, s) == 30
     assert choose_k(100_000, s) == 50
     assert choose_k(300, s) == 8
     assert choose_k(10, s) == 5  # never more than half the papers
-    assert choose_k(1000, TopicSettings(k=12)) == 12
+    assert choose_k(1000, replace(topic_settings(DEFAULTS), k=12)) == 12
 
 
 def _set(prefix: str, n: int) -> frozenset[str]:

@@ -4,14 +4,15 @@ from pathlib import Path
 
 import pytest
 
-from paperfeed.adapters.embed import EmbedderConfig, open_embedder, resolve_model
+from paperfeed.adapters.embed import open_embedder, resolve_model
 from paperfeed.adapters.embed.base import PACKAGED_MODEL_NAME
 from paperfeed.domain.errors import EmbedderUnavailable
+from tests.support.defaults import embedder_config
 
 
 def test_model_ids_separate_backends_whose_vectors_differ(tmp_path: Path) -> None:
     def model_id(backend: str) -> str:
-        return open_embedder(EmbedderConfig(backend=backend, cache_dir=tmp_path)).model_id
+        return open_embedder(embedder_config(tmp_path, backend=backend, cache_dir=tmp_path)).model_id
 
     assert model_id("torch") == "all-MiniLM-L6-v2"
     assert model_id("onnx") == "all-MiniLM-L6-v2"  # same vectors to ~1e-7 (checked in test_real_model)
@@ -20,14 +21,14 @@ def test_model_ids_separate_backends_whose_vectors_differ(tmp_path: Path) -> Non
     assert not list(tmp_path.iterdir()), "building an embedder must not load or export anything yet"
 
 
-def test_unknown_backend_is_named() -> None:
+def test_unknown_backend_is_named(tmp_path: Path) -> None:
     with pytest.raises(EmbedderUnavailable, match=r"unknown embedding backend 'tensorflow' \(choose one of"):
-        open_embedder(EmbedderConfig(backend="tensorflow"))
+        open_embedder(embedder_config(tmp_path, backend="tensorflow"))
 
 
-def test_bf16_is_for_torch_only() -> None:
+def test_bf16_is_for_torch_only(tmp_path: Path) -> None:
     with pytest.raises(EmbedderUnavailable, match="torch backend only"):
-        open_embedder(EmbedderConfig(backend="onnx", bf16=True))
+        open_embedder(embedder_config(tmp_path, backend="onnx", bf16=True))
 
 
 def test_default_model_is_the_packaged_folder() -> None:
@@ -58,6 +59,6 @@ def test_hub_name_not_in_the_cache_fails_offline_with_a_clear_message(
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty cache: nothing to load, nothing to fetch
     source = resolve_model("paperfeed-test/not-a-model")
     assert (source.name, source.path) == ("not-a-model", None)
-    embedder = open_embedder(EmbedderConfig(backend="onnx", model=source.spec, cache_dir=tmp_path))
+    embedder = open_embedder(embedder_config(tmp_path, backend="onnx", model=source.spec, cache_dir=tmp_path))
     with pytest.raises(EmbedderUnavailable, match="not in the local Hugging Face cache"):
         embedder.embed(["x"])

@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from paperfeed.adapters.embed import EmbedderConfig, open_embedder
+from paperfeed.adapters.embed import open_embedder
 from paperfeed.adapters.embed.fake import FakeEmbedder
+from tests.support.defaults import embedder_config
 
 
 def test_vectors_are_unit_float32_and_deterministic() -> None:
@@ -37,8 +40,8 @@ def test_names_make_separate_vector_spaces() -> None:
     assert float(one.embed(text)[0] @ other.embed(text)[0]) < 0.9
 
 
-def test_registered_like_the_real_backends() -> None:
-    e = open_embedder(EmbedderConfig(backend="fake", model="demo", fake_dimension=16))
+def test_registered_like_the_real_backends(tmp_path: Path) -> None:
+    e = open_embedder(embedder_config(tmp_path, backend="fake", model="demo", fake_dimension=16))
     assert (e.model_id, e.dimension) == ("demo-hash16", 16)
     assert e.embed(["x"]).shape == (1, 16)
 

@@ -24,6 +24,7 @@ from paperfeed.domain.fill import (
     listing_key,
 )
 from paperfeed.services.pipeline import DailyPipeline
+from tests.support.defaults import DEFAULTS, comma_list
 from tests.support.http_server import ReplayServer, Reply
 
 from .conftest import (
@@ -83,6 +84,8 @@ def _pipeline(service: object) -> DailyPipeline:
         fill=lambda: service,  # type: ignore[arg-type,return-value]
         indexing=unused,  # type: ignore[arg-type]
         digests=unused,  # type: ignore[arg-type]
+        daily_steps=comma_list(DEFAULTS.jobs_daily_steps),
+        citation_sources=comma_list(DEFAULTS.citation_sources),
     )
 
 

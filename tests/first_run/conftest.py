@@ -48,7 +48,7 @@ def jsonl_bytes(records: Sequence[Any], *, gz: bool = False) -> bytes:
 
 def import_records(app: App, path: Path, records: Sequence[Any]) -> None:
     path.write_bytes(jsonl_bytes(records))
-    summary = app.ingest.run(JsonlFileSource(path))
+    summary = app.ingest.run(JsonlFileSource(path, batch_size=app.settings.batch_size))
     assert summary.rejected == 0, summary.rejects
 
 

@@ -130,7 +130,9 @@ def test_papers_missing_from_the_keyword_index_break_no_page(
     assert site.get("/search?q=zebrafish", headers=HTML).status_code == 200  # the site's indexes are open
     late = [rec("2501.00107", daily_date="2025-01-08", title="Late glacier paper"), rec("2501.00108")]
     (tmp_path / "late.jsonl").write_bytes(jsonl_bytes(late))
-    summary = IngestService(app.store).run(JsonlFileSource(tmp_path / "late.jsonl"))  # no index follows
+    summary = IngestService(app.store).run(
+        JsonlFileSource(tmp_path / "late.jsonl", batch_size=app.settings.batch_size)
+    )  # no index follows
     assert summary.added == 2
     for path in [*PAGES, "/papers/2501.00107", "/papers/date/2025-01-08", "/api/papers/2501.00107/similar"]:
         got = site.get(path, headers=HTML if not path.startswith(("/api/", "/rss/", "/atom/")) else {})

@@ -10,6 +10,7 @@ import orjson
 from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
 from paperfeed.adapters.store import open_store
 from paperfeed.services.ingest import IngestService
+from tests.support.defaults import DEFAULTS
 
 from .conftest import rec, write_jsonl
 
@@ -47,7 +48,7 @@ def test_import_relaxes_the_cycle_collector_only_while_it_runs(tmp_path: Path) -
     during: list[tuple[int, int, int]] = []
     try:
         service = IngestService(store, listeners=[lambda _result: during.append(gc.get_threshold())])
-        service.run(JsonlFileSource(f))
+        service.run(JsonlFileSource(f, batch_size=DEFAULTS.batch_size))
     finally:
         store.close()
     assert during
@@ -67,8 +68,8 @@ def test_records_whose_id_is_not_first_are_keyed_by_parsing(tmp_path: Path) -> N
     f.write_bytes(b"\n".join(lines) + b"\n")
     store = open_store(f"sqlite+pysqlite:///{tmp_path / 'keys.db'}")
     try:
-        first = IngestService(store).run(JsonlFileSource(f))
-        source = JsonlFileSource(f)
+        first = IngestService(store).run(JsonlFileSource(f, batch_size=DEFAULTS.batch_size))
+        source = JsonlFileSource(f, batch_size=DEFAULTS.batch_size)
         known = store.known_fingerprints(source.name, ["2503.00001", "2503.00002", "2503.00003"])
         again = IngestService(store).run(source)
     finally:

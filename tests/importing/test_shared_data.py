@@ -11,6 +11,7 @@ import orjson
 from paperfeed.adapters.sources.jsonl_file import JsonlFileSource
 from paperfeed.adapters.store import SqlPaperStore
 from paperfeed.services.ingest import IngestService
+from tests.support.defaults import DEFAULTS
 
 
 def _lines(path: Path) -> list[bytes]:
@@ -26,7 +27,7 @@ def test_hf_daily_file_imports_completely(shared_dir: Path, store: SqlPaperStore
         for r in rows
         for d in (r.get("daily_dates") or ([r["daily_date"]] if r.get("daily_date") else []))
     }
-    summary = IngestService(store).run(JsonlFileSource(path))
+    summary = IngestService(store).run(JsonlFileSource(path, batch_size=DEFAULTS.batch_size))
     assert summary.rejected == 0, summary.rejects[:3]
     assert summary.added == len({r["id"] for r in rows}) == 10_629
     stats = store.stats()
@@ -40,7 +41,7 @@ def test_hf_daily_file_imports_completely(shared_dir: Path, store: SqlPaperStore
     assert paper.upvotes == sample["upvotes"]
     day = date.fromisoformat(sample["daily_date"])
     assert sample["id"] in {x.paper_id for x in store.listings_for_day(day, "hf-daily")}
-    again = IngestService(store).run(JsonlFileSource(path))
+    again = IngestService(store).run(JsonlFileSource(path, batch_size=DEFAULTS.batch_size))
     assert (again.added, again.updated, again.unchanged) == (0, 0, 10_629)
 
 
@@ -62,8 +63,8 @@ def test_arxiv_sample_and_categories_merge(shared_dir: Path, store: SqlPaperStor
     (tmp_path / "hf_daily.jsonl").write_bytes(b"\n".join(h for h, _ in pairs))
     (tmp_path / "arxiv_cats.jsonl").write_bytes(b"\n".join(c for _, c in pairs))
     service = IngestService(store)
-    service.run(JsonlFileSource(tmp_path / "arxiv_cats.jsonl"))
-    service.run(JsonlFileSource(tmp_path / "hf_daily.jsonl"))
+    service.run(JsonlFileSource(tmp_path / "arxiv_cats.jsonl", batch_size=DEFAULTS.batch_size))
+    service.run(JsonlFileSource(tmp_path / "hf_daily.jsonl", batch_size=DEFAULTS.batch_size))
     for h_line, c_line in pairs:
         h, c = orjson.loads(h_line), orjson.loads(c_line)
         paper = store.get_paper(h["id"])

@@ -12,6 +12,7 @@ from paperfeed.adapters.embed.fake import FakeEmbedder
 from paperfeed.adapters.store import SqlPaperStore
 from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
 from paperfeed.services.indexing import IndexingService
+from tests.support.defaults import DEFAULTS
 
 from .conftest import add_papers, paper
 from .npz_index import NpzIndexOpener
@@ -174,7 +175,9 @@ def test_index_catches_up_on_vectors_committed_by_a_run_that_died_before_saving_
     add_papers(store, [paper(i) for i in range(4)])
     _service(emb, opener).run()
     add_papers(store, [paper(9), paper(1, abstract="Brand new text.", version=2)])
-    IndexingService(emb, FakeEmbedder(64), None).run()  # vectors committed, index never told
+    IndexingService(
+        emb, FakeEmbedder(64), None, batch_size=DEFAULTS.embedding_batch_size
+    ).run()  # vectors committed, index never told
     assert len(opener.load()) == 4
     summary = _service(emb, opener).run()
     assert summary.embedded == 0
@@ -209,13 +212,13 @@ def test_an_embedder_returning_garbage_stores_nothing(store: SqlPaperStore, emb:
 
     add_papers(store, [paper(i) for i in range(3)])
     with pytest.raises(RuntimeError, match="non-finite"):
-        IndexingService(emb, Broken(), None).run()
+        IndexingService(emb, Broken(), None, batch_size=DEFAULTS.embedding_batch_size).run()
     assert emb.model_counts() == {}
 
 
 def test_without_an_index_the_vectors_are_still_stored(store: SqlPaperStore, emb: SqlEmbeddingStore) -> None:
     add_papers(store, [paper(i) for i in range(3)])
-    summary = IndexingService(emb, FakeEmbedder(64), None).run()
+    summary = IndexingService(emb, FakeEmbedder(64), None, batch_size=DEFAULTS.embedding_batch_size).run()
     assert summary.index is None
     assert emb.model_counts() == {"fake-hash64": 3}
 

@@ -21,6 +21,7 @@ from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Listing
 from paperfeed.domain.query import parse_query
 from paperfeed.services.ingest import IngestService
+from tests.support.defaults import DEFAULTS
 
 from .corpus import CORPUS, batches
 from .sources import ListSource
@@ -218,7 +219,7 @@ def test_tantivy_batch_stored_before_a_read_error_is_still_published(
 
     index = TantivyKeywordIndex(tmp_path / "kw", store.engine)
     with pytest.raises(OSError, match="disk went away"):
-        IngestService(store, indexes=[index]).run(FailingAfterOneBatch(path))
+        IngestService(store, indexes=[index]).run(FailingAfterOneBatch(path, batch_size=DEFAULTS.batch_size))
     other = TantivyKeywordIndex(tmp_path / "kw", store.engine, catch_up=False)
     assert ids(other, "numbat") == ["2501.00001"]
     other.close()

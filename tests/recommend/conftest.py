@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -21,6 +21,7 @@ from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
 from paperfeed.adapters.store.feed_queries import SqlFeedQueries
 from paperfeed.adapters.store.recommend_queries import SqlRecommendQueries
 from paperfeed.adapters.vector import ExactVectorIndex
+from paperfeed.bootstrap import recommend_settings
 from paperfeed.domain.embedding import PendingPaper
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.library import DEFAULT_TAG, ReaderSignals, SavedPaper, SavedSearch
@@ -28,7 +29,8 @@ from paperfeed.domain.models import Paper
 from paperfeed.domain.recommend import ModelParams
 from paperfeed.domain.search import SearchFilters
 from paperfeed.services.feed import FeedService
-from paperfeed.services.recommend import RecommendationService, RecommendSettings
+from paperfeed.services.recommend import RecommendationService
+from tests.support.defaults import DEFAULTS
 
 NOW = datetime(2026, 6, 30, 12, tzinfo=UTC)
 GRAPHS = ["graph", "node", "edge", "message", "passing", "neighbourhood", "spectral", "vertex", "adjacency"]
@@ -114,7 +116,7 @@ class World:
             model_id=lambda: EMBEDDER.model_id,
             trending=lambda n: [t.paper for t in feeds.trending(limit=n).items],
             alerts=self.match_alert,
-            settings=RecommendSettings(**settings),  # type: ignore[arg-type]
+            settings=replace(recommend_settings(DEFAULTS), **settings),  # type: ignore[arg-type]
             clock=lambda: NOW,
         )
 

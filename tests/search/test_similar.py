@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from paperfeed.bootstrap import App, build_app
+from paperfeed.bootstrap import App, build_app, similar_settings
 from paperfeed.domain.fusion import WeightedList, fuse_weighted
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Paper
@@ -26,6 +26,7 @@ from paperfeed.web import create_app
 from tests.keyword.test_damaged_index import garble
 from tests.search.test_hybrid_search import CORPUS, _paper
 from tests.search.test_neighbourhood import CANDIDATES, QUERY
+from tests.support.defaults import DEFAULTS
 
 # A few more papers than the search tests', so the two lists disagree and the fusion shows
 EXTRA = [
@@ -166,7 +167,7 @@ def test_weights_are_settings_and_zero_switches_a_list_off(
         want = [x.paper_id for x in keyword if x.paper_id not in {ME, "2401.00005"}]
         assert ids(keyword_only.search.similar(ME, limit=4)) == want[:4]
         # a heavier keyword list tilts the fusion towards its own order
-        tilted = replace(SimilarSettings(), keyword_weight=50.0)
+        tilted = replace(similar_settings(DEFAULTS), keyword_weight=50.0)
         dense_only.search.similar_settings = tilted
         assert ids(dense_only.search.similar(ME, limit=4)) == want[:4]
     finally:

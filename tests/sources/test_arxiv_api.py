@@ -22,6 +22,7 @@ from paperfeed.cli import cli_app as app
 from paperfeed.domain.errors import ArxivApiError, MalformedFeed, SourceUnavailable
 from paperfeed.domain.ingest import Batch
 from paperfeed.services.ingest import IngestService
+from tests.support.defaults import polite_client
 from tests.support.http_server import ReplayServer, Reply, replay_server
 
 RECORDED = "new_format_2026_lukasschwab_arxiv.py_recorded_json"
@@ -103,7 +104,9 @@ def sleeps() -> list[float]:
 
 @pytest.fixture
 def client(server: ReplayServer, sleeps: list[float]) -> Iterator[ArxivApiClient]:
-    http = PoliteClient(user_agent="paperfeed-tests", timeout=5, retries=2, sleep=sleeps.append)
+    http = PoliteClient(
+        user_agent="paperfeed-tests", timeout=5, retries=2, min_interval={}, sleep=sleeps.append
+    )
     yield ArxivApiClient(http, server.base_url + PATH)
     http.close()
 
@@ -127,7 +130,9 @@ def test_recorded_response_over_loopback(
     assert rec.entries == expected
     server = recorded_server
     server.requests.clear()
-    http = PoliteClient(user_agent="paperfeed-tests", timeout=5, retries=2, sleep=lambda _: None)
+    http = PoliteClient(
+        user_agent="paperfeed-tests", timeout=5, retries=2, min_interval={}, sleep=lambda _: None
+    )
     client = ArxivApiClient(http, server.base_url + PATH)
     try:
         _check_recorded(rec, server, client, expected)
@@ -294,7 +299,7 @@ def test_non_feed_answers_are_clear_errors(server: ReplayServer, client: ArxivAp
 
 
 def test_bad_arguments() -> None:
-    client = ArxivApiClient(PoliteClient(user_agent="t"), "http://127.0.0.1:9/api/query")  # never asked
+    client = ArxivApiClient(polite_client("t"), "http://127.0.0.1:9/api/query")  # never asked
     with pytest.raises(ValueError, match="empty search query"):
         list(client.search("  "))
     with pytest.raises(ValueError, match="sort_by"):

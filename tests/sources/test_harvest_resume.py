@@ -71,7 +71,9 @@ def error_page(code: str, text: str = "") -> bytes:
 
 
 def client() -> PoliteClient:
-    return PoliteClient(user_agent="paperfeed-test", timeout=10.0, retries=1, backoff_base=0.01)
+    return PoliteClient(
+        user_agent="paperfeed-test", timeout=10.0, retries=1, min_interval={}, backoff_base=0.01
+    )
 
 
 class Recorder:

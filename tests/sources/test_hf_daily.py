@@ -28,6 +28,7 @@ from paperfeed.domain.errors import SourceUnavailable
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.validation import InvalidRecord, build_paper
 from paperfeed.services.ingest import IngestService
+from tests.support.defaults import polite_client
 from tests.support.http_server import ReplayServer, Reply
 
 SEEN = datetime(2026, 8, 22, 7, 45, tzinfo=UTC)
@@ -258,23 +259,23 @@ def test_a_body_that_is_not_a_json_list_is_a_clear_error(body: bytes, message: s
 
 
 def test_resume_day_from_checkpoint() -> None:
-    source = HfDailySource(PoliteClient("t"), "http://x/api", date(2026, 8, 20), date(2026, 8, 22))
+    source = HfDailySource(polite_client("t"), "http://x/api", date(2026, 8, 20), date(2026, 8, 22))
     assert source.checkpoint_name == "hf-daily:2026-08-20..2026-08-22"
     assert source.resume_day(None) == date(2026, 8, 20)
     assert source.resume_day("2026-08-20") == date(2026, 8, 21)
     assert source.resume_day("garbage") == date(2026, 8, 20)
     assert source.resume_day("2025-01-01") == date(2026, 8, 20)  # not this range's
-    one = HfDailySource(PoliteClient("t"), "http://x/api", date(2026, 8, 20), date(2026, 8, 20))
+    one = HfDailySource(polite_client("t"), "http://x/api", date(2026, 8, 20), date(2026, 8, 20))
     assert one.checkpoint_name is None
     with pytest.raises(ValueError, match="ends"):
-        HfDailySource(PoliteClient("t"), "http://x/api", date(2026, 8, 21), date(2026, 8, 20))
+        HfDailySource(polite_client("t"), "http://x/api", date(2026, 8, 21), date(2026, 8, 20))
 
 
 # -- the source over a real loopback server -----------------------------------------------------------
 
 
 def _source(server: ReplayServer, start: str, end: str, **client: Any) -> HfDailySource:
-    polite = PoliteClient("paperfeed-test", timeout=5, retries=client.pop("retries", 0), **client)
+    polite = PoliteClient("paperfeed-test", 5, client.pop("retries", 0), {}, **client)
     return HfDailySource(
         polite, server.base_url + "/api", date.fromisoformat(start), date.fromisoformat(end), now=SEEN
     )
@@ -340,7 +341,7 @@ def test_a_next_link_to_another_host_is_not_followed(server: ReplayServer, store
 def test_unreachable_source_raises_source_unavailable(store: SqlPaperStore) -> None:
     port = _closed_port()
     source = HfDailySource(
-        PoliteClient("t", timeout=2, retries=0),
+        PoliteClient("t", timeout=2, retries=0, min_interval={}),
         f"http://127.0.0.1:{port}/api",
         date(2026, 8, 20),
         date(2026, 8, 21),

@@ -437,7 +437,9 @@ def _error_page(code: str, text: str) -> bytes:
 
 
 def _client() -> PoliteClient:
-    return PoliteClient(user_agent="paperfeed-test", timeout=5.0, retries=2, backoff_base=0.01)
+    return PoliteClient(
+        user_agent="paperfeed-test", timeout=5.0, retries=2, min_interval={}, backoff_base=0.01
+    )
 
 
 # -- over the real loopback server ------------------------------------------------------------------

@@ -64,7 +64,7 @@ def digest_settings(data_dir: Path, smtp: SmtpTestServer | None = None, **extra:
 
 
 def load_papers(app: App) -> None:
-    summary = app.ingest.run(JsonlFileSource(PAPERS))
+    summary = app.ingest.run(JsonlFileSource(PAPERS, batch_size=app.settings.batch_size))
     assert summary.rejected == 0, summary.rejects[:3]
 
 

@@ -8,6 +8,7 @@ direction plus a little noise and its own words, so k-means finds the groups and
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -16,12 +17,13 @@ import pytest
 from paperfeed.adapters.store import SqlPaperStore
 from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
 from paperfeed.adapters.store.topics import SqlTopicRecords
-from paperfeed.adapters.topic_model import SklearnTermCounter, SklearnTopicModeller
+from paperfeed.adapters.topic_model import SklearnTermCounter
+from paperfeed.bootstrap import topic_settings
 from paperfeed.domain.embedding import PendingPaper
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Paper, content_hash
-from paperfeed.domain.topics import TopicSettings
 from paperfeed.services.topics import TopicService
+from tests.support.defaults import DEFAULTS, topic_modeller
 
 MODEL = "test-model"
 DIM = 16
@@ -98,13 +100,16 @@ def save_vectors(
 
 def service(store: SqlPaperStore, **settings: int) -> TopicService:
     s = {"min_papers": 30, "papers_per_topic": 40, "min_k": 2, "max_k": 50} | settings
+    rebuild_after = timedelta(days=DEFAULTS.topics_rebuild_days)
     return TopicService(
         SqlTopicRecords(store.engine),
         SqlEmbeddingStore(store.engine),
         store.get_papers,
-        SklearnTopicModeller,
+        topic_modeller,
         SklearnTermCounter,
-        TopicSettings(**s),
+        replace(topic_settings(DEFAULTS), **s),
+        rebuild_after=rebuild_after,
+        rebuild_growth=DEFAULTS.topics_rebuild_growth,
         clock=lambda: NOW,
     )
 

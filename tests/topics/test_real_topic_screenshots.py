@@ -63,7 +63,7 @@ def real(tmp_path_factory: pytest.TempPathFactory, hf_path: Path) -> Iterator[Re
     )
     app = build_app(settings)
     try:
-        summary = app.ingest.run(JsonlFileSource(folder / "papers.jsonl"))
+        summary = app.ingest.run(JsonlFileSource(folder / "papers.jsonl", batch_size=app.settings.batch_size))
         assert summary.rejected == 0
         app.indexing.run()
         app.topics.build()

@@ -17,11 +17,11 @@ from paperfeed.adapters.store import SqlPaperStore
 from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
 from paperfeed.adapters.store.schema_topics import topic_papers, topics
 from paperfeed.adapters.store.topics import SqlTopicRecords
-from paperfeed.adapters.topic_model import SklearnTopicModeller
 from paperfeed.domain.embedding import PendingPaper
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Paper, content_hash
 from paperfeed.domain.topics import TopicAssignment
+from tests.support.defaults import topic_modeller
 
 from .conftest import DIM, MODEL, NOW, service
 
@@ -168,7 +168,7 @@ def test_a_layout_fitted_on_a_sample_places_the_rest_among_their_group() -> None
     groups = [g for g in WORDS for _ in range(40)]
     vectors = np.vstack([vec(g, rng) for g in groups])
     labels = [list(WORDS).index(g) for g in groups]
-    modeller = SklearnTopicModeller()
+    modeller = topic_modeller()
     a = modeller.layout(vectors, labels, seed=0, sample=90, neighbours=5)  # 90 fitted, 150 placed
     b = modeller.layout(vectors, labels, seed=0, sample=90, neighbours=5)
     assert np.array_equal(a, b)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -17,13 +17,13 @@ from sqlalchemy import insert, select, update
 from paperfeed.adapters.store.embeddings import encode_vector
 from paperfeed.adapters.store.schema_topics import topic_picks, topics
 from paperfeed.adapters.store.topic_picks import SqlTopicPicks
-from paperfeed.bootstrap import App, build_app
+from paperfeed.bootstrap import App, build_app, topic_settings
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Paper
 from paperfeed.domain.topic_picks import TopicCandidate, rank_candidates
-from paperfeed.domain.topics import TopicSettings
 from paperfeed.services.topics import TopicService
 from paperfeed.web.security import CSRF_HEADER
+from tests.support.defaults import DEFAULTS
 
 from .ui_instance import (
     BACKEND_PARAMS,
@@ -349,7 +349,9 @@ def test_picks_follow_a_rebuild_or_are_dropped(
                 app.store.get_papers,
                 app.topics.modeller,
                 app.topics.counter,
-                TopicSettings(min_papers=30, k=2),
+                replace(topic_settings(DEFAULTS), min_papers=30, k=2),
+                rebuild_after=timedelta(days=DEFAULTS.topics_rebuild_days),
+                rebuild_growth=DEFAULTS.topics_rebuild_growth,
             )
             rebuild.build()
             live = {t.id for t in app.topics.records.topics()}

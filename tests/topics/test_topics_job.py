@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import date
+from dataclasses import replace
+from datetime import date, timedelta
 
 import numpy as np
 import pytest
@@ -11,8 +12,10 @@ from sqlalchemy import func, select
 from paperfeed.adapters.store import SqlPaperStore
 from paperfeed.adapters.store.schema_topics import topic_papers, topics
 from paperfeed.adapters.store.topics import SqlTopicRecords
+from paperfeed.bootstrap import topic_settings
 from paperfeed.domain.topics import LineageKind, TooFewPapers, TopicAssignment
 from paperfeed.services.topics import TopicService
+from tests.support.defaults import DEFAULTS, topic_modeller
 
 from .conftest import GROUPS, add_papers, group_of, save_vectors, service
 
@@ -88,7 +91,7 @@ def test_a_merge_is_recorded_and_the_old_id_redirects_to_its_successor(topics_st
     save_vectors(
         topics_store, made, np.random.default_rng(3), {"protein": "graph"}
     )  # protein now looks like graph
-    svc.settings = type(svc.settings)(min_papers=30, k=2)
+    svc.settings = replace(topic_settings(DEFAULTS), min_papers=30, k=2)
     summary = svc.build()
     after = _by_group(svc)
     assert after["graph"] == after["protein"]
@@ -100,7 +103,7 @@ def test_a_merge_is_recorded_and_the_old_id_redirects_to_its_successor(topics_st
     assert svc.successor(999) is None
     assert svc.successor(after["galaxy"]) == after["galaxy"]
     # a later build never hands the removed id to a new topic
-    svc.settings = type(svc.settings)(min_papers=30, k=4)
+    svc.settings = replace(topic_settings(DEFAULTS), min_papers=30, k=4)
     svc.build()
     assert gone not in {t.id for t in svc.records.topics()}
     assert svc.successor(gone) is not None
@@ -114,7 +117,7 @@ def test_merge_lineage_kind(topics_store: SqlPaperStore) -> None:
     fine = {t.id for t in svc.records.topics()}  # the coarse level keeps a lineage of its own
     made = list(topics_store.get_papers([f"pp:protein-{i:04d}" for i in range(40)]).values())
     save_vectors(topics_store, made, np.random.default_rng(3), {"protein": "graph"})
-    svc.settings = type(svc.settings)(min_papers=30, k=2)
+    svc.settings = replace(topic_settings(DEFAULTS), min_papers=30, k=2)
     svc.build()
     with topics_store.engine.connect() as conn:
         kinds = {r.kind for r in conn.execute(select(topic_lineage)) if r.old_id in fine}
@@ -204,8 +207,7 @@ def test_labels_count_the_words_of_a_sample_in_proportion_to_each_topic(topics_s
     from collections.abc import Sequence
 
     from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
-    from paperfeed.adapters.topic_model import SklearnTermCounter, SklearnTopicModeller
-    from paperfeed.domain.topics import TopicSettings
+    from paperfeed.adapters.topic_model import SklearnTermCounter
 
     seen: list[list[int]] = []
 
@@ -215,14 +217,23 @@ def test_labels_count_the_words_of_a_sample_in_proportion_to_each_topic(topics_s
             return super().count(groups)
 
     def build(sample: int) -> TopicService:
-        settings = TopicSettings(min_papers=30, papers_per_topic=40, min_k=2, max_k=50, label_sample=sample)
+        settings = replace(
+            topic_settings(DEFAULTS),
+            min_papers=30,
+            papers_per_topic=40,
+            min_k=2,
+            max_k=50,
+            label_sample=sample,
+        )
         svc = TopicService(
             SqlTopicRecords(topics_store.engine),
             SqlEmbeddingStore(topics_store.engine),
             topics_store.get_papers,
-            SklearnTopicModeller,
+            topic_modeller,
             Recording,
             settings,
+            rebuild_after=timedelta(days=DEFAULTS.topics_rebuild_days),
+            rebuild_growth=DEFAULTS.topics_rebuild_growth,
         )
         svc.build()
         return svc

@@ -60,7 +60,7 @@ def page_settings(tmp_path_factory: pytest.TempPathFactory, hf_path: Path) -> Se
             app = build_app(settings)
             try:
                 for path in (hf_path, HOSTILE):
-                    summary = app.ingest.run(JsonlFileSource(path))
+                    summary = app.ingest.run(JsonlFileSource(path, batch_size=app.settings.batch_size))
                     assert summary.rejected == 0, summary.rejects[:3]
                 app.indexing.run()
             finally:

@@ -88,7 +88,7 @@ def feeds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClient
     )
     app = build_app(settings)
     try:
-        assert app.ingest.run(JsonlFileSource(HOSTILE)).rejected == 0
+        assert app.ingest.run(JsonlFileSource(HOSTILE, batch_size=app.settings.batch_size)).rejected == 0
         app.indexing.run()
         reader = add_user(app, "mallory@example.org", "Mallory")
         tag = app.library.create_tag(reader, f"Reading {MARKUP}", public=True)

@@ -429,7 +429,7 @@ class StoreInspector:
     engine: Engine
     data_dir: Path
     keyword_engine: KeywordEngine
-    vector_index: VectorIndexChoice = "auto"
+    vector_index: VectorIndexChoice
 
     @property
     def _postgres(self) -> bool:

@@ -87,9 +87,9 @@ class SklearnTopicModeller:
 
     def __init__(
         self,
-        method: str = "kmeans",
+        method: str,
         *,
-        layout: str = "umap",
+        layout: str,
         pca: int = 10,
         min_cluster_size: int = 10,
         umap_neighbours: int = 15,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from paperfeed.domain.calibration import AGREEMENT_FLOOR
 from paperfeed.domain.embedding import MAX_WORKERS
 from paperfeed.domain.errors import EmbedderUnavailable
 
@@ -147,7 +148,8 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--calibrate",
                 help="Time torch, onnx and onnx-int8 on this machine first, record the fastest whose "
-                "vectors agree with torch (cosine >= 0.99) for PAPERFEED_EMBEDDING_BACKEND=auto.",
+                f"vectors are torch's (cosine >= {AGREEMENT_FLOOR} on every probe text) for "
+                "PAPERFEED_EMBEDDING_BACKEND=auto.",
             ),
         ] = False,
         keyword: Annotated[
@@ -321,3 +323,11 @@ def _print_calibration(c: Context, calibration: Calibration, how: str) -> None:
         f"chosen: {calibration.backend} (vectors: {calibration.model_id}); recorded for later runs",
         highlight=False,
     )
+    chosen = next((t for t in calibration.timings if t.backend == calibration.backend), None)
+    if chosen is not None and not chosen.agrees(calibration.floor):  # kept for the vectors already stored
+        c.console.print(
+            f"{calibration.backend} is kept because the stored vectors are its own, but they are not "
+            f"{calibration.reference}'s and rank worse: `paperfeed index --calibrate` moves to the fastest "
+            "backend that agrees (and re-embeds every paper)",
+            highlight=False,
+        )

@@ -36,12 +36,14 @@ class PublishedPapers(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class HarvestSettings:
-    batch_size: int = 25  # papers per saved batch: a kill loses at most this many papers' answers
-    max_citations: int = 1000  # cited-by entries fetched per paper (the source's total is kept anyway)
+    """The citation harvest's knobs; all but ``fresh_for`` are ``PAPERFEED_CITATIONS_*`` settings."""
+
+    batch_size: int  # papers per saved batch: a kill loses at most this many papers' answers
+    max_citations: int  # cited-by entries fetched per paper (the source's total is kept anyway)
+    refresh_after: timedelta  # a refresh re-asks papers harvested longer ago
+    refresh_window: timedelta  # a refresh covers papers published this recently
+    daily_max: int  # papers per source and daily run (S2 at 1 request/s: ~3 requests a paper)
     fresh_for: timedelta = timedelta(days=30)  # a plain harvest skips papers harvested more recently
-    refresh_after: timedelta = timedelta(days=7)  # a refresh re-asks papers harvested longer ago
-    refresh_window: timedelta = timedelta(days=90)  # a refresh covers papers published this recently
-    daily_max: int = 200  # papers per source and daily run (S2 at 1 request/s: ~3 requests a paper)
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,18 +79,20 @@ FINE_PER_COARSE = 4  # measured on arxiv_cats_4k: AMI with the categories and NP
 
 @dataclass(frozen=True, slots=True)
 class TopicSettings:
-    """How topics are built; the defaults are the measured choice of ``bench/topic_quality.py``."""
+    """How topics are built; the defaults are the measured choice of ``bench/topic_quality.py``. The first
+    five are ``PAPERFEED_TOPICS_*`` settings, whose one default is in ``settings_model.py``."""
 
-    min_papers: int = 200  # below this a build refuses: clusters of a handful of papers say nothing
-    papers_per_topic: int = 150  # k = n / papers_per_topic when ``k`` is not fixed ...
-    min_k: int = 8  # ... clipped to [min_k, max_k]
+    min_papers: int  # below this a build refuses: clusters of a handful of papers say nothing
+    papers_per_topic: int  # k = n / papers_per_topic when ``k`` is not fixed, clipped to [min_k, max_k]
+    k: int | None  # a fixed k (None: from papers_per_topic)
+    coarse_k: int | None  # a fixed coarse k (None: from fine_per_coarse)
+    layout_sample: int  # the 2-D layout is fitted on at most this many papers; the rest are placed at
+    # their layout_neighbours nearest fitted neighbours (of the same fine topic)
+    min_k: int = 8
     max_k: int = 1000  # a cap: at 1M papers k = n / 150 would be ~6,700 (docs/topics.md, "Scale")
-    k: int | None = None
     fine_per_coarse: int = FINE_PER_COARSE  # coarse k = fine k / fine_per_coarse ...
     max_coarse_k: int = 60  # ... clipped to [2, max_coarse_k]
-    coarse_k: int | None = None
-    layout_sample: int = 50_000  # the 2-D layout is fitted on at most this many papers; the rest are
-    layout_neighbours: int = 10  # placed at their nearest fitted neighbours (of the same fine topic)
+    layout_neighbours: int = 10
     label_sample: int = 100_000  # the labels' words are counted on at most about this many papers,
     # drawn at random within each topic in proportion to its size (at least 5 of each, or all of it)
     anchors_per_topic: int = 64  # the daily placement's neighbours: this many papers of the topic

@@ -78,9 +78,10 @@ class BackendChooser:
         self._cpu_clock = cpu_clock
 
     def recorded(self) -> Calibration | None:
-        """The stored calibration if it was made for this model on this CPU."""
+        """The stored calibration if it was made for this model on this CPU, under this floor."""
         found = self._records.load()
-        return found if found is not None and found.applies_to(self._model, self._cpu) else None
+        applies = found is not None and found.applies_to(self._model, self._cpu, self._floor)
+        return found if applies else None
 
     def resolve(self, *, calibrate: bool = True) -> Resolution:
         """The backend to use now. ``calibrate=False`` (a web process: a request must not wait a minute

@@ -15,7 +15,7 @@ stops that source's harvest; what was saved stays, and the next run goes on from
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
 from paperfeed.domain.citation_harvest import (
@@ -53,7 +53,7 @@ class CitationHarvest:
     store: PaperStore
     published: PublishedPapers
     sources: Mapping[str, Callable[[], CitationSource]]  # name -> builder ("s2", "openalex")
-    settings: HarvestSettings = field(default_factory=HarvestSettings)
+    settings: HarvestSettings
     now: Callable[[], datetime] = _utc_now
 
     def candidates(

@@ -57,8 +57,8 @@ __all__ = ["CommunityLimits", "CommunityService"]
 
 @dataclass(frozen=True, slots=True)
 class CommunityLimits:
-    submissions_per_day: int = 10  # per reader, per UTC day
-    comments_per_hour: int = 30  # per reader, over the last 60 minutes
+    submissions_per_day: int  # per reader, per UTC day
+    comments_per_hour: int  # per reader, over the last 60 minutes
 
 
 def _utc_now() -> datetime:
@@ -71,13 +71,13 @@ class CommunityService:
         store: CommunityStore,
         ingest: Callable[[], IngestService],  # both built on first use: most requests never fetch, and
         fetcher: Callable[[], PaperFetcher],  # the ingest service opens the keyword index (the arXiv API)
-        limits: CommunityLimits | None = None,
+        limits: CommunityLimits,
         clock: Callable[[], datetime] = _utc_now,
     ) -> None:
         self.store = store
         self.ingest = ingest
         self.fetcher = fetcher
-        self.limits = limits or CommunityLimits()
+        self.limits = limits
         self.clock = clock
 
     # -- papers -------------------------------------------------------------------------------------

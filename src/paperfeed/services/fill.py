@@ -53,9 +53,9 @@ ARXIV_STAGE = "arXiv categories"
 class FillSettings:
     """The window and what fills it (``PAPERFEED_FILL_DAYS``, ``PAPERFEED_ARXIV_*``)."""
 
-    days: int = 30
-    categories: tuple[str, ...] = ()  # empty: derive them from the window's Daily Papers
-    listing_max: int = 1000  # newest submissions read per category and pass, at most
+    days: int
+    categories: tuple[str, ...]  # empty: derive them from the window's Daily Papers
+    listing_max: int  # newest submissions read per category and pass, at most
     derive_sample: int = 100  # most-upvoted Daily Papers of the window asked about: one API request
     derive_limit: int = 5  # categories derived, at most
     rederive_after: timedelta = timedelta(days=7)
@@ -161,7 +161,7 @@ class FillService:
     arxiv_papers: Callable[[], PaperFetcher]  # papers by id (to learn the window's categories)
     # category, window start, max entries, the clock stamping a completed pass
     arxiv_listing: Callable[[str, datetime, int, Callable[[], datetime]], PaperSource]
-    settings: FillSettings = field(default_factory=FillSettings)
+    settings: FillSettings
     now: Callable[[], datetime] = _utc_now
 
     # -- the window ----------------------------------------------------------------------------------

@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 
 __all__ = ["IndexPlan", "IndexSync", "IndexingService", "IndexingSummary", "WorkerRate"]
 
-DEFAULT_BATCH = 128
 SYNC_EVERY_SECONDS = 600.0  # a long job refreshes the index this often, so search sees papers early
 
 
@@ -116,7 +115,7 @@ class IndexingService:
         embedder: Embedder,
         open_index: IndexOpener | None = None,
         *,
-        batch_size: int = DEFAULT_BATCH,
+        batch_size: int,
         sync_every: float = SYNC_EVERY_SECONDS,
         clock: Callable[[], float] = time.monotonic,
         marks: IndexMarks | None = None,

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from paperfeed.services.ingest import IngestService
     from paperfeed.services.topics import TopicService
 
-__all__ = ["DEFAULT_STEPS", "STEP_NAMES", "DailyPipeline"]
+__all__ = ["STEP_NAMES", "DailyPipeline"]
 
 STEP_NAMES = (
     "harvest-arxiv",
@@ -55,7 +55,6 @@ STEP_NAMES = (
     "topics",
     "digests",
 )
-DEFAULT_STEPS = ("harvest-hf", "harvest-listings", "harvest-citations", "index", "topics", "digests")
 
 
 class _Quiet:
@@ -78,9 +77,9 @@ class DailyPipeline:
     fill: Callable[[], FillService]  # the window's Hugging Face days and arXiv category listings
     indexing: Callable[[], IndexingService]
     digests: Callable[[], DigestService]
-    daily_steps: Sequence[str] = DEFAULT_STEPS
+    daily_steps: Sequence[str]  # PAPERFEED_JOBS_DAILY_STEPS
+    citation_sources: Sequence[str]  # PAPERFEED_CITATION_SOURCES
     citations: Callable[[], CitationHarvest] | None = None
-    citation_sources: Sequence[str] = ("s2", "openalex")
     topic_service: Callable[[], TopicService] | None = None
 
     def harvest_arxiv(self) -> StepCounts:

@@ -78,7 +78,7 @@ class UnknownTag(LookupError):
 class RecommendSettings:
     """Tuning of the feed; the model's own choices are in :class:`ModelParams`."""
 
-    window_days: int = 30  # "recent": published within this many days of the reference time
+    window_days: int  # "recent": published within this many days of the reference time (a setting)
     params: ModelParams = field(default_factory=ModelParams)
     pool: int = 300  # papers taken from the vector index before exact re-scoring
     author_boost: float = 2.0  # added to the score (in standard deviations) of a followed author's paper
@@ -144,12 +144,12 @@ class RecommendationService:
     vectors: Callable[[], VectorIndex | None]
     model_id: Callable[[], str]
     trending: TrendingSource
+    settings: RecommendSettings
     alerts: AlertMatcher | None = None
     upvoted: Callable[[int], Collection[str]] | None = None  # community upvotes, once they exist
     hidden: Callable[[], Collection[str]] | None = None  # papers an admin hid: never recommended
     shown: Callable[[int], Collection[str]] | None = None  # papers the reader's digests already carried
     topics: PickedTopicSource | None = None  # the topics the reader picked (cold start)
-    settings: RecommendSettings = field(default_factory=RecommendSettings)
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     _models: OrderedDict[tuple[object, ...], ReaderModel] = field(default_factory=OrderedDict, init=False)
     _window: dict[tuple[object, ...], tuple[float, list[tuple[str, tuple[str, ...]]]]] = field(

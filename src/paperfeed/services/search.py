@@ -16,7 +16,7 @@
 Similar papers fuse, by the same weighted RRF, named lists about one paper: its embedding neighbours
 ("dense"), a more-like-this keyword query built from its own title and abstract ("keyword"), and any
 further :class:`~paperfeed.domain.search.SimilarSource` (co-citation, coupling). Weights, k and pool
-sizes are :class:`SimilarSettings`, chosen on the train split of bench/similar_quality.py. The dense
+sizes are :class:`SimilarSettings` (settings chosen on the train split of bench/similar_quality.py). The dense
 list is re-ranked by neighbourhoods (:mod:`paperfeed.domain.neighbourhood`) before fusion. Either of
 the two built-in lists may be missing (nothing embedded yet, a damaged keyword index): the others
 still answer.
@@ -70,34 +70,31 @@ class _Embedded:
 
 @dataclass(frozen=True, slots=True)
 class HybridSettings:
-    rrf_k: float = 5.0  # tuned with keyword_weight on SciFact train (bench/quality.py)
-    keyword_weight: float = 1.2
-    dense_weight: float = 1.0
+    """How search fuses its two lists. The first four are settings (``PAPERFEED_SEARCH_*``), whose one
+    default is in ``settings_model.py``: the composition root passes them, so they have none here."""
+
+    rrf_k: float
+    keyword_weight: float
+    dense_weight: float
+    min_dense_score: float  # cosine floor for dense candidates (the relevance cut-off)
     candidates: int = 100  # per list, before fusion
-    min_dense_score: float = 0.3  # cosine floor for dense candidates (the relevance cut-off)
     duplicate_cosine: float = 0.9999  # "similar papers" treats anything this close as the same paper
 
 
 @dataclass(frozen=True, slots=True)
 class SimilarSettings:
-    """How "similar papers" ranks and fuses its lists; defaults chosen on the train papers of
-    bench/similar_quality.py (arXiv categories and SciFact co-evidence pairs), reported on held-out ones."""
+    """How "similar papers" ranks and fuses its lists: every field is a ``PAPERFEED_SIMILAR_*`` setting,
+    whose one default (chosen on the train papers of bench/similar_quality.py) is in
+    ``settings_model.py``; the composition root passes them, so they have none here."""
 
-    # bench/similar_quality.py, chosen on the train papers of two kinds of judgment at once (arXiv
-    # categories: broad; SciFact co-evidence pairs: specific, by experts), each setting worth its smaller
-    # gain over plain cosine: neighbourhoods of 5 (power 3) blended half-and-half with the plain cosine;
-    # no keyword weight raised the smaller gain. Held out: category@10 0.7138 vs 0.7083, co-evidence
-    # nDCG@10 0.6322 vs 0.6021, seed pages 0.6276 vs 0.6107 (among 4,000 others 0.4471 vs 0.4141). The
-    # whole-pool neighbourhood of session 12 scored higher on categories (0.7310) but lost 6-15 % on
-    # the expert pairs. The keyword list still answers alone for a paper without embeddings.
-    rrf_k: float = 5.0
-    dense_weight: float = 1.0
-    keyword_weight: float = 0.0
-    candidates: int = 100  # per list, before fusion
-    keyword_terms: int = 10  # terms of the paper's text in its more-like-this query
-    neighbourhood: int = 5  # re-rank the dense list by neighbourhoods of this many (0: plain cosine)
-    neighbourhood_power: float = 3.0  # a neighbour's weight in a neighbourhood: cosine ** power
-    neighbourhood_blend: float = 0.5  # share of the smoothed cosine in the score; the rest is the plain one
+    rrf_k: float
+    dense_weight: float
+    keyword_weight: float
+    candidates: int  # per list, before fusion
+    keyword_terms: int  # terms of the paper's text in its more-like-this query
+    neighbourhood: int  # re-rank the dense list by neighbourhoods of this many (0: plain cosine)
+    neighbourhood_power: float  # a neighbour's weight in a neighbourhood: cosine ** power
+    neighbourhood_blend: float  # share of the smoothed cosine in the score; the rest is the plain one
 
 
 @dataclass
@@ -112,9 +109,9 @@ class HybridSearch:
     keyword: KeywordIndex
     vectors: Callable[[], VectorIndex | None]
     embedder: Callable[[], Embedder | None]
-    settings: HybridSettings = field(default_factory=HybridSettings)
+    settings: HybridSettings
+    similar_settings: SimilarSettings
     hidden: Callable[[], frozenset[str]] = field(default=frozenset)  # ids an administrator hid
-    similar_settings: SimilarSettings = field(default_factory=SimilarSettings)
     similar_sources: tuple[tuple[SimilarSource, float], ...] = ()  # further lists, each with its weight
     # a topic's paper ids (a removed topic followed to its successor), None for an unknown topic
     topic_members: Callable[[int], frozenset[str] | None] | None = None

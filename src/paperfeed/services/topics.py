@@ -168,15 +168,15 @@ class TopicService:
         papers: PapersOf,
         modeller: Callable[[], TopicModeller],
         counter: Callable[[], TermCounter],
-        settings: TopicSettings | None = None,
+        settings: TopicSettings,
         *,
-        rebuild_after: timedelta = timedelta(days=7),
-        rebuild_growth: float | None = None,
+        rebuild_after: timedelta,
+        rebuild_growth: float | None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.records, self.embeddings, self.papers = records, embeddings, papers
         self.modeller, self.counter = modeller, counter
-        self.settings = settings or TopicSettings()
+        self.settings = settings
         self.rebuild_after, self.clock = rebuild_after, clock
         # rebuild (rather than place) once this many times the build's papers have a vector of its model:
         # placing 10,000 imported papers into topics found among 300 would keep the 300's topics

@@ -17,18 +17,20 @@ __all__ = ["BACKENDS", "EmbedderConfig", "open_embedder"]
 
 @dataclass(frozen=True, slots=True)
 class EmbedderConfig:
-    """What :func:`open_embedder` needs (a subset of the settings, so benches can build one directly)."""
+    """What :func:`open_embedder` needs: the embedding settings, mapped by ``bootstrap.embedder_config``
+    (benches and tests build one there too, from ``SettingsModel()``), so it keeps no defaults of its own
+    for them (tests/test_settings_defaults_once.py)."""
 
-    backend: str = "onnx-int8"
-    model: str | None = None  # None: the packaged all-MiniLM-L6-v2; for "fake": the fake model's name
-    cache_dir: Path = Path("models")  # where exported ONNX files are kept (the machine's shared cache)
-    legacy_cache_dirs: tuple[Path, ...] = ()  # per-data-folder exports of older versions, used first
-    threads: int | None = None  # None: the runtime's default (all cores)
+    backend: str  # a concrete backend: "auto" is resolved before (services/calibration.py)
+    model: str | None  # None: the packaged all-MiniLM-L6-v2; for "fake": the fake model's name
+    cache_dir: Path  # where exported ONNX files are kept (the machine's shared cache)
+    legacy_cache_dirs: tuple[Path, ...]  # per-data-folder exports of older versions, used first
+    threads: int | None  # None: the runtime's default (all cores)
+    bf16: bool  # torch only: bfloat16 autocast (needs AVX512-BF16/AMX)
+    max_tokens: int | None  # None: the model's own window, at most MAX_TOKENS
+    adapted_manifest: Path | None  # <data_dir>/models/active-model.json: an adopted adapted model
     spinning: bool = True  # ONNX Runtime: idle threads busy-wait (off when the CPU is shared)
-    bf16: bool = False  # torch only: bfloat16 autocast (needs AVX512-BF16/AMX)
     fake_dimension: int = 64
-    max_tokens: int | None = None  # None: the model's own window, at most MAX_TOKENS
-    adapted_manifest: Path | None = None  # <data_dir>/models/active-model.json: an adopted adapted model
 
 
 def _model_source(config: EmbedderConfig) -> ModelSource:

@@ -50,12 +50,12 @@ class SmtpConfig:
 
     host: str
     sender: str  # the From header; its bare address is the envelope sender
-    port: int | None = None  # default by security: 25, 587 (STARTTLS), 465 (SSL)
-    security: Security = "starttls"
-    username: str | None = None
-    password: str | None = None
-    timeout: float = 30.0
-    ca_file: Path | None = None  # certificates to trust instead of the system's (a private CA)
+    port: int | None  # None: by security, 25, 587 (STARTTLS), 465 (SSL)
+    security: Security
+    username: str | None  # None: no AUTH
+    password: str | None
+    timeout: float
+    ca_file: Path | None  # certificates to trust instead of the system's (a private CA); None: the system's
     local_hostname: str | None = None  # the name sent in EHLO (default: this machine's FQDN)
 
     @property

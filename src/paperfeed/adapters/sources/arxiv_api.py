@@ -44,7 +44,7 @@ class ArxivApiClient:
     """Fetches pages from the arXiv API; knows nothing about storage."""
 
     http: PoliteClient
-    url: str = "https://export.arxiv.org/api/query"
+    url: str  # PAPERFEED_ARXIV_API_URL
     now: Callable[[], datetime] = _utc_now
 
     def papers(self, ids: Sequence[str]) -> ArxivApiSource:

@@ -90,8 +90,8 @@ class BibtexPaperSource:
     """
 
     path: Path
+    batch_size: int  # PAPERFEED_BATCH_SIZE
     label: str | None = None
-    batch_size: int = 5000
     now: datetime = field(default_factory=lambda: datetime.now(UTC))
     _latex: LatexNodes2Text = field(
         default_factory=lambda: LatexNodes2Text(math_mode="verbatim", strict_latex_spaces=True),

@@ -47,9 +47,9 @@ class PoliteClient:
     """A thin wrapper over :class:`httpx.Client` adding politeness and retries."""
 
     user_agent: str
-    timeout: float = 30.0
-    retries: int = 4
-    min_interval: Mapping[str, float] = field(default_factory=dict)  # host -> seconds between requests
+    timeout: float  # PAPERFEED_HTTP_TIMEOUT (PAPERFEED_SUBMIT_TIMEOUT for a reader waiting)
+    retries: int  # PAPERFEED_HTTP_RETRIES
+    min_interval: Mapping[str, float]  # host -> seconds between requests (the PAPERFEED_*_DELAY settings)
     default_interval: float = 0.0
     backoff_base: float = 2.0
     backoff_max: float = 120.0

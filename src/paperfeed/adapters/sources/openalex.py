@@ -31,10 +31,9 @@ from paperfeed.domain.paper_graph import Citation, PaperLinks, WorkRef, work_key
 from .http import PoliteClient
 from .scholarly import arxiv_of, as_date, as_int, as_str, json_body, refusal
 
-__all__ = ["OPENALEX", "OPENALEX_API_URL", "OpenAlexSource"]
+__all__ = ["OPENALEX", "OpenAlexSource"]
 
 OPENALEX = "openalex"
-OPENALEX_API_URL = "https://api.openalex.org"
 FILTER_MAX = 50  # ids OR-ed in one filter (OpenAlex allows 100; 50 keeps URLs short)
 PAGE_MAX = 200  # OpenAlex's largest per-page
 MAX_PAGES = 100
@@ -107,9 +106,9 @@ class OpenAlexSource:
     """References and citations of arXiv papers from OpenAlex."""
 
     client: PoliteClient
-    api_url: str = OPENALEX_API_URL
-    mailto: str | None = None
-    api_key: str | None = None
+    api_url: str  # PAPERFEED_OPENALEX_API_URL
+    mailto: str | None  # PAPERFEED_OPENALEX_MAILTO, else PAPERFEED_CONTACT_EMAIL
+    api_key: str | None  # PAPERFEED_OPENALEX_API_KEY
     filter_size: int = FILTER_MAX
     page_size: int = PAGE_MAX
 

@@ -34,10 +34,9 @@ from paperfeed.domain.paper_graph import Citation, PaperLinks, WorkRef, work_key
 from .http import PoliteClient
 from .scholarly import arxiv_of, as_date, as_int, as_str, json_body, refusal
 
-__all__ = ["S2", "S2_API_URL", "SemanticScholarSource"]
+__all__ = ["S2", "SemanticScholarSource"]
 
 S2 = "s2"
-S2_API_URL = "https://api.semanticscholar.org/graph/v1"
 BATCH_MAX = 500  # S2's limit for /paper/batch
 PAGE_MAX = 1000  # S2's limit for one /references or /citations page
 MAX_PAGES = 100  # bounds a server that keeps answering with a ``next``
@@ -86,8 +85,8 @@ class SemanticScholarSource:
     """References and citations of arXiv papers from the Semantic Scholar Graph API."""
 
     client: PoliteClient
-    api_url: str = S2_API_URL
-    api_key: str | None = None
+    api_url: str  # PAPERFEED_S2_API_URL
+    api_key: str | None  # PAPERFEED_S2_API_KEY
     batch_size: int = BATCH_MAX
     page_size: int = PAGE_MAX
 

@@ -54,7 +54,7 @@ def open_vector_index(path: Path, *, kind: str, model_id: str, dimension: int) -
     return StoredVectorIndex(path, model_id=model_id, dimension=dimension, policy=policy)
 
 
-def uses_pgvector(engine: Engine, choice: VectorIndexChoice = "auto") -> bool:
+def uses_pgvector(engine: Engine, choice: VectorIndexChoice) -> bool:
     """Whether vectors live in pgvector (in the PostgreSQL store) rather than in a folder index.
 
     ``auto`` is pgvector on PostgreSQL (nothing on the node's disk), the folder index on SQLite.
@@ -65,7 +65,7 @@ def uses_pgvector(engine: Engine, choice: VectorIndexChoice = "auto") -> bool:
     return choice == "pgvector" or (choice == "auto" and postgres)
 
 
-def stored_dimension(engine: Engine, folder: Path, choice: VectorIndexChoice = "auto") -> int | None:
+def stored_dimension(engine: Engine, folder: Path, choice: VectorIndexChoice) -> int | None:
     """The dimension of the stored index, or None when nothing has been embedded yet."""
     if uses_pgvector(engine, choice):
         from paperfeed.adapters.vector.pgvector_index import stored_manifest
@@ -81,12 +81,12 @@ def folder_dimension(folder: Path) -> int | None:
     return None if saved is None else saved.manifest.dimension
 
 
-def check_stored_model(engine: Engine, folder: Path, *, model_id: str) -> None:
+def check_stored_model(engine: Engine, folder: Path, *, model_id: str, choice: VectorIndexChoice) -> None:
     """Refuse a folder index built with another model from its manifest alone, raising the
     :class:`~paperfeed.domain.search.VectorIndexMismatch` opening it would raise, but before NumPy and
     faiss are loaded to open it: a search that cannot use the index stays a cheap keyword search.
     (pgvector checks its manifest table when opened, which loads nothing extra.)"""
-    if not uses_pgvector(engine):
+    if not uses_pgvector(engine, choice):
         check_folder_model(folder, model_id=model_id)
 
 
@@ -105,7 +105,7 @@ def open_deployment_index(
     model_id: str,
     dimension: int,
     fresh: bool,
-    choice: VectorIndexChoice = "auto",
+    choice: VectorIndexChoice,
 ) -> VectorIndex:
     """The index ``paperfeed index`` maintains: pgvector (see :func:`uses_pgvector`), else the folder
     index in ``folder`` (exact while small, HNSW once large).
