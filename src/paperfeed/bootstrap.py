@@ -82,6 +82,7 @@ class App:
     _closers: list[object] = field(default_factory=list, init=False)
     _vectors_for_search: VectorIndex | None = field(default=None, init=False)
     _embedder: Embedder | None = field(default=None, init=False)
+    _derived_seen: str | None = field(default=None, init=False)  # the page version's derived part, last read
     embedding_choice: Resolution | None = field(default=None, init=False)  # why the embedder is that one
 
     @cached_property
@@ -411,26 +412,54 @@ class App:
         """What the web's page cache keys anonymous answers by: the store's data version and, on a node
         whose indexes follow a PostgreSQL store, how far they have followed it. A search rendered after
         another node's write reached the store but before this node's indexes took it in must not be
-        kept as current: it is one version behind, so the page cache's import grace bounds it."""
+        kept as current: it is one version behind, so the page cache's import grace bounds it (its vector
+        index's sync point, like the store's, moves the derived part, which has no grace).
+
+        When the derived part moves, this process's own readers catch up first (the coverage counts, the
+        vector index search reads), so the page rendered for the new version shows the new state."""
         version = self.feeds.data_version()
-        followed = self._followed_state_files
-        if not followed:
-            return version
-        from dataclasses import replace
+        keyword, vectors = self._followed_state_files
+        if keyword or vectors:
+            from dataclasses import replace
 
-        from paperfeed.adapters.files import fingerprint
+            from paperfeed.adapters.files import fingerprint
 
-        return replace(version, papers=f"{version.papers}|node:{fingerprint(followed)}")
+            version = replace(
+                version,
+                papers=f"{version.papers}|node:{fingerprint(keyword)}" if keyword else version.papers,
+                derived=f"{version.derived}|node:{fingerprint(vectors)}" if vectors else version.derived,
+            )
+        if version.derived != self._derived_seen:
+            if self._derived_seen is not None:
+                self._catch_up_readers()
+            self._derived_seen = version.derived
+        return version
+
+    def _catch_up_readers(self) -> None:
+        """Forget what this process cached of the derived data (a topics build, an index save, a job's
+        end): the coverage counts, the citation ranking, and reload the vector index search reads."""
+        import logging
+
+        built = self.__dict__
+        if "coverage" in built:
+            self.coverage.forget()
+        if "cited_trending" in built:
+            self.cited_trending.forget()
+        if self._vectors_for_search is not None:
+            try:
+                self._vectors_for_search.reload_if_changed()
+            except Exception as exc:  # search itself says what is wrong with its index; a page must render
+                logging.getLogger(__name__).warning("could not reload the vector index: %s", exc)
 
     @cached_property
-    def _followed_state_files(self) -> tuple[Path, ...]:
-        """The small files that move when this node's own indexes catch up with the store: the keyword
-        index's state (its watermark) and the vector index's mark."""
+    def _followed_state_files(self) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
+        """The small files that move when this node's own indexes catch up with the store: (the keyword
+        index's state, its watermark; the vector index's mark)."""
         keyword, vectors = self._local_indexes_on_postgres()
         data = self.settings.data_dir
         return (
-            *((data / "keyword" / "state.json",) if keyword else ()),
-            *((data / _NODE_VECTOR_MARKS,) if vectors else ()),
+            (data / "keyword" / "state.json",) if keyword else (),
+            (data / _NODE_VECTOR_MARKS,) if vectors else (),
         )
 
     def _node_marks(self) -> IndexMarks | None:

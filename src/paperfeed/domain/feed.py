@@ -178,18 +178,23 @@ class PaperCursor:
 
 @dataclass(frozen=True, slots=True)
 class DataVersion:
-    """What cached answers are keyed by, in three parts because they may lag by different amounts.
+    """What cached answers are keyed by, in four parts because they may lag by different amounts.
 
     ``removals`` moves when a paper, a comment or a reader is hidden or shown again: a moderator's action
     must reach every cached page at once. ``content`` moves with the readers' activity (votes, comments,
     edits): a few seconds late is fine. ``papers`` moves with imports, listings, citation harvests and
-    topic builds: papers arrive once a day, and while an import writes every second a page cache may show
-    them a minute late rather than render every page anew each second.
+    topic placements: while an import or a harvest writes every second, a page cache may show them a
+    minute late rather than render every page anew each second. ``derived`` moves with a topics build,
+    the vector index taking in new vectors (an index save: at the end of an indexing run, at most every
+    ten minutes during a long one) and a job run ending: a few events a day, each one a
+    reader is waiting for (the map after a build, meaning search once the indexer is done, a harvest's
+    papers and citations once its job has finished), so like a removal it reaches cached pages at once.
     """
 
     content: str
     removals: str
     papers: str = ""
+    derived: str = ""
 
 
 class FeedQueries(Protocol):
@@ -223,8 +228,9 @@ class FeedQueries(Protocol):
 
     def data_version(self) -> DataVersion:
         """Changes whenever what an anonymous reader sees changes: papers, listings, hidden papers, votes,
-        comments (added, edited, hidden, removed) and hidden readers. Cheap (a few index reads); the
-        trending cache and the web's page cache are keyed by it."""
+        comments (added, edited, hidden, removed), hidden readers, citations, topics and their papers, the
+        vector index's sync points and job runs. Cheap (a few index reads); the trending cache and the
+        web's page cache are keyed by it."""
         ...
 
     def paper(self, paper_id: str) -> Paper | None: ...

@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from paperfeed.domain.embedding import EmbeddedBatch, EmbeddingStore, EmbedWorkers, IndexMarks, PendingPaper
+from paperfeed.domain.embedding import (
+    EmbeddedBatch,
+    EmbeddingStore,
+    EmbedWorkers,
+    IndexMarks,
+    PendingPaper,
+    vector_index_mark,
+)
 from paperfeed.domain.errors import EmbedderUnavailable
 from paperfeed.domain.ports import ProgressReporter
 from paperfeed.domain.search import Embedder, IndexOpener, VectorIndex, VectorIndexError
@@ -287,7 +294,7 @@ class IndexingService:
     # -- the vector index ---------------------------------------------------------------------------------
 
     def _mark(self, model_id: str) -> str:
-        return f"vector-index:{model_id}"
+        return vector_index_mark(model_id)
 
     def _changed(self, model_id: str) -> str:
         """The store's cheap signal that vectors of ``model_id`` were written (read by followers)."""

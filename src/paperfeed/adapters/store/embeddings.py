@@ -25,12 +25,12 @@ from paperfeed.domain.search import VectorRecord
 from .columns import as_utc
 from .schema import checkpoints, embeddings, papers
 
-__all__ = ["SqlEmbeddingStore", "decode_vector", "encode_vector"]
+__all__ = ["MARK_PREFIX", "SqlEmbeddingStore", "decode_vector", "encode_vector"]
 
 Vectors = npt.NDArray[np.float32]
 
 _CHUNK = 900  # ids per IN (...) query: under every SQLite build's variable limit
-_MARK_PREFIX = "embeddings-mark:"
+MARK_PREFIX = "embeddings-mark:"  # checkpoints named so are sync marks (IndexMarks)
 
 
 def encode_vector(vector: npt.NDArray[Any]) -> bytes:
@@ -139,7 +139,7 @@ class SqlEmbeddingStore:
     def delete_all(self) -> int:
         with self.engine.begin() as conn:
             removed = conn.execute(embeddings.delete()).rowcount
-            conn.execute(checkpoints.delete().where(checkpoints.c.name.startswith(_MARK_PREFIX)))
+            conn.execute(checkpoints.delete().where(checkpoints.c.name.startswith(MARK_PREFIX)))
         return int(removed)
 
     def delete_other_models(self, model_id: str) -> int:
@@ -212,13 +212,13 @@ class SqlEmbeddingStore:
     # -- marks --------------------------------------------------------------------------------------------
 
     def get_mark(self, name: str) -> datetime | None:
-        query = select(checkpoints.c.value).where(checkpoints.c.name == _MARK_PREFIX + name)
+        query = select(checkpoints.c.value).where(checkpoints.c.name == MARK_PREFIX + name)
         with self.engine.connect() as conn:
             value = conn.execute(query).scalar()
         return None if value is None else as_utc(datetime.fromisoformat(value))
 
     def set_mark(self, name: str, value: datetime | None) -> None:
-        key = _MARK_PREFIX + name
+        key = MARK_PREFIX + name
         with self.engine.begin() as conn:
             if value is None:
                 conn.execute(checkpoints.delete().where(checkpoints.c.name == key))
