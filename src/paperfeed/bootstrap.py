@@ -780,6 +780,7 @@ class App:
                 layout_sample=s.topics_layout_sample,
             ),
             rebuild_after=timedelta(days=s.topics_rebuild_days),
+            now=self.feeds.now,
         )
 
     @cached_property
@@ -788,7 +789,7 @@ class App:
         from paperfeed.adapters.store.topics import SqlTopicRecords
         from paperfeed.services.topic_rising import RisingService
 
-        return RisingService(SqlTopicRecords(self.store.engine))
+        return RisingService(SqlTopicRecords(self.store.engine), now=self.feeds.now)
 
     @cached_property
     def topic_picks(self) -> TopicPickService:

@@ -318,6 +318,7 @@ class TrendingPage:
     reference_time: datetime  # "now" used for ages (see docs/trending.md)
     window_days: int
     formula: str  # TRENDING_FORMULA with the parameters filled in
+    now_note: str | None = None  # the site's "now" is the archive's end, not today: what a page says
 
 
 @dataclass(frozen=True, slots=True)
