@@ -1,15 +1,16 @@
 """What a reader waits for reaches cached anonymous pages at once, with the production graces (#30 item 8).
 
 A topics build, the vector index taking in what the indexer embedded, and the end of a job run are rare
-events (a few a day; an index sync at most every ten minutes while embedding) and each is what someone is
-waiting for: the map after ``paperfeed topics build``, meaning search once indexing is done, a harvest's
-citations once it has finished. They move the data version's *derived* part, which has no grace: the
-next anonymous request gets a page rendered after them. The stream of an import or a harvest still gets
-its grace while it writes (``test_grace.py``). And a reader who changed something sees it on their next
-request even where everyone else gets the graced copy.
+events (a build a day; an index save about a minute apart while a backlog is embedded) and each is what
+someone is waiting for: the map after ``paperfeed topics build``, meaning search once indexing is done,
+a harvest's citations once it has finished. They move the data version's *derived* part, which has no
+grace: the next anonymous request gets a page rendered after them. The stream of an import or a harvest
+still gets its grace while it writes (``test_grace.py``). And a reader who changed something sees it on
+their next request even where everyone else gets the graced copy.
 
-The app is the real one (lifespan, its own App, the fake embedder, a real SQLite store) with the shipped
-graces (10 s after a vote, 60 s after an import) and the data version read at every request.
+The app is the real one (lifespan, its own App, the fake embedder, a real SQLite store or a throwaway
+PostgreSQL database) with the shipped graces (10 s after a vote, 60 s after an import) and the data
+version read at every request.
 """
 
 from __future__ import annotations

@@ -185,10 +185,11 @@ class DataVersion:
     edits): a few seconds late is fine. ``papers`` moves with imports, listings, citation harvests and
     topic placements: while an import or a harvest writes every second, a page cache may show them a
     minute late rather than render every page anew each second. ``derived`` moves with a topics build,
-    the vector index taking in new vectors (an index save: at the end of an indexing run, at most every
-    ten minutes during a long one) and a job run ending: a few events a day, each one a
-    reader is waiting for (the map after a build, meaning search once the indexer is done, a harvest's
-    papers and citations once its job has finished), so like a removal it reaches cached pages at once.
+    the vector index taking in new vectors (an index save: after each slice the follower of ``paperfeed
+    run`` embeds, about a minute apart while there is a backlog, and at the end of an indexing run) and a
+    job run ending: rare events, each one a reader is waiting for (the map after a build, meaning search
+    once the indexer is done, a harvest's papers and citations once its job has finished), so like a
+    removal it reaches cached pages at once.
     """
 
     content: str
