@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from paperfeed.services.feed import FeedService
     from paperfeed.services.fill import FillService
     from paperfeed.services.index_follow import IndexFollower
+    from paperfeed.services.indexer_status import IndexingStatusService
     from paperfeed.services.indexing import IndexingService
     from paperfeed.services.ingest import IngestService
     from paperfeed.services.jobs import JobSchedule, JobService
@@ -148,6 +149,20 @@ class App:
         from paperfeed.services.coverage import CoverageService
 
         return CoverageService(papers=self.embeddings.count_papers, indexed=self._indexed_papers)
+
+    @cached_property
+    def indexing_status(self) -> IndexingStatusService:
+        """How far embedding has come and what the indexer is doing (/admin/jobs)."""
+        from paperfeed.services.indexer_status import IndexingStatusService
+        from paperfeed.services.jobs import holder_is_dead
+
+        return IndexingStatusService(
+            self.embeddings,
+            self.embeddings,
+            lambda: self.embedder.model_id,
+            self._indexed_papers,
+            holder_is_dead,
+        )
 
     def _indexed_papers(self) -> int | None:
         """Papers in the vector index search reads (0 before anything is embedded); None if unreadable."""
@@ -395,6 +410,7 @@ class App:
             self._open_vector_index,
             batch_size=self.settings.embedding_batch_size,
             marks=self._node_marks(),
+            reports=self.embeddings,
         )
 
     def _local_indexes_on_postgres(self) -> tuple[bool, bool]:

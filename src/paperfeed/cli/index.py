@@ -70,6 +70,7 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
             if plan.backlog == 0:
                 if waiting != "idle":
                     say(f"all {plan.papers:,} papers are embedded; checking for new ones every {poll:g} s")
+                    service.report("idle", remaining=0, force=True)  # /admin/jobs: running, nothing to do
                     waiting = "idle"
                 time.sleep(poll)
                 continue
@@ -84,6 +85,7 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
     except EmbedderUnavailable as exc:
         raise fail(str(exc)) from None
     except _Stop:
+        c.app.indexing.report("stopped", force=True)
         say("indexer stopped; the next start resumes where it left off")
 
 
@@ -181,6 +183,7 @@ def register(app: typer.Typer) -> None:
             else:
                 with RichProgress(c.err, "embedding", unit="items") as progress:
                     summary = service.run(progress, rebuild=rebuild, limit=limit, batch_size=batch_size)
+            service.report("stopped", summary, remaining=summary.remaining, force=True)  # this run is over
         except EmbedderUnavailable as exc:
             raise fail(str(exc)) from None
         if summary.embedded:

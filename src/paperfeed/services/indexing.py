@@ -14,6 +14,7 @@ size disagrees with the table) is rebuilt from the stored vectors without re-emb
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -32,6 +33,7 @@ from paperfeed.domain.embedding import (
     vector_index_mark,
 )
 from paperfeed.domain.errors import EmbedderUnavailable
+from paperfeed.domain.indexing_status import IndexerReport, IndexerReports, IndexerState
 from paperfeed.domain.ports import ProgressReporter
 from paperfeed.domain.search import Embedder, IndexOpener, VectorIndex, VectorIndexError
 
@@ -40,7 +42,10 @@ if TYPE_CHECKING:
 
 __all__ = ["IndexPlan", "IndexSync", "IndexingService", "IndexingSummary", "WorkerRate"]
 
+log = logging.getLogger(__name__)
+
 DEFAULT_BATCH = 128
+REPORT_EVERY_SECONDS = 5.0  # how often a run records its progress for /admin/jobs (one small upsert)
 SYNC_EVERY_SECONDS = 600.0  # a long job refreshes the index this often, so search sees papers early
 
 
@@ -126,9 +131,12 @@ class IndexingService:
         sync_every: float = SYNC_EVERY_SECONDS,
         clock: Callable[[], float] = time.monotonic,
         marks: IndexMarks | None = None,
+        reports: IndexerReports | None = None,
+        report_every: float = REPORT_EVERY_SECONDS,
     ) -> None:
         """``marks``: where the index's sync point is kept (default: the store, for an index every process
-        shares; a node-local index on PostgreSQL keeps its own next to it)."""
+        shares; a node-local index on PostgreSQL keeps its own next to it). ``reports``: where this process
+        says how far it is and how fast it goes (/admin/jobs reads it), at most every ``report_every`` s."""
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         self.store = store
@@ -138,6 +146,10 @@ class IndexingService:
         self.sync_every = sync_every
         self._clock = clock
         self.marks: IndexMarks = marks if marks is not None else store
+        self.reports = reports
+        self.report_every = report_every
+        self._reported = float("-inf")
+        self._run: tuple[float, int] = (clock(), 0)  # the current run's start and backlog, for reports
         self._followed = False  # follow_index(): looked at least once
         self._followed_signal: datetime | None = None
 
@@ -173,6 +185,8 @@ class IndexingService:
             self.marks.set_mark(self._mark(model_id), None)  # marks kept outside the store too
         backlog = self.store.count_backlog(model_id)
         target = backlog if limit is None else min(backlog, max(0, limit))
+        self._run = (started, backlog)
+        self.report("embedding" if target else "idle", summary, force=True)
         if progress is not None:
             progress.update(0, target, 0, 0, 0)
         if workers is None:
@@ -183,7 +197,36 @@ class IndexingService:
         if self.open_index is not None:
             summary.index = self.sync_index()  # after a rebuild the mark is gone: a full sync
         summary.seconds = self._clock() - started
+        self.report("idle" if summary.remaining == 0 else "embedding", summary, force=True)
         return summary
+
+    def report(
+        self,
+        state: IndexerState,
+        summary: IndexingSummary | None = None,
+        *,
+        remaining: int | None = None,
+        force: bool = False,
+    ) -> None:
+        """Tell ``reports`` what this process is doing (at most every ``report_every`` s unless ``force``):
+        the current run's papers embedded, those left (``remaining``, else counted from the run's backlog)
+        and its rate. A report that cannot be written is logged, never raised: it must not stop the work."""
+        now = self._clock()
+        if self.reports is None or (not force and now - self._reported < self.report_every):
+            return
+        self._reported = now
+        started, backlog = self._run
+        embedded = summary.embedded if summary is not None else 0
+        seconds = now - started
+        rate = embedded / seconds if embedded and seconds > 0 else None
+        left = max(0, backlog - embedded) if remaining is None else remaining
+        from paperfeed.services.jobs import process_identity
+
+        report = IndexerReport(process_identity(), state, embedded, left, rate, datetime.now(UTC))
+        try:
+            self.reports.report_indexer(report)
+        except Exception as exc:
+            log.warning("could not record the indexer's progress: %s", exc)
 
     def _embed_here(
         self,
@@ -288,6 +331,7 @@ class IndexingService:
         summary.embedded += len(batch)
         summary.replaced += replaced
         summary.added += len(batch) - replaced
+        self.report("embedding", summary)
         if progress is not None:
             progress.update(summary.embedded, target, summary.added, summary.replaced, 0)
 
