@@ -194,3 +194,21 @@ def test_the_anonymous_copy_after_a_readers_change_is_graced_for_everyone_else(
     assert _get(site, url)[1] == "stale"
     doc = lxml.html.fromstring(_get(site, url)[0])
     assert doc.cssselect("a.vote-link")
+
+
+def test_a_readers_own_change_reaches_them_through_another_worker(settings: Settings, app: App) -> None:
+    """Two workers of one node (two apps sharing the node's page cache file): a vote posted through one,
+    the voter's next read through the other still shows it, because the first told the shared cache."""
+    ada = add_reader(app, "ada@example.org", "Ada")
+    token = {**JSON, **bearer(app, ada)}
+    url = f"/api/papers/{PAPER}"
+
+    def worker() -> TestClient:
+        return tuned_site(settings, grace=10.0, import_grace=60.0, refresh=600.0, workers=2)
+
+    with worker() as one, worker() as two:
+        before = two.get(url, headers=token).json()["upvotes"] or 0
+        assert two.get(url, headers=JSON).headers["x-paperfeed-cache"] == "hit"
+        voted = one.post(f"/api/papers/{PAPER}/upvote", headers=token)
+        assert voted.status_code in (200, 201), voted.text
+        assert two.get(url, headers=token).json()["upvotes"] == before + 1, "the other worker lost the vote"

@@ -374,7 +374,9 @@ class PublicCacheMiddleware:
                 await self.app(scope, receive, send)
             finally:
                 self._writes += 1  # it may have changed the data: read the version anew
-                if _credentialed(scope):
+                container = scope.get("state", {}).get("app")
+                if _credentialed(scope) and container is not None:
+                    self._configure(container)  # a worker's first request may be this change
                     await self._note_writer(_credential(scope))
             return
         policy = policy_for(scope["path"]) if scope["method"] == "GET" else None
@@ -658,23 +660,7 @@ class PublicCacheMiddleware:
         container = state.get("app")
         if container is None:
             return None
-        if self._max_bytes < 0:
-            settings = container.settings
-            self._max_bytes = int(settings.page_cache_mb) * 1024 * 1024
-            self._check_every = float(settings.page_cache_check_seconds)
-            self._grace = float(settings.page_cache_grace_seconds)
-            self._import_grace = float(settings.page_cache_import_grace_seconds)
-            self._refresh = float(settings.page_cache_refresh_seconds)
-            self._shared = container.shared_pages if self._max_bytes > 0 else None
-            if self._shared is not None:
-                self._fingerprint = render_fingerprint(settings)
-            if self._max_bytes > 0:
-                self._cache = TLRUCache(
-                    maxsize=self._max_bytes,
-                    ttu=lambda _key, entry, now: now + entry.ttl,
-                    timer=self.clock,
-                    getsizeof=lambda entry: entry.size,
-                )
+        self._configure(container)
         if self._fresh():
             return self._version
         if self._refreshing.locked() and self._version is not None and self._read_at_writes == self._writes:
@@ -713,6 +699,26 @@ class PublicCacheMiddleware:
                     del self._replaced[next(iter(self._replaced))]
             self._version, self._checked, self._read_at_writes = version, started, writes
             return version
+
+    def _configure(self, container: Any) -> None:
+        """Read the page cache's settings from the app's container, once (the first request brings it)."""
+        if self._max_bytes < 0:
+            settings = container.settings
+            self._max_bytes = int(settings.page_cache_mb) * 1024 * 1024
+            self._check_every = float(settings.page_cache_check_seconds)
+            self._grace = float(settings.page_cache_grace_seconds)
+            self._import_grace = float(settings.page_cache_import_grace_seconds)
+            self._refresh = float(settings.page_cache_refresh_seconds)
+            self._shared = container.shared_pages if self._max_bytes > 0 else None
+            if self._shared is not None:
+                self._fingerprint = render_fingerprint(settings)
+            if self._max_bytes > 0:
+                self._cache = TLRUCache(
+                    maxsize=self._max_bytes,
+                    ttu=lambda _key, entry, now: now + entry.ttl,
+                    timer=self.clock,
+                    getsizeof=lambda entry: entry.size,
+                )
 
     def _fresh(self) -> bool:
         return (
