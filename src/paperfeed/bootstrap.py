@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from paperfeed.domain.digest_mail import DigestRenderer
     from paperfeed.domain.embedding import EmbedWorkers, IndexMarks
     from paperfeed.domain.feed import DataVersion
-    from paperfeed.domain.indexer_activity import IndexerActivity, IndexerActivityStore
+    from paperfeed.domain.indexing_status import IndexerReport
     from paperfeed.domain.library import SavedSearch
     from paperfeed.domain.mail import KeptMail, OutgoingMail, SessionMailer
     from paperfeed.domain.models import Paper
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from paperfeed.services.feed import FeedService
     from paperfeed.services.fill import FillService
     from paperfeed.services.index_follow import IndexFollower
-    from paperfeed.services.indexer_activity import ActivityReporter
+    from paperfeed.services.indexer_status import IndexingStatusService
     from paperfeed.services.indexing import IndexingService
     from paperfeed.services.ingest import IngestService
     from paperfeed.services.jobs import JobSchedule, JobService
@@ -202,6 +202,7 @@ class App:
     settings: SettingsModel
     _closers: list[object] = field(default_factory=list, init=False)
     _embedder: Embedder | None = field(default=None, init=False)
+    _derived_seen: str | None = field(default=None, init=False)  # the page version's derived part, last read
     embedding_choice: Resolution | None = field(default=None, init=False)  # why the embedder is that one
     # the adopted-model manifest as the embedder saw it, and when it was last looked at (follow_model)
     _model_stamp: tuple[int, int] | None = field(default=None, init=False)
@@ -272,22 +273,19 @@ class App:
             papers=self.embeddings.count_papers, indexed=self._indexed_papers, activity=self.indexer_activity
         )
 
-    @cached_property
-    def _activity_store(self) -> IndexerActivityStore:
-        from paperfeed.adapters.indexer_activity import JsonIndexerActivity
-
-        return JsonIndexerActivity(self.settings.data_dir / "run")
-
-    def indexer_activity(self) -> IndexerActivity | None:
-        """The indexer at work on this data folder, if one runs (issue #30, item 12)."""
-        from datetime import UTC, datetime
-
-        from paperfeed.domain.indexer_activity import current_activity
+    def indexer_activity(self) -> IndexerReport | None:
+        """The indexer at work, if one runs (its newest report, when its process is alive and it did not
+        stop): what the coverage notice says it is doing (issue #30, item 12)."""
+        from paperfeed.adapters.sqlite_reads import SqliteReads
         from paperfeed.services.jobs import holder_is_dead
 
-        return current_activity(
-            self._activity_store.read_all(), is_dead=holder_is_dead, now=datetime.now(UTC)
+        reads = self.reads
+        report = (
+            reads.indexer_report() if isinstance(reads, SqliteReads) else self.embeddings.indexer_report()
         )
+        if report is None or report.state == "stopped" or holder_is_dead(report.holder):
+            return None
+        return report
 
     @cached_property
     def one_shot_coverage(self) -> CoverageService:
@@ -299,6 +297,20 @@ class App:
             papers=lambda: self.reads.stats().papers,
             indexed=self._indexed_papers,
             activity=self.indexer_activity,
+        )
+
+    @cached_property
+    def indexing_status(self) -> IndexingStatusService:
+        """How far embedding has come and what the indexer is doing (/admin/jobs)."""
+        from paperfeed.services.indexer_status import IndexingStatusService
+        from paperfeed.services.jobs import holder_is_dead
+
+        return IndexingStatusService(
+            self.embeddings,
+            self.embeddings,
+            lambda: self.embedder.model_id,
+            self._indexed_papers,
+            holder_is_dead,
         )
 
     def _indexed_papers(self) -> int | None:
@@ -555,19 +567,15 @@ class App:
     @cached_property
     def indexing(self) -> IndexingService:
         """Background embedding of new and changed papers (``paperfeed index``)."""
-        from paperfeed.services.indexer_activity import ActivityReporter
         from paperfeed.services.indexing import IndexingService
-        from paperfeed.services.jobs import process_identity
 
-        activity = ActivityReporter(self._activity_store, process_identity())
-        self._closers.append(_Withdraw(activity))
         return IndexingService(
             self.embeddings,
             self.resolve_embedder(calibrate=True),
             self._open_vector_index,
             batch_size=self.settings.embedding_batch_size,
             marks=self._node_marks(),
-            activity=activity,
+            reports=self.embeddings,
         )
 
     def _local_indexes_on_postgres(self) -> tuple[bool, bool]:
@@ -585,26 +593,54 @@ class App:
         """What the web's page cache keys anonymous answers by: the store's data version and, on a node
         whose indexes follow a PostgreSQL store, how far they have followed it. A search rendered after
         another node's write reached the store but before this node's indexes took it in must not be
-        kept as current: it is one version behind, so the page cache's import grace bounds it."""
+        kept as current: it is one version behind, so the page cache's import grace bounds it (its vector
+        index's sync point, like the store's, moves the derived part, which has no grace).
+
+        When the derived part moves, this process's own readers catch up first (the coverage counts, the
+        vector index search reads), so the page rendered for the new version shows the new state."""
         version = self.feeds.data_version()
-        followed = self._followed_state_files
-        if not followed:
-            return version
-        from dataclasses import replace
+        keyword, vectors = self._followed_state_files
+        if keyword or vectors:
+            from dataclasses import replace
 
-        from paperfeed.adapters.files import fingerprint
+            from paperfeed.adapters.files import fingerprint
 
-        return replace(version, papers=f"{version.papers}|node:{fingerprint(followed)}")
+            version = replace(
+                version,
+                papers=f"{version.papers}|node:{fingerprint(keyword)}" if keyword else version.papers,
+                derived=f"{version.derived}|node:{fingerprint(vectors)}" if vectors else version.derived,
+            )
+        if version.derived != self._derived_seen:
+            if self._derived_seen is not None:
+                self._catch_up_readers()
+            self._derived_seen = version.derived
+        return version
+
+    def _catch_up_readers(self) -> None:
+        """Forget what this process cached of the derived data (a topics build, an index save, a job's
+        end): the coverage counts, the citation ranking, and reload the vector index search reads."""
+        import logging
+
+        built = self.__dict__
+        if "coverage" in built:
+            self.coverage.forget()
+        if "cited_trending" in built:
+            self.cited_trending.forget()
+        if "_vector_reader" in built:
+            try:
+                self._vector_reader.refresh()
+            except Exception as exc:  # search itself says what is wrong with its index; a page must render
+                logging.getLogger(__name__).warning("could not reload the vector index: %s", exc)
 
     @cached_property
-    def _followed_state_files(self) -> tuple[Path, ...]:
-        """The small files that move when this node's own indexes catch up with the store: the keyword
-        index's state (its watermark) and the vector index's mark."""
+    def _followed_state_files(self) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
+        """The small files that move when this node's own indexes catch up with the store: (the keyword
+        index's state, its watermark; the vector index's mark)."""
         keyword, vectors = self._local_indexes_on_postgres()
         data = self.settings.data_dir
         return (
-            *((data / "keyword" / "state.json",) if keyword else ()),
-            *((data / _NODE_VECTOR_MARKS,) if vectors else ()),
+            (data / "keyword" / "state.json",) if keyword else (),
+            (data / _NODE_VECTOR_MARKS,) if vectors else (),
         )
 
     def _node_marks(self) -> IndexMarks | None:
@@ -922,6 +958,7 @@ class App:
             topic_settings(s),
             rebuild_after=timedelta(days=s.topics_rebuild_days),
             rebuild_growth=s.topics_rebuild_growth,
+            now=self.feeds.now,
         )
 
     @cached_property
@@ -930,7 +967,7 @@ class App:
         from paperfeed.adapters.store.topics import SqlTopicRecords
         from paperfeed.services.topic_rising import RisingService
 
-        return RisingService(SqlTopicRecords(self.store.engine))
+        return RisingService(SqlTopicRecords(self.store.engine), now=self.feeds.now)
 
     @cached_property
     def topic_picks(self) -> TopicPickService:
@@ -1329,16 +1366,6 @@ class App:
         for item in reversed(self._closers):
             item.close()  # type: ignore[attr-defined]
         self._closers.clear()
-
-
-@dataclass(frozen=True)
-class _Withdraw:
-    """Closing the App withdraws its indexer's activity entry (a dead process's is ignored anyway)."""
-
-    reporter: ActivityReporter
-
-    def close(self) -> None:
-        self.reporter.withdraw()
 
 
 def build_app(settings: SettingsModel | None = None) -> App:

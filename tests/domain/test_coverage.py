@@ -6,29 +6,19 @@ It says what is true (issue #30, item 12): with no indexer running, "still being
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
-from paperfeed.domain.coverage import SearchCoverage
-from paperfeed.domain.indexer_activity import IndexerActivity, current_activity, describe_duration
+from paperfeed.domain.coverage import SearchCoverage, describe_duration
+from paperfeed.domain.indexing_status import IndexerReport
 from paperfeed.services.coverage import CoverageService
 
 NOW = datetime(2026, 11, 28, 12, tzinfo=UTC)
 
 
-def activity(
-    state: str = "embedding", *, rate: float = 9.3, backlog: int = 9000, **kw: object
-) -> IndexerActivity:
-    found = IndexerActivity.from_json(
-        {
-            "holder": "host:123:456",
-            "state": state,
-            "started_at": (NOW - timedelta(minutes=5)).isoformat(),
-            "updated_at": NOW.isoformat(),
-            "embedded": 100,
-            "backlog": backlog,
-            "rate": rate,
-            **kw,
-        }
+def activity(state: str = "embedding", *, rate: float | None = 9.3, remaining: int = 9000) -> IndexerReport:
+    found = IndexerReport.from_json(
+        {"holder": "host:123:456", "state": state, "embedded": 100, "remaining": remaining, "rate": rate}
+        | {"at": NOW.isoformat()}
     )
     assert found is not None
     return found
@@ -44,12 +34,12 @@ def test_with_no_indexer_running_the_notice_says_so_and_names_the_command() -> N
 
 
 def test_with_an_indexer_at_work_it_gives_its_rate_and_the_time_left() -> None:
-    said = SearchCoverage(1200, 3400).note(activity(rate=2.0, backlog=2200))
+    said = SearchCoverage(1200, 3400).note(activity(rate=2.0, remaining=2200))
     assert said == (
         "Meaning search covers 1,200 of 3,400 papers: the indexer is embedding at 2.0 papers/s, about "
         "18 min left; until then, results for the 2,200 others are keyword matches."
     )
-    idle = SearchCoverage(3390, 3400).note(activity("idle", rate=0, backlog=0))
+    idle = SearchCoverage(3390, 3400).note(activity("idle", rate=None, remaining=0))
     assert idle is not None
     assert "will embed the 10 new ones at its next look" in idle
 
@@ -60,21 +50,10 @@ def test_no_notice_when_everything_or_nothing_is_there() -> None:
     assert SearchCoverage(0, 0).note() is None
 
 
-def test_the_live_indexer_is_the_embedding_one_and_gone_or_silent_ones_do_not_count() -> None:
-    working = activity()
-    waiting = activity("idle")
-    dead = activity(holder="host:999:1")
-    silent = IndexerActivity.from_json(
-        {**working.to_json(), "updated_at": (NOW - timedelta(hours=1)).isoformat()}
-    )
-    assert silent is not None
-
-    def is_dead(holder: str) -> bool:
-        return holder == "host:999:1"
-
-    assert current_activity([waiting, working], is_dead=is_dead, now=NOW) == working
-    assert current_activity([dead, silent], is_dead=is_dead, now=NOW) is None
-    assert IndexerActivity.from_json({"holder": "x", "state": "sleeping"}) is None
+def test_an_indexer_before_its_first_batch_is_embedding_without_a_rate() -> None:
+    said = SearchCoverage(0, 50).note(activity(rate=None, remaining=50))
+    assert said is not None
+    assert "the indexer is embedding them; until then" in said
 
 
 def test_durations_read_as_a_person_would_say_them() -> None:

@@ -1,19 +1,19 @@
-"""What readers are told about the indexer (issue #30, item 12): at work (rate, time left), idle, or none.
+"""What the search's coverage notice says of the indexer (issue #30, item 12): at work, or none running.
 
-A reader's composition and an indexing run in a thread of this process share a data folder, as the web
-server and `paperfeed index` share one; the indexer's entry lives in `<data_dir>/run/indexer-<pid>.json`.
+A reader's composition and an indexing run in a thread of this process share a store, as the web server
+and `paperfeed index` share one; the indexer's newest report is kept in the store (IndexerReports), which
+/admin/jobs reads too (tests/jobs/test_admin_jobs.py).
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
-from paperfeed.adapters.indexer_activity import JsonIndexerActivity
 from paperfeed.bootstrap import build_app
-from paperfeed.services.indexer_activity import ActivityReporter
+from paperfeed.domain.indexing_status import IndexerReport
 from paperfeed.services.indexing import IndexingService
 from paperfeed.services.jobs import process_identity
 from paperfeed.settings import Settings
@@ -33,11 +33,13 @@ def test_the_notice_follows_an_indexer_at_work_and_says_when_none_runs(tmp_path:
         assert "20 have no vector and no indexer is running" in said
         assert "`paperfeed index`" in said
 
-        activity = ActivityReporter(
-            JsonIndexerActivity(settings.data_dir / "run"), process_identity(), every=0
-        )
         indexer = IndexingService(
-            reader.embeddings, SlowEmbedder(0.15), reader._open_vector_index, batch_size=2, activity=activity
+            reader.embeddings,
+            SlowEmbedder(0.15),
+            reader._open_vector_index,
+            batch_size=2,
+            reports=reader.embeddings,
+            report_every=0,
         )
         seen: list[str | None] = []
         worker = threading.Thread(target=indexer.run)
@@ -50,34 +52,25 @@ def test_the_notice_follows_an_indexer_at_work_and_says_when_none_runs(tmp_path:
         assert during, seen
         assert "papers/s, about" in during[-1]
         assert "left; until then, results for the" in during[-1]
-        assert reader.indexer_activity() is None  # a finished run takes its entry away
-        assert not list((settings.data_dir / "run").glob("indexer-*.json"))
+        assert reader.indexer_activity() is None  # a finished one-off run says it stopped
+        assert reader.coverage.note() is None
     finally:
         reader.close()
 
 
-def test_an_entry_left_by_a_process_that_is_gone_does_not_count(tmp_path: Path) -> None:
-    data = tmp_path / "data"
-    app = build_app(Settings(data_dir=data, embedding_backend="fake", keyword_engine="fts5"))
+def test_a_report_left_by_a_process_that_is_gone_does_not_count(tmp_path: Path) -> None:
+    app = build_app(Settings(data_dir=tmp_path / "data", embedding_backend="fake", keyword_engine="fts5"))
     try:
         add_papers(app.store, [paper(1), paper(2)])
-        folder = data / "run"
-        folder.mkdir(parents=True)
         host = process_identity().split(":")[0]
-        entry = {
-            "holder": f"{host}:4194303:1",  # above any pid this machine hands out
-            "state": "embedding",
-            "started_at": "2026-11-28T10:00:00+00:00",
-            "updated_at": "2026-11-28T10:00:00+00:00",
-            "embedded": 5,
-            "backlog": 100,
-            "rate": 3.0,
-        }
-        (folder / "indexer-4194303.json").write_text(json.dumps(entry))
-        (folder / "indexer-7.json").write_text("{half a file")
+        gone = IndexerReport(f"{host}:4194303:1", "embedding", 5, 100, 3.0, datetime.now(UTC))  # no such pid
+        app.embeddings.report_indexer(gone)
         assert app.indexer_activity() is None
         said = app.coverage.note()
         assert said is not None
         assert "no indexer is running" in said
+        alive = IndexerReport(process_identity(), "embedding", 5, 2, 3.0, datetime.now(UTC))
+        app.embeddings.report_indexer(alive)
+        assert app.indexer_activity() == alive
     finally:
         app.close()

@@ -148,3 +148,28 @@ def test_vector_bytes_are_little_endian_float32() -> None:
     assert blob == np.array([1.0, -0.5, 0.25], dtype="<f4").tobytes()
     assert decode_vector(blob).dtype == np.float32
     assert np.array_equal(decode_vector(blob), v.astype(np.float32))
+
+
+def test_the_newest_indexer_report_is_kept_and_read_back(
+    store: SqlPaperStore, emb: SqlEmbeddingStore
+) -> None:
+    """/admin/jobs reads what the indexer last said (#30 item 11): one row, replaced by each report, a
+    damaged value reads as no report, and the data version's derived part does not move with it."""
+    from sqlalchemy import update
+
+    from paperfeed.adapters.store.feed_queries import SqlFeedQueries
+    from paperfeed.adapters.store.schema import checkpoints
+    from paperfeed.domain.indexing_status import IndexerReport
+
+    assert emb.indexer_report() is None
+    version = SqlFeedQueries(store.engine).data_version()
+    at = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
+    emb.report_indexer(IndexerReport("host:1:2", "embedding", 40, 80, 12.5, at))
+    emb.report_indexer(IndexerReport("host:1:2", "idle", 120, 0, 13.0, at))
+    assert emb.indexer_report() == IndexerReport("host:1:2", "idle", 120, 0, 13.0, at)
+    assert SqlFeedQueries(store.engine).data_version().derived == version.derived  # a report is no sync
+    with store.engine.begin() as conn:
+        conn.execute(
+            update(checkpoints).where(checkpoints.c.name == "indexer-report").values(value="{not json")
+        )
+    assert emb.indexer_report() is None

@@ -62,7 +62,7 @@ def _a_dot(page: Any) -> tuple[float, float]:
         const c = document.getElementById('map-canvas');
         const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
         const r = c.getBoundingClientRect(), k = c.width / r.width;
-        const palette = new Set(['4e79a7', 'f28e2b', 'e15759', '76b7b2', '59a14f', 'edc948']);
+        const palette = new Set(Object.values(c.paperMapColors).map(h => h.slice(1)));
         const hex = (v) => v.toString(16).padStart(2, '0');
         const labels = c.paperMapLabels || [];
         const named = (x, y) => labels.some(l => x / k >= l.left - 3 && x / k <= l.right + 3

@@ -90,14 +90,14 @@ def test_the_indexer_builds_topics_after_embedding_rebuilds_when_outgrown_and_pl
 
     threading.Thread(target=read, daemon=True).start()
     try:
-        assert "of 30 papers" in expect("topics: built")
         expect("all 30 papers are embedded")
+        assert "of 30 papers" in expect("topics: built")
         watcher = build_app(Settings(data_dir=data, embedding_backend="fake", keyword_engine="fts5"))
         try:
             waiting = watcher.indexer_activity()  # readers know a follower is there, waiting
             assert waiting is not None
             assert waiting.state == "idle"
-            assert waiting.pid == proc.pid
+            assert waiting.holder.split(":")[1] == str(proc.pid)
         finally:
             watcher.close()
         _import(data, env, write_jsonl(tmp_path / "b.jsonl", _records(100, 5)))

@@ -48,8 +48,9 @@ def test_results_are_highlighted_and_paged(client: TestClient) -> None:
     # Semantic matches may share no word with the query; the keyword matches are highlighted.
     assert marked >= 15
     count = doc.cssselect(".result-count")[0].text_content()
-    assert count.startswith("1–20 of ")
-    total = int(count.split(" of ")[1].split()[0])
+    # thousands of papers match: the total is the best candidates of each engine, and says so (#30 item 9)
+    assert count.startswith("1–20 of the best "), count
+    total = int(count.split(" of the best ")[1].split()[0])
     assert total > 20
     assert doc.cssselect('meta[name="robots"]')[0].get("content") == "noindex"
     next_url = doc.cssselect('nav.pagination a[rel="next"]')[0].get("href")
@@ -60,6 +61,17 @@ def test_results_are_highlighted_and_paged(client: TestClient) -> None:
     second = {h.cssselect(".card-title a")[0].get("href") for h in _hits(page2)}
     assert second
     assert not first & second
+
+
+def test_a_total_that_is_every_match_is_given_as_a_count(client: TestClient) -> None:
+    """A query matching fewer papers than the engines' candidate lists hold: its total is all of them."""
+    doc = _search(client, "?q=%22octopus%22")
+    hits = _hits(doc)
+    if not hits:  # a query the data cannot answer would prove nothing
+        raise AssertionError("no paper of the test data matches “octopus”")
+    count = doc.cssselect(".result-count")[0].text_content()
+    assert "best" not in count
+    assert count.endswith((f" of {len(hits)} results", f" of {len(hits)} result")), count
 
 
 def test_filters_restrict_every_hit(client: TestClient, hf_records: dict[str, dict[str, Any]]) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from paperfeed.domain.indexing_status import INDEXER_REPORT_CHECKPOINT, IndexerReport
 from paperfeed.domain.models import Paper
 from paperfeed.domain.ports import DerivedStats, StoreStats
 from paperfeed.domain.topics import TopicBuild
@@ -134,6 +135,18 @@ class SqliteReads:
             assert when is not None
             topics = TopicBuild(generation, when, model_id, method, papers, fine, noise, coarse)
         return DerivedStats(vectors=dict(sorted((str(m), int(n)) for m, n in rows)), topics=topics)
+
+    def indexer_report(self) -> IndexerReport | None:
+        """The newest indexer report (:class:`~paperfeed.domain.indexing_status.IndexerReports`), read
+        without SQLAlchemy for ``paperfeed search``'s coverage note."""
+        row = self._conn.execute(
+            "SELECT value FROM checkpoints WHERE name = ?", (INDEXER_REPORT_CHECKPOINT,)
+        ).fetchone()
+        try:
+            found = orjson.loads(row[0]) if row is not None else None
+        except orjson.JSONDecodeError:
+            return None
+        return IndexerReport.from_json(found) if isinstance(found, dict) else None
 
     def get_paper(self, paper_id: str) -> Paper | None:
         return self.get_papers([paper_id]).get(paper_id)

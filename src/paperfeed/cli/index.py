@@ -73,14 +73,13 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
                 continue
             plan = service.plan()
             if plan.backlog == 0:
-                if service.activity is not None:  # at every look, so readers know it is alive
-                    service.activity.idle()
+                if waiting != "idle":
+                    say(f"all {plan.papers:,} papers are embedded; checking for new ones every {poll:g} s")
+                    service.report("idle", remaining=0, force=True)  # readers: running, nothing to do
+                    waiting = "idle"
                 if topics_due:
                     topics_due = False
                     _topics(c, say)
-                if waiting != "idle":
-                    say(f"all {plan.papers:,} papers are embedded; checking for new ones every {poll:g} s")
-                    waiting = "idle"
                 time.sleep(poll)
                 continue
             waiting = ""
@@ -96,6 +95,7 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
     except EmbedderUnavailable as exc:
         raise fail(str(exc)) from None
     except _Stop:
+        c.app.indexing.report("stopped", force=True)
         say("indexer stopped; the next start resumes where it left off")
 
 
@@ -110,7 +110,7 @@ def _topics(c: Context, say: Callable[[str], None]) -> None:
 
     started = time.monotonic()
     try:
-        run = c.app.jobs.run("topics", trigger="indexer", steps=[Step("topics", step)])
+        run = c.app.jobs.run_steps("topics", lambda: [Step("topics", step)], trigger="indexer")
     except LeaseBusy:
         say("topics: another process is updating them; leaving it to that one")
         return
@@ -224,6 +224,7 @@ def register(app: typer.Typer) -> None:
             else:
                 with RichProgress(c.err, "embedding", unit="items") as progress:
                     summary = service.run(progress, rebuild=rebuild, limit=limit, batch_size=batch_size)
+            service.report("stopped", summary, remaining=summary.remaining, force=True)  # this run is over
         except EmbedderUnavailable as exc:
             raise fail(str(exc)) from None
         if summary.embedded:

@@ -20,16 +20,41 @@ topics_app = typer.Typer(
 )
 
 
+BUILD_JOB = "topics-build"  # the job_runs name of a build run by hand (/admin/jobs lists it)
+
+
 @topics_app.command("build")
 def build(ctx: typer.Context) -> None:
-    """Cluster every embedded paper into topics; the previous topics stay served until it finishes."""
+    """Cluster every embedded paper into topics; the previous topics stay served until it finishes.
+
+    The build is recorded as a run of the job ``topics-build`` (``paperfeed jobs status``, /admin/jobs),
+    under that job's lease, so two builds by hand never overlap and a running server shows the new topics
+    as soon as it ends."""
+    from paperfeed.domain.job_runs import StepRefused
     from paperfeed.domain.topics import TooFewPapers
+    from paperfeed.services.jobs import LeaseBusy, Step
+    from paperfeed.services.topics import BuildSummary
 
     c: Context = ctx.obj
+    built: list[BuildSummary] = []
+
+    def step() -> dict[str, int | float | str]:
+        try:
+            summary = c.app.topics.build(lambda m: c.err.print(m, highlight=False))
+        except TooFewPapers as exc:
+            raise StepRefused(str(exc)) from exc
+        built.append(summary)
+        b = summary.build
+        return {"topics": b.topics, "papers": b.papers, "kept": summary.kept, "new": summary.new}
+
     try:
-        summary = c.app.topics.build(lambda m: c.err.print(m, highlight=False))
-    except TooFewPapers as exc:
-        raise fail(str(exc)) from None
+        run = c.app.jobs.run_steps(BUILD_JOB, lambda: [Step("build", step)])
+    except LeaseBusy as exc:
+        raise fail(f"a topics build is already running: {exc}") from None
+    if not built:
+        error = next((r.error for r in run.steps if r.error), run.error)
+        raise fail(error or "the topics build failed (see `paperfeed jobs status`)")
+    summary = built[0]
     b = summary.build
     c.console.print(
         f"built {b.topics} topics of {b.papers:,} papers in {summary.seconds:.1f} s "

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from paperfeed.domain.indexer_activity import IndexerActivity
+from paperfeed.domain.indexing_status import IndexerReport
 
-__all__ = ["SearchCoverage"]
+__all__ = ["SearchCoverage", "describe_duration"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,9 +30,9 @@ class SearchCoverage:
     def missing(self) -> int:
         return max(0, self.papers - self.indexed)
 
-    def note(self, activity: IndexerActivity | None = None) -> str | None:
+    def note(self, activity: IndexerReport | None = None) -> str | None:
         """What a search page, the API and the CLI say about it, or None when meaning search covers every
-        paper. ``activity``: the indexer at work (None: no indexer is running)."""
+        paper. ``activity``: the newest report of an indexer that is running (None: none is)."""
         if not self.building:
             return None
         if self.indexed == 0:
@@ -51,6 +51,26 @@ class SearchCoverage:
                 "then, results for those are keyword matches."
             )
         return (
-            f"{covered}: the indexer is {activity.phrase()}; until then, results for the "
+            f"{covered}: the indexer is {_pace(activity, self.missing)}; until then, results for the "
             f"{self.missing:,} others are keyword matches."
         )
+
+
+def _pace(report: IndexerReport, missing: int) -> str:
+    """``embedding at 9.3 papers/s, about 16 min left`` (or without a rate before its first batch)."""
+    if not report.rate:
+        return "embedding them"
+    return f"embedding at {report.rate:,.1f} papers/s, about {describe_duration(missing / report.rate)} left"
+
+
+def describe_duration(seconds: float) -> str:
+    """``40 s``, ``16 min``, ``3 h 20 min``, ``2 days``: a remaining time as a person would say it."""
+    if seconds < 60:
+        return f"{max(1, round(seconds))} s"
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    return f"{round(hours / 24)} days"

@@ -29,6 +29,7 @@ __all__ = [
     "IndexMarks",
     "PendingPaper",
     "embedding_text",
+    "vector_index_mark",
 ]
 
 MAX_TOKENS = 256  # longer texts are truncated by the embedders: the abstract's opening carries its gist
@@ -97,6 +98,15 @@ class EmbedWorkers(Protocol):
     def close(self) -> None:
         """Stop the workers now: batches not yet done are dropped (they stay in the backlog)."""
         ...
+
+
+VECTOR_INDEX_MARK = "vector-index:"  # the names of vector indexes' sync points start so
+
+
+def vector_index_mark(model_id: str) -> str:
+    """The name of the sync point of ``model_id``'s vector index: it moves each time the index is saved
+    with new vectors, which is also when search can see them (the page cache's data version reads it)."""
+    return VECTOR_INDEX_MARK + model_id
 
 
 class IndexMarks(Protocol):

@@ -178,18 +178,24 @@ class PaperCursor:
 
 @dataclass(frozen=True, slots=True)
 class DataVersion:
-    """What cached answers are keyed by, in three parts because they may lag by different amounts.
+    """What cached answers are keyed by, in four parts because they may lag by different amounts.
 
     ``removals`` moves when a paper, a comment or a reader is hidden or shown again: a moderator's action
     must reach every cached page at once. ``content`` moves with the readers' activity (votes, comments,
     edits): a few seconds late is fine. ``papers`` moves with imports, listings, citation harvests and
-    topic builds: papers arrive once a day, and while an import writes every second a page cache may show
-    them a minute late rather than render every page anew each second.
+    topic placements: while an import or a harvest writes every second, a page cache may show them a
+    minute late rather than render every page anew each second. ``derived`` moves with a topics build,
+    the vector index taking in new vectors (an index save: after each slice the follower of ``paperfeed
+    run`` embeds, about a minute apart while there is a backlog, and at the end of an indexing run) and a
+    job run ending: rare events, each one a reader is waiting for (the map after a build, meaning search
+    once the indexer is done, a harvest's papers and citations once its job has finished), so like a
+    removal it reaches cached pages at once.
     """
 
     content: str
     removals: str
     papers: str = ""
+    derived: str = ""
 
 
 class FeedQueries(Protocol):
@@ -223,8 +229,9 @@ class FeedQueries(Protocol):
 
     def data_version(self) -> DataVersion:
         """Changes whenever what an anonymous reader sees changes: papers, listings, hidden papers, votes,
-        comments (added, edited, hidden, removed) and hidden readers. Cheap (a few index reads); the
-        trending cache and the web's page cache are keyed by it."""
+        comments (added, edited, hidden, removed), hidden readers, citations, topics and their papers, the
+        vector index's sync points and job runs. Cheap (a few index reads); the trending cache and the
+        web's page cache are keyed by it."""
         ...
 
     def paper(self, paper_id: str) -> Paper | None: ...
@@ -312,6 +319,7 @@ class TrendingPage:
     reference_time: datetime  # "now" used for ages (see docs/trending.md)
     window_days: int
     formula: str  # TRENDING_FORMULA with the parameters filled in
+    now_note: str | None = None  # the site's "now" is the archive's end, not today: what a page says
 
 
 @dataclass(frozen=True, slots=True)

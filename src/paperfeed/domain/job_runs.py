@@ -8,7 +8,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-__all__ = ["JobRun", "LeaseStore", "RunStore", "StepReport"]
+__all__ = ["JobRun", "LeaseStore", "RunStore", "StepRefused", "StepReport"]
+
+
+class StepRefused(Exception):
+    """A step could not do its work for a reason its message says in one line, which the operator acts on
+    (too few papers for topics): recorded as the step's failure, logged without a traceback."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,6 +32,8 @@ class SearchPage:
     offset: int = 0
     limit: int = 20
     notes: tuple[str, ...] = field(default=())  # e.g. "semantic search unavailable: index missing"
+    # a candidate list was cut at its size: ``total`` is the best matches, and more papers may match
+    capped: bool = False
 
 
 class PaperSearch(Protocol):

@@ -57,6 +57,11 @@ class CitedTrending:
             formula=self.formula,
         )
 
+    def forget(self) -> None:
+        """Rank afresh next time (a harvest's job has ended: the page cache renders its pages anew)."""
+        with self._lock:
+            self._cache = None
+
     def _ranked(self, as_of: date) -> list[CitedItem]:
         stamp = time.monotonic()
         with self._lock:

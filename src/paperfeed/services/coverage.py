@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from paperfeed.domain.coverage import SearchCoverage
-from paperfeed.domain.indexer_activity import IndexerActivity
+from paperfeed.domain.indexing_status import IndexerReport
 
 __all__ = ["CoverageService"]
 
@@ -26,7 +26,7 @@ class CoverageService:
 
     papers: Callable[[], int]
     indexed: Callable[[], int | None]
-    activity: Callable[[], IndexerActivity | None]  # the live indexer, if one runs
+    activity: Callable[[], IndexerReport | None]  # the running indexer's newest report, if one runs
     ttl: float = 30.0
     clock: Callable[[], float] = time.monotonic
     _cached: tuple[float, int] | None = field(default=None, init=False)  # (when, papers)

@@ -50,6 +50,7 @@ from paperfeed.domain.feed import (
     trending_score,
 )
 from paperfeed.domain.ids import normalize_paper_id
+from paperfeed.domain.now import SiteNow, site_now
 
 __all__ = ["MAX_LIMIT", "FeedService"]
 
@@ -94,6 +95,12 @@ class FeedService:
     def trending_formula(self) -> str:
         """Human-readable formula with parameters, e.g. for the trending page's footer."""
         return self.params.formula()
+
+    def now(self) -> SiteNow:
+        """The site's "now" (:mod:`paperfeed.domain.now`): the clock, or the store's newest activity once
+        that is more than a week behind it. Trending, the topics' weeks and "rising this week" count
+        from it."""
+        return site_now(self.clock(), self.queries.latest_activity())
 
     def data_version(self) -> DataVersion:
         """What the web's page cache is keyed by: changes with every import, vote, comment and moderation
@@ -182,9 +189,9 @@ class FeedService:
     ) -> TrendingPage:
         """Papers ranked by :func:`trending_score`, best first.
 
-        Ages are measured from the *reference time*: now, or the store's latest activity (end of the
-        newest listed day, or newest publication) if the data stops earlier, so an archive or a paused
-        instance still has a meaningful trending list. Candidates are the papers listed within
+        Ages are measured from the *reference time*: the site's "now" (:meth:`now`: the clock, or the
+        store's latest activity when that is more than a week behind it), so an archive still has a
+        meaningful trending list. Candidates are the papers listed within
         ``window_days`` before it (age counted from their first listing ever) and unlisted papers
         published then that have upvotes or stars. With ``window=(start, end)`` the reference time is
         the end of day ``end`` and candidates are those of that window (sort=trending over a week or
@@ -199,14 +206,14 @@ class FeedService:
                 since = datetime.combine(start, datetime.min.time(), UTC)
                 return since, datetime.combine(end + timedelta(days=1), datetime.min.time(), UTC)
 
+            note = None
         else:
             key = ("", "")
+            site = self.now()
+            note = site.note()
 
             def bounds() -> tuple[datetime, datetime]:
-                now = self.clock()
-                latest = self.queries.latest_activity()
-                until = min(now, latest) if latest else now
-                return until - timedelta(days=self.params.window_days), until
+                return site.at - timedelta(days=self.params.window_days), site.at
 
         ranked, since, until = self._ranked(key, bounds)
         return TrendingPage(
@@ -217,6 +224,7 @@ class FeedService:
             reference_time=until,
             window_days=(until - since).days,
             formula=self.trending_formula,
+            now_note=note,
         )
 
     def _ranked(

@@ -14,6 +14,7 @@ size disagrees with the table) is rebuilt from the stored vectors without re-emb
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -23,17 +24,28 @@ from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from paperfeed.domain.embedding import EmbeddedBatch, EmbeddingStore, EmbedWorkers, IndexMarks, PendingPaper
+from paperfeed.domain.embedding import (
+    EmbeddedBatch,
+    EmbeddingStore,
+    EmbedWorkers,
+    IndexMarks,
+    PendingPaper,
+    vector_index_mark,
+)
 from paperfeed.domain.errors import EmbedderUnavailable
+from paperfeed.domain.indexing_status import IndexerReport, IndexerReports, IndexerState
 from paperfeed.domain.ports import ProgressReporter
 from paperfeed.domain.search import Embedder, IndexOpener, VectorIndex, VectorIndexError
-from paperfeed.services.indexer_activity import ActivityReporter
 
 if TYPE_CHECKING:
     from paperfeed.domain.embedding import Vectors
 
 __all__ = ["IndexPlan", "IndexSync", "IndexingService", "IndexingSummary", "WorkerRate"]
 
+log = logging.getLogger(__name__)
+
+DEFAULT_BATCH = 128
+REPORT_EVERY_SECONDS = 5.0  # how often a run records its progress for /admin/jobs (one small upsert)
 SYNC_EVERY_SECONDS = 600.0  # a long job refreshes the index this often, so search sees papers early
 
 
@@ -119,11 +131,13 @@ class IndexingService:
         sync_every: float = SYNC_EVERY_SECONDS,
         clock: Callable[[], float] = time.monotonic,
         marks: IndexMarks | None = None,
-        activity: ActivityReporter | None = None,
+        reports: IndexerReports | None = None,
+        report_every: float = REPORT_EVERY_SECONDS,
     ) -> None:
         """``marks``: where the index's sync point is kept (default: the store, for an index every process
-        shares; a node-local index on PostgreSQL keeps its own next to it). ``activity``: where a run says
-        what it is doing, for the readers' coverage notice (issue #30, item 12)."""
+        shares; a node-local index on PostgreSQL keeps its own next to it). ``reports``: where this process
+        says how far it is and how fast it goes (/admin/jobs and the search's coverage notice read it), at
+        most every ``report_every`` s."""
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         self.store = store
@@ -133,8 +147,10 @@ class IndexingService:
         self.sync_every = sync_every
         self._clock = clock
         self.marks: IndexMarks = marks if marks is not None else store
-        self.activity = activity
-        self._backlog = 0  # the current run's, for what ``activity`` says is left
+        self.reports = reports
+        self.report_every = report_every
+        self._reported = float("-inf")
+        self._run: tuple[float, int] = (clock(), 0)  # the current run's start and backlog, for reports
         self._followed = False  # follow_index(): looked at least once
         self._followed_signal: datetime | None = None
 
@@ -170,11 +186,11 @@ class IndexingService:
             self.marks.set_mark(self._mark(model_id), None)  # marks kept outside the store too
         backlog = self.store.count_backlog(model_id)
         target = backlog if limit is None else min(backlog, max(0, limit))
+        self._run = (started, backlog)
+        if target:
+            self.report("embedding", summary, force=True)
         if progress is not None:
             progress.update(0, target, 0, 0, 0)
-        self._backlog = backlog
-        if self.activity is not None and backlog:
-            self.activity.begin(backlog)
         try:
             if workers is None:
                 self._embed_here(summary, target, size, progress, stop)
@@ -184,10 +200,40 @@ class IndexingService:
             if self.open_index is not None:
                 summary.index = self.sync_index()  # after a rebuild the mark is gone: a full sync
         finally:
-            if self.activity is not None:  # a follower says "idle" itself while it waits
-                self.activity.withdraw()
+            # the run is over: a one-off (the CLI, the daily job's step) embeds nothing more, so readers must
+            # not be told an indexer is at work; a follower (index --follow) says "idle" at its next look
+            if target:
+                self.report("stopped", summary, remaining=max(0, backlog - summary.embedded), force=True)
         summary.seconds = self._clock() - started
         return summary
+
+    def report(
+        self,
+        state: IndexerState,
+        summary: IndexingSummary | None = None,
+        *,
+        remaining: int | None = None,
+        force: bool = False,
+    ) -> None:
+        """Tell ``reports`` what this process is doing (at most every ``report_every`` s unless ``force``):
+        the current run's papers embedded, those left (``remaining``, else counted from the run's backlog)
+        and its rate. A report that cannot be written is logged, never raised: it must not stop the work."""
+        now = self._clock()
+        if self.reports is None or (not force and now - self._reported < self.report_every):
+            return
+        self._reported = now
+        started, backlog = self._run
+        embedded = summary.embedded if summary is not None else 0
+        seconds = now - started
+        rate = embedded / seconds if embedded and seconds > 0 else None
+        left = max(0, backlog - embedded) if remaining is None else remaining
+        from paperfeed.services.jobs import process_identity
+
+        report = IndexerReport(process_identity(), state, embedded, left, rate, datetime.now(UTC))
+        try:
+            self.reports.report_indexer(report)
+        except Exception as exc:
+            log.warning("could not record the indexer's progress: %s", exc)
 
     def _embed_here(
         self,
@@ -292,15 +338,14 @@ class IndexingService:
         summary.embedded += len(batch)
         summary.replaced += replaced
         summary.added += len(batch) - replaced
+        self.report("embedding", summary)
         if progress is not None:
             progress.update(summary.embedded, target, summary.added, summary.replaced, 0)
-        if self.activity is not None:
-            self.activity.progress(summary.embedded, max(0, self._backlog - summary.embedded))
 
     # -- the vector index ---------------------------------------------------------------------------------
 
     def _mark(self, model_id: str) -> str:
-        return f"vector-index:{model_id}"
+        return vector_index_mark(model_id)
 
     def _changed(self, model_id: str) -> str:
         """The store's cheap signal that vectors of ``model_id`` were written (read by followers)."""

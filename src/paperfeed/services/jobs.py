@@ -32,7 +32,7 @@ from datetime import UTC, datetime, timedelta
 from types import TracebackType
 
 from paperfeed.domain.errors import OaiError, SourceAnswerError, SourceUnavailable
-from paperfeed.domain.job_runs import JobRun, LeaseStore, RunStore, StepReport
+from paperfeed.domain.job_runs import JobRun, LeaseStore, RunStore, StepRefused, StepReport
 
 __all__ = [
     "JobSchedule",
@@ -267,18 +267,30 @@ class JobService:
         slot: datetime | None = None,
         trigger: str = "manual",
         on_step: Callable[[StepReport], None] | None = None,
-        steps: Sequence[Step] | None = None,
     ) -> JobRun:
-        """Run ``job`` now; raises :class:`LeaseBusy` when it is already running elsewhere. ``steps``:
-        the job's own steps made by the caller (one that reports its progress), recorded the same way."""
+        """Run ``job`` now; raises :class:`LeaseBusy` when it is already running elsewhere."""
         if job not in self.jobs:
             raise KeyError(f"no job named {job!r} (jobs: {', '.join(self.jobs)})")
+        return self.run_steps(job, self.jobs[job], slot=slot, trigger=trigger, on_step=on_step)
+
+    def run_steps(
+        self,
+        job: str,
+        steps: Callable[[], Sequence[Step]],
+        *,
+        slot: datetime | None = None,
+        trigger: str = "manual",
+        on_step: Callable[[StepReport], None] | None = None,
+    ) -> JobRun:
+        """Run ``steps`` as a recorded run of ``job`` under its lease: a scheduled job, or a command run by
+        hand that changes what readers see (``paperfeed topics build``), so /admin/jobs lists it and its
+        end reaches the page cache at once. Raises :class:`LeaseBusy` when ``job`` runs elsewhere."""
         with Lease(self.store, f"job:{job}", seconds=self.lease_seconds, clock=self.clock) as lease:
             self.store.interrupt_dead_runs(holder_is_dead, self.clock())
             run_id = self.store.start_run(job, slot, trigger, lease.holder, self.clock())
             reports: list[StepReport] = []
             try:
-                for step in steps if steps is not None else self.jobs[job]():
+                for step in steps():
                     lease.check()
                     started = time.perf_counter()
                     try:
@@ -292,6 +304,9 @@ class JobService:
                             _one_line(exc, named=False),
                             time.perf_counter() - started,
                         )
+                    except StepRefused as exc:  # an expected condition: its one line, no traceback
+                        log.info("job %s: step %s: %s", job, step.name, exc)  # the report says it
+                        report = StepReport(step.name, "failed", {}, str(exc), time.perf_counter() - started)
                     except Exception as exc:  # a fault: recorded with its traceback; the next steps still run
                         log.exception("job %s: step %s failed", job, step.name)
                         report = StepReport(

@@ -10,7 +10,8 @@ How one request goes (see :mod:`paperfeed.domain.recommend` for the model itself
 
 1. The reader's signals: saved papers (+ upvoted ones) are positives; saved, dismissed, upvoted and the
    caller's ``exclude`` ids are never recommended.
-2. The window: the ``window_days`` days up to now, or up to the newest paper if the data stops earlier.
+2. The window: the ``window_days`` days up to the site's "now" (domain/now.py: today, or the newest paper
+   once the data stops more than a week earlier).
 3. With positives: a classifier (or, under ``min_positives``, similarity to the saved papers) is trained on
    the positives against dismissed papers plus random papers of the window. It is cached per reader, tag
    and signal/data version, so a reload costs one index query. The vector index returns the best ``pool``
@@ -40,6 +41,7 @@ import numpy as np
 from paperfeed.domain.embedding import EmbeddingStore
 from paperfeed.domain.library import ReaderSignals, SavedSearch
 from paperfeed.domain.models import Paper
+from paperfeed.domain.now import site_now
 from paperfeed.domain.ports import PaperStore
 from paperfeed.domain.recommend import (
     ModelParams,
@@ -253,10 +255,7 @@ class RecommendationService:
 
     def _bounds(self) -> tuple[date, date, datetime, datetime]:
         """First and last day of the window and its ``[since, until)`` instants."""
-        now = self.clock()
-        latest = self.queries.latest_published()
-        reference = min(now, latest) if latest is not None else now
-        last = reference.astimezone(UTC).date()
+        last = site_now(self.clock(), self.queries.latest_published()).today  # the site's rule
         first = last - timedelta(days=self.settings.window_days - 1)
         since = datetime.combine(first, datetime.min.time(), UTC)
         return first, last, since, since + timedelta(days=self.settings.window_days)

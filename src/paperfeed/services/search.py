@@ -177,7 +177,8 @@ class HybridSearch:
                     dense_rank=f.ranks[1] if len(f.ranks) > 1 else None,
                 )
             )
-        return SearchPage(query, tuple(hits), len(fused), offset, limit, tuple(notes))
+        capped = len(keyword) >= pool or (dense is not None and len(dense) >= pool)  # more may match
+        return SearchPage(query, tuple(hits), len(fused), offset, limit, tuple(notes), capped)
 
     def similar(
         self, paper_id: str, limit: int = 10, filters: SearchFilters | None = None

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from paperfeed.domain.embedding import EmbeddingStore
 from paperfeed.domain.models import Paper
+from paperfeed.domain.now import SiteNow
 from paperfeed.domain.topics import (
     Placement,
     RisingTopic,
@@ -137,16 +138,18 @@ class PlaceSummary:
 class TopicsOverview:
     build: TopicBuild | None
     topics: list[Topic]
-    weeks: dict[int, list[WeekCount]]  # the last ``weeks`` weeks of each topic, zeros filled in
+    weeks: dict[int, list[WeekCount]]  # the last ``weeks`` weeks up to "now" of each topic, zeros filled in
     rising: list[RisingTopic]
+    now: SiteNow  # the site's "now" the weeks end at (domain/now.py)
 
 
 @dataclass(frozen=True, slots=True)
 class TopicPage:
     topic: Topic
     papers: list[Paper]  # ranked like the feed: upvotes, then newest
-    weeks: list[WeekCount]  # every week from the first to the last with papers, zeros filled in
+    weeks: list[WeekCount]  # every week from its first with papers to "now" (or its last), zeros filled in
     neighbours: list[tuple[Topic, float]]  # nearest topics by centroid cosine
+    now: SiteNow
 
 
 def fill_weeks(series: Sequence[WeekCount], first: date, last: date) -> list[WeekCount]:
@@ -173,7 +176,10 @@ class TopicService:
         rebuild_after: timedelta,
         rebuild_growth: float | None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        now: Callable[[], SiteNow] | None = None,
     ) -> None:
+        """``clock`` stamps builds; ``now`` is the site's "now" the pages' weeks end at (the feed
+        service's: the clock, or the newest paper's time for an archive); without it, the clock."""
         self.records, self.embeddings, self.papers = records, embeddings, papers
         self.modeller, self.counter = modeller, counter
         self.settings = settings
@@ -181,6 +187,14 @@ class TopicService:
         # rebuild (rather than place) once this many times the build's papers have a vector of its model:
         # placing 10,000 imported papers into topics found among 300 would keep the 300's topics
         self.rebuild_growth = rebuild_growth
+        self._now = now
+
+    def now(self) -> SiteNow:
+        """The site's "now" (see :mod:`paperfeed.domain.now`)."""
+        if self._now is not None:
+            return self._now()
+        clock = self.clock()
+        return SiteNow(clock, clock, None)
 
     # -- the job --------------------------------------------------------------------------------------------
 
@@ -459,12 +473,13 @@ class TopicService:
         build = self.records.current()
         topics = self.records.topics(level)
         series = self.records.weeks()
-        last = week_of(today or self.clock().date())
+        now = self.now()
+        last = week_of(today or now.today)
         first = last - timedelta(weeks=weeks - 1)
         filled = {t.id: fill_weeks(series.get(t.id, []), first, last) for t in topics}
         among = {t.id for t in topics if t.level == (0 if level is None else level)}
         up = rising({t: w for t, w in series.items() if t in among}, self.records.total_weeks(), last)
-        return TopicsOverview(build, topics, filled, up)
+        return TopicsOverview(build, topics, filled, up, now)
 
     def page(
         self, topic_id: int, *, limit: int = 30, offset: int = 0, neighbours: int = 5
@@ -473,7 +488,8 @@ class TopicService:
         if topic is None:
             return None
         series = self.records.weeks([topic_id]).get(topic_id, [])
-        weeks = fill_weeks(series, series[0].week, series[-1].week) if series else []
+        now = self.now()
+        weeks = fill_weeks(series, series[0].week, max(series[-1].week, week_of(now.today))) if series else []
         ids = self.records.paper_ids(topic_id, limit=limit, offset=offset)
         found = self.papers(ids)
         return TopicPage(
@@ -481,6 +497,7 @@ class TopicService:
             [found[i] for i in ids if i in found],
             weeks,
             self.neighbours(topic_id, neighbours, level=topic.level),
+            now,
         )
 
     def neighbours(self, topic_id: int, n: int, *, level: int = 0) -> list[tuple[Topic, float]]:

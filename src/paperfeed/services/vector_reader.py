@@ -71,6 +71,12 @@ class VectorReader:
                 log.warning("could not reload the vector index, keeping the loaded one: %s", exc)
         return index
 
+    def refresh(self) -> VectorIndex | None:
+        """Look for a newer saved index now, whatever the interval (the page version says one was saved)."""
+        with self._lock:
+            self._checked = -math.inf
+        return self()
+
     @property
     def loaded(self) -> VectorIndex | None:
         """The index as last opened, without looking for a newer one (None: not opened yet)."""

@@ -101,11 +101,14 @@ def admin_unhide_user(request: Request, admin: Admin, user_id: int) -> Response:
 
 @router.get("/admin/jobs", response_class=HTMLResponse)
 def admin_jobs(request: Request, admin: Admin, app: AppDep, n: int = 0) -> HTMLResponse:
-    """Runs, locks, subscriptions, the send ledger and what ``paperfeed run`` supervises. Reads only: a
-    run whose process is gone is shown as such, and the page's button (:func:`interrupt_dead_runs`)
-    records it as interrupted."""
+    """What runs: the processes ``paperfeed run`` supervises, how far embedding has come and what the
+    indexer is doing, the topics' build, the recent job runs (scheduled and by hand, such as
+    ``paperfeed topics build``), locks, subscriptions and the send ledger. Reads only: a run whose process
+    is gone is shown as such, and the page's button (:func:`interrupt_dead_runs`) records it as
+    interrupted."""
     store, jobs = app.digest_store, app.job_store
     runs = jobs.runs(limit=50)
+    build = app.topics.records.current()
     done = request.query_params.get("done", "")
     message = _JOBS_DONE[done].format(n=n, s="" if n == 1 else "s") if done in _JOBS_DONE else None
     return rendering.page(
@@ -121,6 +124,9 @@ def admin_jobs(request: Request, admin: Admin, app: AppDep, n: int = 0) -> HTMLR
         subscriptions=store.subscription_counts(),
         leases=[(name, jobs.lease(name)) for name in LEASE_NAMES],
         supervisors=describe_supervisors(app.supervisor_status.read_all(), holder_is_dead),
+        indexing=app.indexing_status.status(),
+        build=build,
+        unplaced=app.topics.records.count_unplaced(build.model_id) if build is not None else 0,
     )
 
 

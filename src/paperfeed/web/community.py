@@ -28,7 +28,7 @@ from . import community_api, rendering
 from .community_params import CommentId, comment_html
 from .deps import app_of, community_of
 from .errors import error_response
-from .rendering import NO_STORE, error_page
+from .rendering import NO_STORE, error_page, page_paper_ids
 from .security import current_user, redirect_back, require_user, template_request, verify_csrf
 from .views import PageNumber, day_label, paper_url, plural
 
@@ -109,8 +109,10 @@ def _community_voted(ctx: Any, paper_id: str) -> bool | None:
         return None
     state = request.scope.setdefault("state", {})
     known: dict[str, bool] = state.setdefault(_VOTED, {})
-    if paper_id not in known:
-        known[paper_id] = paper_id in community_of(request).voted_among(user, [paper_id])
+    if paper_id not in known:  # the first card asks for every card of the page: one query, not one a card
+        asked = [pid for pid in dict.fromkeys([paper_id, *page_paper_ids(request)]) if pid not in known]
+        voted = community_of(request).voted_among(user, asked)
+        known.update((pid, pid in voted) for pid in asked)
     return known[paper_id]
 
 

@@ -388,7 +388,8 @@ def build_server(surface: Surface) -> MCPServer:
         result = PaperList(
             papers=[_item(p, site) for p in papers], total=page.total, offset=offset, notes=notes
         )
-        return _answer(f"{page.total} papers match “{query.strip()}”.", result)
+        many = f"The best {page.total} papers" if page.capped else f"{page.total} papers"
+        return _answer(f"{many} match “{query.strip()}”.", result)
 
     @server.tool(annotations=READER)
     def get_paper(ctx: Context, paper_id: PaperId) -> Annotated[CallToolResult, PaperInfo]:

@@ -331,6 +331,7 @@ class TrendingView:
     formula: str
     explanation: Markup
     subheading: str
+    now_note: str | None = None  # ages count from the archive's end, not from today: the page says so
 
 
 def _trending_view(page: TrendingPage, feeds: FeedService) -> TrendingView:
@@ -357,8 +358,9 @@ def _trending_view(page: TrendingPage, feeds: FeedService) -> TrendingView:
         "1,000 stars weigh as much as {stars:.0f} upvotes. The gravity g = {gravity:g} means a "
         "two-day-old paper needs {ratio:.1f}× the upvotes of a one-day-old one to score the same.</p>"
         "<p>Only papers first seen in the {window} days before the reference time ({reference}) can "
-        "trend. The reference time is now, or the store's latest activity (the end of the newest listed "
-        "day or the newest publication) when the data stops earlier.</p>"
+        "trend. The reference time is the site's “now”: the clock, or, once the newest papers are more "
+        "than a week old, the store's latest activity (the end of the newest listed day or the newest "
+        "publication), so an archive ranks its last month rather than an empty one.</p>"
     ).format(
         alpha=params.alpha,
         stars=params.alpha * math.log1p(1000),
@@ -368,12 +370,19 @@ def _trending_view(page: TrendingPage, feeds: FeedService) -> TrendingView:
         reference=f"{day_label(reference)} {reference:%H:%M} UTC",
     )
     total = f"{plural(page.total, 'paper')} with upvotes or stars"
+    until = f"{day_label(reference)} {reference:%H:%M} UTC"
+    last = (
+        f"the {page.window_days} days up to {until}, the newest papers"
+        if page.now_note
+        else f"the last {page.window_days} days (up to {until})"
+    )
     return TrendingView(
         items=items,
         formula=page.formula,
         explanation=explanation,
-        subheading=f"The top {len(items)} of {total} in the last {page.window_days} days, "
+        subheading=f"The top {len(items)} of {total} in {last}, "
         "ranked by a score that balances votes and stars against age.",
+        now_note=page.now_note,
     )
 
 

@@ -203,7 +203,13 @@ def search_view(
     ]
     if view.items:
         noun = "result" if result.total == 1 else "results"
-        view.range_label = f"{offset + 1}–{offset + len(view.items)} of {result.total} {noun}"
+        span = f"{offset + 1}–{offset + len(view.items)}"
+        # a capped total is the best candidates of each engine, not every match: never shown as a count
+        view.range_label = (
+            f"{span} of the best {result.total} {noun}"
+            if result.capped
+            else f"{span} of {result.total} {noun}"
+        )
     elif result.total:
         view.problems.append(f"There are only {result.total} results; this page is past the last one.")
     last = max(1, -(-result.total // SEARCH_PAGE_SIZE))

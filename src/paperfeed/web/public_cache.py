@@ -13,20 +13,27 @@ JSON API's reads). For each it
 - keeps the rendered answer in a bounded in-process cache (:class:`cachetools.TLRUCache`, sized in bytes
   by ``PAPERFEED_PAGE_CACHE_MB``) keyed by scheme, ``Host``, path, normalised query and ``Accept``,
   and stamped with the **data version** (:class:`~paperfeed.domain.feed.DataVersion`, from
-  :meth:`~paperfeed.bootstrap.App.page_version`: it moves with every import, vote, comment and
-  moderation action, and on a node whose indexes follow a PostgreSQL store, when they catch up). An
-  entry lives at most its policy's ``max-age``.
+  :meth:`~paperfeed.bootstrap.App.page_version`: it moves with every import, vote, comment, harvest,
+  moderation action, topics build, vector index save and finished job run, and on a node whose indexes
+  follow a PostgreSQL store, when they catch up). An entry lives at most its policy's ``max-age``.
 
 An entry of the current version is served as is. One whose version differs in its **content** part (a
 vote, a comment, an edit) is still served for ``PAPERFEED_PAGE_CACHE_GRACE_SECONDS`` (default 10 s)
-after that part changed, and one whose **papers** part differs (an import, a harvest, a topics build) for
-``PAPERFEED_PAGE_CACHE_IMPORT_GRACE_SECONDS`` (default 60 s) (``X-Paperfeed-Cache: stale`` marks such a
-reuse). For ``PAPERFEED_PAGE_CACHE_REFRESH_SECONDS`` (default 600 s) after its grace, the copy is still
-served while the worker renders the new one in the background (one at a time, paced to at most half the
-worker's time); then a reader waits for the render. An import writes every second, and without a grace
-each page would be rendered again every second, which is no cache at all. A change of the **removals**
-part (a paper, comment or reader hidden or shown again) empties the cache at once, so moderation is
-never late. With both graces 0, every change is.
+after that part changed, and one whose **papers** part differs (an import, a harvest, topic placements)
+for ``PAPERFEED_PAGE_CACHE_IMPORT_GRACE_SECONDS`` (default 60 s) (``X-Paperfeed-Cache: stale`` marks
+such a reuse). For ``PAPERFEED_PAGE_CACHE_REFRESH_SECONDS`` (default 600 s) after its grace, the copy is
+still served while the worker renders the new one in the background (one at a time, paced to at most
+half the worker's time); then a reader waits for the render. An import writes every second, and without
+a grace each page would be rendered again every second, which is no cache at all. A change of the
+**removals** part (a paper, comment or reader hidden or shown again) or of the **derived** part (a
+topics build, the vector index saved with new vectors, a job run ending: a few a day, each awaited by
+someone) empties the cache at once, so moderation is never late and nobody reloads a "No map yet" after
+the build. With both graces 0, every change is.
+
+A reader who changed something (a POST or DELETE with credentials) is never given a copy of an older
+version for the longer grace plus the refresh seconds after it: the credential's digest is remembered by
+the worker and, with several workers, in the node's shared cache. So a script that votes through the API
+reads its vote back at once, while everyone else may get the graced copy.
 
 With several workers, a worker that misses its own memory looks in the node's shared cache
 (:class:`~paperfeed.domain.page_cache.SharedPageCache`, ``X-Paperfeed-Cache: shared``) before
@@ -37,9 +44,9 @@ one render per key is in flight and later asks wait for it.
 The version is read at most every ``PAPERFEED_PAGE_CACHE_CHECK_SECONDS`` (default 1 s) per worker, and
 at once after any state-changing request this worker served. So an anonymous page shows a vote about
 check + grace seconds after it (11 s by default), a new paper after check + import grace (61 s), and a
-removal within the check interval; when background renders cannot keep up, up to the refresh seconds
-later. A signed-in reader's pages are never served from this cache, so a voter sees their own vote at
-once.
+removal, a topics build or the end of a job within the check interval; when background renders cannot
+keep up, up to the refresh seconds later. A signed-in reader's pages are never served from this cache, so
+a voter sees their own vote at once.
 
 A request with a session cookie or an ``Authorization`` header (any value: an expired session is not
 anonymous) gets the anonymous copy only when rendering that copy never looked at who asked
@@ -92,6 +99,7 @@ log = logging.getLogger(__name__)
 
 MAX_ENTRY_BYTES = 4 * 1024 * 1024  # larger answers are still validated, never kept
 _REPLACED_KEPT = 4096  # version values remembered with the time they were replaced (an import: one a second)
+_WRITERS_KEPT = 4096  # readers remembered with the time of their last change (the oldest are forgotten first)
 _SAFE = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 _NOT_SHARED = ("private", "no-store", "no-cache")
 
@@ -199,6 +207,20 @@ def _credentialed(scope: Scope) -> bool:
     return False
 
 
+def _credential(scope: Scope) -> str:
+    """A digest of who asks: the ``Authorization`` header and the session cookie (nothing else of the
+    cookies, which change without the reader changing)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for name, value in scope.get("headers", ()):
+        if name == b"authorization":
+            digest.update(b"a:" + value + b"\n")
+        elif name == b"cookie":
+            for part in value.split(b";"):
+                if SESSION_COOKIE_PREFIX in part:
+                    digest.update(b"c:" + part.strip() + b"\n")
+    return digest.hexdigest()
+
+
 def _header(scope: Scope, wanted: bytes) -> str:
     for name, value in scope.get("headers", ()):
         if name == wanted:
@@ -284,7 +306,12 @@ def _encode(entry: _Entry, clock: Callable[[], float]) -> bytes:
             "cache_control": entry.cache_control,
             "vary": entry.vary,
             "ttl": entry.ttl,
-            "version": [entry.version.content, entry.version.removals, entry.version.papers],
+            "version": [
+                entry.version.content,
+                entry.version.removals,
+                entry.version.papers,
+                entry.version.derived,
+            ],
             "rendered": time.time() - (clock() - entry.stored),
             "anyone": entry.anyone,
         }
@@ -297,7 +324,7 @@ def _decode(raw: bytes, clock: Callable[[], float]) -> _Entry | None:
     try:
         (size,) = _LENGTH.unpack_from(raw)
         head = orjson.loads(raw[_LENGTH.size : _LENGTH.size + size])
-        content, removals, papers = head["version"]
+        content, removals, papers, derived = head["version"]
         return _Entry(
             [(str(k).encode("latin-1"), str(v).encode("latin-1")) for k, v in head["headers"]],
             raw[_LENGTH.size + size :],
@@ -305,7 +332,7 @@ def _decode(raw: bytes, clock: Callable[[], float]) -> _Entry | None:
             str(head["cache_control"]),
             str(head["vary"]),
             float(head["ttl"]),
-            DataVersion(str(content), str(removals), str(papers)),
+            DataVersion(str(content), str(removals), str(papers), str(derived)),
             clock() - max(0.0, time.time() - float(head["rendered"])),
             head.get("anyone") is True,  # absent (an older copy): treated as a reader's own
         )
@@ -336,6 +363,7 @@ class PublicCacheMiddleware:
         self._fingerprint = ""  # of the code and settings: the shared cache's keys carry it
         self._writes = 0  # state-changing requests served: one since the last read makes it stale
         self._read_at_writes = -1
+        self._writers: dict[str, float] = {}  # a credential's digest → when it last changed something
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -346,6 +374,10 @@ class PublicCacheMiddleware:
                 await self.app(scope, receive, send)
             finally:
                 self._writes += 1  # it may have changed the data: read the version anew
+                container = scope.get("state", {}).get("app")
+                if _credentialed(scope) and container is not None:
+                    self._configure(container)  # a worker's first request may be this change
+                    await self._note_writer(_credential(scope))
             return
         policy = policy_for(scope["path"]) if scope["method"] == "GET" else None
         if policy is None:
@@ -373,7 +405,7 @@ class PublicCacheMiddleware:
                 kept is not None
                 and self._grace > 0
                 and self._import_grace > 0
-                and self._same_removals(kept, version)
+                and self._same_strict(kept, version)
             ):
                 await self._reply(send, kept, conditional, "stale")  # while the new copy renders
                 return
@@ -423,6 +455,10 @@ class PublicCacheMiddleware:
             await self.app(scope, receive, send)
             return
         conditional = _header(scope, b"if-none-match")
+        if kept is not None and kept.version != version and await self._wrote_lately(_credential(scope)):
+            # this reader changed something since: a copy from before it would lose their own change
+            await self._render(scope, receive, send, policy, state, conditional, key, version, reader=True)
+            return
         if kept is not None and await self._answer_kept(
             scope, send, policy, state, conditional, key, version, kept
         ):
@@ -459,14 +495,14 @@ class PublicCacheMiddleware:
             return ""
         if entry.version == version:
             return "hit"
-        if not self._same_removals(entry, version):
+        if not self._same_strict(entry, version):
             return ""
         return "stale" if self._overdue(entry, version) < 0 else ""
 
     def _refreshable(self, entry: _Entry, version: DataVersion | None) -> bool:
         """Past its grace but within the refresh seconds after it: served while a background render
-        replaces it. Never for a part whose grace is 0 (strict), nor after a removal."""
-        if self._refresh <= 0 or version is None or not self._same_removals(entry, version):
+        replaces it. Never for a part whose grace is 0 (strict), nor after a removal or a derived change."""
+        if self._refresh <= 0 or version is None or not self._same_strict(entry, version):
             return False
         return self._overdue(entry, version) < self._refresh
 
@@ -506,10 +542,42 @@ class PublicCacheMiddleware:
         return self._replaced.get((part, getattr(entry.version, part)), entry.stored)
 
     @staticmethod
-    def _same_removals(entry: _Entry, version: DataVersion | None) -> bool:
+    def _same_strict(entry: _Entry, version: DataVersion | None) -> bool:
+        """Whether ``entry`` agrees with ``version`` in the parts no grace covers (removals, derived)."""
         return (
-            entry.version is not None and version is not None and entry.version.removals == version.removals
+            entry.version is not None
+            and version is not None
+            and entry.version.removals == version.removals
+            and entry.version.derived == version.derived
         )
+
+    # -- a reader's own changes -------------------------------------------------------------------------
+
+    def _writer_horizon(self) -> float:
+        """How long after a change an older copy may still be served to others: the longer grace and
+        the background refresh after it. A reader who made a change is never served one for this long."""
+        return max(self._grace, self._import_grace, 0.0) + max(self._refresh, 0.0) + self._check_every
+
+    async def _note_writer(self, who: str) -> None:
+        """Remember that the reader ``who`` changed something now (and tell the node's other workers)."""
+        self._writers.pop(who, None)
+        self._writers[who] = self.clock()
+        while len(self._writers) > _WRITERS_KEPT:
+            del self._writers[next(iter(self._writers))]
+        if self._shared is not None:
+            await anyio.to_thread.run_sync(
+                self._shared.put, f"wrote:{self._fingerprint}:{who}", b"1", self._writer_horizon()
+            )
+
+    async def _wrote_lately(self, who: str) -> bool:
+        """Whether the reader ``who`` changed something within the horizon, here or in another worker."""
+        when = self._writers.get(who)
+        if when is not None and self.clock() - when < self._writer_horizon():
+            return True
+        shared = self._shared
+        if shared is None:
+            return False
+        return await anyio.to_thread.run_sync(shared.get, f"wrote:{self._fingerprint}:{who}") is not None
 
     # -- the node's shared cache ---------------------------------------------------------------------------
 
@@ -592,23 +660,7 @@ class PublicCacheMiddleware:
         container = state.get("app")
         if container is None:
             return None
-        if self._max_bytes < 0:
-            settings = container.settings
-            self._max_bytes = int(settings.page_cache_mb) * 1024 * 1024
-            self._check_every = float(settings.page_cache_check_seconds)
-            self._grace = float(settings.page_cache_grace_seconds)
-            self._import_grace = float(settings.page_cache_import_grace_seconds)
-            self._refresh = float(settings.page_cache_refresh_seconds)
-            self._shared = container.shared_pages if self._max_bytes > 0 else None
-            if self._shared is not None:
-                self._fingerprint = render_fingerprint(settings)
-            if self._max_bytes > 0:
-                self._cache = TLRUCache(
-                    maxsize=self._max_bytes,
-                    ttu=lambda _key, entry, now: now + entry.ttl,
-                    timer=self.clock,
-                    getsizeof=lambda entry: entry.size,
-                )
+        self._configure(container)
         if self._fresh():
             return self._version
         if self._refreshing.locked() and self._version is not None and self._read_at_writes == self._writes:
@@ -628,6 +680,7 @@ class PublicCacheMiddleware:
                 and version != old
                 and (
                     version.removals != old.removals
+                    or version.derived != old.derived
                     or (version.content != old.content and self._grace <= 0)
                     or (version.papers != old.papers and self._import_grace <= 0)
                 )
@@ -646,6 +699,26 @@ class PublicCacheMiddleware:
                     del self._replaced[next(iter(self._replaced))]
             self._version, self._checked, self._read_at_writes = version, started, writes
             return version
+
+    def _configure(self, container: Any) -> None:
+        """Read the page cache's settings from the app's container, once (the first request brings it)."""
+        if self._max_bytes < 0:
+            settings = container.settings
+            self._max_bytes = int(settings.page_cache_mb) * 1024 * 1024
+            self._check_every = float(settings.page_cache_check_seconds)
+            self._grace = float(settings.page_cache_grace_seconds)
+            self._import_grace = float(settings.page_cache_import_grace_seconds)
+            self._refresh = float(settings.page_cache_refresh_seconds)
+            self._shared = container.shared_pages if self._max_bytes > 0 else None
+            if self._shared is not None:
+                self._fingerprint = render_fingerprint(settings)
+            if self._max_bytes > 0:
+                self._cache = TLRUCache(
+                    maxsize=self._max_bytes,
+                    ttu=lambda _key, entry, now: now + entry.ttl,
+                    timer=self.clock,
+                    getsizeof=lambda entry: entry.size,
+                )
 
     def _fresh(self) -> bool:
         return (

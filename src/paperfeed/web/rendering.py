@@ -13,8 +13,9 @@ active menu item), and the response carries the site's baseline headers (CSP inc
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from paperfeed import __version__
 
 from .headers import KEEP_SECONDS_HEADER, PUBLIC_SECONDS_HEADER, baseline_headers
 from .markup import plain_text, render_text
-from .views import MissingView, PageMeta, author_search_url
+from .views import MissingView, PageMeta, PaperView, author_search_url
 
 __all__ = [
     "NO_STORE",
@@ -41,6 +42,7 @@ __all__ = [
     "absolute_url",
     "error_page",
     "page",
+    "page_paper_ids",
     "renderer_of",
     "search_notes_headers",
 ]
@@ -157,6 +159,32 @@ def absolute_url(request: Request, path: str | None = None) -> str:
     return str(request.base_url).rstrip("/") + (request.url.path if path is None else path)
 
 
+PAGE_PAPERS = "pf_page_papers"  # request-state key: the ids of the papers the page being rendered shows
+
+
+def _papers_in(value: Any, depth: int = 0) -> Iterator[str]:
+    """The ids of the :class:`PaperView` cards in a template value: itself, or inside the lists, tuples
+    and dataclasses (a feed, a search, a recommendation) a page passes, at most four levels down."""
+    if isinstance(value, PaperView):
+        yield value.id
+    elif depth >= 4 or isinstance(value, str | bytes):
+        return
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _papers_in(item, depth + 1)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            yield from _papers_in(getattr(value, f.name), depth + 1)
+
+
+def page_paper_ids(request: Request) -> list[str]:
+    """The papers the page being rendered shows as cards (from its context, noted by :func:`page`): a
+    template global that needs the reader's state of each card (their votes) asks for all of them at once,
+    one query a page instead of one a card."""
+    ids: list[str] = request.scope.get("state", {}).get(PAGE_PAPERS, [])
+    return ids
+
+
 def page(
     request: Request,
     template: str,
@@ -176,6 +204,8 @@ def page(
     """
     if isinstance(meta, str):
         meta = PageMeta(meta, meta, absolute_url(request), noindex=True)
+    papers = dict.fromkeys(pid for value in context.values() for pid in _papers_in(value))
+    request.scope.setdefault("state", {})[PAGE_PAPERS] = list(papers)
     response = renderer_of(request).templates.TemplateResponse(
         request,
         template,

@@ -4,7 +4,8 @@
 ``GET /api/topics/rising``     ``{"week", "heading", "built", "previousWeeks", "minLift", "weeks",
                                "topics": [{id, label, url, papers, share, before, lift, summary,
                                shares}]}`` for the week of ``date`` (``YYYY-MM-DD``, default today);
-                               ``limit`` 1–10 (3)
+                               ``limit`` 1–10 (3); ``now``: the site's "now" it counts
+                               "this week" from (docs/trending.md, "Which now")
 =============================  ===================================================================
 
 The box on the day and week pages is :func:`rising_box`: hidden (None) when no topics were built or
@@ -61,6 +62,7 @@ class RisingBox:
     heading: str
     week: date
     items: list[RisingItem]
+    now_note: str | None = None  # "this week" is the archive's last week, not today's: the box says so
 
 
 def _detail(e: RisingEntry) -> str:
@@ -86,7 +88,10 @@ def rising_box(request: Request, day: date) -> RisingBox | None:
         )
         for e in found.entries
     ]
-    return RisingBox(rising_heading(found.week, service.today()), found.week, items)
+    now = service.now()
+    heading = rising_heading(found.week, now.today)
+    relative = not heading.startswith("Rising in the week of")  # "this week" or "last week": of which now
+    return RisingBox(heading, found.week, items, now.note() if relative else None)
 
 
 @api_router.get(
@@ -98,8 +103,9 @@ def api_rising(
     date: Annotated[str, Query(max_length=40, description="a day of the week, YYYY-MM-DD")] = "",
     limit: Annotated[int, Query(ge=1, le=10)] = 3,
 ) -> Response:
+    now = rising.now()
     try:
-        day = parse_day(date) if date.strip() else rising.today()
+        day = parse_day(date) if date.strip() else now.today
     except InvalidPeriod as exc:
         raise ApiError(400, f"date: {exc}") from None
     found = rising.week(day, limit=limit)
@@ -107,7 +113,8 @@ def api_rising(
     entries = found.entries if found is not None else ()
     body: dict[str, Any] = {
         "week": week.isoformat(),
-        "heading": rising_heading(week, rising.today()),
+        "heading": rising_heading(week, now.today),
+        "now": {"at": now.at.isoformat(), "archive": now.archive, "note": now.note()},
         "built": found is not None,
         "previousWeeks": PREVIOUS_WEEKS,
         "minLift": rising.min_lift,

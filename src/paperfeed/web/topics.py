@@ -22,6 +22,7 @@ reader sees a pick button on both pages; anonymous pages stay the same for every
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Form, Query, Request
@@ -29,7 +30,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from paperfeed.domain.accounts import User
 from paperfeed.domain.topic_picks import PickedTopic, UnknownTopic
-from paperfeed.domain.topics import Topic, WeekCount
+from paperfeed.domain.topics import Topic, WeekCount, week_of
 from paperfeed.services.topic_picks import TopicPickService
 from paperfeed.services.topics import TopicService, TopicsOverview
 
@@ -40,7 +41,7 @@ from .hf_json import paper_object
 from .plots import sparkline, trend_plot
 from .rendering import absolute_url, error_page
 from .security import current_user, redirect_back, require_user, verify_csrf
-from .views import PageMeta, paper_view, plural
+from .views import PageMeta, day_label, paper_view, plural
 
 __all__ = ["api_router", "router"]
 
@@ -66,6 +67,12 @@ def _picked_ids(request: Request) -> frozenset[int] | None:
     """The signed-in reader's picked topic ids; None for an anonymous reader (no pick buttons)."""
     user = current_user(request)
     return None if user is None else _picks_of(request).picked_ids(user.id)
+
+
+def week_label(weeks: dict[int, list[WeekCount]], today: date) -> str:
+    """``the week of 17 Nov 2026``: the last week the sparklines show (that of the site's "now")."""
+    last = next((series[-1].week for series in weeks.values() if series), week_of(today))
+    return f"the week of {day_label(last)}"
 
 
 def _week_json(w: WeekCount) -> dict[str, Any]:
@@ -142,6 +149,8 @@ def topics_page(request: Request, topics: Topics) -> HTMLResponse:
         build=overview.build,
         rising=rising,
         picked=_picked_ids(request),
+        until=week_label(overview.weeks, overview.now.today),
+        now_note=overview.now.note(),
     )
 
 
@@ -186,6 +195,7 @@ def topic_page(
         more=more,
         weeks=view.weeks,
         picked=_picked_ids(request),
+        now_note=view.now.note(),
     )
 
 

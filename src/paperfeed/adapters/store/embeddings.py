@@ -15,22 +15,25 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import orjson
 from sqlalchemy import ColumnElement, func, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 
 from paperfeed.domain.embedding import PendingPaper
+from paperfeed.domain.indexing_status import INDEXER_REPORT_CHECKPOINT, IndexerReport
 from paperfeed.domain.search import VectorRecord
 
 from .columns import as_utc
 from .schema import checkpoints, embeddings, papers
 
-__all__ = ["SqlEmbeddingStore", "decode_vector", "encode_vector"]
+__all__ = ["MARK_PREFIX", "SqlEmbeddingStore", "decode_vector", "encode_vector"]
 
 Vectors = npt.NDArray[np.float32]
 
 _CHUNK = 900  # ids per IN (...) query: under every SQLite build's variable limit
-_MARK_PREFIX = "embeddings-mark:"
+MARK_PREFIX = "embeddings-mark:"  # checkpoints named so are sync marks (IndexMarks)
+_INDEXER_REPORT = INDEXER_REPORT_CHECKPOINT  # the checkpoint holding the newest IndexerReport, as JSON
 
 
 def encode_vector(vector: npt.NDArray[Any]) -> bytes:
@@ -139,7 +142,7 @@ class SqlEmbeddingStore:
     def delete_all(self) -> int:
         with self.engine.begin() as conn:
             removed = conn.execute(embeddings.delete()).rowcount
-            conn.execute(checkpoints.delete().where(checkpoints.c.name.startswith(_MARK_PREFIX)))
+            conn.execute(checkpoints.delete().where(checkpoints.c.name.startswith(MARK_PREFIX)))
         return int(removed)
 
     def delete_other_models(self, model_id: str) -> int:
@@ -212,22 +215,41 @@ class SqlEmbeddingStore:
     # -- marks --------------------------------------------------------------------------------------------
 
     def get_mark(self, name: str) -> datetime | None:
-        query = select(checkpoints.c.value).where(checkpoints.c.name == _MARK_PREFIX + name)
+        query = select(checkpoints.c.value).where(checkpoints.c.name == MARK_PREFIX + name)
         with self.engine.connect() as conn:
             value = conn.execute(query).scalar()
         return None if value is None else as_utc(datetime.fromisoformat(value))
 
     def set_mark(self, name: str, value: datetime | None) -> None:
-        key = _MARK_PREFIX + name
-        with self.engine.begin() as conn:
-            if value is None:
+        key = MARK_PREFIX + name
+        if value is None:
+            with self.engine.begin() as conn:
                 conn.execute(checkpoints.delete().where(checkpoints.c.name == key))
-                return
-            stmt = self._insert(checkpoints).values(
-                name=key, value=value.astimezone(UTC).isoformat(), updated_at=datetime.now(UTC)
-            )
+            return
+        self._put(key, value.astimezone(UTC).isoformat())
+
+    def _put(self, key: str, value: str) -> None:
+        with self.engine.begin() as conn:
+            stmt = self._insert(checkpoints).values(name=key, value=value, updated_at=datetime.now(UTC))
             stmt = stmt.on_conflict_do_update(
                 index_elements=[checkpoints.c.name],
                 set_={"value": stmt.excluded.value, "updated_at": stmt.excluded.updated_at},
             )
             conn.execute(stmt)
+
+    # -- the indexer's report (IndexerReports) ---------------------------------------------------------------
+
+    def report_indexer(self, report: IndexerReport) -> None:
+        self._put(_INDEXER_REPORT, orjson.dumps(report.to_json()).decode())
+
+    def indexer_report(self) -> IndexerReport | None:
+        query = select(checkpoints.c.value).where(checkpoints.c.name == _INDEXER_REPORT)
+        with self.engine.connect() as conn:
+            value = conn.execute(query).scalar()
+        if value is None:
+            return None
+        try:
+            found = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return None
+        return IndexerReport.from_json(found) if isinstance(found, dict) else None

@@ -16,15 +16,18 @@ from sqlalchemy.engine import Connection, Engine, Row
 from sqlalchemy.sql.elements import Label
 
 from paperfeed.domain.community import with_local_counts
+from paperfeed.domain.embedding import VECTOR_INDEX_MARK
 from paperfeed.domain.feed import DataVersion, ListedPaper, PaperCursor, TrendCandidate
 from paperfeed.domain.models import Paper
 
 from .accounts import not_hidden
 from .columns import as_date
 from .community import community_version, local_comments, local_upvotes
-from .schema import listings, papers
+from .embeddings import MARK_PREFIX
+from .schema import checkpoints, listings, papers
 from .schema_accounts import hidden_papers
 from .schema_citations import citation_harvests, citation_imports
+from .schema_jobs import job_runs
 from .schema_topics import topic_builds, topic_papers
 from .sql_store import _PAPER_COLUMNS, _from_row
 
@@ -253,16 +256,31 @@ class SqlFeedQueries:
             harvested = conn.execute(select(func.max(citation_harvests.c.harvested_at))).scalar()
             # so does a bulk import of citations (each saved batch stamps its file's ledger row)
             imported = conn.execute(select(func.max(citation_imports.c.updated_at))).scalar()
-            # a topic build or placement moves papers on the map and changes their topic
-            built = conn.execute(select(func.max(topic_builds.c.generation))).scalar()
+            # placing new papers in the topics changes their pages and the map (a stream, like an import)
             placed = conn.execute(select(func.count()).select_from(topic_papers)).scalar_one()
             papers_part, hidden = self._listing_parts(conn)
             added, removed = community_version(conn)
             return DataVersion(
                 content=str(added),
                 removals=f"{hidden}|{removed}",
-                papers=f"{papers_part}|{harvested}|{imported}|{built}|{placed}",
+                papers=f"{papers_part}|{harvested}|{imported}|{placed}",
+                derived=self._derived(conn),
             )
+
+    @staticmethod
+    def _derived(conn: Connection) -> str:
+        """Topic builds, the vector indexes' sync points and the newest end of a job run (see
+        :class:`DataVersion`; a run starting changes nothing): a few small index reads."""
+        built = conn.execute(select(func.max(topic_builds.c.generation))).scalar()
+        prefix = MARK_PREFIX + VECTOR_INDEX_MARK
+        synced = conn.execute(
+            select(checkpoints.c.name, checkpoints.c.value, checkpoints.c.updated_at)
+            .where(checkpoints.c.name.startswith(prefix, autoescape=True))
+            .order_by(checkpoints.c.name)
+        ).all()
+        newest = select(job_runs.c.finished_at).order_by(job_runs.c.id.desc()).limit(20).subquery()
+        ended = conn.execute(select(func.max(newest.c.finished_at))).scalar()  # the newest end of a run
+        return "|".join([str(built), *(f"{n}={v}@{at}" for n, v, at in synced), f"ended:{ended}"])
 
     @classmethod
     def _listing_version(cls, conn: Connection) -> str:

@@ -12,6 +12,13 @@
  * (private to the reader; the page itself and the points stay the same for everyone and publicly cached)
  * and changed with PUT/DELETE, sending the page's CSRF token as X-CSRF-Token like every script here.
  * Picked topics' labels are always drawn, first, on an accent-coloured pill with a check mark.
+ *
+ * Colours: each fine topic gets one of PALETTE's 12 well-separated colours, chosen so that topics near each
+ * other on the map differ (greedily, biggest topic first: the colour whose nearest topic already wearing
+ * it is farthest away). Labels stay whole inside the canvas (shifted in from the edges, shortened when a
+ * name is wider than the map, never under the zoom buttons) and never overlap: a label that would is not
+ * drawn, bigger topics first. On a touch screen one finger pans, two pinch-zoom, a tap on a dot shows its
+ * title and a second tap opens the paper.
  */
 (function () {
   "use strict";
@@ -37,11 +44,12 @@
   var picksUrl = root.dataset.picksUrl || "";
   root.hidden = false;
 
+  // 12 colours far apart in hue and lightness, none too pale for a white map nor too dark for a dark one
   var PALETTE = [
-    "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
-    "#9c755f", "#8cd17d", "#499894", "#d37295", "#86bcb6", "#f1ce63", "#a0cbe8", "#ffbe7d",
-    "#fabfd2", "#79706e", "#d4a6c8", "#b6992d"
+    "#e6194b", "#3cb44b", "#4363d8", "#f58231", "#911eb4", "#42d4f4",
+    "#f032e6", "#a9d134", "#9a6324", "#469990", "#808000", "#ff8fa3"
   ];
+  var EDGE = 4; // CSS pixels kept free between a label and the canvas's edge
   var HIGHLIGHT = "#d9480f";
   var FINE_ZOOM = 2.5; // fine topic labels from this zoom on, coarse ones below it
   var MIN_ZOOM = 0.5, MAX_ZOOM = 512;
@@ -100,13 +108,36 @@
     out.spanY = Math.max(b[3] - b[1], 1e-12);
     out.colors = new Uint32Array(header.topics.length + 1);
     var little = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+    var tones = topicColors(header.topics);
     header.topics.forEach(function (t, k) {
-      var tone = t.level === 1 ? "#888888" : PALETTE[t.id % PALETTE.length];
-      out.colors[k] = packColor(tone, little);
+      out.colors[k] = packColor(tones.get(t.id) || "#888888", little);
     });
+    out.tones = tones;
     out.colors[header.topics.length] = packColor("#888888", little);
     out.highlight = packColor(HIGHLIGHT, little);
     out.little = little;
+    return out;
+  }
+
+  function topicColors(topics) { // fine topic id -> colour; neighbours on the map get different ones
+    var fine = topics.filter(function (t) { return t.level !== 1; })
+      .sort(function (a, b) { return b.size - a.size || a.id - b.id; });
+    var wearing = PALETTE.map(function () { return []; }); // per colour, the topics given it so far
+    var out = new Map();
+    fine.forEach(function (t) {
+      var best = 0, bestDistance = -1;
+      for (var c = 0; c < PALETTE.length; c++) {
+        var nearest = Infinity;
+        wearing[c].forEach(function (o) {
+          var d = (o.x - t.x) * (o.x - t.x) + (o.y - t.y) * (o.y - t.y);
+          if (d < nearest) nearest = d;
+        });
+        if (nearest > bestDistance) { bestDistance = nearest; best = c; }
+        if (nearest === Infinity) break; // an unused colour: the first one is as good as any
+      }
+      wearing[best].push(t);
+      out.set(t.id, PALETTE[best]);
+    });
     return out;
   }
 
@@ -239,30 +270,65 @@
     return fine.slice().sort(function (a, b) { return b.size - a.size; }).slice(0, 12);
   }
 
+  function blocked() { // canvas-pixel boxes no label may cover: the zoom buttons over the map
+    var frameRect = canvas.getBoundingClientRect();
+    return Array.prototype.map.call(frame.querySelectorAll(".map-zoom"), function (el) {
+      var r = el.getBoundingClientRect();
+      return [(r.left - frameRect.left - EDGE) * dpr, (r.top - frameRect.top - EDGE) * dpr,
+        (r.right - frameRect.left + EDGE) * dpr, (r.bottom - frameRect.top + EDGE) * dpr];
+    });
+  }
+
+  function fitted(text, room, pad) { // ``text`` shortened with an ellipsis until it fits ``room`` pixels
+    if (ctx.measureText(text).width + pad <= room) return text;
+    var cut = text;
+    while (cut.length > 3 && ctx.measureText(cut + "…").width + pad > room) cut = cut.slice(0, -1);
+    return cut.length > 3 ? cut.replace(/[\s,;]+$/, "") + "…" : null;
+  }
+
   function drawLabels(t) {
     var chosen = labelTopics();
     var coarse = view.zoom < FINE_ZOOM;
-    var mine = data.header.topics.filter(function (tp) { return picked.has(tp.id); });
-    var rest = chosen.filter(function (tp) { return !picked.has(tp.id); });
+    var bySize = function (a, b) { return b.size - a.size || a.id - b.id; }; // big topics win a clash
+    var mine = data.header.topics.filter(function (tp) { return picked.has(tp.id); }).sort(bySize);
+    var rest = chosen.filter(function (tp) { return !picked.has(tp.id); }).sort(bySize);
     var size = Math.round((coarse ? 15 : 12) * dpr);
     var dark = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches;
     ctx.textAlign = "center";
     ctx.textBaseline = "middle";
     ctx.lineJoin = "round";
-    var taken = [];
+    var buttons = blocked();
+    var taken = buttons.slice();
     var labelled = 0, pickedShown = 0;
+    var edge = EDGE * dpr;
     labelBoxes = [];
     function place(topic, isPicked) {
       ctx.font = (coarse || isPicked ? "600 " : "") + size + "px system-ui, sans-serif";
       var q = mapPoint(topic.x, topic.y);
       var x = q[0] * t.ax + t.bx, y = q[1] * t.ay + t.by;
+      if (x < 0 || x > width || y < 0 || y > height) return; // its topic is off the map's view
+      var pad = (isPicked ? 14 : 6) * dpr;
       var text = topic.label.length > 40 ? topic.label.slice(0, 39) + "…" : topic.label;
-      if (isPicked) text = "✓ " + text;
-      var w = ctx.measureText(text).width + (isPicked ? 14 : 6) * dpr, hgt = size + (isPicked ? 8 : 4) * dpr;
-      var box = [x - w / 2, y - hgt / 2, x + w / 2, y + hgt / 2];
-      if (box[2] < 0 || box[0] > width || box[3] < 0 || box[1] > height) return;
-      var clash = taken.some(function (o) { return box[0] < o[2] && o[0] < box[2] && box[1] < o[3] && o[1] < box[3]; });
-      if (clash) return;
+      text = fitted(isPicked ? "✓ " + text : text, width - 2 * edge, pad);
+      if (text === null) return;
+      var w = ctx.measureText(text).width + pad, hgt = size + (isPicked ? 8 : 4) * dpr;
+      if (hgt > height - 2 * edge) return;
+      // centred on its topic and shifted in just enough to stay whole inside the canvas; where that spot
+      // is taken, just below or above it (a label under the zoom buttons moves off them, not away)
+      var box = null;
+      var step = hgt + 2 * dpr;
+      var spots = [[0, 0], [0, step], [0, -step]];
+      buttons.forEach(function (b) { spots.push([Math.min(0, b[0] - (x + w / 2)), 0]); }); // left of them
+      for (var k = 0; k < spots.length && box === null; k++) {
+        var left = Math.min(Math.max(x - w / 2 + spots[k][0], edge), width - edge - w);
+        var top = Math.min(Math.max(y - hgt / 2 + spots[k][1], edge), height - edge - hgt);
+        var tried = [left, top, left + w, top + hgt];
+        var clash = taken.some(function (o) { return tried[0] < o[2] && o[0] < tried[2] && tried[1] < o[3] && o[1] < tried[3]; });
+        if (!clash) box = tried;
+      }
+      if (box === null) return; // no room near its topic: a bigger topic's name is there
+      x = box[0] + w / 2;
+      y = box[1] + hgt / 2;
       taken.push(box);
       labelBoxes.push({ topic: topic, box: box, picked: isPicked });
       if (isPicked) {
@@ -294,6 +360,9 @@
     canvas.paperMapLabels = labelBoxes.map(function (l) { // CSS pixels within the canvas, for tests
       return { id: l.topic.id, label: l.topic.label, picked: l.picked,
         left: l.box[0] / dpr, top: l.box[1] / dpr, right: l.box[2] / dpr, bottom: l.box[3] / dpr };
+    });
+    canvas.paperMapBlocked = buttons.map(function (b) {
+      return { left: b[0] / dpr, top: b[1] / dpr, right: b[2] / dpr, bottom: b[3] / dpr };
     });
   }
 
@@ -450,10 +519,10 @@
 
   // -- hover, click, search ------------------------------------------------------------------------------
 
-  function pointAt(clientX, clientY) {
+  function pointAt(clientX, clientY, reach) { // ``reach``: CSS pixels around the pointer (a finger: more)
     var rect = canvas.getBoundingClientRect();
     var x = Math.round((clientX - rect.left) * dpr), y = Math.round((clientY - rect.top) * dpr);
-    var r = Math.round(6 * dpr), best = -1, bestD = Infinity;
+    var r = Math.round((reach || 6) * dpr), best = -1, bestD = Infinity;
     for (var dy = -r; dy <= r; dy++) {
       var yy = y + dy;
       if (yy < 0 || yy >= height) continue;
@@ -582,15 +651,47 @@
   }
 
   var drag = null;
+  var fingers = new Map(); // pointerId -> [clientX, clientY] of the pointers down on the canvas
+  var pinch = null; // two fingers: the distance and midpoint between them at the last move
+
+  function twoFingers() {
+    var p = Array.from(fingers.values());
+    var rect = canvas.getBoundingClientRect();
+    return {
+      distance: Math.max(1, Math.hypot(p[0][0] - p[1][0], p[0][1] - p[1][1])),
+      x: ((p[0][0] + p[1][0]) / 2 - rect.left) * dpr,
+      y: ((p[0][1] + p[1][1]) / 2 - rect.top) * dpr
+    };
+  }
+
+  function endPointer(e) {
+    fingers.delete(e.pointerId);
+    if (fingers.size < 2) pinch = null;
+  }
 
   canvas.addEventListener("pointerdown", function (e) {
     if (!data) return;
-    drag = { x: e.clientX, y: e.clientY, startX: e.clientX, startY: e.clientY, moved: false };
+    fingers.set(e.pointerId, [e.clientX, e.clientY]);
     canvas.setPointerCapture(e.pointerId);
+    if (fingers.size === 2) { // a pinch: neither finger's lift is a tap
+      pinch = twoFingers();
+      drag = null;
+      return;
+    }
+    drag = { x: e.clientX, y: e.clientY, startX: e.clientX, startY: e.clientY, moved: false, touch: e.pointerType === "touch" };
   });
 
   canvas.addEventListener("pointermove", function (e) {
     if (!data) return;
+    if (fingers.has(e.pointerId)) fingers.set(e.pointerId, [e.clientX, e.clientY]);
+    if (pinch && fingers.size === 2) {
+      var now = twoFingers();
+      panBy(now.x - pinch.x, now.y - pinch.y);
+      zoomAround(now.distance / pinch.distance, now.x, now.y);
+      canvas.dataset.pinched = "1";
+      pinch = now;
+      return;
+    }
     if (drag) {
       var dx = e.clientX - drag.x, dy = e.clientY - drag.y;
       if (Math.abs(e.clientX - drag.startX) + Math.abs(e.clientY - drag.startY) > 4) {
@@ -605,6 +706,7 @@
         return;
       }
     }
+    if (e.pointerType === "touch") return; // no hovering with a finger: a tap shows the title
     var overLabel = labelAt(e.clientX, e.clientY) !== null;
     canvas.classList.toggle("over-label", overLabel);
     var index = overLabel ? -1 : pointAt(e.clientX, e.clientY);
@@ -616,8 +718,9 @@
   });
 
   canvas.addEventListener("pointerup", function (e) {
+    endPointer(e);
     if (!drag) return;
-    var clicked = !drag.moved;
+    var clicked = !drag.moved, touch = drag.touch;
     drag = null;
     canvas.classList.remove("dragging");
     if (clicked) {
@@ -626,12 +729,25 @@
         openTopic(topic, false);
         return;
       }
-      var index = pointAt(e.clientX, e.clientY);
+      var index = pointAt(e.clientX, e.clientY, touch ? 14 : 6);
+      if (touch && index !== hoverIndex) { // a finger cannot hover: the first tap shows the title
+        hoverIndex = index;
+        showTip(index, e.clientX, e.clientY);
+        request();
+        return;
+      }
       if (index >= 0) window.location.assign(paperHref(data.ids[index]));
     }
   });
 
-  canvas.addEventListener("pointerleave", function () {
+  canvas.addEventListener("pointercancel", function (e) {
+    endPointer(e);
+    drag = null;
+    canvas.classList.remove("dragging");
+  });
+
+  canvas.addEventListener("pointerleave", function (e) {
+    if (e.pointerType === "touch") return; // a lifted finger "leaves": keep the title it tapped
     if (!drag) {
       hoverIndex = -1;
       showTip(-1);
@@ -708,6 +824,7 @@
     .then(function (buffer) {
       data = decode(buffer);
       canvas.dataset.points = String(data.n);
+      canvas.paperMapColors = Object.fromEntries(data.tones); // topic id -> colour, for tests
       if (!data.n) {
         say("No papers are on the map yet: topics have not been built.");
         return;

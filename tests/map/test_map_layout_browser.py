@@ -1,0 +1,267 @@
+"""The map's labels and colours in a real browser at a desktop's and a phone's width (#30 item 9).
+
+What a reader saw before: topic names cut off at the map's edges and drawn on top of each other, colours
+that did not tell neighbouring clusters apart (two teals 4 ΔE apart), and at 390 px a map below the fold
+that a finger could neither zoom nor hover. The instance has many crowded topics on purpose (the three
+synthetic groups of tests/topics split into 12 topics), so labels compete for room at every zoom.
+
+Every view checked (the whole map, zoomed in step by step, dragged towards each edge) must keep each drawn
+label whole inside the canvas, clear of the zoom buttons, and clear of every other label.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from paperfeed.bootstrap import build_app
+from paperfeed.domain.ingest import Batch
+from paperfeed.domain.models import Paper
+from paperfeed.settings import Settings
+from tests.support.live_server import live_server
+
+pytestmark = pytest.mark.slow
+WIDTHS = [(1280, 900), (390, 844)]
+
+
+# Ten subjects, each its own words: the fake embedder's vectors fall into ten groups that a 2-D layout
+# spreads over the whole map, and 12 topics of them leave labels little room.
+SUBJECTS = (
+    "graph neural networks message passing",
+    "protein folding structure prediction",
+    "galaxy cluster dark matter survey",
+    "speech recognition acoustic model",
+    "robot grasping manipulation policy",
+    "quantum error correction qubits",
+    "climate ocean temperature forcing",
+    "compiler register allocation loops",
+    "market auction pricing equilibrium",
+    "cell membrane protein transport",
+)
+
+
+def _papers() -> list[Paper]:
+    made = []
+    for g, words in enumerate(SUBJECTS):
+        for i in range(15):
+            n = g * 15 + i + 1
+            made.append(
+                Paper(
+                    id=f"2611.{n:05d}",
+                    title=f"{words.split()[0].title()} {words.split()[1]} study {i}",
+                    abstract=f"We study {words} and {words.split()[-1]} in depth, case {i}.",
+                    authors=("Ada Lovelace",),
+                    categories=("cs.LG",),
+                    published=datetime(2026, 11, 2, tzinfo=UTC) - timedelta(days=i),
+                )
+            )
+    return made
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    data_dir = tmp_path_factory.mktemp("crowded-map")
+    settings = Settings(
+        data_dir=data_dir,
+        database_url=None,
+        embedding_backend="fake",
+        keyword_engine="fts5",
+        topics_min_papers=30,
+        topics_k=12,
+        topics_coarse_k=4,
+        topics_layout="pca",
+    )
+    app = build_app(settings)
+    try:
+        app.store.apply_batch(Batch(papers=_papers()))
+        app.indexing.run()
+        app.topics.build()
+    finally:
+        app.close()
+    with live_server(settings) as url:
+        yield url
+
+
+def _open(
+    browser: Any, url: str, size: tuple[int, int], *, touch: bool = False
+) -> tuple[Any, Any, list[str]]:
+    context = browser.new_context(viewport={"width": size[0], "height": size[1]}, has_touch=touch)
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.goto(url + "/map")
+    page.locator("canvas#map-canvas[data-ready='1']").wait_for()
+    return context, page, problems
+
+
+def _labels(page: Any) -> dict[str, Any]:
+    page.wait_for_timeout(60)  # the frame requested by the last action
+    found: dict[str, Any] = page.evaluate(
+        """() => { const c = document.getElementById('map-canvas'); const r = c.getBoundingClientRect();
+        return { width: r.width, height: r.height, labels: c.paperMapLabels || [],
+                 blocked: c.paperMapBlocked || [], level: c.dataset.labelLevel }; }"""
+    )
+    return found
+
+
+def _overlap(a: dict[str, float], b: dict[str, float]) -> bool:
+    return (
+        a["left"] < b["right"]
+        and b["left"] < a["right"]
+        and a["top"] < b["bottom"]
+        and b["top"] < a["bottom"]
+    )
+
+
+def _check(view: dict[str, Any], where: str) -> int:
+    labels = view["labels"]
+    for label in labels:
+        inside = (
+            label["left"] >= 0
+            and label["top"] >= 0
+            and label["right"] <= view["width"]
+            and label["bottom"] <= view["height"]
+        )
+        assert inside, (
+            f"{where}: {label['label']!r} is cut by the map's edge: {label} in "
+            f"{view['width']}x{view['height']}"
+        )
+        for block in view["blocked"]:
+            assert not _overlap(label, block), f"{where}: {label['label']!r} is under the zoom buttons"
+    for a, b in itertools.combinations(labels, 2):
+        assert not _overlap(a, b), f"{where}: {a['label']!r} and {b['label']!r} overlap"
+    return len(labels)
+
+
+def _drag(page: Any, dx: float, dy: float) -> None:
+    box = page.locator("#map-canvas").bounding_box()
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x + dx, y + dy, steps=4)
+    page.mouse.up()
+
+
+@pytest.mark.parametrize("size", WIDTHS, ids=lambda s: f"{s[0]}px")
+def test_labels_stay_inside_the_map_and_apart_at_every_zoom(
+    chromium_browser: Any, site: str, size: tuple[int, int], tmp_path: Path
+) -> None:
+    context, page, problems = _open(chromium_browser, site, size)
+    try:
+        seen = _check(_labels(page), "the whole map")
+        assert seen >= 1
+        levels = set()
+        for step in range(1, 6):
+            page.click("#map-zoom-in")
+            view = _labels(page)
+            levels.add(view["level"])
+            seen += _check(view, f"zoomed in {step}x")
+            for dx, dy in ((0.45, 0), (-0.9, 0), (0.45, 0.45), (0, -0.9), (0, 0.45)):
+                _drag(page, dx * size[0], dy * size[1])
+                seen += _check(_labels(page), f"zoomed in {step}x, dragged {dx:+}, {dy:+}")
+        assert "fine" in levels, "zooming in shows the fine topics' names"
+        assert seen > 20, "so few labels prove nothing"
+        page.screenshot(path=str(tmp_path / f"map-{size[0]}.png"))
+    finally:
+        context.close()
+    assert problems == [], problems
+
+
+def _lab(hex_colour: str) -> tuple[float, float, float]:
+    """CIE L*a*b* of an sRGB colour (D65), for the ΔE distance people see between two colours."""
+
+    def linear(c: float) -> float:
+        return ((c + 0.055) / 1.055) ** 2.4 if c > 0.04045 else c / 12.92
+
+    r, g, b = (linear(int(hex_colour[i : i + 2], 16) / 255) for i in (1, 3, 5))
+    x = (0.4124 * r + 0.3576 * g + 0.1805 * b) / 0.95047
+    y = 0.2126 * r + 0.7152 * g + 0.0722 * b
+    z = (0.0193 * r + 0.1192 * g + 0.9505 * b) / 1.08883
+
+    def f(v: float) -> float:
+        return v ** (1 / 3) if v > 0.008856 else 7.787 * v + 16 / 116
+
+    return 116 * f(y) - 16, 500 * (f(x) - f(y)), 200 * (f(y) - f(z))
+
+
+def test_neighbouring_topics_wear_colours_far_apart(chromium_browser: Any, site: str) -> None:
+    context, page, problems = _open(chromium_browser, site, WIDTHS[0])
+    try:
+        colours = page.evaluate("() => document.getElementById('map-canvas').paperMapColors")
+        topics = page.evaluate(
+            """() => fetch('/api/map/points?format=json').then(r => r.json()).then(b => b.topics)"""
+        )
+    finally:
+        context.close()
+    fine = [t for t in topics if t["level"] == 0]
+    assert len(fine) == 12
+    assert {str(t["id"]) for t in fine} == set(colours)
+    # 12 topics, 12 colours: every two are told apart (ΔE ≥ 25; the old palette had pairs 4 and 10 apart)
+    for a, b in itertools.combinations(fine, 2):
+        distance = math.dist(_lab(colours[str(a["id"])]), _lab(colours[str(b["id"])]))
+        assert distance >= 25, f"{a['label']!r} and {b['label']!r} look alike: ΔE {distance:.1f}"
+    assert problems == [], problems
+
+
+def test_a_finger_pinches_to_zoom_and_taps_twice_to_open_a_paper(chromium_browser: Any, site: str) -> None:
+    context, page, problems = _open(chromium_browser, site, WIDTHS[1], touch=True)
+    try:
+        frame = page.locator(".map-frame").bounding_box()
+        assert frame["y"] < 844 * 0.6, "on a phone the map comes first, not below the tools"
+        zoom = float(page.locator("#map-canvas").get_attribute("data-zoom"))
+        box = page.locator("#map-canvas").bounding_box()
+        cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        touch = context.new_cdp_session(page)  # two real fingers, as the browser's input pipeline sees them
+
+        def fingers(kind: str, spread: float) -> None:
+            points = (
+                []
+                if kind == "touchEnd"
+                else [
+                    {"x": cx - spread, "y": cy, "id": 1},
+                    {"x": cx + spread, "y": cy, "id": 2},
+                ]
+            )
+            touch.send("Input.dispatchTouchEvent", {"type": kind, "touchPoints": points})
+
+        fingers("touchStart", 20)
+        for k in range(1, 7):
+            fingers("touchMove", 20 + 12 * k)
+        fingers("touchEnd", 0)
+        page.wait_for_function(
+            f"() => Number(document.getElementById('map-canvas').dataset.zoom) > {zoom * 2}"
+        )
+        assert page.url.endswith("/map"), "a pinch is not a tap"
+        page.click("#map-reset")
+        page.wait_for_function("() => document.getElementById('map-canvas').dataset.zoom === '1.000'")
+        dot = page.evaluate(
+            """() => { const c = document.getElementById('map-canvas');
+            const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+            const r = c.getBoundingClientRect(), k = c.width / r.width, labels = c.paperMapLabels || [];
+            const named = (x, y) => labels.some(l => x / k >= l.left - 16 && x / k <= l.right + 16
+                                                  && y / k >= l.top - 16 && y / k <= l.bottom + 16);
+            for (let y = 60; y < c.height - 20; y++) for (let x = 20; x < c.width - 90; x++) {
+              const i = (y * c.width + x) * 4;
+              if (d[i + 3] === 255 && !named(x, y)) return [r.left + (x + 1) / k, r.top + (y + 1) / k];
+            }
+            return null; }"""
+        )
+        assert dot is not None
+        page.touchscreen.tap(dot[0], dot[1])
+        tip = page.locator("#map-tip")
+        tip.wait_for(state="visible")
+        paper = tip.get_attribute("data-paper")
+        assert paper
+        assert page.url.endswith("/map"), "the first tap shows the title, it does not leave the map"
+        page.touchscreen.tap(dot[0], dot[1])
+        page.wait_for_url(f"**/papers/{paper}")
+    finally:
+        context.close()
+    assert problems == [], problems
