@@ -226,16 +226,31 @@ def test_reader_tools_need_a_token(http_url: str, tool: str) -> None:
     run(http_url, body)
 
 
-@pytest.mark.parametrize("tool", sorted(READER | {"search_papers"}))
-def test_an_invalid_token_is_refused_even_where_none_is_needed(http_url: str, tool: str) -> None:
-    arguments = READER_ARGS.get(tool, {"query": "diffusion"})
+def test_an_invalid_token_is_a_401_before_any_tool_runs(http_url: str) -> None:
+    """The MCP authorization spec: an invalid or expired token gets HTTP 401 (as on every route of the
+    site), not an answer; the SDK's client then fails to connect instead of reading as nobody."""
+    trending = {"name": "trending", "arguments": {}}
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": trending}
+    for token in ("pf_not-a-real-token", "not-even-ours"):
+        refused = httpx.post(
+            http_url,
+            json=call,
+            headers={**_POST, "authorization": f"Bearer {token}"},
+            timeout=30,
+        )
+        assert refused.status_code == 401
+        assert refused.json()["error"] == "The API token is invalid or has been revoked."
+        assert refused.headers["www-authenticate"] == 'Bearer error="invalid_token"'
 
     async def body(client: Client) -> None:
-        result = await client.call_tool(tool, arguments)
-        assert result.is_error
-        assert "the personal API token is invalid or has been revoked: create a new one at" in text(result)
+        await client.list_tools()
 
-    run(http_url, body, token="pf_not-a-real-token")
+    with pytest.raises(BaseExceptionGroup) as caught:
+        run(http_url, body, token="pf_not-a-real-token")
+    assert caught.group_contains(MCPError)
+
+
+_POST = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
 def test_library_tools_act_for_the_tokens_reader_only(http_url: str, instance: Instance) -> None:

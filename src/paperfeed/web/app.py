@@ -88,6 +88,7 @@ def create_app(build: Callable[[], App], *, comment_renderer: CommentRenderer | 
     renderer.add_globals(library.TEMPLATE_GLOBALS, library.TEMPLATE_FILTERS)
     renderer.add_globals(community.TEMPLATE_GLOBALS)
     web.add_middleware(PublicCacheMiddleware)  # outside security's cookie, inside the shared headers
+    web.add_middleware(security.BearerTokenMiddleware)  # a bad token is a 401 before the cache answers
     web.add_middleware(ServerTimingMiddleware)
     web.add_middleware(ResponseHeadersMiddleware)
     web.add_middleware(HeadMiddleware)  # outermost: every layer inside sees HEAD as the GET it is

@@ -3,7 +3,8 @@
 Dependencies every area uses:
 
 - :func:`current_user` — the user of the ``Authorization: Bearer`` token, else of the session cookie,
-  else ``None`` (a presented but invalid or revoked token is a 401, never a silent anonymous request).
+  else ``None``. A presented but invalid or revoked token is a 401 on every route, never a silent
+  anonymous request: :class:`BearerTokenMiddleware` checks it before any route or cached answer.
 - :func:`require_user` — pages redirect to ``/signin?next=…``; the API (and non-HTML clients) get a 401.
 - :func:`require_admin` — 403 for signed-in non-admins.
 - :func:`verify_csrf` — put on every POST/PUT/PATCH/DELETE route (``dependencies=[Depends(verify_csrf)]``);
@@ -31,6 +32,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any
 from urllib.parse import quote, urlsplit
 
+from anyio.to_thread import run_sync
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import RedirectResponse, Response
 from jinja2 import pass_context
@@ -54,6 +56,7 @@ __all__ = [
     "TEMPLATE_GLOBALS",
     "Admin",
     "AuthProblem",
+    "BearerTokenMiddleware",
     "CsrfRejected",
     "Forbidden",
     "SecurityMiddleware",
@@ -87,6 +90,7 @@ _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 _NEW_CSRF = "pf_new_csrf_cookie"  # request-state key: a CSRF cookie to set on the response
 _USER = "pf_user"  # request-state key: the resolved user (or None), once per request
 _CSRF_USED = "pf_csrf_used"  # request-state key: a CSRF token was computed (the answer is this browser's)
+_TOKEN_USER = "pf_token_user"  # request-state key: the user of the Bearer token BearerTokenMiddleware checked
 _CSRF_COOKIE_AGE = 365 * 24 * 3600
 _MACHINE_PREFIXES = ("/api/", "/rss/", "/atom/")
 _request_var: contextvars.ContextVar[Request | None] = contextvars.ContextVar("pf_request", default=None)
@@ -138,17 +142,51 @@ def current_user(request: Request) -> User | None:
         return user
     token = _bearer(request)
     if token is not None:
-        user = accounts_of(request).user_for_api_token(token)
+        user = state[_TOKEN_USER] if _TOKEN_USER in state else accounts_of(request).user_for_api_token(token)
         if user is None:
-            raise SignInRequired(
-                "The API token is invalid or has been revoked.",
-                {"WWW-Authenticate": 'Bearer error="invalid_token"'},
-            )
+            raise _invalid_token()
     else:
         session = request.cookies.get(SESSION_COOKIE, "")
         user = accounts_of(request).user_for_session(session) if session else None
     state[_USER] = user
     return user
+
+
+def _invalid_token() -> SignInRequired:
+    return SignInRequired(
+        "The API token is invalid or has been revoked.", {"WWW-Authenticate": 'Bearer error="invalid_token"'}
+    )
+
+
+class BearerTokenMiddleware:
+    """Checks an ``Authorization: Bearer`` token before anything answers: an invalid or revoked token is a
+    401 on every route — public reads, static files, ``/mcp`` and answers the page cache holds alike — so
+    a client learns at once that its token no longer works instead of silently reading as anonymous.
+
+    It sits outside :mod:`.public_cache`. The user it found is kept apart from the one a render resolves
+    (:func:`current_user` reuses it without a second look-up), so an answer that never looked at who asked
+    stays shareable (:func:`asked_who`)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        state = scope.get("state")
+        if scope["type"] != "http" or not state or state.get("app") is None:
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        token = _bearer(request)
+        if token is None:
+            await self.app(scope, receive, send)
+            return
+        user = await run_sync(accounts_of(request).user_for_api_token, token)
+        if user is None:
+            response = await auth_problem_response(request, _invalid_token())
+            await response(scope, receive, send)
+            return
+        state[_TOKEN_USER] = user
+        await self.app(scope, receive, send)
 
 
 def _wants_page(request: Request) -> bool:
