@@ -483,7 +483,7 @@ def collection_page(request: Request, tag_id: int, page: PageNumber = 1) -> HTML
         "collection",
         f"{shown.tag.name} · a collection by {shown.owner.display_name}",
         nav="",
-        cache=_PUBLIC if shown.tag.public and not own else _PRIVATE,
+        cache=_PUBLIC if shown.tag.public and user is None else _PRIVATE,  # the header names a reader
         feeds=feeds,
         description=f"{plural(shown.total, 'paper')} collected by {shown.owner.display_name}.",
         shown=shown,

@@ -70,6 +70,7 @@ __all__ = [
     "csrf_token",
     "current_user",
     "install",
+    "keep_personal_private",
     "link_base_url",
     "personal",
     "redirect_back",
@@ -374,8 +375,27 @@ def check_csrf_token(request: Request, sent: str) -> None:
         )
 
 
+def keep_personal_private(headers: MutableHeaders, state: Mapping[str, Any]) -> None:
+    """The one rule for every route: an answer whose rendering resolved a signed-in reader or computed a
+    CSRF token (:func:`personal`) is that reader's, so a ``public`` its handler chose becomes ``private,
+    no-store`` (a shared cache in front must never hand it to the next visitor); a public answer whose
+    rendering looked at who asks (:func:`asked_who`, e.g. an anonymous view of a page a reader sees
+    otherwise) varies on ``Cookie`` and ``Authorization`` so a shared cache keeps the two apart."""
+    cache = headers.get("cache-control", "").lower()
+    if "public" not in cache:
+        return
+    if personal(state):
+        headers["Cache-Control"] = "private, no-store"
+    elif asked_who(state):
+        varies = {v.strip().lower() for v in headers.get("vary", "").split(",") if v.strip()}
+        for name in ("Cookie", "Authorization"):
+            if name.lower() not in varies and "*" not in varies:
+                headers.add_vary_header(name)
+
+
 class SecurityMiddleware:
-    """Sets a new browser's CSRF cookie on the response and makes the request visible to templates."""
+    """Sets a new browser's CSRF cookie on the response, keeps a reader's answer private
+    (:func:`keep_personal_private`) and makes the request visible to templates."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -388,6 +408,8 @@ class SecurityMiddleware:
         reset = _request_var.set(Request(scope))
 
         async def send_with_cookie(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                keep_personal_private(MutableHeaders(scope=message), state)
             if message["type"] == "http.response.start" and state.get(_NEW_CSRF):
                 headers = MutableHeaders(scope=message)
                 app: App | None = state.get("app")
