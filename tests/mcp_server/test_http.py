@@ -3,6 +3,8 @@ uvicorn on loopback: every tool, bad arguments, tokens, unknown ids, paper resou
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -251,6 +253,37 @@ def test_an_invalid_token_is_a_401_before_any_tool_runs(http_url: str) -> None:
 
 
 _POST = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+@pytest.mark.parametrize("which", ["open", "private"])
+def test_a_get_opens_no_event_stream_it_is_a_405_at_once(
+    http_url: str, private_url: str, instance: Instance, which: str
+) -> None:
+    """docs/mcp.md: no server-sent event streams. The SDK would keep a GET open (30 of 30 stayed open in
+    the probe, anonymous and with PAPERFEED_MCP_REQUIRE_TOKEN alike); each is answered and closed."""
+    url = http_url if which == "open" else private_url
+
+    credentials: list[dict[str, str]] = [{}] * 29 + [{"authorization": f"Bearer {instance.token}"}]
+
+    async def main() -> None:
+        async with httpx.AsyncClient(timeout=5) as client:
+            answers = await asyncio.gather(
+                *(client.get(url, headers={"accept": "text/event-stream", **auth}) for auth in credentials)
+            )
+            deleted = await client.delete(url)
+        for answer in [*answers, deleted]:
+            assert answer.status_code == 405, answer.text
+            assert answer.headers["allow"] == "POST"
+            assert "send each JSON-RPC message to /mcp with POST" in answer.json()["error"]
+
+    started = time.monotonic()
+    run_async(main)
+    assert time.monotonic() - started < 5
+
+    async def still_works(client: Client) -> None:
+        assert len((await client.list_tools()).tools) == 10
+
+    run(url, still_works, token=instance.token)
 
 
 def test_library_tools_act_for_the_tokens_reader_only(http_url: str, instance: Instance) -> None:

@@ -45,6 +45,7 @@ from paperfeed.domain.search import SearchFilters
 from paperfeed.services.library import LibraryNotFound, PaperState
 from paperfeed.services.recommend import UnknownTag
 
+from .errors import error_response
 from .paper_markdown import paper_markdown
 
 __all__ = ["HttpEndpoint", "build_server", "stdio_server"]
@@ -683,4 +684,19 @@ class HttpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._manager is None:  # pragma: no cover - only outside the app's lifespan
             raise RuntimeError("the MCP endpoint is not running: enter HttpEndpoint.running() first")
+        if scope.get("method") != "POST":
+            # Stateless and JSON-answering: every message is a POST. The SDK would answer a GET with a
+            # server-sent event stream that stays open (for server-initiated messages this server never
+            # sends), so anyone could hold connections open for free; the spec allows a 405 instead.
+            await _only_post(scope, receive, send)
+            return
         await self._manager.handle_request(scope, receive, send)
+
+
+async def _only_post(scope: Scope, receive: Receive, send: Send) -> None:
+    request = Request(scope, receive)
+    message = (
+        f"{request.method} is not used here: send each JSON-RPC message to /mcp with POST (this endpoint "
+        "is stateless and answers in JSON, without event streams or sessions)"
+    )
+    await error_response(request, 405, message, {"Allow": "POST"})(scope, receive, send)
