@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from paperfeed.services.ingest import IngestService
     from paperfeed.services.jobs import JobSchedule, JobService
     from paperfeed.services.library import LibraryService
-    from paperfeed.services.library_import import LibraryImporter
+    from paperfeed.services.library_import import LibraryImporter, ReaderWork
     from paperfeed.services.library_references import ReferenceBibliography
     from paperfeed.services.paper_graph import PaperGraphService
     from paperfeed.services.paper_upload import PaperUploads
@@ -190,11 +190,25 @@ class App:
 
     @cached_property
     def library_import(self) -> LibraryImporter:
-        """BibTeX / CSL-JSON / id-list import into a library; missing papers come from the arXiv API."""
-        from paperfeed.adapters.sources.bibliography import parse_bibliography
-        from paperfeed.services.library_import import LibraryImporter
+        """BibTeX / CSL-JSON / id-list import into a library; missing papers come from the arXiv API (for
+        the site's imports in the background, on :attr:`reader_work`, followed as job runs)."""
+        from datetime import UTC, datetime
 
-        return LibraryImporter(self.library, self.ingest, lambda: self.arxiv_api, parse_bibliography)
+        from paperfeed.adapters.sources.bibliography import read_bibliography_stream
+        from paperfeed.services.library_import import ImportJobs, LibraryImporter
+
+        jobs = ImportJobs(self.job_store, self.reader_work, lambda: datetime.now(UTC))
+        parse = read_bibliography_stream
+        return LibraryImporter(self.library, self.ingest, lambda: self.arxiv_api, parse, jobs)
+
+    @cached_property
+    def reader_work(self) -> ReaderWork:
+        """The thread that runs readers' slow work one job at a time; closing the App stops it."""
+        from paperfeed.services.library_import import ReaderWork
+
+        work = ReaderWork()
+        self._closers.append(work)
+        return work
 
     def _digest_papers_of(self, user_id: int) -> set[str]:
         """Every paper the reader's digest subscription already mailed them (For you never repeats one)."""
