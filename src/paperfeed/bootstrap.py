@@ -201,6 +201,13 @@ class App:
         parse = read_bibliography_stream
         return LibraryImporter(self.library, self.ingest, lambda: self.arxiv_api, parse, jobs)
 
+    @staticmethod
+    def release_free_memory() -> None:
+        """Give the allocator's free pages back to the system after a large request (glibc)."""
+        from paperfeed.adapters.memory import release_free_memory
+
+        release_free_memory()
+
     @cached_property
     def reader_work(self) -> ReaderWork:
         """The thread that runs readers' slow work one job at a time; closing the App stops it."""

@@ -36,9 +36,7 @@ HTML = {"accept": "text/html"}
 
 def probe_bib(entries: int) -> bytes:
     """The probe's BibTeX: one short entry per paper id, as a script writes it."""
-    return "".join(
-        f"@article{{k{n},\n  eprint={{2401.{n % 100_000:05d}}}\n}}\n" for n in range(entries)
-    ).encode()
+    return "".join(f"@article{{k{n}, eprint={{2401.{n % 100_000:05d}}}}}\n" for n in range(entries)).encode()
 
 
 def probe_ids(lines: int) -> bytes:
