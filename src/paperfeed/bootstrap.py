@@ -88,8 +88,7 @@ class App:
     def store(self) -> SqlPaperStore:
         from paperfeed.adapters.store import open_store
 
-        if self.settings.database_url is None:
-            self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        self.secure_data_folder()
         store = open_store(self.settings.db_url)
         self._closers.append(store)
         return store
@@ -200,6 +199,21 @@ class App:
         jobs = ImportJobs(self.job_store, self.reader_work, lambda: datetime.now(UTC))
         parse = read_bibliography_stream
         return LibraryImporter(self.library, self.ingest, lambda: self.arxiv_api, parse, jobs)
+
+    def secure_data_folder(self) -> None:
+        """The data folder ``0700``, the SQLite database, its WAL and the secret key ``0600``, whatever the
+        umask; looser existing ones are tightened and logged (``adapters/data_folder.py`` says why)."""
+        from paperfeed.adapters.data_folder import secure_data_folder
+
+        secure_data_folder(self.settings.data_dir, sqlite=self.settings.database_url is None)
+
+    @staticmethod
+    def write_private_file(path: Path, content: bytes) -> None:
+        """Write ``content`` to ``path`` readable by its owner only (``0600``): a reader's data export."""
+        from paperfeed.adapters.data_folder import private_file
+
+        with private_file(path) as out:
+            out.write(content)
 
     @staticmethod
     def release_free_memory() -> None:
@@ -1148,8 +1162,7 @@ class App:
         the caller disposes of it."""
         from paperfeed.adapters.store.sql_store import make_engine
 
-        if self.settings.database_url is None:
-            self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        self.secure_data_folder()
         return make_engine(self.settings.db_url)
 
     @staticmethod
