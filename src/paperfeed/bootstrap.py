@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from paperfeed.services.library_references import ReferenceBibliography
     from paperfeed.services.paper_graph import PaperGraphService
     from paperfeed.services.paper_upload import PaperUploads
+    from paperfeed.services.rate_limits import ClientRateLimiter
     from paperfeed.services.recommend import RecommendationService
     from paperfeed.services.search import HybridSearch
     from paperfeed.services.topic_map import TopicMapService
@@ -214,6 +215,13 @@ class App:
 
         with private_file(path) as out:
             out.write(content)
+
+    @cached_property
+    def search_limiter(self) -> ClientRateLimiter:
+        """Anonymous searches per client address (``PAPERFEED_SEARCH_RATE_PER_MINUTE``), per process."""
+        from paperfeed.services.rate_limits import ClientRateLimiter
+
+        return ClientRateLimiter(self.settings.search_rate_per_minute)
 
     @staticmethod
     def release_free_memory() -> None:

@@ -208,6 +208,15 @@ class SettingsModel(BaseModel):
         description="Largest bibliography a reader may upload to import into their library (/library/import "
         "and POST /api/me/library/import), in bytes; a larger request is refused (413) before it is read.",
     )
+    search_rate_per_minute: int = Field(
+        default=60,
+        ge=0,
+        le=100_000,
+        description="Searches one anonymous client address may run a minute on each web worker (the "
+        "search page, the search API and exports, the search feeds, MCP's search_papers without a token), "
+        "as many at once; more are answered 429 with Retry-After. Answers the page cache holds do not "
+        "count, signed-in readers are not limited; 0 turns the limit off.",
+    )
     library_import_max_entries: int = Field(
         default=10_000,
         ge=1,

@@ -82,6 +82,10 @@ class Surface(Protocol):
 
     def site(self, ctx: Context, app: App) -> str: ...
 
+    def anonymous_client(self, ctx: Context) -> str | None:
+        """The address of a client without a token, whose searches are rate-limited (None: not limited)."""
+        ...
+
 
 @dataclass(frozen=True)
 class _Stdio:
@@ -102,6 +106,9 @@ class _Stdio:
 
     def site(self, ctx: Context, app: App) -> str:
         return app.public_url.rstrip("/")
+
+    def anonymous_client(self, ctx: Context) -> str | None:
+        return None  # the person who started the process
 
 
 def _request(ctx: Context) -> Request:
@@ -130,6 +137,12 @@ class _Http:
     def site(self, ctx: Context, app: App) -> str:
         configured = app.settings.base_url
         return (configured or str(_request(ctx).base_url)).rstrip("/")
+
+    def anonymous_client(self, ctx: Context) -> str | None:
+        if self.token(ctx) is not None:
+            return None
+        request = _request(ctx)
+        return request.client.host if request.client else "unknown"
 
 
 # -- structured answers --------------------------------------------------------------------------------
@@ -382,6 +395,13 @@ def build_server(surface: Surface) -> MCPServer:
         Returns the best matches with id, title, date, upvotes and authors; use get_paper for a paper's
         abstract and details."""
         app, site = open_app(ctx)
+        client = surface.anonymous_client(ctx)
+        wait = app.search_limiter.wait(client) if client is not None else 0.0
+        if wait > 0:
+            raise ToolError(
+                f"too many searches from your address: try again in {max(1, int(wait + 0.999))} seconds "
+                f"(with a personal API token from {site}/account there is no such limit)"
+            )
         filters = _filters(date_from, date_to, categories or (), has_code)
         page = app.search.search(query.strip(), filters, limit=limit, offset=offset)
         papers = app.community.with_counts([h.paper for h in page.hits])

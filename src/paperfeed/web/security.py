@@ -52,6 +52,7 @@ __all__ = [
     "CSRF_COOKIE",
     "CSRF_FIELD",
     "CSRF_HEADER",
+    "SEARCH_PATHS",
     "SESSION_COOKIE",
     "TEMPLATE_GLOBALS",
     "Admin",
@@ -59,6 +60,7 @@ __all__ = [
     "BearerTokenMiddleware",
     "CsrfRejected",
     "Forbidden",
+    "SearchRateLimitMiddleware",
     "SecurityMiddleware",
     "SignInRequired",
     "asked_who",
@@ -78,6 +80,7 @@ __all__ = [
     "require_admin",
     "require_user",
     "safe_next",
+    "search_refused",
     "set_session_cookie",
     "template_request",
     "verify_csrf",
@@ -187,6 +190,67 @@ class BearerTokenMiddleware:
             await response(scope, receive, send)
             return
         state[_TOKEN_USER] = user
+        await self.app(scope, receive, send)
+
+
+# Anonymous GETs that run a search; the page cache answers repeats before they get here.
+SEARCH_PATHS = frozenset(
+    {
+        "/search",
+        "/search/export",
+        "/api/papers/search",
+        "/api/papers/search/export",
+        "/rss/search",
+        "/atom/search",
+    }
+)
+
+
+def search_refused(request: Request, seconds: float) -> Response:
+    """The 429 of a client over ``PAPERFEED_SEARCH_RATE_PER_MINUTE`` (a page for a browser, else JSON)."""
+    wait = max(1, int(seconds + 0.999))
+    message = (
+        f"Too many searches from your address: try again in {wait} seconds (signed-in readers are not "
+        "limited)."
+    )
+    headers = {"Retry-After": str(wait)}
+    if _wants_page(request):
+        return error_page(request, 429, "Too many searches", message, headers=headers)
+    return error_response(request, 429, message, headers=headers, retry_after=wait)
+
+
+class SearchRateLimitMiddleware:
+    """Limits the searches an anonymous client address runs (:class:`~paperfeed.services.rate_limits.
+    ClientRateLimiter`, ``PAPERFEED_SEARCH_RATE_PER_MINUTE``). It sits inside :mod:`.public_cache`, so a
+    search the cache answers costs nothing and counts nothing; a request with a session cookie or a token
+    is a reader's, not limited here."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        state = scope.get("state") or {}
+        container = state.get("app")
+        if (
+            scope["type"] != "http"
+            or container is None
+            or scope.get("path") not in SEARCH_PATHS
+            or scope.get("method") not in ("GET", "HEAD")
+        ):
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        if (
+            not request.query_params.get("q", "").strip()
+            or _bearer(request) is not None
+            or request.cookies.get(SESSION_COOKIE)
+        ):
+            await self.app(scope, receive, send)
+            return
+        wait = container.search_limiter.wait(client_address(request))
+        if wait > 0:
+            await search_refused(request, wait)(scope, receive, send)
+            return
         await self.app(scope, receive, send)
 
 
