@@ -235,9 +235,7 @@ class App:
         """The thread that runs readers' slow work one job at a time; closing the App stops it."""
         from paperfeed.services.library_import import ReaderWork
 
-        work = ReaderWork()
-        self._closers.append(work)
-        return work
+        return ReaderWork()  # closed first by close(): its jobs use the store and the HTTP clients
 
     def _digest_papers_of(self, user_id: int) -> set[str]:
         """Every paper the reader's digest subscription already mailed them (For you never repeats one)."""
@@ -1187,6 +1185,9 @@ class App:
         migrate.upgrade(engine)
 
     def close(self) -> None:
+        work = self.__dict__.get("reader_work")
+        if work is not None:  # a background job stops at its next batch while what it uses is still open
+            work.close()
         for item in reversed(self._closers):
             item.close()  # type: ignore[attr-defined]
         self._closers.clear()

@@ -273,3 +273,29 @@ def test_the_page_says_a_file_was_cut(app: App, ada: int) -> None:
         )
     assert got.status_code == 200
     assert "The file has more than 10 entries: only the first 10 were read." in got.text
+
+
+def test_a_fetch_running_when_the_server_stops_is_recorded_as_interrupted(
+    app: App, ada: int, server: ReplayServer, recorded_dir: Path
+) -> None:
+    serve_recorded(server, recorded_dir, "id_1605.08386_s0_m100_199195aa31ad.json", "1605.08386")
+    for _, replies in server.routes:
+        for reply in replies:
+            reply.delay = 1.0
+    other = build_app(app.settings)  # the web process, stopped while its job waits on arXiv
+    report = other.library_import.start(
+        ada, io.BytesIO(b"1605.08386\n"), "ids.txt", max_entries=10, max_fetch=10
+    )
+    assert report.job is not None
+    time.sleep(0.3)
+    other.close()  # waits for the job, which stops at its next batch
+    status = app.library_import.status(ada)
+    assert status is not None
+    assert status.state == "interrupted", status
+    assert status.error is not None
+    assert "import the file again" in status.error
+    again = app.library_import.start(
+        ada, io.BytesIO(b"1605.08386\n"), "ids.txt", max_entries=10, max_fetch=10
+    )
+    assert again.fetching == 0  # fetched before the stop: here now, saved at once
+    assert "1605.08386" in app.library.signals(ada).in_tag("Saved")
