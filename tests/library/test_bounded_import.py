@@ -245,15 +245,38 @@ def test_arxiv_down_fails_the_job_with_its_reason_and_keeps_what_was_saved(
     assert app.library.signals(ada).in_tag("Saved") == ("2401.00001",)
 
 
-def test_a_hidden_paper_is_not_saved_by_an_import_and_is_not_fetched(
-    app: App, ada: int, capped: Callable[..., TestClient], server: ReplayServer
+def _finished(client: TestClient) -> dict[str, Any]:
+    deadline = time.monotonic() + 30
+    while (job := client.get("/api/me/library/import").json()["job"])["state"] == "running":
+        assert time.monotonic() < deadline, job
+        time.sleep(0.1)
+    return dict(job)
+
+
+def test_an_import_answers_for_a_hidden_paper_exactly_as_for_an_unknown_one(
+    app: App, ada: int, capped: Callable[..., TestClient], server: ReplayServer, recorded_dir: Path
 ) -> None:
-    app.accounts.hide_paper("2402.00002")
-    got = _upload(capped(ada), "ids.txt", b"2402.00002\n")
-    assert got.status_code == 200
-    assert got.json()["notSaved"][0]["reason"] == "2402.00002: not available on this instance"
-    assert app.library.signals(ada).saved == ()
-    assert server.requests == []
+    """No oracle of what moderation hid: both are asked of arXiv, fetched, and saved (the hidden one out
+    of sight, as a paper hidden after it was saved)."""
+    serve_recorded(server, recorded_dir, "id_1605.08386_s0_m100_199195aa31ad.json", "1605.08386")
+    serve_recorded(server, recorded_dir, "id_1707.08567_s0_m100_6a1afebfc6a3.json", "1707.08567")
+    client = capped(ada)
+    assert _upload(client, "first.txt", b"1605.08386\n").status_code == 202
+    _finished(client)
+    app.accounts.hide_paper("1605.08386")
+    app.library.records.unsave(ada, "1605.08386", None)
+    answers, jobs = [], []
+    for paper_id in ("1605.08386", "1707.08567"):  # hidden here; unknown here
+        got = _upload(client, "one.txt", f"{paper_id}\n".encode())
+        answers.append({k: v for k, v in got.json().items() if k != "job"} | {"status": got.status_code})
+        jobs.append(
+            {k: v for k, v in _finished(client).items() if k not in ("id", "startedAt", "finishedAt")}
+        )
+    assert answers[0] == answers[1]
+    assert jobs[0] == jobs[1]
+    assert (jobs[0]["fetched"], jobs[0]["saved"]) == (1, 1)
+    page = client.get("/library", headers=HTML)
+    assert "1605.08386" not in page.text
 
 
 def test_the_page_says_a_file_was_cut(app: App, ada: int) -> None:

@@ -21,8 +21,8 @@ read as a stream and at most ``max_entries`` entries of it are parsed (the answe
 more); the papers already here are saved at once; the slow part, fetching at most ``max_fetch`` unknown
 papers from arXiv, is a background job (:class:`ImportJobs`) whose progress the reader sees
 (:meth:`LibraryImporter.status`, recorded as a job run); and a reader has at most one import at a time (a
-lease per reader: another upload meanwhile is :class:`ImportBusy`). Papers an administrator hid are not
-saved by an import and are reported like papers this instance does not have.
+lease per reader: another upload meanwhile is :class:`ImportBusy`). A paper an administrator hid is
+handled as one this instance does not have (see :meth:`LibraryImporter._shown`).
 """
 
 from __future__ import annotations
@@ -72,7 +72,6 @@ SAMPLE = 20  # ids named in a job's status: what an answer lists of what it coun
 _LEASE = timedelta(minutes=10)  # a dead worker's import stops blocking its reader after this
 _SAVE_EVERY = 1.0  # seconds between progress writes
 _JOB = "library-import"  # job_runs.job is f"{_JOB}:{user_id}"
-_NOT_HERE = "not available on this instance"
 
 
 @dataclass
@@ -261,23 +260,24 @@ class LibraryImporter:
         works = parsed.works
         report = self._report(name, tag_name, parsed)
         ids = arxiv_ids(works)
-        present, hidden = self._present(ids)
-        missing = [i for i in ids if i not in present and i not in hidden]
+        present = self._shown(ids)
+        missing = [i for i in ids if i not in present]  # a hidden paper too: as if it were not here
         skipped: set[str] = set()
         if missing and fetch:
             wanted = missing if max_fetch is None else missing[: max(0, max_fetch)]
             skipped = set(missing[len(wanted) :])
             if wanted:
-                summary = self.ingest.run(self.fetcher().papers(wanted), progress)
-                report.fetched = summary.added
-            present, hidden = self._present(ids)
+                self.ingest.run(self.fetcher().papers(wanted), progress)
+                arrived = self.library.records.existing_papers(wanted)
+                report.fetched = len(arrived)
+                present |= arrived
         elif missing:
             skipped = set(missing)
         for work in works:
             if work.arxiv_id is None:
                 report.problems.append(work)
             elif work.arxiv_id not in present:
-                report.problems.append(_not_saved(work, skipped, fetch, hidden))
+                report.problems.append(_not_saved(work, skipped, fetch))
         self._save(user_id, works, present, tag_name, with_tags, report)
         return report
 
@@ -312,14 +312,14 @@ class LibraryImporter:
             report.max_entries = max_entries
             works = parsed.works
             ids = arxiv_ids(works)
-            present, hidden = self._present(ids)
-            missing = [i for i in ids if i not in present and i not in hidden]
+            present = self._shown(ids)
+            missing = [i for i in ids if i not in present]  # a hidden paper too: as if it were not here
             wanted, skipped = missing[: max(0, max_fetch)], set(missing[max(0, max_fetch) :])
             for work in works:
                 if work.arxiv_id is None:
                     report.problems.append(work)
-                elif work.arxiv_id in hidden or work.arxiv_id in skipped:
-                    report.problems.append(_not_saved(work, skipped, True, hidden, web=True))
+                elif work.arxiv_id in skipped:
+                    report.problems.append(_not_saved(work, skipped, True, web=True))
             self._save(user_id, works, present, tag_name, with_tags, report)
             if wanted:
                 later = [w for w in works if w.arxiv_id in set(wanted)]
@@ -409,14 +409,14 @@ class LibraryImporter:
         """The background job: fetch ``wanted``, save what arrived to its tags, record the outcome."""
         jobs = progress.jobs
         try:
-            summary = self.ingest.run(self.fetcher().papers(wanted), progress)
-            present, _ = self._present(list(wanted))
+            self.ingest.run(self.fetcher().papers(wanted), progress)
+            arrived = self.library.records.existing_papers(list(wanted))
             report = ImportReport(source="", tag=tag_name)
-            self._save(user_id, works, present, tag_name, with_tags, report)
-            lost = [i for i in wanted if i not in present]
+            self._save(user_id, works, arrived, tag_name, with_tags, report)
+            lost = [i for i in wanted if i not in arrived]
             progress.counts.update(
                 done=len(wanted),
-                fetched=summary.added,
+                fetched=len(arrived),
                 saved=report.saved,
                 already_saved=report.already_saved,
                 not_found=len(lost),
@@ -443,12 +443,14 @@ class LibraryImporter:
         report.with_arxiv_id = sum(1 for w in works if w.arxiv_id)
         return report
 
-    def _present(self, ids: list[str]) -> tuple[set[str], set[str]]:
-        """The papers among ``ids`` that are here and shown, and those an administrator hid."""
+    def _shown(self, ids: list[str]) -> set[str]:
+        """The papers among ``ids`` that are here and shown. One an administrator hid is treated as one
+        this instance does not have: asked of arXiv and, when arXiv has it, counted as fetched and saved
+        (out of sight, as a paper hidden after it was saved) — so an import answers for it exactly as for
+        an unknown paper and cannot tell that moderation hid it."""
         records = self.library.records
         found = records.existing_papers(ids)
-        hidden = records.hidden_among(list(found)) if found else set()
-        return found - hidden, hidden
+        return found - (records.hidden_among(list(found)) if found else set())
 
     def _save(
         self,
@@ -478,13 +480,9 @@ class LibraryImporter:
         report.notes = self.library.add_notes(user_id, notes)
 
 
-def _not_saved(
-    work: CitedWork, skipped: set[str], fetch: bool, hidden: set[str], *, web: bool = False
-) -> CitedWork:
+def _not_saved(work: CitedWork, skipped: set[str], fetch: bool, *, web: bool = False) -> CitedWork:
     assert work.arxiv_id is not None
-    if work.arxiv_id in hidden:
-        why = _NOT_HERE
-    elif work.arxiv_id in skipped:
+    if work.arxiv_id in skipped:
         how = "(too many papers to fetch at once)" if fetch else "(--no-fetch)"
         why = f"not in this instance and not fetched {how}"
         if web:
