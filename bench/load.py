@@ -168,6 +168,7 @@ def synthetic(path: Path, start: int, count: int) -> Path:
 def env_for(data: Path, url: str | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERFEED_") or k.startswith(KEPT)}
     env.update(PAPERFEED_DATA_DIR=str(data), PAPERFEED_EMBEDDING_BACKEND="fake", PAPERFEED_SECRET_KEY=SECRET)
+    env["PAPERFEED_SEARCH_RATE_PER_MINUTE"] = "0"  # every simulated reader comes from one address
     if url:
         env["PAPERFEED_DATABASE_URL"] = url
     return env

@@ -125,6 +125,12 @@ def server() -> Iterator[ReplayServer]:
         yield srv
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Tests search many times a minute from one address (the test client), so the anonymous search limit
+    is off unless a test sets it (tests/security/test_search_rate_limit.py does)."""
+    os.environ.setdefault("PAPERFEED_SEARCH_RATE_PER_MINUTE", "0")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Leave out the PostgreSQL variants (marked ``postgres``) of tests about SQLite itself: marked
     ``sqlite_only``, or named for FTS5 (SQLite's own keyword table)."""

@@ -62,10 +62,11 @@ if TYPE_CHECKING:
     from paperfeed.services.ingest import IngestService
     from paperfeed.services.jobs import JobSchedule, JobService
     from paperfeed.services.library import LibraryService
-    from paperfeed.services.library_import import LibraryImporter
+    from paperfeed.services.library_import import LibraryImporter, ReaderWork
     from paperfeed.services.library_references import ReferenceBibliography
     from paperfeed.services.paper_graph import PaperGraphService
     from paperfeed.services.paper_upload import PaperUploads
+    from paperfeed.services.rate_limits import ClientRateLimiter
     from paperfeed.services.recommend import RecommendationService, RecommendSettings
     from paperfeed.services.search import HybridSearch, HybridSettings, SimilarSettings
     from paperfeed.services.topic_map import TopicMapService
@@ -212,8 +213,7 @@ class App:
     def store(self) -> SqlPaperStore:
         from paperfeed.adapters.store import open_store
 
-        if self.settings.database_url is None:
-            self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        self.secure_data_folder()
         store = open_store(self.settings.db_url)
         self._closers.append(store)
         return store
@@ -355,11 +355,52 @@ class App:
 
     @cached_property
     def library_import(self) -> LibraryImporter:
-        """BibTeX / CSL-JSON / id-list import into a library; missing papers come from the arXiv API."""
-        from paperfeed.adapters.sources.bibliography import parse_bibliography
-        from paperfeed.services.library_import import LibraryImporter
+        """BibTeX / CSL-JSON / id-list import into a library; missing papers come from the arXiv API (for
+        the site's imports in the background, on :attr:`reader_work`, followed as job runs)."""
+        from datetime import UTC, datetime
 
-        return LibraryImporter(self.library, self.ingest, lambda: self.arxiv_api, parse_bibliography)
+        from paperfeed.adapters.sources.bibliography import read_bibliography_stream
+        from paperfeed.services.library_import import ImportJobs, LibraryImporter
+
+        jobs = ImportJobs(self.job_store, self.reader_work, lambda: datetime.now(UTC))
+        parse = read_bibliography_stream
+        return LibraryImporter(self.library, self.ingest, lambda: self.arxiv_api, parse, jobs)
+
+    def secure_data_folder(self) -> None:
+        """The data folder ``0700``, the SQLite database, its WAL and the secret key ``0600``, whatever the
+        umask; looser existing ones are tightened and logged (``adapters/data_folder.py`` says why)."""
+        from paperfeed.adapters.data_folder import secure_data_folder
+
+        secure_data_folder(self.settings.data_dir, sqlite=self.settings.database_url is None)
+
+    @staticmethod
+    def write_private_file(path: Path, content: bytes) -> None:
+        """Write ``content`` to ``path`` readable by its owner only (``0600``): a reader's data export."""
+        from paperfeed.adapters.data_folder import private_file
+
+        with private_file(path) as out:
+            out.write(content)
+
+    @cached_property
+    def search_limiter(self) -> ClientRateLimiter:
+        """Anonymous searches per client address (``PAPERFEED_SEARCH_RATE_PER_MINUTE``), per process."""
+        from paperfeed.services.rate_limits import ClientRateLimiter
+
+        return ClientRateLimiter(self.settings.search_rate_per_minute)
+
+    @staticmethod
+    def release_free_memory() -> None:
+        """Give the allocator's free pages back to the system after a large request (glibc)."""
+        from paperfeed.adapters.memory import release_free_memory
+
+        release_free_memory()
+
+    @cached_property
+    def reader_work(self) -> ReaderWork:
+        """The thread that runs readers' slow work one job at a time; closing the App stops it."""
+        from paperfeed.services.library_import import ReaderWork
+
+        return ReaderWork()  # closed first by close(): its jobs use the store and the HTTP clients
 
     def _digest_papers_of(self, user_id: int) -> set[str]:
         """Every paper the reader's digest subscription already mailed them (For you never repeats one)."""
@@ -1345,8 +1386,7 @@ class App:
         the caller disposes of it."""
         from paperfeed.adapters.store.sql_store import make_engine
 
-        if self.settings.database_url is None:
-            self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        self.secure_data_folder()
         return make_engine(self.settings.db_url)
 
     @staticmethod
@@ -1363,6 +1403,9 @@ class App:
         migrate.upgrade(engine)
 
     def close(self) -> None:
+        work = self.__dict__.get("reader_work")
+        if work is not None:  # a background job stops at its next batch while what it uses is still open
+            work.close()
         for item in reversed(self._closers):
             item.close()  # type: ignore[attr-defined]
         self._closers.clear()

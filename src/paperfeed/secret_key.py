@@ -64,7 +64,10 @@ def file_secret(data_dir: Path) -> bytes:
         value = ""
     if value:
         return value.encode()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.mkdir(
+        parents=True,
+        exist_ok=True,
+    )  # see adapters/data_folder.py
     fresh = secrets.token_urlsafe(48)
     try:  # O_EXCL: of two processes starting at once, one writes and the other reads what it wrote
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

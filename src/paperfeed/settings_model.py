@@ -216,6 +216,31 @@ class SettingsModel(BaseModel):
         description="Largest bibliography a reader may upload to import into their library (/library/import "
         "and POST /api/me/library/import), in bytes; a larger request is refused (413) before it is read.",
     )
+    search_rate_per_minute: int = Field(
+        default=60,
+        ge=0,
+        le=100_000,
+        description="Searches one anonymous client address may run a minute on each web worker (the "
+        "search page, the search API and exports, the search feeds, MCP's search_papers without a token), "
+        "as many at once; more are answered 429 with Retry-After. Answers the page cache holds do not "
+        "count, signed-in readers are not limited; 0 turns the limit off.",
+    )
+    library_import_max_entries: int = Field(
+        default=10_000,
+        ge=1,
+        le=1_000_000,
+        description="Entries of an uploaded bibliography the site reads (/library/import and POST "
+        "/api/me/library/import); the answer says when a file had more, which were not read. The command "
+        "`paperfeed library import` reads whole files.",
+    )
+    library_import_max_fetch: int = Field(
+        default=1_000,
+        ge=0,
+        le=100_000,
+        description="Papers not yet on this instance that one uploaded bibliography may fetch from arXiv, in "
+        "a background job the reader follows on the import page (100 a request, PAPERFEED_ARXIV_DELAY "
+        "apart); the rest are reported as not fetched.",
+    )
 
     # Embeddings (paperfeed index)
     embedding_model: str | None = Field(

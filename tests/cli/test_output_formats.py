@@ -121,3 +121,38 @@ def test_no_results_print_nothing_but_the_csv_header(data: Path) -> None:
     assert _run(data, "search", "wombat", "--format", "json").stdout.strip() == "[]"
     assert _run(data, "search", "wombat", "--format", "bibtex").stdout == ""
     assert _run(data, "search", "wombat", "--format", "csv").stdout.strip() == ",".join(CSV_FIELDS)
+
+
+FORMULAS = [
+    rec(
+        "2503.00101",
+        title='=HYPERLINK("http://evil.example","Platypus")',
+        authors=["@SUM(1+1)*cmd|' /C calc'!A0"],
+    ),
+    rec("2503.00102", title="+Platypus gains", abstract="-2+3 platypus", authors=["-Ada Lovelace"]),
+    rec("2503.00103", title="\t=platypus tab", authors=["\r=platypus return"]),
+    rec("2503.00104", title="Platypus, plainly", authors=["Plain Name"]),
+]
+
+
+def test_csv_cells_a_spreadsheet_would_run_as_formulas_start_with_a_quote(tmp_path: Path) -> None:
+    """OWASP CSV injection: a title or name from an imported paper starting with = + - @ (or a tab or
+    carriage return before one) is written with a leading ' so a spreadsheet shows it as text."""
+    source = write_jsonl(tmp_path / "papers.jsonl", FORMULAS)
+    assert _run(tmp_path / "data", "import", str(source)).exit_code == 0
+    result = _run(tmp_path / "data", "search", "platypus", "--format", "csv")
+    assert result.exit_code == 0, result.output
+    rows = {r["id"]: r for r in csv.DictReader(io.StringIO(result.stdout))}
+    assert set(rows) == {p["id"] for p in FORMULAS}
+    assert rows["2503.00101"]["title"] == '\'=HYPERLINK("http://evil.example","Platypus")'
+    assert rows["2503.00101"]["authors"] == "'@SUM(1+1)*cmd|' /C calc'!A0"
+    assert rows["2503.00102"]["title"] == "'+Platypus gains"
+    assert rows["2503.00102"]["abstract"] == "'-2+3 platypus"
+    assert rows["2503.00102"]["authors"] == "'-Ada Lovelace"
+    assert rows["2503.00103"]["title"].startswith("'")
+    assert rows["2503.00103"]["authors"].startswith("'")
+    assert rows["2503.00104"]["title"] == "Platypus, plainly"  # nothing else changes
+    for row in rows.values():
+        for field in CSV_FIELDS:
+            assert not row[field].startswith(("=", "+", "-", "@", "\t", "\r")), (field, row[field])
+        float(row["score"])  # numbers stay numbers

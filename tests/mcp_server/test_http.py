@@ -3,6 +3,8 @@ uvicorn on loopback: every tool, bad arguments, tokens, unknown ids, paper resou
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -226,16 +228,62 @@ def test_reader_tools_need_a_token(http_url: str, tool: str) -> None:
     run(http_url, body)
 
 
-@pytest.mark.parametrize("tool", sorted(READER | {"search_papers"}))
-def test_an_invalid_token_is_refused_even_where_none_is_needed(http_url: str, tool: str) -> None:
-    arguments = READER_ARGS.get(tool, {"query": "diffusion"})
+def test_an_invalid_token_is_a_401_before_any_tool_runs(http_url: str) -> None:
+    """The MCP authorization spec: an invalid or expired token gets HTTP 401 (as on every route of the
+    site), not an answer; the SDK's client then fails to connect instead of reading as nobody."""
+    trending = {"name": "trending", "arguments": {}}
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": trending}
+    for token in ("pf_not-a-real-token", "not-even-ours"):
+        refused = httpx.post(
+            http_url,
+            json=call,
+            headers={**_POST, "authorization": f"Bearer {token}"},
+            timeout=30,
+        )
+        assert refused.status_code == 401
+        assert refused.json()["error"] == "The API token is invalid or has been revoked."
+        assert refused.headers["www-authenticate"] == 'Bearer error="invalid_token"'
 
     async def body(client: Client) -> None:
-        result = await client.call_tool(tool, arguments)
-        assert result.is_error
-        assert "the personal API token is invalid or has been revoked: create a new one at" in text(result)
+        await client.list_tools()
 
-    run(http_url, body, token="pf_not-a-real-token")
+    with pytest.raises(BaseExceptionGroup) as caught:
+        run(http_url, body, token="pf_not-a-real-token")
+    assert caught.group_contains(MCPError)
+
+
+_POST = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+@pytest.mark.parametrize("which", ["open", "private"])
+def test_a_get_opens_no_event_stream_it_is_a_405_at_once(
+    http_url: str, private_url: str, instance: Instance, which: str
+) -> None:
+    """docs/mcp.md: no server-sent event streams. The SDK would keep a GET open (30 of 30 stayed open in
+    the probe, anonymous and with PAPERFEED_MCP_REQUIRE_TOKEN alike); each is answered and closed."""
+    url = http_url if which == "open" else private_url
+
+    credentials: list[dict[str, str]] = [{}] * 29 + [{"authorization": f"Bearer {instance.token}"}]
+
+    async def main() -> None:
+        async with httpx.AsyncClient(timeout=5) as client:
+            answers = await asyncio.gather(
+                *(client.get(url, headers={"accept": "text/event-stream", **auth}) for auth in credentials)
+            )
+            deleted = await client.delete(url)
+        for answer in [*answers, deleted]:
+            assert answer.status_code == 405, answer.text
+            assert answer.headers["allow"] == "POST"
+            assert "send each JSON-RPC message to /mcp with POST" in answer.json()["error"]
+
+    started = time.monotonic()
+    run_async(main)
+    assert time.monotonic() - started < 5
+
+    async def still_works(client: Client) -> None:
+        assert len((await client.list_tools()).tools) == 10
+
+    run(url, still_works, token=instance.token)
 
 
 def test_library_tools_act_for_the_tokens_reader_only(http_url: str, instance: Instance) -> None:

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import orjson
 
+from paperfeed.adapters.data_folder import private_file, secure_folder
 from paperfeed.adapters.files import fsync
 from paperfeed.domain.errors import BackupError
 
@@ -88,8 +89,9 @@ def backup_sqlite(
         raise BackupError(f"{database}: no database to back up")
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise BackupError(f"{dest}: exists and is not an empty folder; choose a new one")
-    dest.mkdir(parents=True, exist_ok=True)
+    secure_folder(dest)  # a copy of the database: the paperfeed user's alone, like the data folder
     partial = dest / f".{BACKUP_DB}.partial"
+    private_file(partial).close()  # sqlite3 opens the empty 0600 file instead of creating one 0644
     source = sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=30)
     try:
         source.execute("PRAGMA busy_timeout = 30000")
@@ -204,7 +206,7 @@ def restore_sqlite(src: Path, data_dir: Path, *, force: bool = False) -> BackupI
         raise BackupError(
             f"{data_dir}: not empty ({shown}); restoring would replace it — stop paperfeed and pass --force"
         )
-    data_dir.mkdir(parents=True, exist_ok=True)
+    secure_folder(data_dir)
     database = data_dir / BACKUP_DB
     if database.exists():
         try:  # a process in the middle of a write holds a lock: do not pull the file from under it
@@ -216,7 +218,8 @@ def restore_sqlite(src: Path, data_dir: Path, *, force: bool = False) -> BackupI
             raise BackupError(f"{database}: in use by another process ({exc}); stop paperfeed first") from exc
     partial = data_dir / f".{BACKUP_DB}.restoring"
     partial.unlink(missing_ok=True)
-    shutil.copyfile(src / BACKUP_DB, partial)
+    with (src / BACKUP_DB).open("rb") as copied, private_file(partial) as out:
+        shutil.copyfileobj(copied, out)
     fsync(partial)
     for name in found:
         path = data_dir / name

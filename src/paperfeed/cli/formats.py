@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from paperfeed.domain.results import SearchHit
 
-__all__ = ["CSV_FIELDS", "OutputFormat", "hit_json", "render"]
+__all__ = ["CSV_FIELDS", "OutputFormat", "csv_cell", "hit_json", "render"]
 
 
 class OutputFormat(StrEnum):
@@ -66,6 +66,22 @@ CSV_FIELDS = (
 )
 
 
+# What a spreadsheet reads as the start of a formula (OWASP "CSV Injection"): = + - @, and a tab, carriage
+# return or line feed before one of them.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")
+
+
+def csv_cell(value: object) -> object:
+    """A cell as written to CSV: text that a spreadsheet would run as a formula (a title or name from an
+    imported paper such as ``=HYPERLINK(…)`` or ``@SUM(…)``) gets a leading ``'``, which spreadsheets show
+    as text, per OWASP; numbers stay numbers, ``None`` is empty."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
 def _csv(hits: Sequence[SearchHit], first_rank: int) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
@@ -74,7 +90,7 @@ def _csv(hits: Sequence[SearchHit], first_rank: int) -> str:
         row = hit_json(hit, rank)
         row["authors"] = "; ".join(row["authors"])  # names contain commas, never semicolons
         row["categories"] = " ".join(row["categories"])
-        writer.writerow(["" if row[f] is None else row[f] for f in CSV_FIELDS])
+        writer.writerow([csv_cell(row[f]) for f in CSV_FIELDS])
     return out.getvalue()
 
 

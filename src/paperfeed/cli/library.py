@@ -194,7 +194,7 @@ def export_library(
         sys.stdout.write(text)
     else:
         try:
-            output.write_text(text, encoding="utf-8")
+            c.app.write_private_file(output, text.encode())  # 0600: a reader's tags and notes
         except OSError as exc:
             raise fail(f"{output}: cannot write: {exc.strerror or exc}") from None
         also = f" and {cited:,} references" if with_references else ""

@@ -228,7 +228,10 @@ def export_user(
     except AccountError as exc:
         raise fail(str(exc)) from None
     target = output or Path(archive.filename)
-    target.write_bytes(archive.content)
+    try:
+        c.app.write_private_file(target, archive.content)  # 0600: addresses, notes, everything of theirs
+    except OSError as exc:
+        raise fail(f"{target}: cannot write: {exc.strerror or exc}") from None
     c.console.print(f"wrote {escape(str(target))} ({len(archive.content):,} bytes)", highlight=False)
 
 

@@ -11,7 +11,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import BinaryIO, Literal, Protocol
 
 from .search import SearchFilters
 
@@ -24,6 +24,7 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "MAX_SEARCH_NAME_CHARS",
     "MAX_TAG_CHARS",
+    "Bibliography",
     "BibliographyError",
     "BibliographyParser",
     "CitedWork",
@@ -336,8 +337,20 @@ def arxiv_ids(works: Iterable[CitedWork]) -> list[str]:
     return list(dict.fromkeys(w.arxiv_id for w in works if w.arxiv_id))
 
 
-class BibliographyParser(Protocol):
-    """Reads the bytes of a bibliography file called ``name`` (``adapters/sources/bibliography.py``:
-    BibTeX, RIS, CSL-JSON or a list of ids); raises :class:`BibliographyError` for a file it cannot read."""
+@dataclass(frozen=True, slots=True)
+class Bibliography:
+    """The entries read from one bibliography file; ``more``: the file has entries past the cap the reader
+    was given, which were not read."""
 
-    def __call__(self, data: bytes, name: str, fmt: Format = "auto") -> list[CitedWork]: ...
+    works: list[CitedWork]
+    more: bool = False
+
+
+class BibliographyParser(Protocol):
+    """Reads a bibliography file called ``name`` from ``stream`` (``adapters/sources/bibliography.py``:
+    BibTeX, RIS, CSL-JSON or a list of ids), at most ``max_entries`` entries of it (None: all) and no
+    more of the stream than those need; raises :class:`BibliographyError` for a file it cannot read."""
+
+    def __call__(
+        self, stream: BinaryIO, name: str, fmt: Format = "auto", *, max_entries: int | None = None
+    ) -> Bibliography: ...

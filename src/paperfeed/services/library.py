@@ -136,8 +136,11 @@ class LibraryService:
     # -- helpers -----------------------------------------------------------------------------------------
 
     def _existing_paper(self, paper_id: str) -> str:
+        """The canonical id of a paper this instance shows; a hidden paper is refused exactly like an
+        unknown one, so saving or tagging cannot tell that an administrator hid it."""
         canonical = _paper_id(paper_id)
-        if not self.records.existing_papers([canonical]):
+        hidden = self.hidden_papers or self.records.hidden_among
+        if not self.records.existing_papers([canonical]) or hidden([canonical]):
             raise LibraryNotFound(f"no paper with id {canonical} is in this instance")
         return canonical
 

@@ -94,7 +94,9 @@ def create_app(
     web.add_middleware(BodyLimitMiddleware)  # outside the routes: bodies are bounded before any is parsed
     renderer.add_globals(library.TEMPLATE_GLOBALS, library.TEMPLATE_FILTERS)
     renderer.add_globals(community.TEMPLATE_GLOBALS)
+    web.add_middleware(security.SearchRateLimitMiddleware)  # inside the cache: a cached search is free
     web.add_middleware(PublicCacheMiddleware)  # outside security's cookie, inside the shared headers
+    web.add_middleware(security.BearerTokenMiddleware)  # a bad token is a 401 before the cache answers
     web.add_middleware(ServerTimingMiddleware)
     web.add_middleware(ResponseHeadersMiddleware)
     web.add_middleware(HeadMiddleware)  # outermost: every layer inside sees HEAD as the GET it is

@@ -19,11 +19,9 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import pass_context
 
 from paperfeed.domain.accounts import User
-from paperfeed.domain.errors import SourceAnswerError, SourceUnavailable
 from paperfeed.domain.library import (
     DEFAULT_TAG,
     FORMATS,
-    MAX_FILE_BYTES,
     BibliographyError,
     Format,
     InvalidLibraryInput,
@@ -31,10 +29,12 @@ from paperfeed.domain.library import (
 )
 from paperfeed.domain.search import SearchFilters
 from paperfeed.services.library import LibraryNotFound, LibraryService, PaperState
+from paperfeed.services.library_import import ImportBusy
 
 from . import feeds as _feeds
 from . import rendering
 from .deps import app_of, library_of
+from .library_import import SAMPLE, start_import
 from .library_notes import render_note
 from .pages_search import CATEGORY_CHOICES, form_categories, form_day
 from .rendering import NO_STORE, absolute_url, error_page
@@ -57,7 +57,6 @@ CsrfChecked = Depends(verify_csrf)
 SignedIn = Annotated[User, Depends(require_user)]
 PAGE_SIZE = 50
 T = TypeVar("T")
-WEB_IMPORT_FETCH_CAP = 100  # papers fetched from arXiv during one upload (3 s apart): the rest is reported
 _STATES = "pf_library_states"
 _TAGS = "pf_library_tags"
 _PRIVATE = NO_STORE
@@ -415,9 +414,31 @@ def delete_tag_form(request: Request, user: SignedIn, tag_id: int) -> Response:
 # -- import (upload) ------------------------------------------------------------------------------------
 
 
+def _import_page(
+    request: Request, user: User, *, status: int = 200, report: Any = None, error: str | None = None, tag: str
+) -> HTMLResponse:
+    """The import form, what the last upload did, and the reader's background fetch (the page reloads
+    itself every few seconds while one runs)."""
+    job = app_of(request).library_import.status(user.id)
+    settings = app_of(request).settings
+    return _page(
+        request,
+        "import",
+        "Import a library",
+        status=status,
+        report=report,
+        error=error,
+        tag=tag,
+        job=job,
+        sample=SAMPLE,
+        max_entries=settings.library_import_max_entries,
+        max_fetch=settings.library_import_max_fetch,
+    )
+
+
 @router.get("/library/import", response_class=HTMLResponse)
 def import_page(request: Request, user: SignedIn) -> HTMLResponse:
-    return _page(request, "import", "Import a library", report=None, error=None, tag=DEFAULT_TAG)
+    return _import_page(request, user, tag=DEFAULT_TAG)
 
 
 @router.post("/library/import", response_class=HTMLResponse, dependencies=[CsrfChecked])
@@ -429,38 +450,16 @@ async def import_upload(
     fmt: Annotated[str, Form(max_length=20, alias="format")] = "auto",
     with_tags: Annotated[str, Form(max_length=10)] = "",
 ) -> HTMLResponse:
-    """Import an uploaded .bib / CSL-JSON / id list (at most 100 papers are fetched from arXiv per upload)."""
-    from starlette.concurrency import run_in_threadpool
-
-    data = await file.read(MAX_FILE_BYTES + 1)
-    name = (file.filename or "upload").rsplit("/", 1)[-1][:100] or "upload"
+    """Import an uploaded .bib / RIS / CSL-JSON / id list: the first entries up to the site's cap, papers
+    to fetch from arXiv in the background (:mod:`.library_import`)."""
     chosen: Format = fmt if fmt in FORMATS else "auto"  # type: ignore[assignment]
-    importer = app_of(request).library_import
     try:
-        report = await run_in_threadpool(
-            importer.import_bytes,
-            user.id,
-            data,
-            name,
-            tag=tag or DEFAULT_TAG,
-            fmt=chosen,
-            max_fetch=WEB_IMPORT_FETCH_CAP,
-            with_tags=_flag(with_tags),
-        )
+        report = await start_import(request, user, file, tag or DEFAULT_TAG, chosen, _flag(with_tags))
     except (BibliographyError, InvalidLibraryInput) as exc:
-        return _page(
-            request,
-            "import",
-            "Import a library",
-            status=400,
-            report=None,
-            error=f"{exc}; nothing was imported.",
-            tag=tag,
-        )
-    except (SourceUnavailable, SourceAnswerError) as exc:
-        message = f"arXiv could not be reached ({exc}); nothing was saved. Try again later."
-        return _page(request, "import", "Import a library", status=503, report=None, error=message, tag=tag)
-    return _page(request, "import", "Import a library", report=report, error=None, tag=tag)
+        return _import_page(request, user, status=400, error=f"{exc}; nothing was imported.", tag=tag)
+    except ImportBusy as exc:
+        return _import_page(request, user, status=429, error=str(exc), tag=tag)
+    return _import_page(request, user, report=report, tag=tag)
 
 
 # -- public collections and their feeds -------------------------------------------------------------------
@@ -483,7 +482,7 @@ def collection_page(request: Request, tag_id: int, page: PageNumber = 1) -> HTML
         "collection",
         f"{shown.tag.name} · a collection by {shown.owner.display_name}",
         nav="",
-        cache=_PUBLIC if shown.tag.public and not own else _PRIVATE,
+        cache=_PUBLIC if shown.tag.public and user is None else _PRIVATE,  # the header names a reader
         feeds=feeds,
         description=f"{plural(shown.total, 'paper')} collected by {shown.owner.display_name}.",
         shown=shown,

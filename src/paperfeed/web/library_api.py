@@ -17,6 +17,7 @@
 ``GET|DELETE /api/me/searches/{id}``           the alert: new matches since last seen, earlier matches
 ``POST /api/me/searches/{id}/seen``            mark as seen
 ``POST /api/me/library/import``                multipart ``file``, ``tag``, ``format``, ``with_tags`` → report
+``GET /api/me/library/import``                 the latest import's background fetch from arXiv
 ``GET /api/me/library/export``                 ``format``, ``tag`` (id): a file (``web/library_export.py``)
 ``GET /api/collections/{id}``                  a public tag's papers (its owner also sees a private one)
 =============================================  ===============================================================
@@ -34,13 +35,10 @@ from fastapi import APIRouter, Depends, File, Form, Query, Request, UploadFile
 from pydantic import BaseModel, ConfigDict, Field
 
 from paperfeed.domain.accounts import User
-from paperfeed.domain.errors import SourceAnswerError, SourceUnavailable
 from paperfeed.domain.library import (
     DEFAULT_TAG,
-    MAX_FILE_BYTES,
     BibliographyError,
     FollowedAuthor,
-    Format,
     InvalidLibraryInput,
     SavedSearch,
     Tag,
@@ -48,10 +46,12 @@ from paperfeed.domain.library import (
 from paperfeed.domain.models import Paper
 from paperfeed.domain.search import SearchFilters
 from paperfeed.services.library import AlertPage, LibraryNotFound, PaperState
+from paperfeed.services.library_import import ImportBusy
 
 from .deps import app_of, library_of
 from .errors import ApiError, JsonResponse
 from .hf_json import paper_object
+from .library_import import report_json, start_import, status_json
 from .library_notes import render_note
 from .security import current_user, require_user, verify_csrf
 
@@ -60,7 +60,6 @@ __all__ = ["router"]
 router = APIRouter(prefix="/api", tags=["library"])
 SignedIn = Annotated[User, Depends(require_user)]
 CsrfChecked = [Depends(verify_csrf)]
-WEB_IMPORT_FETCH_CAP = 100
 
 
 class _Strict(BaseModel):
@@ -452,44 +451,27 @@ async def import_library(
     fmt: Annotated[Literal["auto", "bibtex", "ris", "csl-json", "ids"], Form(alias="format")] = "auto",
     with_tags: Annotated[bool, Form()] = False,
 ) -> JsonResponse:
-    from starlette.concurrency import run_in_threadpool
-
-    data = await file.read(MAX_FILE_BYTES + 1)
-    name = (file.filename or "upload").rsplit("/", 1)[-1][:100] or "upload"
-    app = app_of(request)
-    chosen: Format = fmt
+    """Reads at most ``PAPERFEED_LIBRARY_IMPORT_MAX_ENTRIES`` entries (``moreEntries`` says a file had more)
+    and saves those already here; papers to fetch from arXiv (``fetching``) are fetched and saved by a
+    background job: the answer is then ``202`` and ``GET /api/me/library/import`` follows the job. One
+    import per reader at a time (``429`` meanwhile). ``notSaved`` names at most 100 entries
+    (``notSavedCount`` counts them all)."""
     try:
-        report = await run_in_threadpool(
-            app.library_import.import_bytes,
-            user.id,
-            data,
-            name,
-            tag=tag,
-            fmt=chosen,
-            max_fetch=WEB_IMPORT_FETCH_CAP,
-            with_tags=with_tags,
-        )
+        report = await start_import(request, user, file, tag, fmt, with_tags)
     except BibliographyError as exc:
         raise ApiError(400, f"{exc}; nothing was imported") from None
     except InvalidLibraryInput as exc:
         raise _bad(exc) from None
-    except (SourceUnavailable, SourceAnswerError) as exc:
-        raise ApiError(503, f"arXiv could not be reached ({exc}); nothing was saved") from None
-    return JsonResponse(
-        {
-            "source": report.source,
-            "tag": report.tag,
-            "entries": report.entries,
-            "withArxivId": report.with_arxiv_id,
-            "saved": report.saved,
-            "alreadySaved": report.already_saved,
-            "fetched": report.fetched,
-            "notesAdded": report.notes,
-            "notSaved": [
-                {"where": w.where, "arxivId": w.arxiv_id, "reason": w.problem} for w in report.problems
-            ],
-        }
-    )
+    except ImportBusy as exc:
+        raise ApiError(429, str(exc), job=status_json(exc.status)) from None
+    return JsonResponse(report_json(report), status_code=202 if report.job is not None else 200)
+
+
+@router.get("/me/library/import", summary="Your latest import's fetch", response_class=JsonResponse)
+def import_status(request: Request, user: SignedIn) -> JsonResponse:
+    """The papers your latest import is fetching from arXiv: ``state`` (running, ok, failed, interrupted),
+    ``done`` of ``total`` asked, ``saved``, and ``notFound`` with a sample; ``{"job": null}`` when none."""
+    return JsonResponse({"job": status_json(app_of(request).library_import.status(user.id))})
 
 
 @router.get("/collections/{tag_id}", summary="A public collection", response_class=JsonResponse)

@@ -45,6 +45,7 @@ from paperfeed.domain.search import SearchFilters
 from paperfeed.services.library import LibraryNotFound, PaperState
 from paperfeed.services.recommend import UnknownTag
 
+from .errors import error_response
 from .paper_markdown import paper_markdown
 
 __all__ = ["HttpEndpoint", "build_server", "stdio_server"]
@@ -81,6 +82,10 @@ class Surface(Protocol):
 
     def site(self, ctx: Context, app: App) -> str: ...
 
+    def anonymous_client(self, ctx: Context) -> str | None:
+        """The address of a client without a token, whose searches are rate-limited (None: not limited)."""
+        ...
+
 
 @dataclass(frozen=True)
 class _Stdio:
@@ -101,6 +106,9 @@ class _Stdio:
 
     def site(self, ctx: Context, app: App) -> str:
         return app.public_url.rstrip("/")
+
+    def anonymous_client(self, ctx: Context) -> str | None:
+        return None  # the person who started the process
 
 
 def _request(ctx: Context) -> Request:
@@ -129,6 +137,12 @@ class _Http:
     def site(self, ctx: Context, app: App) -> str:
         configured = app.settings.base_url
         return (configured or str(_request(ctx).base_url)).rstrip("/")
+
+    def anonymous_client(self, ctx: Context) -> str | None:
+        if self.token(ctx) is not None:
+            return None
+        request = _request(ctx)
+        return request.client.host if request.client else "unknown"
 
 
 # -- structured answers --------------------------------------------------------------------------------
@@ -381,6 +395,13 @@ def build_server(surface: Surface) -> MCPServer:
         Returns the best matches with id, title, date, upvotes and authors; use get_paper for a paper's
         abstract and details."""
         app, site = open_app(ctx)
+        client = surface.anonymous_client(ctx)
+        wait = app.search_limiter.wait(client) if client is not None else 0.0
+        if wait > 0:
+            raise ToolError(
+                f"too many searches from your address: try again in {max(1, int(wait + 0.999))} seconds "
+                f"(with a personal API token from {site}/account there is no such limit)"
+            )
         filters = _filters(date_from, date_to, categories or (), has_code)
         page = app.search.search(query.strip(), filters, limit=limit, offset=offset)
         papers = app.community.with_counts([h.paper for h in page.hits])
@@ -685,4 +706,19 @@ class HttpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._manager is None:  # pragma: no cover - only outside the app's lifespan
             raise RuntimeError("the MCP endpoint is not running: enter HttpEndpoint.running() first")
+        if scope.get("method") != "POST":
+            # Stateless and JSON-answering: every message is a POST. The SDK would answer a GET with a
+            # server-sent event stream that stays open (for server-initiated messages this server never
+            # sends), so anyone could hold connections open for free; the spec allows a 405 instead.
+            await _only_post(scope, receive, send)
+            return
         await self._manager.handle_request(scope, receive, send)
+
+
+async def _only_post(scope: Scope, receive: Receive, send: Send) -> None:
+    request = Request(scope, receive)
+    message = (
+        f"{request.method} is not used here: send each JSON-RPC message to /mcp with POST (this endpoint "
+        "is stateless and answers in JSON, without event streams or sessions)"
+    )
+    await error_response(request, 405, message, {"Allow": "POST"})(scope, receive, send)

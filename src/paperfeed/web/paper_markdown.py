@@ -3,7 +3,9 @@
 Plain, predictable Markdown for people and LLM agents: a title, a list of facts, the abstract, then
 HF's AI summary and keywords when known, then the citation graph (counts, related work with its reasons,
 the reference list) when the paper has any. Text from sources is escaped so a title cannot inject links,
-HTML or headings; abstracts keep their LaTeX (``$...$``) since readers want it verbatim.
+HTML or headings, and an abstract or summary cannot make a link or an image (a ``javascript:`` link, or
+a remote image that tracks or exfiltrates when an assistant's viewer loads it); abstracts keep their
+LaTeX (``$...$``) since readers want it verbatim. Only the links this module writes are links.
 """
 
 from __future__ import annotations
@@ -41,9 +43,18 @@ def _inline(text: str) -> str:
     return _INLINE.sub(r"\\\1", " ".join(text.split()))
 
 
+# ``](`` makes an inline link or image, ``][`` a reference one, ``]:`` a link definition: a space after
+# the ``]`` makes each plain text (CommonMark, GFM, the original Markdown), and LaTeX ignores it.
+_LINK_SYNTAX = re.compile(r"\](?=[(\[:])")
+
+
 def _block(text: str) -> str:
-    """A paragraph of source text: no raw HTML, no line that starts a heading or list by accident."""
+    """A paragraph of source text (an abstract, an AI summary: written by authors or a model, not by us):
+    no raw HTML or autolink, no link or image — so no ``javascript:`` link to click and no remote image an
+    assistant or viewer loads by itself — and no line that starts a heading or list by accident. The text
+    reads as written, LaTeX and brackets included."""
     text = text.replace("<", "&lt;").replace(">", "&gt;")
+    text = _LINK_SYNTAX.sub("] ", text)
     lines = [re.sub(r"^(\s*)([#>+\-*]|\d+[.)])(\s)", r"\1\\\2\3", line) for line in text.splitlines()]
     return "\n".join(lines).strip()
 

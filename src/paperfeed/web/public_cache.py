@@ -5,8 +5,8 @@ day, week and month feeds, trending, search, the paper page and its ``.md``, the
 JSON API's reads). For each it
 
 - sets ``Cache-Control: public, max-age=…, stale-while-revalidate=…`` from the route's :class:`Policy`
-  and ``Vary: Cookie`` (``Authorization, Cookie`` for the API) where a signed-in reader gets another
-  answer, so a shared cache keeps the anonymous copy apart;
+  and ``Vary: Authorization, Cookie`` where a signed-in reader (by session cookie or by token) gets
+  another answer, so a shared cache keeps the anonymous copy apart;
 - adds a strong ``ETag`` (a digest of the body, so every worker gives the same tag for the same answer,
   and time-dependent pages such as today's feed or trending are still told apart) and answers a
   matching ``If-None-Match`` with ``304 Not Modified`` and no body;
@@ -123,7 +123,8 @@ class Policy:
         return f"public, max-age={self.max_age}, stale-while-revalidate={self.stale}"
 
 
-_PAGE = ("Cookie",)  # a signed-in reader's page has vote forms, library buttons, their name
+# A signed-in reader's page has vote forms, library buttons, their name — signed in by cookie or token.
+_PAGE = ("Authorization", "Cookie")
 _API = ("Authorization", "Cookie")
 _ID = r"(?:\d{4}\.\d{4,5}|[a-z][a-z.-]*/\d{7})(?:v\d+)?"  # canonical ids only: other spellings redirect
 

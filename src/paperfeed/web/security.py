@@ -3,7 +3,8 @@
 Dependencies every area uses:
 
 - :func:`current_user` — the user of the ``Authorization: Bearer`` token, else of the session cookie,
-  else ``None`` (a presented but invalid or revoked token is a 401, never a silent anonymous request).
+  else ``None``. A presented but invalid or revoked token is a 401 on every route, never a silent
+  anonymous request: :class:`BearerTokenMiddleware` checks it before any route or cached answer.
 - :func:`require_user` — pages redirect to ``/signin?next=…``; the API (and non-HTML clients) get a 401.
 - :func:`require_admin` — 403 for signed-in non-admins.
 - :func:`verify_csrf` — put on every POST/PUT/PATCH/DELETE route (``dependencies=[Depends(verify_csrf)]``);
@@ -31,6 +32,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any
 from urllib.parse import quote, urlsplit
 
+from anyio.to_thread import run_sync
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import RedirectResponse, Response
 from jinja2 import pass_context
@@ -50,12 +52,15 @@ __all__ = [
     "CSRF_COOKIE",
     "CSRF_FIELD",
     "CSRF_HEADER",
+    "SEARCH_PATHS",
     "SESSION_COOKIE",
     "TEMPLATE_GLOBALS",
     "Admin",
     "AuthProblem",
+    "BearerTokenMiddleware",
     "CsrfRejected",
     "Forbidden",
+    "SearchRateLimitMiddleware",
     "SecurityMiddleware",
     "SignInRequired",
     "asked_who",
@@ -67,6 +72,7 @@ __all__ = [
     "csrf_token",
     "current_user",
     "install",
+    "keep_personal_private",
     "link_base_url",
     "personal",
     "redirect_back",
@@ -74,6 +80,7 @@ __all__ = [
     "require_admin",
     "require_user",
     "safe_next",
+    "search_refused",
     "set_session_cookie",
     "template_request",
     "verify_csrf",
@@ -87,6 +94,7 @@ _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 _NEW_CSRF = "pf_new_csrf_cookie"  # request-state key: a CSRF cookie to set on the response
 _USER = "pf_user"  # request-state key: the resolved user (or None), once per request
 _CSRF_USED = "pf_csrf_used"  # request-state key: a CSRF token was computed (the answer is this browser's)
+_TOKEN_USER = "pf_token_user"  # request-state key: the user of the Bearer token BearerTokenMiddleware checked
 _CSRF_COOKIE_AGE = 365 * 24 * 3600
 _MACHINE_PREFIXES = ("/api/", "/rss/", "/atom/")
 _request_var: contextvars.ContextVar[Request | None] = contextvars.ContextVar("pf_request", default=None)
@@ -138,17 +146,112 @@ def current_user(request: Request) -> User | None:
         return user
     token = _bearer(request)
     if token is not None:
-        user = accounts_of(request).user_for_api_token(token)
+        user = state[_TOKEN_USER] if _TOKEN_USER in state else accounts_of(request).user_for_api_token(token)
         if user is None:
-            raise SignInRequired(
-                "The API token is invalid or has been revoked.",
-                {"WWW-Authenticate": 'Bearer error="invalid_token"'},
-            )
+            raise _invalid_token()
     else:
         session = request.cookies.get(SESSION_COOKIE, "")
         user = accounts_of(request).user_for_session(session) if session else None
     state[_USER] = user
     return user
+
+
+def _invalid_token() -> SignInRequired:
+    return SignInRequired(
+        "The API token is invalid or has been revoked.", {"WWW-Authenticate": 'Bearer error="invalid_token"'}
+    )
+
+
+class BearerTokenMiddleware:
+    """Checks an ``Authorization: Bearer`` token before anything answers: an invalid or revoked token is a
+    401 on every route — public reads, static files, ``/mcp`` and answers the page cache holds alike — so
+    a client learns at once that its token no longer works instead of silently reading as anonymous.
+
+    It sits outside :mod:`.public_cache`. The user it found is kept apart from the one a render resolves
+    (:func:`current_user` reuses it without a second look-up), so an answer that never looked at who asked
+    stays shareable (:func:`asked_who`)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        state = scope.get("state")
+        if scope["type"] != "http" or not state or state.get("app") is None:
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        token = _bearer(request)
+        if token is None:
+            await self.app(scope, receive, send)
+            return
+        user = await run_sync(accounts_of(request).user_for_api_token, token)
+        if user is None:
+            response = await auth_problem_response(request, _invalid_token())
+            await response(scope, receive, send)
+            return
+        state[_TOKEN_USER] = user
+        await self.app(scope, receive, send)
+
+
+# Anonymous GETs that run a search; the page cache answers repeats before they get here.
+SEARCH_PATHS = frozenset(
+    {
+        "/search",
+        "/search/export",
+        "/api/papers/search",
+        "/api/papers/search/export",
+        "/rss/search",
+        "/atom/search",
+    }
+)
+
+
+def search_refused(request: Request, seconds: float) -> Response:
+    """The 429 of a client over ``PAPERFEED_SEARCH_RATE_PER_MINUTE`` (a page for a browser, else JSON)."""
+    wait = max(1, int(seconds + 0.999))
+    message = (
+        f"Too many searches from your address: try again in {wait} seconds (signed-in readers are not "
+        "limited)."
+    )
+    headers = {"Retry-After": str(wait)}
+    if _wants_page(request):
+        return error_page(request, 429, "Too many searches", message, headers=headers)
+    return error_response(request, 429, message, headers=headers, retry_after=wait)
+
+
+class SearchRateLimitMiddleware:
+    """Limits the searches an anonymous client address runs (:class:`~paperfeed.services.rate_limits.
+    ClientRateLimiter`, ``PAPERFEED_SEARCH_RATE_PER_MINUTE``). It sits inside :mod:`.public_cache`, so a
+    search the cache answers costs nothing and counts nothing; a request with a session cookie or a token
+    is a reader's, not limited here."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        state = scope.get("state") or {}
+        container = state.get("app")
+        if (
+            scope["type"] != "http"
+            or container is None
+            or scope.get("path") not in SEARCH_PATHS
+            or scope.get("method") not in ("GET", "HEAD")
+        ):
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        if (
+            not request.query_params.get("q", "").strip()
+            or _bearer(request) is not None
+            or request.cookies.get(SESSION_COOKIE)
+        ):
+            await self.app(scope, receive, send)
+            return
+        wait = container.search_limiter.wait(client_address(request))
+        if wait > 0:
+            await search_refused(request, wait)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 def _wants_page(request: Request) -> bool:
@@ -336,8 +439,27 @@ def check_csrf_token(request: Request, sent: str) -> None:
         )
 
 
+def keep_personal_private(headers: MutableHeaders, state: Mapping[str, Any]) -> None:
+    """The one rule for every route: an answer whose rendering resolved a signed-in reader or computed a
+    CSRF token (:func:`personal`) is that reader's, so a ``public`` its handler chose becomes ``private,
+    no-store`` (a shared cache in front must never hand it to the next visitor); a public answer whose
+    rendering looked at who asks (:func:`asked_who`, e.g. an anonymous view of a page a reader sees
+    otherwise) varies on ``Cookie`` and ``Authorization`` so a shared cache keeps the two apart."""
+    cache = headers.get("cache-control", "").lower()
+    if "public" not in cache:
+        return
+    if personal(state):
+        headers["Cache-Control"] = "private, no-store"
+    elif asked_who(state):
+        varies = {v.strip().lower() for v in headers.get("vary", "").split(",") if v.strip()}
+        for name in ("Cookie", "Authorization"):
+            if name.lower() not in varies and "*" not in varies:
+                headers.add_vary_header(name)
+
+
 class SecurityMiddleware:
-    """Sets a new browser's CSRF cookie on the response and makes the request visible to templates."""
+    """Sets a new browser's CSRF cookie on the response, keeps a reader's answer private
+    (:func:`keep_personal_private`) and makes the request visible to templates."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -350,6 +472,8 @@ class SecurityMiddleware:
         reset = _request_var.set(Request(scope))
 
         async def send_with_cookie(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                keep_personal_private(MutableHeaders(scope=message), state)
             if message["type"] == "http.response.start" and state.get(_NEW_CSRF):
                 headers = MutableHeaders(scope=message)
                 app: App | None = state.get("app")

@@ -3,6 +3,12 @@
 Timeouts on every request, a minimum interval between requests to the same host (arXiv asks for one
 request every 3 s), retries with exponential backoff and full jitter on connection errors, timeouts,
 429 and 5xx, and ``Retry-After`` honoured (seconds or an HTTP date), as OAI-PMH servers send with 503.
+
+Redirects are followed only on the host that was asked (an ``http`` to ``https`` move included, at most
+:data:`MAX_REDIRECTS`): a source that sends the client to another host — a compromised or spoofed
+catalogue steering it at an internal address, or a harvest walking off to whatever a redirect names —
+is a :class:`~paperfeed.domain.errors.SourceUnavailable` naming both hosts, and the other host is never
+asked.
 """
 
 from __future__ import annotations
@@ -20,9 +26,11 @@ import httpx
 from paperfeed.domain.errors import SourceTimeout, SourceUnavailable
 
 __all__ = [
+    "MAX_REDIRECTS",
     "PoliteClient",
 ]
 
+MAX_REDIRECTS = 5
 _RETRY_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
 
 
@@ -65,7 +73,7 @@ class PoliteClient:
             self._client = httpx.Client(
                 headers={"User-Agent": self.user_agent, "Accept-Encoding": "gzip"},
                 timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
-                follow_redirects=True,
+                follow_redirects=False,  # followed by _send, on the same host only
                 transport=self.transport,
             )
         return self._client
@@ -123,7 +131,7 @@ class PoliteClient:
             delay: float | None
             timed_out = False
             try:
-                response = self.client.request(method, url, params=params, json=json, headers=headers)
+                response = self._send(method, url, params, json, headers)
             except httpx.TransportError as exc:
                 reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
                 timed_out = isinstance(exc, httpx.TimeoutException)
@@ -147,6 +155,35 @@ class PoliteClient:
             if delay is None:
                 delay = random.uniform(0, min(self.backoff_max, self.backoff_base * 2 ** (attempt - 1)))
             self.sleep(delay)
+
+    def _send(
+        self,
+        method: str,
+        url: str,
+        params: Mapping[str, str] | None,
+        json: object,
+        headers: Mapping[str, str] | None,
+    ) -> httpx.Response:
+        """One request and the redirects it gets on its own host (see the module doc)."""
+        response = self.client.request(method, url, params=params, json=json, headers=headers)
+        asked = response.request.url
+        for _ in range(MAX_REDIRECTS):
+            following = response.next_request
+            if not response.is_redirect or following is None:
+                return response
+            target = following.url
+            if target.host != asked.host or target.port not in (asked.port, None):  # None: the default port
+                response.close()
+                elsewhere = target.netloc.decode()
+                raise SourceUnavailable(
+                    f"{asked.host} redirected {response.request.url} to another host ({elsewhere}): "
+                    "not followed"
+                )
+            response.close()
+            response = self.client.send(following)
+        if response.is_redirect:
+            raise SourceUnavailable(f"{asked.host} redirected more than {MAX_REDIRECTS} times for {url}")
+        return response
 
     def close(self) -> None:
         if self._client is not None:
