@@ -184,9 +184,9 @@ def import_rate(backend: str, server: Any) -> dict[str, float]:
         url = server.url("import_bench")
     app = build_app(Settings(data_dir=work, database_url=url))
     try:
-        keyword = app.keyword_index  # opened (empty) before the clock starts, as a running server has it
+        keyword = app.indexes.keyword  # opened (empty) before the clock starts, as a running server has it
         t0 = time.perf_counter()
-        summary = app.ingest.run(
+        summary = app.sources.ingest.run(
             JsonlFileSource(SHARED / IMPORT_FILE, batch_size=app.settings.batch_size), workers=1
         )
         keyword.flush()
@@ -224,25 +224,25 @@ def measure(backend: str, sqlite_root: Path, url: str | None, queries_n: int) ->
         )
         app = build_app(settings)
         t0 = time.perf_counter()
-        app.start_index_follower()
+        app.indexes.start_follower()
         cold_start = time.perf_counter() - t0
     else:
         settings = Settings(data_dir=sqlite_root, database_url=url)
         app = build_app(settings)
     rng = random.Random(5)
-    with app.store.engine.connect() as conn:
+    with app.core.store.engine.connect() as conn:
         titles = [
             r[0] for r in conn.execute(text("SELECT title FROM papers WHERE id NOT LIKE 'syn:%' ORDER BY id"))
         ]
         days = sorted({str(r[0])[:10] for r in conn.execute(text("SELECT DISTINCT day FROM listings"))})
     queries = [" ".join(t.split()[: rng.randint(3, 6)]) for t in rng.sample(titles, queries_n)] + COMMON
     selective = SearchFilters(categories=("astro-ph.CO",), date_from=date(2010, 1, 1))
-    index = app._search_vectors()
+    index = app.indexes.vectors.current()
     assert index is not None
-    embedder = app.embedder
+    embedder = app.indexes.embedders.current()
     vectors = [embedder.embed([q])[0] for q in queries]
     for q in queries:  # warm: query embeddings cached by the service, caches and buffers filled
-        app.search.search(q, limit=10)
+        app.search.hybrid.search(q, limit=10)
 
     def timed(fn: Any, items: list[Any]) -> dict[str, float]:
         lat = []
@@ -252,7 +252,7 @@ def measure(backend: str, sqlite_root: Path, url: str | None, queries_n: int) ->
             lat.append(time.perf_counter() - t0)
         return {"p50_ms": float(np.percentile(lat, 50) * 1e3), "p99_ms": float(np.percentile(lat, 99) * 1e3)}
 
-    out: dict[str, Any] = {"keyword_engine": app.keyword_index.name, "vector_index": index.manifest.kind}
+    out: dict[str, Any] = {"keyword_engine": app.indexes.keyword.name, "vector_index": index.manifest.kind}
     if cold_start is not None:
         out["cold_start_s"] = cold_start
         for part in ("keyword", "vectors"):  # what a node keeps on its own disk
@@ -260,10 +260,10 @@ def measure(backend: str, sqlite_root: Path, url: str | None, queries_n: int) ->
             out[f"node_{part}_mb"] = dir_size(folder) / 2**20 if folder.exists() else 0.0
     for label, filters in (("", None), (" +filter", selective)):
         out["keyword" + label] = timed(
-            lambda q, f=filters: app.keyword_index.search(with_filters(parse_query(q), f), 10), queries
+            lambda q, f=filters: app.indexes.keyword.search(with_filters(parse_query(q), f), 10), queries
         )
         out["dense" + label] = timed(lambda v, f=filters: index.search(v, 10, f), vectors)
-        out["hybrid" + label] = timed(lambda q, f=filters: app.search.search(q, f, limit=10), queries)
+        out["hybrid" + label] = timed(lambda q, f=filters: app.search.hybrid.search(q, f, limit=10), queries)
     with TestClient(create_app(lambda: build_app(settings))) as client:
         picks = [rng.choice(days) for _ in range(100)]
         for day in picks[:10]:
@@ -277,7 +277,7 @@ def measure(backend: str, sqlite_root: Path, url: str | None, queries_n: int) ->
     flat = open_vector_index(
         sqlite_root / "vectors", kind="exact", model_id=embedder.model_id, dimension=len(vectors[0])
     )
-    with app.store.engine.connect() as conn:
+    with app.core.store.engine.connect() as conn:
         ids = [r[0] for r in conn.execute(text("SELECT id FROM papers ORDER BY id"))]
     sample = [v for pid in random.Random(7).sample(ids, 2000) if (v := flat.vector(pid)) is not None]
     in_distribution = queries_like(np.stack(sample).astype(np.float32), 100)

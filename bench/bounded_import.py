@@ -100,12 +100,13 @@ def _readers(data: Path, env: dict[str, str], src: Path) -> list[tuple[str, str]
         "from paperfeed.bootstrap import build_app\n"
         "from paperfeed.settings import Settings\n"
         "app = build_app(Settings())\n"
+        "accounts = app.readers.accounts\n"
         "for email in sys.argv[1:]:\n"
-        "    app.accounts.sign_up(email, None, None, client='bench', base_url='http://bench')\n"
-        "    user = app.accounts.user_by_email(email)\n"
-        "    app.accounts.store.mark_verified(user.id, app.accounts.clock())\n"
-        "    user = app.accounts.user_by_email(email)\n"
-        "    print(app.accounts.create_session(user).session, app.accounts.create_api_token(user, 'b')[1])\n"
+        "    accounts.sign_up(email, None, None, client='bench', base_url='http://bench')\n"
+        "    user = accounts.user_by_email(email)\n"
+        "    accounts.store.mark_verified(user.id, accounts.clock())\n"
+        "    user = accounts.user_by_email(email)\n"
+        "    print(accounts.create_session(user).session, accounts.create_api_token(user, 'b')[1])\n"
         "app.close()\n"
     )
     out = subprocess.run(

@@ -80,8 +80,8 @@ def main() -> None:
         app = build_app(settings)
         try:
             ids = [f"2611.{i:05d}" for i in range(1, n + 1)]
-            app.store.apply_batch(Batch(papers=[Paper(id=i, title=f"Paper {i}") for i in ids]))
-            harvest = app.citation_harvest
+            app.core.store.apply_batch(Batch(papers=[Paper(id=i, title=f"Paper {i}") for i in ids]))
+            harvest = app.sources.citation_harvest
             plan = harvest.plan("s2", ids, refresh=False)
             started = time.perf_counter()
             cpu_before = time.process_time()

@@ -62,18 +62,18 @@ def build(root: Path) -> dict[str, Any]:
     app = build_app(Settings(data_dir=root, embedding_backend="onnx-int8"))
     figures: dict[str, Any] = {}
     t0 = time.perf_counter()
-    app.ingest.run(JsonlFileSource(PAPERS, batch_size=app.settings.batch_size), workers=1)
-    app.keyword_index.flush()
+    app.sources.ingest.run(JsonlFileSource(PAPERS, batch_size=app.settings.batch_size), workers=1)
+    app.indexes.keyword.flush()
     figures["import_s"] = round(time.perf_counter() - t0, 1)
-    with app.store.engine.connect() as conn:
+    with app.core.store.engine.connect() as conn:
         rows = conn.execute(
             text("SELECT id, published, categories, github_repo FROM papers ORDER BY rowid")
         ).all()
     figures["papers"] = len(rows)
     vectors = synthetic(len(rows), seed=3)
     t0 = time.perf_counter()
-    index = app._open_vector_index(
-        model_id=app.embedder.model_id, dimension=int(vectors.shape[1]), fresh=True
+    index = app.indexes.vector_index(
+        model_id=app.indexes.embedders.current().model_id, dimension=int(vectors.shape[1]), fresh=True
     )
     batch: list[VectorRecord] = []
     for i, (pid, published, cats, repo) in enumerate(rows):
@@ -86,7 +86,7 @@ def build(root: Path) -> dict[str, Any]:
     index.upsert(batch)
     index.save()
     figures["vector_build_s"] = round(time.perf_counter() - t0, 1)
-    figures["model_id"] = app.embedder.model_id
+    figures["model_id"] = app.indexes.embedders.current().model_id
     app.close()
     done.write_text(json.dumps(figures))
     return figures

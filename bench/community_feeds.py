@@ -65,7 +65,7 @@ def _timings(feeds: FeedService, repeat: int) -> dict[str, float]:
 
 def _add_votes(app: App, votes: int, readers: int, seed: int) -> int:
     now = datetime.now(UTC)
-    with app.store.engine.begin() as conn:
+    with app.core.store.engine.begin() as conn:
         conn.execute(
             insert(users), [{"email": f"reader{n}@example.org", "created_at": now} for n in range(readers)]
         )
@@ -90,12 +90,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="paperfeed-community-bench-") as folder:
         app = build_app(Settings(data_dir=Path(folder), embedding_backend="fake", keyword_engine="fts5"))
         try:
-            summary = app.ingest.run(JsonlFileSource(args.data, batch_size=app.settings.batch_size))
+            summary = app.sources.ingest.run(JsonlFileSource(args.data, batch_size=app.settings.batch_size))
             print(f"{summary.added:,} papers, {summary.listings:,} listings")
-            before = _timings(app.feeds, args.repeat)
+            before = _timings(app.catalogue.feeds, args.repeat)
             made = _add_votes(app, args.votes, args.readers, args.seed)
             print(f"{made:,} local votes from {args.readers:,} readers")
-            after = _timings(app.feeds, args.repeat)
+            after = _timings(app.catalogue.feeds, args.repeat)
         finally:
             app.close()
     print(f"\n| read (p50, ms) | no local votes | {made:,} local votes |\n| --- | --- | --- |")

@@ -84,7 +84,9 @@ def prepare(cache: Path) -> None:
     try:
         for name in FILES:
             started = time.perf_counter()
-            summary = app.ingest.run(JsonlFileSource(SHARED / name, batch_size=app.settings.batch_size))
+            summary = app.sources.ingest.run(
+                JsonlFileSource(SHARED / name, batch_size=app.settings.batch_size)
+            )
             print(f"imported {name}: {summary.added:,} papers in {time.perf_counter() - started:.1f} s")
     finally:
         app.close()
@@ -92,7 +94,7 @@ def prepare(cache: Path) -> None:
 
 
 def add_subscribers(app: App, count: int, rng: random.Random) -> Counter[str]:
-    with app.store.engine.connect() as conn:
+    with app.core.store.engine.connect() as conn:
         cats = Counter(c for (row,) in conn.execute(select(papers.c.categories)) for c in row)
     popular = [c for c, _ in cats.most_common(40)]
     weights = [cats[c] for c in popular]
@@ -123,7 +125,7 @@ def add_subscribers(app: App, count: int, rng: random.Random) -> Counter[str]:
                 "updated_at": long_ago,
             }
         )
-    with app.store.engine.begin() as conn:
+    with app.core.store.engine.begin() as conn:
         conn.execute(insert(digest_subscriptions), rows)
     return kinds
 
@@ -189,13 +191,13 @@ def main() -> None:
         print(
             f"{args.subscribers:,} subscribers: " + ", ".join(f"{k} {v:,}" for k, v in sorted(kinds.items()))
         )
-        stats = app.store.stats()
+        stats = app.core.store.stats()
         print(
             f"store: {stats.papers:,} papers, {stats.listing_days:,} listed days, "
             f"up to {stats.last_published}"
         )
 
-        with app.store.engine.connect() as conn:
+        with app.core.store.engine.connect() as conn:
             newest = conn.execute(
                 select(func.max(papers.c.published)).where(papers.c.categories != [])
             ).scalar()
@@ -203,10 +205,10 @@ def main() -> None:
             # The newest days of the HF data carry no arXiv categories: place "now" the day after the
             # newest categorised paper, so category sections have papers to choose from.
             now = newest.replace(tzinfo=UTC) + timedelta(days=1)
-            app.digests.clock = lambda: now
+            app.digests.sender.clock = lambda: now
             print(f"now: {now:%Y-%m-%d %H:%M} UTC (the day after the newest categorised paper)")
 
-        composed = app.digests.compose_due()
+        composed = app.digests.sender.compose_due()
         rate = composed.due / composed.seconds if composed.seconds else 0.0
         print(
             f"compose: {composed.due:,} due digests in {composed.seconds:.1f} s ({rate:,.0f}/s; goal: "
@@ -216,7 +218,7 @@ def main() -> None:
 
         limit = None if args.send == 0 else args.send
         cpu, server_cpu = time.process_time(), cpu_seconds(smtp.pid)
-        sent = app.digests.send_pending(limit=limit)
+        sent = app.digests.sender.send_pending(limit=limit)
         cpu, server_cpu = time.process_time() - cpu, cpu_seconds(smtp.pid) - server_cpu
         print(
             f"send: {sent.sent:,} messages in {sent.seconds:.1f} s = {sent.rate:,.0f} messages/s "
@@ -230,7 +232,7 @@ def main() -> None:
             f"aiosmtpd used {server_cpu:.1f} CPU-s; load average {os.getloadavg()[0]:.1f} on "
             f"{os.cpu_count()} cores"
         )
-        ledger = app.digest_store.ledger_counts()
+        ledger = app.digests.records.ledger_counts()
         print("ledger: " + ", ".join(f"{k} {v:,}" for k, v in sorted(ledger.items())))
     finally:
         app.close()

@@ -165,7 +165,7 @@ def check_problems(data: Path, **settings: object) -> list[str]:
     """What ``paperfeed check`` finds, as short strings (empty: consistent)."""
     app = build_app(Settings(data_dir=data, database_url=None, embedding_backend="fake", **settings))  # type: ignore[arg-type]
     try:
-        report = app.check.check()
+        report = app.maintenance.check.check()
     finally:
         app.close()
     return [f"check: {f.count} {f.problem}" for p in report.probes for f in p.findings]

@@ -32,8 +32,8 @@ def _run(app_dir: Path, files: list[Path], workers: int) -> tuple[IngestSummary,
         started = time.perf_counter()
         for path in files:
             source = JsonlFileSource(path, batch_size=app.settings.batch_size)  # as the CLI does
-            app.ingest.run(source, summary=summary, workers=workers)
-        app.keyword_index.flush()  # the import counts as done once every paper is searchable by keyword
+            app.sources.ingest.run(source, summary=summary, workers=workers)
+        app.indexes.keyword.flush()  # the import counts as done once every paper is searchable by keyword
         return summary, time.perf_counter() - started
     finally:
         app.close()

@@ -84,10 +84,10 @@ def import_run(
     """Ingest ``files`` into a fresh store; ``engine=None`` runs without the keyword listener."""
     shutil.rmtree(root, ignore_errors=True)
     app = build_app(Settings(data_dir=root, keyword_engine=engine or "fts5"))  # type: ignore[arg-type]
-    service = app.ingest
+    service = app.sources.ingest
     if engine is None:  # no listener, and FTS5's triggers idle (as while tantivy serves)
         service.indexes.clear()
-        suspend_fts5(app.store.engine)
+        suspend_fts5(app.core.store.engine)
     summary = IngestSummary()
     before, main, started = os.times(), time.thread_time(), time.perf_counter()
     for path in files:
@@ -301,9 +301,9 @@ def main() -> None:
             store = open_store(f"sqlite+pysqlite:///{root / 'paperfeed.db'}")
             if not source_db.exists():
                 app = build_app(Settings(data_dir=root, keyword_engine="fts5"))
-                app.ingest.indexes.clear()
+                app.sources.ingest.indexes.clear()
                 for path in files:
-                    app.ingest.run(
+                    app.sources.ingest.run(
                         JsonlFileSource(path, batch_size=app.settings.batch_size), workers=args.workers
                     )
                 app.close()

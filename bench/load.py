@@ -192,7 +192,7 @@ def prepare(data: Path, url: str | None, corpus: Path | None, users: int) -> lis
     app = build_app(settings_for(data, url))
     tokens = []
     try:
-        accounts = app.accounts
+        accounts = app.readers.accounts
         for n in range(users):
             email = f"load{n}@example.org"
             if accounts.store.user_by_email(email) is None:
@@ -233,7 +233,7 @@ class Inputs:
 def inputs(data: Path, url: str | None, rng: random.Random, sample: int = 500) -> Inputs:
     app = build_app(settings_for(data, url))
     try:
-        with app.store.engine.connect() as conn:
+        with app.core.store.engine.connect() as conn:
             days = sorted(
                 (str(d)[:10] for d in conn.execute(select(listings.c.day).distinct()).scalars()), reverse=True
             )

@@ -80,7 +80,7 @@ def build_store(data_dir: Path, n: int, seed: int = 0) -> dict[str, Any]:
 
     rng = np.random.default_rng(seed)
     app = build_app(Settings(data_dir=data_dir, embedding_backend="fake"))
-    engine = app.store.engine
+    engine = app.core.store.engine
     parents = rng.integers(0, COARSE, FINE)
     coarse_xy = rng.uniform(-10, 10, (COARSE, 2))
     fine_xy = coarse_xy[parents] + rng.normal(0, 1.6, (FINE, 2))

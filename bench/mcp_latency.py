@@ -57,15 +57,15 @@ def prepare(data_dir: Path, backend: str) -> tuple[Settings, list[str]]:
     settings = Settings(data_dir=data_dir, database_url=None, embedding_backend=backend)  # type: ignore[arg-type]
     app = build_app(settings)
     try:
-        if not app.feeds.papers_page(None, 1).items:
+        if not app.catalogue.feeds.papers_page(None, 1).items:
             started = time.perf_counter()
-            app.ingest.run(
+            app.sources.ingest.run(
                 JsonlFileSource(SHARED / "data" / "hf_daily.jsonl.gz", batch_size=app.settings.batch_size)
             )
             print(f"imported the HF daily papers in {time.perf_counter() - started:.0f} s", flush=True)
-        app.keyword_index  # noqa: B018 - opening it brings it up to date
-        ids = [p.id for p in app.feeds.papers_page(None, 100).items]
-        ids += [i.paper.id for i in app.feeds.recent(limit=100)]
+        app.indexes.keyword  # noqa: B018 - opening it brings it up to date
+        ids = [p.id for p in app.catalogue.feeds.papers_page(None, 100).items]
+        ids += [i.paper.id for i in app.catalogue.feeds.recent(limit=100)]
     finally:
         app.close()
     return settings, ids

@@ -145,7 +145,7 @@ def ab(
 
 def functions(web: Any, data: Path, rounds: int) -> None:
     container = web.state.container
-    with container.store.engine.connect() as conn:
+    with container.core.store.engine.connect() as conn:
         rows = conn.execute(select(papers.c.title, papers.c.abstract, papers.c.authors).limit(2000)).all()
     texts = [t for r in rows for t in (r.title or "", r.abstract or "")]
     names = [str(a) for r in rows for a in (r.authors or [])]

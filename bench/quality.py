@@ -36,14 +36,18 @@ from bench.vector_cache import SHARED, Doc, VectorCache, load_corpus
 from paperfeed.adapters.embed.cpu import cpu_info
 from paperfeed.adapters.keyword.factory import open_keyword_index
 from paperfeed.adapters.store import SqlPaperStore, open_store
+from paperfeed.adapters.store.feed_queries import SqlFeedQueries
 from paperfeed.adapters.vector import open_vector_index
-from paperfeed.bootstrap import search_settings, similar_settings
+from paperfeed.bootstrap.search import search_settings, similar_settings
 from paperfeed.domain.fusion import reciprocal_rank_fusion
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Paper
 from paperfeed.domain.query import parse_query
 from paperfeed.domain.search import Embedder, KeywordIndex, ScoredId, VectorIndex, VectorRecord
+from paperfeed.services.embedders import FixedEmbedder
 from paperfeed.services.search import HybridSearch, HybridSettings
+from paperfeed.services.vector_reader import FixedVectors
+from paperfeed.services.visible import VisiblePapers
 from paperfeed.settings_model import SettingsModel
 
 POOL = 100
@@ -148,7 +152,9 @@ def service(
     store: SqlPaperStore, keyword: KeywordIndex, index: VectorIndex, embedder: Embedder, s: HybridSettings
 ) -> HybridSearch:
     """The real search service over the bench's store and indexes, with the fusion setting ``s``."""
-    return HybridSearch(store, keyword, lambda: index, lambda: embedder, s, similar_settings(SettingsModel()))
+    papers = VisiblePapers(SqlFeedQueries(store.engine))
+    vectors, embedders = FixedVectors(index), FixedEmbedder(embedder)
+    return HybridSearch(papers, keyword, vectors, embedders, s, similar_settings(SettingsModel()))
 
 
 def service_run(search: HybridSearch, queries: dict[str, str]) -> tuple[dict[str, list[str]], float]:

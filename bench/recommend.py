@@ -45,15 +45,20 @@ import orjson
 from bench.vector_cache import CORPORA, Doc, VectorCache
 from paperfeed.adapters.store import open_store
 from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
+from paperfeed.adapters.store.feed_queries import SqlFeedQueries
 from paperfeed.adapters.store.recommend_queries import SqlRecommendQueries
 from paperfeed.adapters.vector import ExactVectorIndex
-from paperfeed.bootstrap import recommend_settings
+from paperfeed.bootstrap.readers import recommend_settings
 from paperfeed.domain.embedding import PendingPaper
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.library import DEFAULT_TAG, ReaderSignals, SavedPaper
 from paperfeed.domain.models import Paper
 from paperfeed.domain.recommend import ModelParams, fit_reader_model, sample_ids
+from paperfeed.domain.search import Vectors
+from paperfeed.services.embedders import FixedEmbedder
 from paperfeed.services.recommend import RecommendationService
+from paperfeed.services.vector_reader import FixedVectors
+from paperfeed.services.visible import VisiblePapers
 from paperfeed.settings_model import SettingsModel
 
 F32 = npt.NDArray[np.float32]
@@ -106,6 +111,22 @@ class Plan:
         for reader in self.readers:
             ids.update(dict.fromkeys(reader.saved))
         return [self.papers[i] for i in ids]
+
+
+class _VectorSpace:
+    """The stored vectors' model (the service bench embeds nothing: only the id is read)."""
+
+    def __init__(self, model_id: str) -> None:
+        self.model_id = model_id
+        self.dimension = 0
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        raise AssertionError("the service bench embeds nothing")
+
+
+class _NoTrending:
+    def trending_papers(self, limit: int) -> list[Paper]:
+        return []
 
 
 def _clean(value: object) -> str:
@@ -329,12 +350,12 @@ def service_ranker(
     user_of = {r.name: i for i, r in enumerate(readers)}
     service = RecommendationService(
         signals=signals,
-        store=store,
+        papers=VisiblePapers(SqlFeedQueries(store.engine)),
         embeddings=embeddings,
         queries=SqlRecommendQueries(store.engine),
-        vectors=lambda: index,
-        model_id=lambda: model_id,
-        trending=lambda limit: [],
+        vectors=FixedVectors(index),
+        embedder=FixedEmbedder(_VectorSpace(model_id)),
+        trending=_NoTrending(),
         settings=recommend_settings(SettingsModel()),
         clock=lambda: datetime(2026, 11, 1, tzinfo=UTC),
     )

@@ -176,7 +176,9 @@ def part_s2(root: Path, cache: VectorCache, backend: str, engine: str, backgroun
     populate(settings, papers, vectors, cache.embedder.model_id)
     app = build_app(settings)
     try:
-        saved = app.citation_records.save_links(graph_links(bibliographies), harvested_at=datetime.now(UTC))
+        saved = app.catalogue.citations.save_links(
+            graph_links(bibliographies), harvested_at=datetime.now(UTC)
+        )
     finally:
         app.close()
     store_ids = {p.id for p in papers}
@@ -203,7 +205,7 @@ def part_s2(root: Path, cache: VectorCache, backend: str, engine: str, backgroun
             recall, rr, same, elapsed = [], [], [], 0.0
             for paper_id, (name, partners) in sorted(queries.items()):
                 started = datetime.now(UTC)
-                top = [h.paper.id for h in app.search.similar(paper_id, limit=TOP)]
+                top = [h.paper.id for h in app.search.hybrid.similar(paper_id, limit=TOP)]
                 elapsed += (datetime.now(UTC) - started).total_seconds()
                 recall.append(len(partners & set(top)) / len(partners))
                 first = next((i for i, t in enumerate(top) if t in partners), None)
@@ -244,8 +246,10 @@ def part_identity(
     for label, w in (("off", 0.0), ("off again", 0.0), ("on", weight)):
         app = build_app(instance(folder, backend, engine, SHIPPED, w))
         try:
-            assert bool(app.search.similar_sources) == (w > 0)
-            runs[label] = {pid: [h.paper.id for h in app.search.similar(pid, limit=TOP)] for pid in asked}
+            assert bool(app.search.hybrid.similar_sources) == (w > 0)
+            runs[label] = {
+                pid: [h.paper.id for h in app.search.hybrid.similar(pid, limit=TOP)] for pid in asked
+            }
         finally:
             app.close()
     noise = sum(runs["off"][p] != runs["off again"][p] for p in asked)

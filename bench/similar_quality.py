@@ -54,7 +54,8 @@ from fastapi.testclient import TestClient
 from bench.ir_metrics import ndcg_at_k
 from bench.vector_cache import CORPORA, SAMPLES, SHARED, Doc, VectorCache, load_corpus
 from paperfeed.adapters.embed.cpu import cpu_info
-from paperfeed.bootstrap import App, build_app, similar_settings
+from paperfeed.bootstrap import App, build_app
+from paperfeed.bootstrap.search import similar_settings
 from paperfeed.domain.fusion import WeightedList, fuse_weighted
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Paper
@@ -129,10 +130,10 @@ def populate(settings: Settings, papers: Sequence[Paper], vectors: np.ndarray, m
     app = build_app(settings)
     try:
         for start in range(0, len(papers), 1000):
-            result = app.store.apply_batch(Batch(papers=list(papers[start : start + 1000])))
-            app.keyword_index.on_papers_changed(result)
-        app.keyword_index.flush()
-        index = app._open_vector_index(model_id=model_id, dimension=int(vectors.shape[1]), fresh=True)
+            result = app.core.store.apply_batch(Batch(papers=list(papers[start : start + 1000])))
+            app.indexes.keyword.on_papers_changed(result)
+        app.indexes.keyword.flush()
+        index = app.indexes.vector_index(model_id=model_id, dimension=int(vectors.shape[1]), fresh=True)
         index.upsert(
             VectorRecord(p.id, v, None, p.categories, False) for p, v in zip(papers, vectors, strict=True)
         )
@@ -168,7 +169,7 @@ class Lists:
 
 
 def cached_lists(app: App, docs: Sequence[Paper], vectors: np.ndarray) -> Lists:
-    index = app._search_vectors()
+    index = app.indexes.vectors.current()
     assert index is not None
     dense = {p.id: index.search(v, POOL, exclude=[p.id]) for p, v in zip(docs, vectors, strict=True)}
     stored = index.vectors(list({*dense, *(x.paper_id for xs in dense.values() for x in xs)}))
@@ -177,7 +178,7 @@ def cached_lists(app: App, docs: Sequence[Paper], vectors: np.ndarray) -> Lists:
         keyword[terms] = {
             p.id: [
                 s
-                for s in app.keyword_index.more_like_this(p.title, p.abstract, POOL + 1, max_terms=terms)
+                for s in app.indexes.keyword.more_like_this(p.title, p.abstract, POOL + 1, max_terms=terms)
                 if s.paper_id != p.id
             ]
             for p in docs
@@ -282,7 +283,7 @@ def tune(sets: Sequence[Judged]) -> tuple[SimilarSettings, float]:
 def service_runs(app: App, ids: Sequence[str]) -> tuple[dict[str, list[str]], float]:
     """Each paper's 10 similar papers from the real service, and the milliseconds per call."""
     started = time.perf_counter()
-    runs = {pid: [h.paper.id for h in app.search.similar(pid, limit=TOP)] for pid in ids}
+    runs = {pid: [h.paper.id for h in app.search.hybrid.similar(pid, limit=TOP)] for pid in ids}
     return runs, (time.perf_counter() - started) * 1000 / max(len(ids), 1)
 
 
@@ -445,7 +446,7 @@ def main() -> None:
                 print("\n" + header + "\n" + "-" * len(header))
                 held_out: dict[str, float] = {}
                 for label, s in configs.items():
-                    app.search.similar_settings = s
+                    app.search.hybrid.similar_settings = s
                     runs, ms = service_runs(app, c.test)
                     held_out[label] = c.score(runs)
                     print(f"{label:30s} {judged.measure(s):13.4f} {held_out[label]:14.4f} {ms:9.1f}")

@@ -70,12 +70,12 @@ def build(size: int, root: Path) -> dict[str, Any]:
     figures: dict[str, Any] = {"papers": size}
     t0 = time.perf_counter()
     for name in FILES:
-        app.ingest.run(JsonlFileSource(SHARED / name, batch_size=app.settings.batch_size), workers=1)
-    app.keyword_index.flush()
+        app.sources.ingest.run(JsonlFileSource(SHARED / name, batch_size=app.settings.batch_size), workers=1)
+    app.indexes.keyword.flush()
     figures["import_s"] = time.perf_counter() - t0
-    grow(app.store, size)
+    grow(app.core.store, size)
     t0 = time.perf_counter()
-    app.keyword_index.rebuild()
+    app.indexes.keyword.rebuild()
     figures["keyword_build_s"] = time.perf_counter() - t0
     # vectors: real where the bench cache has them, embedding-like synthetic for the rest
     cache = VectorCache.default()
@@ -83,14 +83,14 @@ def build(size: int, root: Path) -> dict[str, Any]:
     for corpus in CORPORA:
         if corpus not in ("scifact", "seeds"):
             real.update(cache.cached(corpus))
-    with app.store.engine.connect() as conn:
+    with app.core.store.engine.connect() as conn:
         rows = conn.execute(
             text("SELECT id, content_hash, published, categories, github_repo FROM papers ORDER BY rowid")
         ).all()
     fill = synthetic(len(rows), seed=3)
-    model_id = app.embedder.model_id
+    model_id = app.indexes.embedders.current().model_id
     t0 = time.perf_counter()
-    index = app._open_vector_index(model_id=model_id, dimension=fill.shape[1], fresh=True)
+    index = app.indexes.vector_index(model_id=model_id, dimension=fill.shape[1], fresh=True)
     used_real = 0
     batch: list[VectorRecord] = []
     for i, (pid, chash, published, cats, repo) in enumerate(rows):
@@ -123,22 +123,22 @@ def measure(root: Path, queries_n: int, warmup_n: int) -> dict[str, Any]:
 
     app = build_app(Settings(data_dir=root))
     rng = random.Random(5)
-    with app.store.engine.connect() as conn:
+    with app.core.store.engine.connect() as conn:
         titles = [r[0] for r in conn.execute(text("SELECT title FROM papers WHERE id NOT LIKE 'syn:%'"))]
     sample = rng.sample(titles, queries_n + warmup_n)
     queries = [" ".join(t.split()[: rng.randint(3, 6)]) for t in sample[:queries_n]] + COMMON
     warmup = [" ".join(t.split()[: rng.randint(3, 6)]) for t in sample[queries_n:]]
     selective = SearchFilters(categories=("astro-ph.CO",), date_from=date(2010, 1, 1))
-    embedder = app.embedder
-    index = app._search_vectors()
+    embedder = app.indexes.embedders.current()
+    index = app.indexes.vectors.current()
     assert index is not None
     embedder.embed(["warm up"])
-    app.search.search("warm up")
+    app.search.hybrid.search("warm up")
     # A server that has been answering for a while: other queries first (not timed), so the timed ones
     # meet the index pages and caches a running server has, not a process's first page faults.
     t0 = time.perf_counter()
     for q in warmup:
-        app.search.search(q, limit=10)
+        app.search.hybrid.search(q, limit=10)
     warm_s = time.perf_counter() - t0
 
     def timed(fn: Any) -> dict[str, float]:
@@ -155,17 +155,17 @@ def measure(root: Path, queries_n: int, warmup_n: int) -> dict[str, Any]:
         def kw(q: str, f: SearchFilters | None = filters) -> object:
             from paperfeed.domain.query import with_filters
 
-            return app.keyword_index.search(with_filters(parse_query(q), f), 10)
+            return app.indexes.keyword.search(with_filters(parse_query(q), f), 10)
 
         def dense(q: str, f: SearchFilters | None = filters) -> object:
             return index.search(embedder.embed([q])[0], 10, f)
 
         def hybrid(q: str, f: SearchFilters | None = filters) -> object:
-            return app.search.search(q, f, limit=10)
+            return app.search.hybrid.search(q, f, limit=10)
 
         out["keyword" + label] = timed(kw)
         out["dense (with query embedding)" + label] = timed(dense)
-        app.search._query_cache.clear()
+        app.search.hybrid._query_cache.clear()
         out["hybrid (service)" + label] = timed(hybrid)
         out["query embedding alone"] = timed(lambda q: embedder.embed([q]))
     # the serving process's memory, before the exact index opened below for the recall check
@@ -180,7 +180,7 @@ def measure(root: Path, queries_n: int, warmup_n: int) -> dict[str, Any]:
     from bench.vector_data import queries_like
     from paperfeed.adapters.vector import open_vector_index
 
-    with app.store.engine.connect() as conn:
+    with app.core.store.engine.connect() as conn:
         ids = random.Random(7).sample([r[0] for r in conn.execute(text("SELECT id FROM papers"))], 2000)
     stored = [v for pid in ids if (v := index.vector(pid)) is not None]
     qv = queries_like(np.stack(stored).astype(np.float32), 300)

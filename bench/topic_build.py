@@ -60,7 +60,7 @@ def _embed_all(root: Path) -> int:
 
     app = build_app(_settings(root))
     try:
-        with app.store.engine.connect() as conn:
+        with app.core.store.engine.connect() as conn:
             rows = conn.execute(
                 text(
                     "SELECT p.id, p.content_hash FROM papers p LEFT JOIN embeddings e ON e.paper_id = p.id "
@@ -71,7 +71,7 @@ def _embed_all(root: Path) -> int:
             have = conn.execute(text("SELECT count(*) FROM embeddings")).scalar_one()
         if rows:
             fill = synthetic(have + len(rows), seed=3)[have:]
-            store = SqlEmbeddingStore(app.store.engine)
+            store = SqlEmbeddingStore(app.core.store.engine)
             for start in range(0, len(rows), 20_000):
                 part = rows[start : start + 20_000]
                 pending = [PendingPaper(pid, "", "", chash or "", False) for pid, chash in part]
@@ -96,7 +96,7 @@ def prepare(size: str) -> Path:
 
         app = build_app(_settings(root))
         try:
-            app.ingest.run(
+            app.sources.ingest.run(
                 JsonlFileSource(SHARED / "hf_daily.jsonl.gz", batch_size=app.settings.batch_size), workers=1
             )
         finally:
@@ -114,7 +114,7 @@ def prepare(size: str) -> Path:
             app = build_app(_settings(root))
             try:
                 for name in FILES:
-                    app.ingest.run(
+                    app.sources.ingest.run(
                         JsonlFileSource(SHARED / name, batch_size=app.settings.batch_size), workers=1
                     )
             finally:
@@ -123,7 +123,7 @@ def prepare(size: str) -> Path:
 
         app = build_app(_settings(root))
         try:
-            grow(app.store, SIZES[size], prefix="syn" if size == "200k" else f"syn{size}")
+            grow(app.core.store, SIZES[size], prefix="syn" if size == "200k" else f"syn{size}")
         finally:
             app.close()
     papers = _embed_all(root)
@@ -146,7 +146,7 @@ def child_build(root: Path) -> dict[str, Any]:
             marks.append((message, time.perf_counter() - t0))
             print(f"    {time.perf_counter() - t0:8.1f} s  {message}", file=sys.stderr, flush=True)
 
-        summary = app.topics.build(mark)
+        summary = app.catalogue.topics.build(mark)
         b = summary.build
         return {
             "papers": b.papers,
@@ -173,7 +173,7 @@ def child_place(root: Path, n: int) -> dict[str, Any]:
 
     app = build_app(_settings(root))
     try:
-        with app.store.engine.begin() as conn:
+        with app.core.store.engine.begin() as conn:
             conn.execute(text("DELETE FROM papers WHERE id LIKE :new"), {"new": f"{NEW}:%"})
         now = datetime.now(UTC)
         made = [
@@ -190,14 +190,14 @@ def child_place(root: Path, n: int) -> dict[str, Any]:
             )
             for i in range(n)
         ]
-        app.store.apply_batch(Batch(papers=made))
+        app.core.store.apply_batch(Batch(papers=made))
         vectors = synthetic(n, seed=99)
         pending = [
             PendingPaper(p.id, p.title, p.abstract, content_hash(p.title, p.abstract), False) for p in made
         ]
-        SqlEmbeddingStore(app.store.engine).save_vectors(MODEL, pending, vectors)
-        summary = app.topics.place()
-        with app.store.engine.begin() as conn:
+        SqlEmbeddingStore(app.core.store.engine).save_vectors(MODEL, pending, vectors)
+        summary = app.catalogue.topics.place()
+        with app.core.store.engine.begin() as conn:
             conn.execute(text("DELETE FROM papers WHERE id LIKE :new"), {"new": f"{NEW}:%"})
         return {"placed": summary.placed, "seconds": summary.seconds}
     finally:

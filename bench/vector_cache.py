@@ -34,7 +34,7 @@ import numpy.typing as npt
 import orjson
 
 from paperfeed.adapters.embed import EmbedderConfig, open_embedder
-from paperfeed.bootstrap import embedder_config
+from paperfeed.bootstrap.indexes import embedder_config
 from paperfeed.domain.embedding import embedding_text
 from paperfeed.domain.models import content_hash
 from paperfeed.domain.search import Embedder

@@ -79,9 +79,11 @@ def ensure_data(data_dir: Path) -> None:
     started = time.perf_counter()
     try:
         for name in FILES:
-            summary = app.ingest.run(JsonlFileSource(SHARED / name, batch_size=app.settings.batch_size))
+            summary = app.sources.ingest.run(
+                JsonlFileSource(SHARED / name, batch_size=app.settings.batch_size)
+            )
             print(f"  {name}: {summary.added:,} added, {summary.rejected:,} rejected", flush=True)
-        app.keyword_index  # noqa: B018 - open (and so bring up to date) the keyword index now
+        app.indexes.keyword  # noqa: B018 - open (and so bring up to date) the keyword index now
     finally:
         app.close()
     (data_dir / READY).write_text("ok\n")
@@ -99,7 +101,7 @@ class Inputs:
 def sample_inputs(data_dir: Path, rng: random.Random) -> Inputs:
     app = build_app(Settings(data_dir=data_dir))
     try:
-        with app.store.engine.connect() as conn:
+        with app.core.store.engine.connect() as conn:
             days = [str(d)[:10] for d in conn.execute(select(listings.c.day).distinct()).scalars()]
             count = conn.execute(select(func.count()).select_from(papers)).scalar_one()
             # ids spread over the whole table: every paper equally likely

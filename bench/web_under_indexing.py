@@ -47,11 +47,11 @@ def ensure_data(data_dir: Path) -> None:
         return
     app = build_app(Settings(data_dir=data_dir, embedding_backend="fake"))
     try:
-        summary = app.ingest.run(
+        summary = app.sources.ingest.run(
             JsonlFileSource(SHARED / "data" / "hf_daily.jsonl.gz", batch_size=app.settings.batch_size)
         )
         print(f"imported {summary.added:,} papers into {data_dir}", flush=True)
-        app.keyword_index  # noqa: B018 - build the keyword index now, not in the server
+        app.indexes.keyword  # noqa: B018 - build the keyword index now, not in the server
     finally:
         app.close()
     from bench.vector_cache import CACHE_ROOT, bench_embedder_config

@@ -31,34 +31,36 @@ def _link(w: World, purpose: LinkPurpose) -> dict[str, Any]:
     """A fresh one-time link for a throw-away account (as if it had been mailed)."""
     person = w.new_user(f"link-{secrets.token_hex(4)}@example.org", password=False)
     token = secrets.token_urlsafe(32)
-    now = w.app.accounts.clock()
-    w.app.accounts.store.add_link(hash_secret(token), person.id, purpose, now, now + timedelta(minutes=10))
+    now = w.app.readers.accounts.clock()
+    w.app.readers.accounts.store.add_link(
+        hash_secret(token), person.id, purpose, now, now + timedelta(minutes=10)
+    )
     return {"token": token, "person": person}
 
 
 def _users_token(w: World) -> dict[str, Any]:
-    token, _ = w.app.accounts.create_api_token(w.users["user"], "matrix victim")
+    token, _ = w.app.readers.accounts.create_api_token(w.users["user"], "matrix victim")
     return {"token_id": token.id}
 
 
 def _token_gone(w: World, ctx: dict[str, Any]) -> bool:
-    return all(t.id != ctx["token_id"] for t in w.app.accounts.list_api_tokens(w.users["user"]))
+    return all(t.id != ctx["token_id"] for t in w.app.readers.accounts.list_api_tokens(w.users["user"]))
 
 
 def _shown_paper(w: World) -> dict[str, Any]:
     paper = w.paper_ids[-1]
-    w.app.accounts.unhide_paper(paper)
+    w.app.readers.accounts.unhide_paper(paper)
     return {"paper": paper}
 
 
 def _hidden_paper(w: World) -> dict[str, Any]:
     paper = w.paper_ids[-1]
-    w.app.accounts.hide_paper(paper, reason="matrix")
+    w.app.readers.accounts.hide_paper(paper, reason="matrix")
     return {"paper": paper}
 
 
 def _is_hidden(w: World, ctx: dict[str, Any]) -> bool:
-    return any(h.paper_id == ctx["paper"] for h in w.app.accounts.hidden_papers())
+    return any(h.paper_id == ctx["paper"] for h in w.app.readers.accounts.hidden_papers())
 
 
 def _deletion_link(w: World) -> dict[str, Any]:
@@ -67,27 +69,27 @@ def _deletion_link(w: World) -> dict[str, Any]:
 
 
 def _person_gone(w: World, ctx: dict[str, Any]) -> bool:
-    return w.app.accounts.store.user_by_id(ctx["person"].id) is None
+    return w.app.readers.accounts.store.user_by_id(ctx["person"].id) is None
 
 
 def _user_gone(w: World, ctx: dict[str, Any]) -> bool:
-    return w.app.accounts.store.user_by_id(w.users["user"].id) is None
+    return w.app.readers.accounts.store.user_by_id(w.users["user"].id) is None
 
 
 def _visible_victim(w: World) -> dict[str, Any]:
     victim = w.new_user("victim@example.org", password=False)
-    w.app.accounts.unhide_user(victim.id)
+    w.app.readers.accounts.unhide_user(victim.id)
     return {"victim": victim.id}
 
 
 def _hidden_victim(w: World) -> dict[str, Any]:
     victim = w.new_user("victim@example.org", password=False)
-    w.app.accounts.hide_user(victim.id)
+    w.app.readers.accounts.hide_user(victim.id)
     return {"victim": victim.id}
 
 
 def _victim_hidden(w: World, ctx: dict[str, Any]) -> bool:
-    stored = w.app.accounts.store.user_by_id(ctx["victim"])
+    stored = w.app.readers.accounts.store.user_by_id(ctx["victim"])
     return stored is not None and stored.hidden
 
 

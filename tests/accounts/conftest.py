@@ -39,7 +39,7 @@ def make_settings(data_dir: Path, smtp: SmtpTestServer, **overrides: object) -> 
 
 
 def load_papers(app: App) -> None:
-    summary = app.ingest.run(JsonlFileSource(PAPERS, batch_size=app.settings.batch_size))
+    summary = app.sources.ingest.run(JsonlFileSource(PAPERS, batch_size=app.settings.batch_size))
     assert summary.rejected == 0, summary.rejects
 
 
@@ -143,7 +143,7 @@ def quick_sign_in(client: TestClient, app: App, email: str, *, role: str = "user
     about what a signed-in person can do, not about signing in (no argon2 work, no mail)."""
     from paperfeed.web.security import CSRF_COOKIE, SESSION_COOKIE
 
-    accounts = app.accounts
+    accounts = app.readers.accounts
     if accounts.store.user_by_email(email) is None:
         accounts.sign_up(email, None, None, client="quick-sign-in", base_url="http://testserver")
     user = accounts.user_by_email(email)

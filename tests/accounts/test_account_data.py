@@ -49,19 +49,23 @@ FILES = {
 
 def _use_everything(app: App, email: str, paper: str) -> int:
     """Save, note, tag, vote, comment and subscribe as ``email``; returns the user id."""
-    user = app.accounts.user_by_email(email)
-    app.library.save(user.id, paper, ["Reading list", "Fish"])
-    app.library.set_note(user.id, paper, f"note of {email}: *important*")
-    app.library.set_dismissed(user.id, P3, True)
-    app.library.follow(user.id, "Ada Fishwick")
-    app.community.upvote(user, paper)
-    app.community.add_comment(user, paper, f"comment of {email}")
-    app.digest_store.create_subscription(
-        email, Preferences(), status=SubscriptionStatus.active, user_id=user.id, now=app.accounts.clock()
+    user = app.readers.accounts.user_by_email(email)
+    app.readers.library.save(user.id, paper, ["Reading list", "Fish"])
+    app.readers.library.set_note(user.id, paper, f"note of {email}: *important*")
+    app.readers.library.set_dismissed(user.id, P3, True)
+    app.readers.library.follow(user.id, "Ada Fishwick")
+    app.readers.community.upvote(user, paper)
+    app.readers.community.add_comment(user, paper, f"comment of {email}")
+    app.digests.records.create_subscription(
+        email,
+        Preferences(),
+        status=SubscriptionStatus.active,
+        user_id=user.id,
+        now=app.readers.accounts.clock(),
     )
-    if app.topic_picks.records.topic(3) is None:
-        add_topic(app.store, 3, "Zebrafish gaits")
-    app.topic_picks.pick(user.id, 3)  # a topic picked for "For you"
+    if app.catalogue.topic_picks.records.topic(3) is None:
+        add_topic(app.core.store, 3, "Zebrafish gaits")
+    app.catalogue.topic_picks.pick(user.id, 3)  # a topic picked for "For you"
     return user.id
 
 
@@ -75,7 +79,7 @@ def _unzip(body: bytes) -> dict[str, Any]:
 
 
 def _user_exists(app: App, email: str) -> bool:
-    with app.store.engine.connect() as conn:
+    with app.core.store.engine.connect() as conn:
         return bool(conn.execute(select(func.count()).where(users.c.email == email)).scalar_one())
 
 
@@ -122,7 +126,7 @@ def test_export_from_the_account_page_is_a_zip_of_the_readers_data(
     assert [s["email"] for s in files["subscriptions.json"]] == ["ann@example.org"]
     [pick] = files["topics.json"]
     assert (pick["topicId"], pick["label"]) == (3, "Zebrafish gaits")
-    assert pick["pickedAt"].startswith(str(app.accounts.clock().year))
+    assert pick["pickedAt"].startswith(str(app.readers.accounts.clock().year))
     # library.bib is the site's own BibTeX of the saved paper (web/citation.py).
     assert files["library.bib"].startswith("@misc{fishwick2025zebrafish,")
     assert "Zebrafish locomotion with sparse transformers" in files["library.bib"]
@@ -154,7 +158,9 @@ def test_api_export_answers_each_token_with_its_own_readers_data(
     _use_everything(app, "ann@example.org", P1)
     quick_sign_in(new_browser(), app, "bob@example.org")
     _use_everything(app, "bob@example.org", P2)
-    bob_token = app.accounts.create_api_token(app.accounts.user_by_email("bob@example.org"), "cli")[1]
+    bob_token = app.readers.accounts.create_api_token(
+        app.readers.accounts.user_by_email("bob@example.org"), "cli"
+    )[1]
 
     by_session = site.get("/api/me/export")
     anonymous = new_browser().get("/api/me/export", headers={"accept": "application/json"})
@@ -184,13 +190,15 @@ def test_delete_with_the_password_removes_everything_and_ends_the_session(
     sign_up(site, mailbox, "ann@example.org")
     sign_in(site, "ann@example.org")
     _use_everything(app, "ann@example.org", P1)
-    token = app.accounts.create_api_token(app.accounts.user_by_email("ann@example.org"), "cli")[1]
+    token = app.readers.accounts.create_api_token(
+        app.readers.accounts.user_by_email("ann@example.org"), "cli"
+    )[1]
     other_device = new_browser()
     sign_in(other_device, "ann@example.org")
     bob = new_browser()
     quick_sign_in(bob, app, "bob@example.org")
     _use_everything(app, "bob@example.org", P1)
-    assert app.community.votes(P1).local == 2
+    assert app.readers.community.votes(P1).local == 2
 
     page = site.get("/account/delete", headers={"accept": "text/html"})
     assert page.status_code == 200
@@ -221,10 +229,10 @@ def test_delete_with_the_password_removes_everything_and_ends_the_session(
     again = fill(site, "/signin", "/signin", {"email": "ann@example.org", "password": PASSWORD})
     assert again.status_code == 400
     # Bob's things stay, and counts drop by exactly Ann's vote and comment.
-    assert app.community.votes(P1).local == 1
-    assert [c.body for c in app.community.comments(P1)[1]] == ["comment of bob@example.org"]
-    assert app.digest_store.subscription_by_email("ann@example.org") is None
-    assert app.digest_store.subscription_by_email("bob@example.org") is not None
+    assert app.readers.community.votes(P1).local == 1
+    assert [c.body for c in app.readers.community.comments(P1)[1]] == ["comment of bob@example.org"]
+    assert app.digests.records.subscription_by_email("ann@example.org") is None
+    assert app.digests.records.subscription_by_email("bob@example.org") is not None
     # The address can sign up afresh, to an empty account.
     fill(site, "/signup", "/signup", {"email": "ann@example.org", "password": PASSWORD, "display_name": ""})
     mailbox.wait("ann@example.org", "confirm your email", count=2)  # the first link was used up

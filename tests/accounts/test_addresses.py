@@ -15,7 +15,8 @@ from sqlalchemy import func, select
 
 from paperfeed.adapters.mail.smtp import SmtpMailer
 from paperfeed.adapters.store.schema_accounts import users
-from paperfeed.bootstrap import App, smtp_config
+from paperfeed.bootstrap import App
+from paperfeed.bootstrap.mail import smtp_config
 from paperfeed.domain.accounts import InvalidEmail, normalize_email
 from paperfeed.domain.digest import InvalidPreferences
 from paperfeed.domain.digest import normalize_email as digest_email
@@ -36,7 +37,7 @@ FORMS = [
 
 
 def _user_count(app: App) -> int:
-    with app.store.engine.connect() as conn:
+    with app.core.store.engine.connect() as conn:
         return int(conn.execute(select(func.count()).select_from(users)).scalar_one())
 
 
@@ -57,7 +58,7 @@ def test_account_forms_refuse_bad_addresses(
     assert "Email:" in reply.text
     assert "Check your inbox" not in reply.text
     assert _user_count(app) == before
-    app.accounts.close()  # wait for anything handed to the mail thread
+    app.readers.accounts.close()  # wait for anything handed to the mail thread
     assert smtp_server.messages == []
 
 
@@ -80,14 +81,14 @@ def test_the_digest_form_refuses_bad_addresses(
         )
         assert reply.status_code == 400, (address, reply.text[:500])
         assert "Email:" in reply.text
-        assert app.subscriptions.by_email(address.lower()) is None
+        assert app.digests.subscriptions.by_email(address.lower()) is None
     assert smtp_server.messages == []
 
 
 def test_good_addresses_still_work_and_are_normalised(site: TestClient, mailbox: Mailbox, app: App) -> None:
     reply = fill(site, "/signup", "/signup", {"email": "  Zoe.Q+papers@Example.ORG ", "password": ""})
     assert reply.status_code == 200
-    assert app.accounts.user_by_email("zoe.q+papers@example.org").email == "zoe.q+papers@example.org"
+    assert app.readers.accounts.user_by_email("zoe.q+papers@example.org").email == "zoe.q+papers@example.org"
     mailbox.wait("zoe.q+papers@example.org", "confirm your email")
     # .test is reserved for testing (RFC 6761): accepted, so instances can be tried with such addresses
     assert fill(site, "/signup", "/signup", {"email": "kim@x.test", "password": ""}).status_code == 200

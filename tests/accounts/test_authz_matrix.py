@@ -65,7 +65,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         )
         for actor, email, role in people:
             w.users[actor] = w.new_user(email, role=role)
-            w.tokens[actor] = app.accounts.create_api_token(w.users[actor], "matrix")[1]
+            w.tokens[actor] = app.readers.accounts.create_api_token(w.users[actor], "matrix")[1]
         yield w
 
 
@@ -77,11 +77,11 @@ def _outcome(route: Route, response: Any) -> int | str:
 
 
 def _fresh(world: World, route: Route) -> dict[str, Any]:
-    with world.app.store.engine.begin() as conn:
+    with world.app.core.store.engine.begin() as conn:
         conn.execute(delete(rate_limit_hits))
     for actor, token in world.tokens.items():  # a password change revokes tokens: issue new ones
-        if world.app.accounts.user_for_api_token(token) is None:
-            world.tokens[actor] = world.app.accounts.create_api_token(world.users[actor], "matrix")[1]
+        if world.app.readers.accounts.user_for_api_token(token) is None:
+            world.tokens[actor] = world.app.readers.accounts.create_api_token(world.users[actor], "matrix")[1]
     return route.setup(world) if route.setup else {}
 
 

@@ -36,12 +36,12 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]
         app = build_app(settings)
         try:
             load_papers(app)
-            app.accounts.sign_up(EMAIL, PASSWORD, "Leaving", client="setup", base_url="http://x")
-            user = app.accounts.store.user_by_email(EMAIL)
+            app.readers.accounts.sign_up(EMAIL, PASSWORD, "Leaving", client="setup", base_url="http://x")
+            user = app.readers.accounts.store.user_by_email(EMAIL)
             assert user is not None
-            app.accounts.store.mark_verified(user.user.id, app.accounts.clock())
-            app.library.save(user.user.id, PAPER_IDS[0])
-            app.library.set_note(user.user.id, PAPER_IDS[0], "my *note*")
+            app.readers.accounts.store.mark_verified(user.user.id, app.readers.accounts.clock())
+            app.readers.library.save(user.user.id, PAPER_IDS[0])
+            app.readers.library.set_note(user.user.id, PAPER_IDS[0], "my *note*")
         finally:
             app.close()
         with live_server(settings) as url:

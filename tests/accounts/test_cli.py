@@ -27,11 +27,11 @@ def _run(data_dir: Path, *args: str) -> tuple[int, str]:
 
 def test_promote_demote_list_hide(app: App) -> None:
     data = app.settings.data_dir
-    app.accounts.sign_up("root@example.org", None, "Root", client="t", base_url="http://x")
+    app.readers.accounts.sign_up("root@example.org", None, "Root", client="t", base_url="http://x")
     code, out = _run(data, "users", "promote", "ROOT@example.org")
     assert code == 0, out
     assert "is now an admin" in out
-    assert app.accounts.user_by_email("root@example.org").is_admin
+    assert app.readers.accounts.user_by_email("root@example.org").is_admin
     code, out = _run(data, "users", "list", "--json")
     assert code == 0
     rows = [orjson.loads(line) for line in out.splitlines()]  # JSON lines: one object per account
@@ -40,7 +40,7 @@ def test_promote_demote_list_hide(app: App) -> None:
     assert code == 2
     assert "demote them first" in out
     assert _run(data, "users", "demote", "root@example.org")[0] == 0
-    assert not app.accounts.user_by_email("root@example.org").is_admin
+    assert not app.readers.accounts.user_by_email("root@example.org").is_admin
     assert _run(data, "users", "hide", "root@example.org")[0] == 0
     assert _run(data, "users", "list")[1].count("hidden") == 1
     assert _run(data, "users", "unhide", "root@example.org")[0] == 0
@@ -51,13 +51,13 @@ def test_promote_demote_list_hide(app: App) -> None:
 
 def test_export_and_delete_a_user(app: App, tmp_path: Path) -> None:
     data = app.settings.data_dir
-    app.accounts.sign_up("gone@example.org", None, None, client="t", base_url="http://x")
-    app.accounts.sign_up("stays@example.org", None, None, client="t", base_url="http://x")
-    gone, stays = (app.accounts.user_by_email(e) for e in ("gone@example.org", "stays@example.org"))
+    app.readers.accounts.sign_up("gone@example.org", None, None, client="t", base_url="http://x")
+    app.readers.accounts.sign_up("stays@example.org", None, None, client="t", base_url="http://x")
+    gone, stays = (app.readers.accounts.user_by_email(e) for e in ("gone@example.org", "stays@example.org"))
     for user in (gone, stays):
-        app.community.upvote(user, PAPER_IDS[0])
-    add_topic(app.store, 4, "Glacier melt")
-    app.topic_picks.pick(gone.id, 4)
+        app.readers.community.upvote(user, PAPER_IDS[0])
+    add_topic(app.core.store, 4, "Glacier melt")
+    app.catalogue.topic_picks.pick(gone.id, 4)
     target = tmp_path / "out.zip"
     code, out = _run(data, "users", "export", "gone@example.org", "-o", str(target))
     assert code == 0, out
@@ -69,12 +69,12 @@ def test_export_and_delete_a_user(app: App, tmp_path: Path) -> None:
         cli, ["--data-dir", str(data), "users", "delete", "gone@example.org"], input="n\n"
     )
     assert refused.exit_code == 2
-    assert app.accounts.store.user_by_email("gone@example.org") is not None
+    assert app.readers.accounts.store.user_by_email("gone@example.org") is not None
     code, out = _run(data, "users", "delete", "GONE@example.org", "--yes")
     assert code == 0, out
     assert "gone@example.org is deleted" in out
-    assert app.accounts.store.user_by_email("gone@example.org") is None
-    assert app.community.votes(PAPER_IDS[0]).local == 1
+    assert app.readers.accounts.store.user_by_email("gone@example.org") is None
+    assert app.readers.community.votes(PAPER_IDS[0]).local == 1
     assert _run(data, "users", "delete", "gone@example.org", "--yes")[0] == 2
     assert _run(data, "users", "export", "gone@example.org")[0] == 2
 
@@ -83,11 +83,11 @@ def test_hide_and_unhide_papers(app: App) -> None:
     data = app.settings.data_dir
     code, out = _run(data, "papers", "hide", f"https://arxiv.org/abs/{PAPER_IDS[1]}", "--reason", "duplicate")
     assert code == 0, out
-    assert app.feeds.paper(PAPER_IDS[1]) is None
+    assert app.catalogue.feeds.paper(PAPER_IDS[1]) is None
     assert "duplicate" in _run(data, "papers", "hidden")[1]
     assert "already hidden" in _run(data, "papers", "hide", PAPER_IDS[1])[1]
     assert _run(data, "papers", "unhide", PAPER_IDS[1])[0] == 0
-    assert app.feeds.paper(PAPER_IDS[1]) is not None
+    assert app.catalogue.feeds.paper(PAPER_IDS[1]) is not None
     assert _run(data, "papers", "unhide", PAPER_IDS[1])[0] == 2
     assert _run(data, "papers", "hide", "2501.99999")[0] == 2
     assert _run(data, "papers", "hide", "nonsense")[0] == 2

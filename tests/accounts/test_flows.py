@@ -33,11 +33,11 @@ def test_sign_up_confirm_sign_in_sign_out(site: TestClient, mailbox: Mailbox, ap
     page = site.get(link)
     assert page.status_code == 200
     assert "Confirm my email address" in page.text
-    assert not app.accounts.user_by_email("ann@example.org").email_verified  # a GET changes nothing
+    assert not app.readers.accounts.user_by_email("ann@example.org").email_verified  # a GET changes nothing
     done = fill(site, link, "/verify", {"token": link.split("token=")[1]})
     assert done.status_code == 303
     assert done.headers["location"] == "/signin?done=verified"
-    assert app.accounts.user_by_email("ann@example.org").email_verified
+    assert app.readers.accounts.user_by_email("ann@example.org").email_verified
 
     signed = fill(
         site,
@@ -95,7 +95,7 @@ def test_sign_in_link_signs_in_once_and_confirms_the_address(
     used = fill(other, link, "/signin/link", {"token": link.split("token=")[1]})
     assert used.status_code == 303
     assert _me(other) == 200
-    assert app.accounts.user_by_email("dee@example.org").email_verified
+    assert app.readers.accounts.user_by_email("dee@example.org").email_verified
     third = new_browser()
     assert fill(third, "/signin", "/signin/link", {"token": link.split("token=")[1]}).status_code == 400
     assert _me(third) == 401
@@ -112,8 +112,10 @@ def test_sign_in_link_expires(site: TestClient, mailbox: Mailbox, app: App) -> N
 
     from paperfeed.adapters.store.schema_accounts import one_time_links
 
-    with app.store.engine.begin() as conn:
-        conn.execute(update(one_time_links).values(expires_at=app.accounts.clock() - timedelta(seconds=1)))
+    with app.core.store.engine.begin() as conn:
+        conn.execute(
+            update(one_time_links).values(expires_at=app.readers.accounts.clock() - timedelta(seconds=1))
+        )
     assert site.get(link).status_code == 400
     assert fill(site, "/signin", "/signin/link", {"token": link.split("token=")[1]}).status_code == 400
     assert _me(site) == 401

@@ -38,7 +38,7 @@ def test_hidden_paper_disappears_everywhere_and_comes_back(site: TestClient, app
     quick_sign_in(site, app, "mod@example.org", role="admin")
     done = fill(site, "/admin", "/admin/papers/hide", {"paper_id": f"arXiv:{HIDDEN}v2", "reason": "spam"})
     assert done.status_code == 303
-    assert [h.paper_id for h in app.accounts.hidden_papers()] == [HIDDEN]
+    assert [h.paper_id for h in app.readers.accounts.hidden_papers()] == [HIDDEN]
     assert "spam" in site.get("/admin", headers={"accept": "text/html"}).text
 
     after = _everywhere(site)
@@ -68,11 +68,13 @@ def test_hiding_an_unknown_paper_says_so(site: TestClient, app: App) -> None:
 
 def test_hidden_user_is_signed_out_and_cannot_sign_in(site: TestClient, app: App) -> None:
     quick_sign_in(site, app, "troll@example.org")
-    token = app.accounts.create_api_token(app.accounts.user_by_email("troll@example.org"), "t")[1]
+    token = app.readers.accounts.create_api_token(
+        app.readers.accounts.user_by_email("troll@example.org"), "t"
+    )[1]
     assert site.get("/api/me").status_code == 200
-    victim = app.accounts.user_by_email("troll@example.org")
-    app.accounts.hide_user(victim.id)
+    victim = app.readers.accounts.user_by_email("troll@example.org")
+    app.readers.accounts.hide_user(victim.id)
     assert site.get("/api/me").status_code == 401
     assert site.get("/api/me", headers={"authorization": f"Bearer {token}"}).status_code == 401
-    app.accounts.unhide_user(victim.id)
+    app.readers.accounts.unhide_user(victim.id)
     assert site.get("/api/me", headers={"authorization": f"Bearer {token}"}).status_code == 200

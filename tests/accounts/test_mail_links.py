@@ -44,7 +44,7 @@ def _ours(urls: list[str], own: str) -> bool:
 def test_account_mails_ignore_a_forged_host(site: TestClient, app: App, mailbox: Mailbox) -> None:
     """Sign-up, sign-in link and password reset, each asked for with ``Host: evil.example``."""
     assert app.settings.base_url is None  # the case the finding is about
-    own = app.public_url
+    own = app.core.public_url
     assert fill(site, "/signup", "/signup", {"email": "ann@example.org", "password": "pw-" * 5}, **EVIL)
     quick_sign_in(site, app, "bob@example.org")
     site.cookies.clear()
@@ -67,7 +67,7 @@ def test_digest_mails_ignore_a_forged_host(site: TestClient, app: App, mailbox: 
     assert reply.status_code == 200, reply.text
     urls = _urls(mailbox, "cy@example.org", "confirm")
     assert urls
-    assert _ours(urls, app.public_url), urls
+    assert _ours(urls, app.core.public_url), urls
     (mail,) = mailbox.server.to("cy@example.org")
     assert "evil.example" not in mail.data.decode()  # headers (List-Unsubscribe), text and HTML
 

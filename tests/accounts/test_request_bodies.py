@@ -182,7 +182,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, App]
 
 def _session(app: App, email: str, *, role: str = "user") -> str:
     """A signed-in browser's cookie header (a confirmed account, no password, no mail)."""
-    accounts = app.accounts
+    accounts = app.readers.accounts
     if accounts.store.user_by_email(email) is None:
         accounts.sign_up(email, None, None, client="body-tests", base_url="http://testserver")
         user = accounts.user_by_email(email)

@@ -36,7 +36,7 @@ def test_a_form_post_without_the_token_is_refused(site: TestClient, app: App) ->
         headers={"accept": "text/html"},
     )
     assert wrong.status_code == 403
-    assert app.accounts.user_by_email("kim@example.org").display_name is None
+    assert app.readers.accounts.user_by_email("kim@example.org").display_name is None
 
 
 def test_json_errors_for_api_clients(site: TestClient, app: App) -> None:
@@ -95,7 +95,9 @@ def test_bearer_only_requests_need_no_csrf_token(site: TestClient, app: App, set
     _signed_in(site, app)
     created = fill(site, "/account", "/account/tokens", {"name": "ci"})
     token = created.text.split('id="new-token">')[1].split("<")[0]
-    spare = app.accounts.create_api_token(app.accounts.user_by_email("kim@example.org"), "spare")[0]
+    spare = app.readers.accounts.create_api_token(
+        app.readers.accounts.user_by_email("kim@example.org"), "spare"
+    )[0]
     with browser(settings) as script:  # no cookies at all
         reply = script.delete(f"/api/tokens/{spare.id}", headers={"authorization": f"Bearer {token}"})
         assert reply.status_code == 204, reply.text
@@ -138,7 +140,7 @@ def test_sign_in_is_limited_per_account(site: TestClient, mailbox: Mailbox, app:
     sign_up(site, mailbox, "ned@example.org")
     sign_in(site, "ned@example.org")
     # the window slides: move the failures 15 minutes into the past and the right password works again
-    with app.store.engine.begin() as conn:
+    with app.core.store.engine.begin() as conn:
         conn.execute(rate_limit_hits.update().values(at=rate_limit_hits.c.at - 15 * 60 - 1))
     sign_in(site, "max@example.org")
 
@@ -149,7 +151,7 @@ def test_a_successful_sign_in_does_not_count_as_a_failure(app: App, mailbox: Mai
     from paperfeed.domain.accounts import InvalidCredentials, RateLimited
     from paperfeed.services.accounts import Limit
 
-    service = replace(app.accounts, limits=RateLimits(signin_account=Limit(2, 900)))
+    service = replace(app.readers.accounts, limits=RateLimits(signin_account=Limit(2, 900)))
     service.sign_up("ola@example.org", PASSWORD, None, client="c", base_url="http://x")
     service.store.mark_verified(service.user_by_email("ola@example.org").id, service.clock())
     for _ in range(3):
@@ -236,8 +238,8 @@ def test_session_fixation_a_planted_session_id_is_replaced(
     issued = site.cookies.get(SESSION_COOKIE)
     assert issued
     assert issued != planted
-    assert app.accounts.user_for_session(planted) is None
-    assert app.accounts.user_for_session(issued) is not None
+    assert app.readers.accounts.user_for_session(planted) is None
+    assert app.readers.accounts.user_for_session(issued) is not None
 
 
 def test_each_sign_in_gets_a_new_session_and_the_old_one_ends(
@@ -251,7 +253,7 @@ def test_each_sign_in_gets_a_new_session_and_the_old_one_ends(
     assert first
     assert second
     assert first != second
-    assert app.accounts.user_for_session(first) is None
+    assert app.readers.accounts.user_for_session(first) is None
 
 
 def test_secrets_are_stored_hashed(site: TestClient, mailbox: Mailbox, app: App) -> None:
@@ -263,7 +265,7 @@ def test_secrets_are_stored_hashed(site: TestClient, mailbox: Mailbox, app: App)
     token = made.text.split('id="new-token">')[1].split("<")[0]
     fill(site, "/forgot", "/forgot", {"email": "kim@example.org"})
     link = mailbox.link("kim@example.org", "reset", "/reset").split("token=")[1]
-    with app.store.engine.connect() as conn:
+    with app.core.store.engine.connect() as conn:
         dump = "\n".join(
             str(row)
             for table in (sessions, api_tokens, one_time_links)
@@ -316,7 +318,7 @@ def test_cookies_are_secure_when_the_site_is_https(
 def test_display_names_are_escaped_everywhere(site: TestClient, mailbox: Mailbox, app: App) -> None:
     hostile = '<script>alert("name")</script><img src=x onerror=alert(1)>\u202eevil'
     sign_up(site, mailbox, "vic@example.org", name=hostile)
-    app.accounts.set_role("vic@example.org", "admin")
+    app.readers.accounts.set_role("vic@example.org", "admin")
     sign_in(site, "vic@example.org")
     for path in ("/", "/account", "/admin", "/trending"):
         page = site.get(path, headers={"accept": "text/html"})

@@ -63,7 +63,7 @@ def test_a_sign_in_link_drops_a_password_set_before_the_address_was_proven(
     assert fill(owner, "/signin", "/signin/email", {"email": VICTIM}).status_code == 200
     _follow(owner, mailbox.link(VICTIM, "sign-in link", "/signin/link"), "/signin/link")
     assert owner.get("/api/me").json()["email"] == VICTIM
-    assert app.accounts.user_by_email(VICTIM).email_verified
+    assert app.readers.accounts.user_by_email(VICTIM).email_verified
 
     assert not _signs_in(new_browser(), VICTIM, ATTACKERS)  # the attacker's password is gone
     _owner_sets_a_password(owner)
@@ -81,7 +81,7 @@ def test_the_attackers_confirmation_mail_clicked_by_the_owner_drops_the_password
     link = mailbox.link(VICTIM, "confirm your email", "/verify", index=0)
     used = fill(owner, link, "/verify", {"token": link.split("token=", 1)[1]})
     assert used.status_code == 303, used.text
-    assert app.accounts.user_by_email(VICTIM).email_verified
+    assert app.readers.accounts.user_by_email(VICTIM).email_verified
     assert not _signs_in(attacker, VICTIM, ATTACKERS)
     assert not _signs_in(new_browser(), VICTIM, ATTACKERS)
 
@@ -143,7 +143,7 @@ def test_a_proof_from_another_sign_up_does_not_keep_the_password(
     for cookie in planted:
         owner.cookies.set(cookie.name, cookie.value or "", domain=cookie.domain, path=cookie.path)
     _follow(owner, mailbox.link(VICTIM, "confirm your email", "/verify", index=0), "/verify")
-    stored = app.accounts.store.user_by_email(VICTIM)
+    stored = app.readers.accounts.store.user_by_email(VICTIM)
     assert stored is not None
     assert stored.user.email_verified
     assert stored.password_hash is None
@@ -233,20 +233,20 @@ def test_the_proof_follows_a_password_rehashed_at_sign_in(app: App, mailbox: Mai
 
     from paperfeed.domain.accounts import EmailNotVerified
 
-    old = replace(app.accounts)
+    old = replace(app.readers.accounts)
     object.__setattr__(old, "_hasher", PasswordHasher(time_cost=1, memory_cost=8 * 1024, parallelism=1))
     old.sign_up("re@example.org", PASSWORD, None, client="c", base_url="http://x")
     try:
-        app.accounts.sign_in("re@example.org", PASSWORD, client="c", base_url="http://x")
+        app.readers.accounts.sign_in("re@example.org", PASSWORD, client="c", base_url="http://x")
     except EmailNotVerified as exc:
         proof = exc.proof
     else:
         raise AssertionError("an unconfirmed address signed in")
-    stored = app.accounts.store.user_by_email("re@example.org")
+    stored = app.readers.accounts.store.user_by_email("re@example.org")
     assert stored is not None
     assert stored.password_hash is not None
     assert "m=65536" in stored.password_hash  # re-hashed with the current parameters
     link = mailbox.link("re@example.org", "confirm your email", "/verify")
-    confirmed = app.accounts.verify_email(link.split("token=", 1)[1], proof=proof)
+    confirmed = app.readers.accounts.verify_email(link.split("token=", 1)[1], proof=proof)
     assert confirmed.password_kept
-    app.accounts.sign_in("re@example.org", PASSWORD, client="c", base_url="http://x")
+    app.readers.accounts.sign_in("re@example.org", PASSWORD, client="c", base_url="http://x")

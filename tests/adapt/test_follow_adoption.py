@@ -50,23 +50,23 @@ def _adopt(data: Path, model_id: str) -> None:
 
 def test_a_running_server_and_indexer_switch_to_an_adopted_model(two_processes: tuple[App, App]) -> None:
     server, indexer = two_processes
-    result = indexer.store.apply_batch(Batch(papers=[_paper(r) for r in CORPUS]))
-    indexer.keyword_index.on_papers_changed(result.changed_ids)
-    indexer.indexing.run()
-    assert server.search.search("protein folding").hits[0].dense_rank is not None
-    assert server.embedder.model_id == "fake-hash64"
+    result = indexer.core.store.apply_batch(Batch(papers=[_paper(r) for r in CORPUS]))
+    indexer.indexes.keyword.on_papers_changed(result.changed_ids)
+    indexer.indexes.indexer.current().run()
+    assert server.search.hybrid.search("protein folding").hits[0].dense_rank is not None
+    assert server.indexes.embedders.current().model_id == "fake-hash64"
 
     _adopt(server.settings.data_dir, "adapted-0123abcd")
-    assert indexer.follow_model()
-    plan = indexer.indexing.plan()
+    assert indexer.indexes.embedders.follow()
+    plan = indexer.indexes.indexer.current().plan()
     assert plan.model_id == "adapted-0123abcd-hash64"
     assert plan.backlog == len(CORPUS)  # every paper re-embedded with the adopted model
-    indexer.indexing.run()
+    indexer.indexes.indexer.current().run()
 
-    page = server.search.search("protein folding")
-    assert server.embedder.model_id == "adapted-0123abcd-hash64"
+    page = server.search.hybrid.search("protein folding")
+    assert server.indexes.embedders.current().model_id == "adapted-0123abcd-hash64"
     assert page.hits[0].paper.id == "2401.00003"
     assert page.hits[0].dense_rank is not None, page.notes
-    similar = server.search.similar("2401.00001")
+    similar = server.search.hybrid.similar("2401.00001")
     assert any(hit.similarity is not None for hit in similar)
-    assert not indexer.follow_model()  # nothing changed since
+    assert not indexer.indexes.embedders.follow()  # nothing changed since

@@ -107,10 +107,12 @@ def test_adopting_switches_the_embedder_and_index_re_embeds_resumably_then_reset
 
     app = build_app(Settings(data_dir=data, embedding_backend="torch"))
     try:
-        assert app.embedder.model_id == trained.model_id  # the factory reads the manifest
+        assert app.indexes.embedders.current().model_id == trained.model_id  # the factory reads the manifest
         base = build_app(Settings(data_dir=tmp_path / "other", embedding_backend="torch"))
         text = ["Dark matter halos in cosmological simulations"]
-        assert not np.array_equal(app.embedder.embed(text), base.embedder.embed(text))
+        assert not np.array_equal(
+            app.indexes.embedders.current().embed(text), base.indexes.embedders.current().embed(text)
+        )
         base.close()
     finally:
         app.close()
@@ -158,12 +160,12 @@ def test_papers_of_the_store_that_cite_each_other_become_training_pairs(
     data = make_instance(tmp_path, shared_dir, N_PAPERS)
     app = build_app(Settings(data_dir=data, embedding_backend="torch"))
     try:
-        ids = sorted(p.id for page in app.store.iter_papers() for p in page)
+        ids = sorted(p.id for page in app.core.store.iter_papers() for p in page)
         chain = list(itertools.pairwise(ids))  # each paper cites the next
-        app.citation_records.save_links(
+        app.catalogue.citations.save_links(
             [links(ids[0], [cite(a, b) for a, b in chain])], harvested_at=HARVESTED
         )
-        train = {p.paper_id for p in app.adaptation.plan(AdaptOptions()).split.train}
+        train = {p.paper_id for p in app.maintenance.adaptation.plan(AdaptOptions()).split.train}
     finally:
         app.close()
     expected = sum(1 for a, b in chain if a in train and b in train)

@@ -37,7 +37,7 @@ def paper(pid: str, title: str, author: str) -> Paper:
 def app(db_url: str, tmp_path: Path) -> Iterator[App]:
     built = build_app(Settings(data_dir=tmp_path / "data", database_url=db_url, embedding_backend="fake"))
     try:
-        built.store.apply_batch(
+        built.core.store.apply_batch(
             Batch(
                 papers=[
                     paper(A, "Sparse attention", "Ada Lovelace"),
@@ -46,13 +46,13 @@ def app(db_url: str, tmp_path: Path) -> Iterator[App]:
                 ]
             )
         )
-        with built.store.engine.begin() as conn:
+        with built.core.store.engine.begin() as conn:
             key = conn.execute(
                 insert(users).values(email="ada@example.org", display_name="Ada", created_at=HARVESTED)
             ).inserted_primary_key
         assert key is not None
-        built.library.save(int(key[0]), A, ["Thesis"])
-        built.library.save(int(key[0]), B, ["Thesis"])
+        built.readers.library.save(int(key[0]), A, ["Thesis"])
+        built.readers.library.save(int(key[0]), B, ["Thesis"])
         outside = [
             WorkRef(key="doi:10.1/deep", title="Deep nets & friends", year=2017, doi="10.1/DEEP"),
             WorkRef(key="1706.03762", title="Attention Is All You Need", year=2017, arxiv_id="1706.03762"),
@@ -60,7 +60,7 @@ def app(db_url: str, tmp_path: Path) -> Iterator[App]:
         ]
         edges = [cite(A, B), cite(A, C), cite(A, "doi:10.1/deep"), cite(A, "1706.03762")]
         edges += [cite(B, "doi:10.1/deep"), cite(B, "s2:" + "ab" * 20), cite(C, A)]
-        built.citation_records.save_links([links(A, edges, works=outside)], harvested_at=HARVESTED)
+        built.catalogue.citations.save_links([links(A, edges, works=outside)], harvested_at=HARVESTED)
         yield built
     finally:
         built.close()
@@ -111,8 +111,8 @@ def test_with_references_needs_bibtex(app: App) -> None:
 
 
 def test_the_web_and_the_api_export_a_tag_with_its_references(app: App) -> None:
-    ada = app.accounts.user_by_email("ada@example.org")
-    token = {"authorization": f"Bearer {app.accounts.create_api_token(ada, 'tests')[1]}"}
+    ada = app.readers.accounts.user_by_email("ada@example.org")
+    token = {"authorization": f"Bearer {app.readers.accounts.create_api_token(ada, 'tests')[1]}"}
     with TestClient(create_app(lambda: app)) as client:
         answer = client.get("/api/me/library/export?format=bibtex&references=true", headers=token)
         assert answer.status_code == 200, answer.text
@@ -124,7 +124,7 @@ def test_the_web_and_the_api_export_a_tag_with_its_references(app: App) -> None:
         refused = client.get("/api/me/library/export?format=ris&references=true", headers=token)
         assert refused.status_code == 400
         assert "format=bibtex" in refused.text
-        client.cookies.set(SESSION_COOKIE, app.accounts.create_session(ada).session)
+        client.cookies.set(SESSION_COOKIE, app.readers.accounts.create_session(ada).session)
         page = client.get("/library", headers={"accept": "text/html"})
         assert "/library/export?format=bibtex&amp;references=true" in page.text
         download = client.get("/library/export?format=bibtex&references=true")

@@ -20,7 +20,7 @@ from paperfeed.adapters.sources.semantic_scholar import SemanticScholarSource
 from paperfeed.adapters.store import SqlPaperStore, open_store
 from paperfeed.adapters.store.citation_candidates import SqlPublishedPapers
 from paperfeed.adapters.store.citations import SqlCitationRecords
-from paperfeed.bootstrap import harvest_settings
+from paperfeed.bootstrap.sources import harvest_settings
 from paperfeed.cli import cli_app as app
 from paperfeed.domain.citation_harvest import due
 from paperfeed.domain.paper_graph import CitationSort
@@ -218,7 +218,7 @@ def test_the_daily_step_reports_offline_and_moves_on(sqlite_store: SqlPaperStore
         unused,  # type: ignore[arg-type]
         daily_steps=comma_list(DEFAULTS.jobs_daily_steps),
         citation_sources=comma_list(DEFAULTS.citation_sources),
-        citations=lambda: harvest,
+        citations=harvest,
     )
     counts = pipeline.step("harvest-citations").run()
     assert counts["s2_papers"] == 0
@@ -245,7 +245,7 @@ def test_the_daily_step_fails_on_an_unusable_answer(
         unused,  # type: ignore[arg-type]
         daily_steps=comma_list(DEFAULTS.jobs_daily_steps),
         citation_sources=comma_list(DEFAULTS.citation_sources),
-        citations=lambda: harvest,
+        citations=harvest,
     )
     with pytest.raises(RuntimeError, match=r"s2: Semantic Scholar answered HTTP 400"):
         pipeline.step("harvest-citations").run()
@@ -343,14 +343,14 @@ def test_bootstrap_spaces_requests_to_each_scholarly_api(tmp_path: Path) -> None
 
     app = build_app(Settings(data_dir=tmp_path, contact_email="ops@example.org", s2_api_key="k"))  # type: ignore[arg-type]
     try:
-        assert app.http.min_interval["api.semanticscholar.org"] == 1.0
-        assert app.http.min_interval["api.openalex.org"] == 0.1
-        s2_source = app.citation_source("s2")
-        oa_source = app.citation_source("openalex")
+        assert app.core.http.min_interval["api.semanticscholar.org"] == 1.0
+        assert app.core.http.min_interval["api.openalex.org"] == 0.1
+        s2_source = app.sources.citation_source("s2")
+        oa_source = app.sources.citation_source("openalex")
         assert isinstance(s2_source, SemanticScholarSource)
         assert isinstance(oa_source, OpenAlexSource)
         assert s2_source.api_key == "k"
         assert oa_source.mailto == "ops@example.org"
-        assert s2_source.client is oa_source.client is app.http  # one polite client for every source
+        assert s2_source.client is oa_source.client is app.core.http  # one polite client for every source
     finally:
         app.close()

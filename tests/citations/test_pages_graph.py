@@ -149,7 +149,7 @@ def test_administrators_are_told_how_to_harvest(client: TestClient, settings: Se
     app = build_app(settings)
     try:
         admin = add_reader(app, "admin@example.org", "Admin", role="admin")
-        session = app.accounts.create_session(admin).session
+        session = app.readers.accounts.create_session(admin).session
     finally:
         app.close()
     client.cookies.set(SESSION_COOKIE, session)
@@ -201,9 +201,9 @@ def test_the_service_reads_the_stored_counts(settings: Settings) -> None:
     """``App.paper_graph`` on the same store: the counts the header shows, and no data for LONELY."""
     app = build_app(settings)
     try:
-        summary = app.paper_graph.summary(ME)
+        summary = app.catalogue.paper_graph.summary(ME)
         assert (summary.counts.references, summary.counts.citations, summary.has_data) == (25, 23, True)
-        assert app.paper_graph.summary(LONELY).has_data is False
+        assert app.catalogue.paper_graph.summary(LONELY).has_data is False
     finally:
         app.close()
 
@@ -219,7 +219,7 @@ def test_titles_from_sources_cannot_inject_markup(tmp_path: Path) -> None:
             evil = WorkRef("doi:10.666/evil", HOSTILE, 2020, doi='10.666/evil"><script>alert(3)</script>')
             me = WorkRef(LONELY, "A paper nobody has harvested")
             edge = Citation(LONELY, evil.key, "s2", contexts=(HOSTILE,))
-            app.citation_records.save_links(
+            app.catalogue.citations.save_links(
                 [PaperLinks(LONELY, "s2", me, (me, evil), (edge,))], harvested_at=datetime.now(UTC)
             )
         finally:

@@ -52,7 +52,7 @@ def _cites() -> dict[str, set[str]]:
 def test_shared_reference_counts_match_the_edges(app: App) -> None:
     cites = _cites()
     mine = cites[ME]
-    related = app.paper_graph.related(ME, per_list=50)
+    related = app.catalogue.paper_graph.related(ME, per_list=50)
     by_key = {e.key: e for e in related.related.all()}
     for other in (CITER, EARLIER, THIRD):
         assert by_key[other].shared_references == len(cites[other] & mine), other
@@ -66,7 +66,7 @@ def test_shared_reference_counts_match_the_edges(app: App) -> None:
 def test_prior_works_are_references_counted_by_the_references_they_are_co_cited_with(app: App) -> None:
     counts = prior_counts()
     expected = max(counts.values())
-    prior = app.paper_graph.related(ME, per_list=50).related.prior
+    prior = app.catalogue.paper_graph.related(ME, per_list=50).related.prior
     assert prior[0].key in {r for r, n in counts.items() if n == expected}
     assert prior[0].co_cited_with_references == expected == 11
     assert prior[0].reason.startswith(f"co-cited with {expected} of this paper's references")
@@ -75,24 +75,24 @@ def test_prior_works_are_references_counted_by_the_references_they_are_co_cited_
 
 
 def test_lists_are_ranked_and_capped(app: App) -> None:
-    related = app.paper_graph.related(ME, per_list=1).related
+    related = app.catalogue.paper_graph.related(ME, per_list=1).related
     assert [e.key for e in related.coupling] == [THIRD]  # 12 shared references beat 9
     assert all(len(group) <= 1 for group in (related.prior, related.derivative, related.coupling))
     with pytest.raises(ValueError, match="per_list"):
-        app.paper_graph.related(ME, per_list=0)
+        app.catalogue.paper_graph.related(ME, per_list=0)
 
 
 def test_a_hidden_paper_is_shown_as_an_outside_work(app: App) -> None:
-    assert app.accounts.store.hide_paper(CITER, None, "spam", datetime.now(UTC))
+    assert app.readers.accounts.store.hide_paper(CITER, None, "spam", datetime.now(UTC))
     try:
-        related = app.paper_graph.related(ME)
+        related = app.catalogue.paper_graph.related(ME)
         assert CITER not in related.papers
-        page = app.paper_graph.citations(ME, in_store_only=True, limit=100)
+        page = app.catalogue.paper_graph.citations(ME, in_store_only=True, limit=100)
         assert CITER not in {e.paper.id for e in page.entries if e.paper is not None}
     finally:
-        app.accounts.store.unhide_paper(CITER)
+        app.readers.accounts.store.unhide_paper(CITER)
 
 
 def test_unknown_paper(app: App) -> None:
     with pytest.raises(UnknownPaper, match=r"2401\.09999"):
-        app.paper_graph.related("2401.09999")
+        app.catalogue.paper_graph.related("2401.09999")

@@ -101,23 +101,23 @@ def _app(tmp_path: Path, db_url: str, weight: float, name: str) -> App:
 def test_hybrid_similar_fuses_the_graph_only_where_a_paper_has_edges(db_url: str, tmp_path: Path) -> None:
     setup = _app(tmp_path, db_url, 0.0, "off")
     try:
-        result = setup.store.apply_batch(Batch(papers=store_papers()))
-        setup.keyword_index.on_papers_changed(result)
-        setup.keyword_index.flush()
-        setup.citation_records.save_links(graph_links(), harvested_at=HARVESTED)
-        without_q = [h.paper.id for h in setup.search.similar(Q, limit=10)]
-        without_s5 = [h.paper.id for h in setup.search.similar(S5, limit=10)]
+        result = setup.core.store.apply_batch(Batch(papers=store_papers()))
+        setup.indexes.keyword.on_papers_changed(result)
+        setup.indexes.keyword.flush()
+        setup.catalogue.citations.save_links(graph_links(), harvested_at=HARVESTED)
+        without_q = [h.paper.id for h in setup.search.hybrid.similar(Q, limit=10)]
+        without_s5 = [h.paper.id for h in setup.search.hybrid.similar(S5, limit=10)]
     finally:
         setup.close()
     assert S1 not in without_q  # nothing in its text leads there
     with_graph = _app(tmp_path, db_url, 1.0, "off")  # same data folder and database, graph on
     try:
-        assert with_graph.search.similar_sources  # wired from the setting
-        hits = with_graph.search.similar(Q, limit=10)
+        assert with_graph.search.hybrid.similar_sources  # wired from the setting
+        hits = with_graph.search.hybrid.similar(Q, limit=10)
         ids = [h.paper.id for h in hits]
         assert {S1, S2, S3} <= set(ids)
         assert ids.index(S1) < ids.index(S3) < ids.index(S2)
         assert set(without_q) <= set(ids)  # the text neighbours are still there
-        assert [h.paper.id for h in with_graph.search.similar(S5, limit=10)] == without_s5
+        assert [h.paper.id for h in with_graph.search.hybrid.similar(S5, limit=10)] == without_s5
     finally:
         with_graph.close()

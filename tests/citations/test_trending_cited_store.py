@@ -90,8 +90,8 @@ def test_page_and_api_rank_by_citation_velocity(db_url: str, tmp_path: Path) -> 
     papers, graph_links = graph(today)
     app = build_app(settings)
     try:
-        app.store.apply_batch(Batch(papers=papers))
-        app.citation_records.save_links(graph_links, harvested_at=HARVESTED)
+        app.core.store.apply_batch(Batch(papers=papers))
+        app.catalogue.citations.save_links(graph_links, harvested_at=HARVESTED)
     finally:
         app.close()
     with TestClient(create_app(functools.partial(build_app, settings))) as client:

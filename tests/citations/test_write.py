@@ -14,6 +14,7 @@ from sqlalchemy.exc import IntegrityError, StatementError
 from paperfeed.adapters.store import SqlPaperStore
 from paperfeed.adapters.store.citations import SqlCitationRecords, sort_day
 from paperfeed.adapters.store.schema_citations import citation_harvests, citations, works
+from paperfeed.domain.errors import StoreValueError
 from paperfeed.domain.paper_graph import PaperLinks, WorkRef
 from tests.support.statements import recorded_statements
 
@@ -224,10 +225,11 @@ def test_a_failure_mid_save_leaves_nothing(records: SqlCitationRecords, store: S
 def test_a_value_the_database_refuses_rolls_back_the_works_already_written(
     records: SqlCitationRecords,
 ) -> None:
-    """A source-reported count beyond the column's range fails in the driver or the server, after
-    nothing else; the works of the batch written before it must not stay."""
+    """A source-reported count beyond the column's range fails in the driver or the server (the store
+    says so in the domain's words: ``StoreValueError``), after nothing else; the works of the batch
+    written before it must not stay."""
     huge = WorkRef(key="doi:10.1/huge", citation_count=2**63)
-    with pytest.raises((OverflowError, StatementError)):
+    with pytest.raises((OverflowError, StatementError, StoreValueError)):
         records.save_links(
             [
                 links(

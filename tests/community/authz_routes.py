@@ -38,33 +38,33 @@ UNLISTED = "2501.00999"  # a stored paper on no daily feed, so a submission need
 
 
 def _count(w: World, table: Any, *where: Any) -> int:
-    with w.app.store.engine.connect() as conn:
+    with w.app.core.store.engine.connect() as conn:
         return int(conn.execute(select(func.count()).select_from(table).where(*where)).scalar_one())
 
 
 def _fresh(w: World) -> dict[str, Any]:
-    with w.app.store.engine.begin() as conn:
+    with w.app.core.store.engine.begin() as conn:
         for table in (paper_upvotes, paper_submissions, paper_comments):
             conn.execute(delete(table))
         conn.execute(delete(listings).where(listings.c.source == SUBMITTED_SOURCE))
-    if w.app.store.get_paper(UNLISTED) is None:
+    if w.app.core.store.get_paper(UNLISTED) is None:
         when = datetime(2025, 1, 5, tzinfo=UTC)
-        w.app.store.apply_batch(Batch(papers=[Paper(id=UNLISTED, title="Never listed", published=when)]))
+        w.app.core.store.apply_batch(Batch(papers=[Paper(id=UNLISTED, title="Never listed", published=when)]))
     return {"paper": w.paper_ids[0]}
 
 
 def _voted_by_all(w: World) -> dict[str, Any]:
     ctx = _fresh(w)
     for actor in ("user", "other", "admin"):
-        w.app.community.upvote(w.users[actor], ctx["paper"])
+        w.app.readers.community.upvote(w.users[actor], ctx["paper"])
     return ctx
 
 
 def _users_comment(w: World, *, hidden: bool = False) -> dict[str, Any]:
     ctx = _fresh(w)
-    made = w.app.community.add_comment(w.users["user"], ctx["paper"], "original")
+    made = w.app.readers.community.add_comment(w.users["user"], ctx["paper"], "original")
     if hidden:
-        w.app.community.set_comment_hidden(w.users["admin"], made.id, True)
+        w.app.readers.community.set_comment_hidden(w.users["admin"], made.id, True)
     return {**ctx, "comment": made.id}
 
 

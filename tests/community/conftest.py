@@ -54,7 +54,7 @@ def make_settings(data_dir: Path, api_url: str, **overrides: Any) -> Settings:
 
 
 def load_papers(app: App) -> None:
-    summary = app.ingest.run(JsonlFileSource(PAPERS, batch_size=app.settings.batch_size))
+    summary = app.sources.ingest.run(JsonlFileSource(PAPERS, batch_size=app.settings.batch_size))
     assert summary.rejected == 0, summary.rejects
 
 
@@ -82,7 +82,7 @@ def add_reader(
 ) -> User:
     """A verified reader (made directly in the store: sign-up itself is the accounts' tests' business)."""
     now = datetime.now(UTC)
-    with app.store.engine.begin() as conn:
+    with app.core.store.engine.begin() as conn:
         key = conn.execute(
             insert(users).values(
                 email=email,
@@ -100,7 +100,7 @@ def add_reader(
 def sign_in(client: TestClient, app: App, user: User) -> str:
     """Give ``client`` a session of ``user``; returns the CSRF token its pages carry."""
     client.cookies.clear()
-    client.cookies.set(SESSION_COOKIE, app.accounts.create_session(user).session)
+    client.cookies.set(SESSION_COOKIE, app.readers.accounts.create_session(user).session)
     page = client.get("/submit", headers={"accept": "text/html"})
     assert page.status_code == 200, page.text
     found = _CSRF_META.search(page.text)
@@ -109,7 +109,7 @@ def sign_in(client: TestClient, app: App, user: User) -> str:
 
 
 def bearer(app: App, user: User) -> dict[str, str]:
-    return {"authorization": f"Bearer {app.accounts.create_api_token(user, 'tests')[1]}"}
+    return {"authorization": f"Bearer {app.readers.accounts.create_api_token(user, 'tests')[1]}"}
 
 
 @pytest.fixture

@@ -67,12 +67,12 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     app = build_app(settings)
     try:
         load_papers(app)
-        app.accounts.sign_up(
+        app.readers.accounts.sign_up(
             EMAIL, PASSWORD, "Vera Voter", client="browser-test", base_url="http://localhost"
         )
-        stored = app.accounts.store.user_by_email(EMAIL)
+        stored = app.readers.accounts.store.user_by_email(EMAIL)
         assert stored is not None
-        app.accounts.store.mark_verified(stored.user.id, app.accounts.clock())
+        app.readers.accounts.store.mark_verified(stored.user.id, app.readers.accounts.clock())
     finally:
         app.close()
     with live_server(settings) as url:

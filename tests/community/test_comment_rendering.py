@@ -97,4 +97,4 @@ def test_an_over_long_comment_is_refused_naming_the_field(
         got = site.post(f"/papers/{PAPER}/comments", data={"csrf_token": token, "body": body}, headers=HTML)
         assert got.status_code == 400
         assert f"body: A comment has at most {MAX_COMMENT_CHARS:,} characters" in got.text
-    assert app.community.comments(PAPER)[1] == []
+    assert app.readers.community.comments(PAPER)[1] == []

@@ -51,7 +51,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, App]
     app = build_app(settings)
     load_papers(app)
     when = datetime(2025, 1, 5, tzinfo=UTC)
-    app.store.apply_batch(
+    app.core.store.apply_batch(
         Batch(papers=[Paper(id=p, title=f"Unlisted {p}", published=when) for p in UNLISTED])
     )
     port = _free_port()
@@ -127,12 +127,12 @@ def _burst(requests: list[Callable[[httpx.Client], httpx.Response]]) -> list[htt
 
 
 def _count(app: App, table: Any, *where: Any) -> int:
-    with app.store.engine.connect() as conn:
+    with app.core.store.engine.connect() as conn:
         return int(conn.execute(select(func.count()).select_from(table).where(*where)).scalar_one())
 
 
 def _token(app: App, user: User) -> dict[str, str]:
-    return {"authorization": f"Bearer {app.accounts.create_api_token(user, 'burst')[1]}"}
+    return {"authorization": f"Bearer {app.readers.accounts.create_api_token(user, 'burst')[1]}"}
 
 
 def test_concurrent_upvotes_through_two_server_processes_are_counted_exactly(served: tuple[str, App]) -> None:
@@ -184,7 +184,7 @@ def test_concurrent_submissions_and_comments_respect_the_caps(served: tuple[str,
     assert _count(app, paper_comments, paper_comments.c.user_id == ada.id) == 5
     # the same paper submitted by many readers at once is submitted once
     racers = [_token(app, add_reader(app, f"racer{n}@example.org")) for n in range(10)]
-    paper = next(p for p in UNLISTED if app.community.submission(p) is None)
+    paper = next(p for p in UNLISTED if app.readers.community.submission(p) is None)
     answers = _burst([submit(paper, headers) for headers in racers])
     assert sorted(a.status_code for a in answers) == [200] * 9 + [201]
     assert _count(app, paper_submissions, paper_submissions.c.paper_id == paper) == 1

@@ -19,12 +19,12 @@ def _votes(app: App, paper_id: str, count: int, *, hidden: bool = False) -> list
     voters = [add_reader(app, f"{paper_id}-{n}-{hidden}@example.org", hidden=hidden) for n in range(count)]
     for voter in voters:
         if not hidden:
-            app.community.upvote(voter, paper_id)
+            app.readers.community.upvote(voter, paper_id)
     return voters
 
 
 def _day(app: App) -> list[tuple[str, int]]:
-    return [(i.paper.id, i.upvotes) for i in app.feeds.day(date.fromisoformat(DAY)).items]
+    return [(i.paper.id, i.upvotes) for i in app.catalogue.feeds.day(date.fromisoformat(DAY)).items]
 
 
 def test_local_votes_add_to_imported_ones_and_reorder_the_day(app: App) -> None:
@@ -32,20 +32,23 @@ def test_local_votes_add_to_imported_ones_and_reorder_the_day(app: App) -> None:
     _votes(app, "2501.00202", 2)
     _votes(app, "2501.00203", 1)
     assert _day(app) == [("2501.00202", 13), ("2501.00201", 12), ("2501.00203", 1)]
-    week = app.feeds.week("2025-W02")
+    week = app.catalogue.feeds.week("2025-W02")
     assert [(i.paper.id, i.upvotes) for i in week.items] == [
         ("2501.00202", 13),
         ("2501.00201", 12),
         ("2501.00204", 5),
         ("2501.00203", 1),
     ]
-    assert [i.paper.id for i in app.feeds.month("2025-01").items][:2] == ["2501.00202", "2501.00201"]
-    assert [(i.paper.id, i.upvotes) for i in app.feeds.recent(limit=2)] == [
+    assert [i.paper.id for i in app.catalogue.feeds.month("2025-01").items][:2] == [
+        "2501.00202",
+        "2501.00201",
+    ]
+    assert [(i.paper.id, i.upvotes) for i in app.catalogue.feeds.recent(limit=2)] == [
         ("2501.00204", 5),
         ("2501.00202", 13),
     ]
     # the paper a feed item carries shows the same counts
-    detail = app.feeds.paper("2501.00203")
+    detail = app.catalogue.feeds.paper("2501.00203")
     assert detail is not None
     assert detail.paper.upvotes == 1  # unknown on HF, one vote here
 
@@ -53,17 +56,17 @@ def test_local_votes_add_to_imported_ones_and_reorder_the_day(app: App) -> None:
 def test_votes_of_hidden_readers_do_not_rank(app: App) -> None:
     voters = _votes(app, "2501.00202", 3)
     assert _day(app)[0] == ("2501.00202", 14)
-    app.accounts.hide_user(voters[0].id)
-    app.accounts.hide_user(voters[1].id)
+    app.readers.accounts.hide_user(voters[0].id)
+    app.readers.accounts.hide_user(voters[1].id)
     assert _day(app)[:2] == [("2501.00201", 12), ("2501.00202", 12)]
 
 
 def test_trending_uses_the_sum_and_sees_a_vote_at_once(app: App) -> None:
-    before = app.feeds.trending(limit=10)
+    before = app.catalogue.feeds.trending(limit=10)
     ranks = {t.paper.id: t for t in before.items}
     assert ranks["2501.00201"].rank < ranks["2501.00202"].rank
     _votes(app, "2501.00202", 3)
-    after = {t.paper.id: t for t in app.feeds.trending(limit=10).items}  # no waiting for the cache
+    after = {t.paper.id: t for t in app.catalogue.feeds.trending(limit=10).items}  # no waiting for the cache
     assert after["2501.00202"].upvotes == 14
     assert after["2501.00202"].rank < after["2501.00201"].rank
 
@@ -71,9 +74,13 @@ def test_trending_uses_the_sum_and_sees_a_vote_at_once(app: App) -> None:
 def test_a_paper_never_listed_trends_on_local_votes(app: App) -> None:
     # 2501.00205 is on no feed and has no HF upvotes or stars: a local vote makes it a trending candidate.
     window = (date(2025, 1, 1), date(2025, 1, 31))
-    assert "2501.00205" not in [t.paper.id for t in app.feeds.trending(limit=50, window=window).items]
+    assert "2501.00205" not in [
+        t.paper.id for t in app.catalogue.feeds.trending(limit=50, window=window).items
+    ]
     _votes(app, "2501.00205", 1)
-    found = [t for t in app.feeds.trending(limit=50, window=window).items if t.paper.id == "2501.00205"]
+    found = [
+        t for t in app.catalogue.feeds.trending(limit=50, window=window).items if t.paper.id == "2501.00205"
+    ]
     assert len(found) == 1
     assert found[0].upvotes == 1
     assert found[0].paper.upvotes == 1
@@ -82,7 +89,7 @@ def test_a_paper_never_listed_trends_on_local_votes(app: App) -> None:
 def test_the_hf_shaped_api_shows_the_sum(app: App, site: TestClient) -> None:
     _votes(app, "2501.00202", 2)
     commenter = add_reader(app, "c@example.org", "Cleo")
-    app.community.add_comment(commenter, "2501.00201", "Nice octopus.")
+    app.readers.community.add_comment(commenter, "2501.00201", "Nice octopus.")
     daily = site.get("/api/daily_papers", params={"date": DAY}).json()
     assert [(d["paper"]["id"], d["paper"]["upvotes"], d["numComments"]) for d in daily] == [
         ("2501.00202", 13, 0),
@@ -103,7 +110,7 @@ def test_the_hf_shaped_api_shows_the_sum(app: App, site: TestClient) -> None:
 
 def test_pages_show_the_sum_and_comment_counts(app: App, site: TestClient) -> None:
     _votes(app, "2501.00202", 2)
-    app.community.add_comment(add_reader(app, "c@example.org"), "2501.00201", "Nice octopus.")
+    app.readers.community.add_comment(add_reader(app, "c@example.org"), "2501.00201", "Nice octopus.")
     day = site.get(f"/papers/date/{DAY}", headers={"accept": "text/html"}).text
     assert day.index("Lichen growth") < day.index("Octopus arm control")
     assert '<span class="count">13</span>' in day

@@ -34,22 +34,22 @@ DEFAULTS = {"http_retries": 4, "http_timeout": 30.0, "arxiv_delay": 3.0}  # Sett
 
 def test_failed_attempts_count_against_the_daily_cap(app: App, server: ReplayServer) -> None:
     server.add(API_PATH, Reply(503, b"down for maintenance", {"Retry-After": "0"}))
-    app.community.clock = lambda: NOW
+    app.readers.community.clock = lambda: NOW
     ada = add_reader(app, "ada@example.org")
     for n in range(3):  # the cap in these tests
         with pytest.raises(ArxivUnreachable):
-            app.community.submit(ada, f"2502.0000{n + 1}")
+            app.readers.community.submit(ada, f"2502.0000{n + 1}")
     asked = len(server.requests)
     with pytest.raises(LimitReached, match="attempts that failed count too") as refused:
-        app.community.submit(ada, "2502.00004")
+        app.readers.community.submit(ada, "2502.00004")
     assert refused.value.retry_after == 8 * 3600 + 30 * 60  # until midnight UTC
     assert len(server.requests) == asked  # refused before asking arXiv
-    assert app.community.submitted_today(ada) == 3
+    assert app.readers.community.submitted_today(ada) == 3
     # papers already here are still answered (they use nothing), and the next day starts afresh
-    assert not app.community.submit(ada, "2501.00202").created
-    app.community.clock = lambda: NOW.replace(day=3)
+    assert not app.readers.community.submit(ada, "2501.00202").created
+    app.readers.community.clock = lambda: NOW.replace(day=3)
     with pytest.raises(ArxivUnreachable):
-        app.community.submit(ada, "2502.00004")
+        app.readers.community.submit(ada, "2502.00004")
 
 
 def test_the_page_counts_failed_attempts(app: App, site: TestClient, server: ReplayServer) -> None:
@@ -140,11 +140,11 @@ def test_the_wait_is_bounded_by_the_configured_timeout(tmp_path: Path, silent_po
     try:
         ada = add_reader(app, "ada@example.org")
         with pytest.raises(ArxivUnreachable) as failed:
-            _timed(lambda: app.community.submit(ada, "2502.00001"), 10)
+            _timed(lambda: app.readers.community.submit(ada, "2502.00001"), 10)
         assert failed.value.status == 504
         started = time.monotonic()
         with pytest.raises(ArxivUnreachable):
-            _timed(lambda: app.community.submit(ada, "2502.00002"), 10)
+            _timed(lambda: app.readers.community.submit(ada, "2502.00002"), 10)
         took = time.monotonic() - started
         assert took < 1.0 + 3.0 + 1.5  # the timeout, arXiv's 3 s pacing between requests, and slack
     finally:

@@ -32,7 +32,7 @@ def _fifty_papers_on_one_day(app: App) -> list[str]:
         for n, pid in enumerate(ids)
     ]
     listings = [Listing(DAY, pid, "hf-daily", upvotes=n, rank=n) for n, pid in enumerate(ids)]
-    app.store.apply_batch(Batch(papers=papers, listings=listings))
+    app.core.store.apply_batch(Batch(papers=papers, listings=listings))
     return ids
 
 
@@ -46,10 +46,10 @@ def test_a_signed_in_day_page_of_fifty_cards_asks_for_the_readers_votes_once(
     ids = _fifty_papers_on_one_day(app)
     ada = add_reader(app, "ada@example.org", "Ada")
     for pid in ids[:3]:
-        app.community.upvote(ada, pid)
+        app.readers.community.upvote(ada, pid)
     sign_in(site, app, ada)
     served: App = site.app_state["app"]
-    with recorded_statements(served.store.engine) as statements:
+    with recorded_statements(served.core.store.engine) as statements:
         page = site.get(f"/papers/date/{DAY.isoformat()}?limit={CARDS}", headers=HTML)
     assert page.status_code == 200, page.text
     doc = lxml.html.fromstring(page.text)

@@ -82,12 +82,12 @@ def test_the_upvote_button_works_without_javascript(app: App, site: TestClient) 
     stale = _vote_form(feed.text, PAPER)
     _post_form(site, stale)
     _post_form(site, stale)
-    assert app.community.votes(PAPER).local == 1
+    assert app.readers.community.votes(PAPER).local == 1
     # and taking it back
     _post_form(site, form)
     paper = site.get(f"/papers/{PAPER}", headers=HTML)
     assert _shown(_vote_form(paper.text, PAPER)) == "11"
-    assert app.community.votes(PAPER).local == 0
+    assert app.readers.community.votes(PAPER).local == 0
 
 
 def test_old_style_ids_vote_too(app: App, site: TestClient) -> None:
@@ -117,8 +117,8 @@ def test_upvoters_page_and_api_leave_hidden_readers_out(app: App, site: TestClie
     nameless = add_reader(app, "nameless.person@example.org")
     spammer = add_reader(app, "spam@example.org", "Spammer")
     for reader in (ada, nameless, spammer):
-        app.community.upvote(reader, PAPER)
-    app.accounts.hide_user(spammer.id)
+        app.readers.community.upvote(reader, PAPER)
+    app.readers.accounts.hide_user(spammer.id)
     listed = site.get(f"/api/papers/{PAPER}/upvoters").json()
     assert listed["total"] == 2
     assert sorted(u["user"]["name"] for u in listed["upvoters"]) == ["Ada", f"reader #{nameless.id}"]
@@ -137,7 +137,7 @@ def test_upvoters_page_and_api_leave_hidden_readers_out(app: App, site: TestClie
 
 def test_a_hidden_paper_cannot_be_voted_on(app: App, site: TestClient) -> None:
     token = sign_in(site, app, add_reader(app, "ada@example.org"))
-    app.accounts.hide_paper(PAPER, reason="spam")
+    app.readers.accounts.hide_paper(PAPER, reason="spam")
     refused = site.post(f"/api/papers/{PAPER}/upvote", headers={CSRF_HEADER: token})
     assert refused.status_code == 404
     assert refused.json()["error"] == f"No paper with id {PAPER} is in this paperfeed instance."
@@ -161,7 +161,7 @@ def test_submit_page_puts_the_paper_on_todays_feed(app: App, site: TestClient, a
     (submitted,) = lxml.html.fromstring(page.text).cssselect("div#submitted")
     assert _text(submitted.cssselect("dt")[0]) == "Submitted by"
     assert " ".join(_text(submitted.cssselect("dd")[0]).split()).startswith("Ada to the feed of")
-    today = app.community.submission("1605.08386")
+    today = app.readers.community.submission("1605.08386")
     assert today is not None
     feed = site.get(f"/papers/date/{today.day.isoformat()}", headers=HTML)
     assert "/papers/1605.08386" in feed.text
@@ -236,7 +236,7 @@ def test_the_daily_submission_cap(app: App, site: TestClient, arxiv: ReplayServe
     assert page.status_code == 429
     assert "the most a reader may submit in a day" in page.text
     assert "You can submit 0 more papers today" in page.text
-    assert app.store.get_paper("2104.12255") is None  # refused before fetching anything
+    assert app.core.store.get_paper("2104.12255") is None  # refused before fetching anything
 
 
 # -- comments -------------------------------------------------------------------------------------------
@@ -265,20 +265,20 @@ def test_comment_edit_delete_through_the_pages(app: App, site: TestClient) -> No
         f"/comments/{comment_id}/edit", data={"csrf_token": token, "body": "Edited."}, headers=HTML
     )
     assert saved.headers["location"] == f"/papers/{PAPER}#comment-{comment_id}"
-    assert app.community.comment(comment_id).body == "Edited."
+    assert app.readers.community.comment(comment_id).body == "Edited."
     empty = site.post(f"/papers/{PAPER}/comments", data={"csrf_token": token, "body": "   "}, headers=HTML)
     assert empty.status_code == 400
     assert "A comment cannot be empty." in empty.text
     gone = site.post(f"/comments/{comment_id}/delete", data={"csrf_token": token}, headers=HTML)
     assert gone.headers["location"] == f"/papers/{PAPER}#comments"
-    assert app.community.comments(PAPER)[1] == []
+    assert app.readers.community.comments(PAPER)[1] == []
 
 
 def test_another_reader_cannot_edit_and_admins_hide(app: App, site: TestClient) -> None:
     ada = add_reader(app, "ada@example.org", "Ada")
     bob = add_reader(app, "bob@example.org", "Bob")
     admin = add_reader(app, "root@example.org", "Root", role="admin")
-    made = app.community.add_comment(ada, PAPER, "Ada's comment")
+    made = app.readers.community.add_comment(ada, PAPER, "Ada's comment")
     token = sign_in(site, app, bob)
     assert site.get(f"/comments/{made.id}/edit", headers=HTML).status_code == 403
     page = site.get(f"/papers/{PAPER}", headers=HTML)
@@ -336,7 +336,7 @@ def test_the_hourly_comment_cap(app: App, site: TestClient) -> None:
     capped = site.post(f"/api/papers/{PAPER}/comments", json={"body": "one more"}, headers=auth)
     assert capped.status_code == 429
     assert 0 < int(capped.headers["retry-after"]) <= 3600
-    assert len(app.community.comments(PAPER)[1]) == 5
+    assert len(app.readers.community.comments(PAPER)[1]) == 5
 
 
 HOSTILE = [
@@ -367,9 +367,11 @@ ALLOWED_TAGS = {
 
 def test_comments_cannot_carry_script_raw_html_or_unsafe_links(app: App, site: TestClient) -> None:
     ada = add_reader(app, "ada@example.org", "Ada")
-    app.community.limits = replace(app.community.limits, comments_per_hour=100)  # more than the site's cap
+    app.readers.community.limits = replace(
+        app.readers.community.limits, comments_per_hour=100
+    )  # more than the site's cap
     for body in HOSTILE[1:]:
-        app.community.add_comment(ada, "2501.00203", body)
+        app.readers.community.add_comment(ada, "2501.00203", body)
     bob = add_reader(app, "bob@example.org", "Bob")
     posted = site.post("/api/papers/2501.00203/comments", json={"body": HOSTILE[0]}, headers=bearer(app, bob))
     assert posted.status_code == 201
@@ -427,15 +429,15 @@ def test_forms_without_a_valid_csrf_token_change_nothing(app: App, site: TestCli
     assert cross.status_code == 403
     # a token minted for another reader's session does not carry over
     bob_token = sign_in(site, app, add_reader(app, "bob@example.org"))
-    site.cookies.set(SESSION_COOKIE, app.accounts.create_session(ada).session)
+    site.cookies.set(SESSION_COOKIE, app.readers.accounts.create_session(ada).session)
     assert (
         site.post(f"/papers/{PAPER}/upvote", data={"csrf_token": bob_token}, headers=HTML).status_code == 403
     )
     # the API with the session cookie needs the header; a Bearer token does not
     assert site.post(f"/api/papers/{PAPER}/upvote").status_code == 403
     assert site.post(f"/api/papers/{PAPER}/comments", json={"body": "x"}).status_code == 403
-    assert app.community.votes(PAPER).local == 0
-    assert app.community.comments(PAPER)[1] == []
+    assert app.readers.community.votes(PAPER).local == 0
+    assert app.readers.community.comments(PAPER)[1] == []
     site.cookies.clear()
     assert site.post(f"/api/papers/{PAPER}/upvote", headers=bearer(app, ada)).status_code == 200
     revoked = {"authorization": "Bearer pf_not_a_real_token"}

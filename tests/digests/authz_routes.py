@@ -35,14 +35,14 @@ FORM = {
 
 
 def _reset(w: World) -> None:
-    with w.app.store.engine.begin() as conn:
+    with w.app.core.store.engine.begin() as conn:
         conn.execute(delete(digest_subscriptions))
 
 
 def _pending(w: World) -> dict[str, Any]:
     """A pending subscription and the token of its (latest) confirmation link."""
     _reset(w)
-    store = w.app.digest_store
+    store = w.app.digests.records
     now = datetime.now(UTC)
     created = store.create_subscription(
         ADDRESS, Preferences().checked(), status=SubscriptionStatus.pending, user_id=None, now=now
@@ -53,13 +53,13 @@ def _pending(w: World) -> dict[str, Any]:
     sub_id = created.subscription.id
     return {
         "id": sub_id,
-        "confirm": w.app.digest_links.sign("confirm", sub_id, stored.confirm_nonce),
-        "preferences": w.app.digest_links.sign("preferences", sub_id),
+        "confirm": w.app.mail.signer.sign("confirm", sub_id, stored.confirm_nonce),
+        "preferences": w.app.mail.signer.sign("preferences", sub_id),
     }
 
 
 def _status(w: World, ctx: dict[str, Any]) -> SubscriptionStatus | None:
-    found = w.app.digest_store.subscription(ctx["id"])
+    found = w.app.digests.records.subscription(ctx["id"])
     return None if found is None else found.subscription.status
 
 
@@ -76,7 +76,7 @@ ROUTES = [
         expect=EVERYONE,
         form={"email": ADDRESS, **FORM},
         setup=_setup_subscribe,
-        changed=lambda w, ctx: w.app.digest_store.subscription_by_email(ADDRESS) is not None,
+        changed=lambda w, ctx: w.app.digests.records.subscription_by_email(ADDRESS) is not None,
     ),
     Route(
         "confirm a subscription (link from the mail)",
@@ -95,7 +95,7 @@ ROUTES = [
         form=lambda w, ctx: {"t": ctx["preferences"], **FORM},
         setup=_pending,
         changed=lambda w, ctx: (
-            (found := w.app.digest_store.subscription(ctx["id"])) is not None
+            (found := w.app.digests.records.subscription(ctx["id"])) is not None
             and found.subscription.preferences.cadence == Cadence.weekly
         ),
     ),

@@ -25,8 +25,8 @@ def clock() -> Clock:
 def app(tmp_path: Path, smtp_server: SmtpTestServer, clock: Clock) -> Iterator[App]:
     built = build_app(digest_settings(tmp_path / "data", smtp_server))
     load_papers(built)
-    built.digests.clock = clock
-    built.subscriptions.clock = clock
+    built.digests.sender.clock = clock
+    built.digests.subscriptions.clock = clock
     try:
         yield built
     finally:

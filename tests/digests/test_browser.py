@@ -67,14 +67,14 @@ def test_subscribe_confirm_from_the_mail_then_unsubscribe(
             assert link.startswith(url)
             page.goto(link)
             assert page.locator("h1").inner_text() == "Confirm your digest"
-            sub = app.subscriptions.by_email("browser@example.org")
+            sub = app.digests.subscriptions.by_email("browser@example.org")
             assert sub is not None
             assert sub.status == SubscriptionStatus.pending  # opening the link changed nothing
             page.screenshot(path=str(ARTIFACTS / "confirm.png"))
             page.get_by_role("button", name="Confirm the subscription").click()
             page.wait_for_load_state()
             assert page.locator("h1").inner_text() == "You are subscribed"
-            sub = app.subscriptions.by_email("browser@example.org")
+            sub = app.digests.subscriptions.by_email("browser@example.org")
             assert sub is not None
             assert sub.status == SubscriptionStatus.active
             assert sub.preferences.categories == ("cs.CL", "cs.LG")
@@ -86,14 +86,14 @@ def test_subscribe_confirm_from_the_mail_then_unsubscribe(
             page.screenshot(path=str(ARTIFACTS / "preferences.png"), full_page=True)
             page.get_by_role("link", name="Unsubscribe").click()
             page.wait_for_url(re.compile(r"/digest/unsubscribe\?t="))
-            sub = app.subscriptions.by_email("browser@example.org")
+            sub = app.digests.subscriptions.by_email("browser@example.org")
             assert sub is not None
             assert sub.status == SubscriptionStatus.active  # still: the page only asks
             page.get_by_role("button", name="Unsubscribe").click()
             page.wait_for_load_state()
             assert page.locator("h1").inner_text() == "You are unsubscribed"
             page.screenshot(path=str(ARTIFACTS / "unsubscribed.png"))
-            sub = app.subscriptions.by_email("browser@example.org")
+            sub = app.digests.subscriptions.by_email("browser@example.org")
             assert sub is not None
             assert sub.status == SubscriptionStatus.unsubscribed
     finally:

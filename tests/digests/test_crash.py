@@ -134,7 +134,7 @@ def test_kill_9_at_every_point_then_rerun_sends_each_digest_exactly_once(
     assert dict(counts) == dict.fromkeys(emails, 1), counts
     app = build_app(digest_settings(data_dir, smtp_server))
     try:
-        entries = app.digest_store.entries()
+        entries = app.digests.records.entries()
         states = {e.email: e.status for e in entries}
         assert len(entries) == SUBSCRIBERS  # one ledger row per subscriber and period
         assert set(states.values()) <= {DigestStatus.sent, DigestStatus.unconfirmed}

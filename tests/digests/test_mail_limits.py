@@ -88,7 +88,7 @@ def test_one_client_cannot_mail_many_addresses(
     assert "Too many attempts" in api.json()["error"]
     time.sleep(0.5)  # nothing else is on its way
     assert len(smtp_server.messages) == PER_CLIENT
-    assert direct.subscriptions.by_email(f"r{PER_CLIENT}@example.org") is None  # nothing half-done
+    assert direct.digests.subscriptions.by_email(f"r{PER_CLIENT}@example.org") is None  # nothing half-done
 
 
 def test_many_clients_cannot_flood_one_address(
@@ -96,20 +96,24 @@ def test_many_clients_cannot_flood_one_address(
 ) -> None:
     """Per address, shared with the account mails: at most ``mail_account`` requests an hour, whatever
     the client (the once-per-10-minutes resend rule alone let one mail through every 10 minutes)."""
-    direct.subscriptions.resend_after = direct.subscriptions.resend_after * 0  # each attempt would mail
+    direct.digests.subscriptions.resend_after = (
+        direct.digests.subscriptions.resend_after * 0
+    )  # each attempt would mail
     prefs = Preferences(sections=(Section.trending,))
     for n in range(PER_ADDRESS):
-        direct.subscriptions.subscribe(
+        direct.digests.subscriptions.subscribe(
             "victim@example.org", prefs, base_url=BASE_URL, client=f"198.51.100.{n}"
         )
     with pytest.raises(RateLimited) as refused:
-        direct.subscriptions.subscribe("victim@example.org", prefs, base_url=BASE_URL, client="198.51.100.99")
+        direct.digests.subscriptions.subscribe(
+            "victim@example.org", prefs, base_url=BASE_URL, client="198.51.100.99"
+        )
     assert refused.value.retry_after > 0
     time.sleep(0.3)
     assert len(smtp_server.to("victim@example.org")) == PER_ADDRESS
     # The same bucket as the account mails: a password-reset request for it is refused now too.
     with pytest.raises(RateLimited):
-        direct.accounts.request_password_reset(
+        direct.readers.accounts.request_password_reset(
             "victim@example.org", client="198.51.100.98", base_url=BASE_URL
         )
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from paperfeed.adapters.mail import OutboxMailer, SmtpMailer
-from paperfeed.bootstrap import build_app, smtp_config
+from paperfeed.bootstrap import build_app
+from paperfeed.bootstrap.mail import smtp_config
 from paperfeed.domain.mail import (
     MailDeliveryUnknown,
     MailPermanentError,
@@ -204,15 +205,15 @@ def test_outbox_mailer_writes_eml_files(tmp_path: Path) -> None:
 def test_app_mailer_follows_the_settings(tmp_path: Path, smtp_server: SmtpTestServer) -> None:
     app = build_app(Settings(data_dir=tmp_path, **smtp_server.settings()))
     try:
-        assert isinstance(app.mailer, SmtpMailer)
-        app.mailer.send(mail())
+        assert isinstance(app.mail.mailer, SmtpMailer)
+        app.mail.mailer.send(mail())
         assert len(smtp_server.wait_for(1)) == 1
     finally:
         app.close()
     offline = build_app(Settings(data_dir=tmp_path, smtp_host=None))
     try:
-        assert isinstance(offline.mailer, OutboxMailer)
-        assert offline.mailer.folder == tmp_path / "outbox"
+        assert isinstance(offline.mail.mailer, OutboxMailer)
+        assert offline.mail.mailer.folder == tmp_path / "outbox"
     finally:
         offline.close()
 

@@ -82,7 +82,7 @@ def test_subscribe_confirm_and_one_click_unsubscribe(
     reply = client.post("/digest", data=form("Reader@Example.org", csrf(client)), headers=HTML)
     assert reply.status_code == 200
     assert "Check your inbox" in reply.text
-    sub = direct.subscriptions.by_email("reader@example.org")
+    sub = direct.digests.subscriptions.by_email("reader@example.org")
     assert sub is not None
     assert sub.status == SubscriptionStatus.pending
     prefs = sub.preferences
@@ -98,22 +98,22 @@ def test_subscribe_confirm_and_one_click_unsubscribe(
     page = client.get(path_of(link), headers=HTML)
     assert page.status_code == 200
     assert "Confirm the subscription" in page.text
-    assert direct.subscriptions.by_email("reader@example.org").status == SubscriptionStatus.pending  # type: ignore[union-attr]
+    assert _status(direct) == SubscriptionStatus.pending
     token = parse_qs(urlsplit(link).query)["t"][0]
     done = client.post(
         "/digest/confirm", data={"t": token, "csrf_token": csrf(client, path_of(link))}, headers=HTML
     )
     assert done.status_code == 200
     assert "You are subscribed" in done.text
-    assert direct.subscriptions.by_email("reader@example.org").status == SubscriptionStatus.active  # type: ignore[union-attr]
+    assert _status(direct) == SubscriptionStatus.active
 
     # RFC 8058: the unsubscribe link's GET only asks; a bare POST with the one-click body unsubscribes,
     # with no cookie and no CSRF token (that is what mail providers send).
-    unsub = direct.subscriptions.links(sub, BASE_URL).unsubscribe
+    unsub = direct.digests.subscriptions.links(sub, BASE_URL).unsubscribe
     asked = client.get(path_of(unsub), headers=HTML)
     assert asked.status_code == 200
     assert "Stop sending digests" in asked.text
-    assert direct.subscriptions.by_email("reader@example.org").status == SubscriptionStatus.active  # type: ignore[union-attr]
+    assert _status(direct) == SubscriptionStatus.active
     with TestClient(client.app, base_url=BASE_URL, follow_redirects=False) as provider:  # no cookies
         posted = provider.post(
             path_of(unsub),
@@ -124,14 +124,22 @@ def test_subscribe_confirm_and_one_click_unsubscribe(
         assert "You are unsubscribed" in posted.text
         again = provider.post(path_of(unsub), content=b"List-Unsubscribe=One-Click")
         assert again.status_code == 200
-    assert direct.subscriptions.by_email("reader@example.org").status == SubscriptionStatus.unsubscribed  # type: ignore[union-attr]
+    gone = direct.digests.subscriptions.by_email("reader@example.org")
+    assert gone is not None
+    assert gone.status == SubscriptionStatus.unsubscribed
+
+
+def _status(app: App) -> SubscriptionStatus:
+    found = app.digests.subscriptions.by_email("reader@example.org")
+    assert found is not None
+    return found.status
 
 
 def test_subscribing_needs_the_csrf_token(client: TestClient, direct: App) -> None:
     csrf(client)
     reply = client.post("/digest", data=form("x@example.org", "forged"), headers=HTML)
     assert reply.status_code == 403
-    assert direct.subscriptions.by_email("x@example.org") is None
+    assert direct.digests.subscriptions.by_email("x@example.org") is None
 
 
 def test_bad_input_is_shown_on_the_form(client: TestClient, direct: App, smtp_server: SmtpTestServer) -> None:
@@ -149,7 +157,7 @@ def test_bad_input_is_shown_on_the_form(client: TestClient, direct: App, smtp_se
         reply = client.post("/digest", data=values, headers=HTML)
         assert reply.status_code == 400, fields
         assert text in reply.text, (fields, reply.text[:2000])
-    assert direct.subscriptions.by_email("bad@example.org") is None
+    assert direct.digests.subscriptions.by_email("bad@example.org") is None
     assert smtp_server.messages == []
 
 
@@ -159,11 +167,11 @@ def test_subscribing_again_reveals_nothing_and_mails_the_owner(
     client.post("/digest", data=form("ada@example.org", csrf(client)), headers=HTML)
     (confirm,) = smtp_server.wait_for(1)
     token = parse_qs(urlsplit(confirm.links()[0]).query)["t"][0]
-    direct.subscriptions.confirm(token)
-    sub = direct.subscriptions.by_email("ada@example.org")
+    direct.digests.subscriptions.confirm(token)
+    sub = direct.digests.subscriptions.by_email("ada@example.org")
     assert sub is not None
     long_ago = datetime(2025, 1, 1, tzinfo=UTC)  # past the throttle on mails to one address
-    direct.digest_store.update_subscription(sub.id, now=long_ago, confirm_sent_at=long_ago)
+    direct.digests.records.update_subscription(sub.id, now=long_ago, confirm_sent_at=long_ago)
     # Someone else subscribes the same address: the same reply, and the owner gets a mail, not a change.
     with TestClient(client.app, base_url=BASE_URL) as stranger:
         reply = stranger.post("/digest", data=form("ada@example.org", "x"), headers=HTML)
@@ -173,7 +181,7 @@ def test_subscribing_again_reveals_nothing_and_mails_the_owner(
     (_, notice) = smtp_server.wait_for(2)
     assert notice.subject == "Your paperfeed digest"
     assert any("/digest/preferences?t=" in u for u in notice.links())
-    sub = direct.subscriptions.by_email("ada@example.org")
+    sub = direct.digests.subscriptions.by_email("ada@example.org")
     assert sub is not None
     assert sub.preferences.cadence.value == "weekdays"  # unchanged
 
@@ -189,21 +197,23 @@ def test_confirmation_mails_are_throttled(client: TestClient, smtp_server: SmtpT
 def test_signed_in_verified_user_needs_no_confirmation(
     client: TestClient, direct: App, smtp_server: SmtpTestServer
 ) -> None:
-    direct.accounts.sign_up("me@example.org", "correct horse battery", None, client="t", base_url=BASE_URL)
+    direct.readers.accounts.sign_up(
+        "me@example.org", "correct horse battery", None, client="t", base_url=BASE_URL
+    )
     smtp_server.wait_for(1)  # the account's own verification mail
     smtp_server.clear()
-    stored = direct.accounts.store.user_by_email("me@example.org")
+    stored = direct.readers.accounts.store.user_by_email("me@example.org")
     assert stored is not None
-    direct.accounts.store.mark_verified(stored.user.id, direct.accounts.clock())
-    user = direct.accounts.user_by_email("me@example.org")
-    client.cookies.set(SESSION_COOKIE, direct.accounts.create_session(user).session)
+    direct.readers.accounts.store.mark_verified(stored.user.id, direct.readers.accounts.clock())
+    user = direct.readers.accounts.user_by_email("me@example.org")
+    client.cookies.set(SESSION_COOKIE, direct.readers.accounts.create_session(user).session)
     page = client.get("/digest", headers=HTML)
     assert 'value="me@example.org"' in page.text
     values = form("me@example.org", csrf(client), sections=["trending", "for_you"])
     reply = client.post("/digest", data=values, headers=HTML)
     assert reply.status_code == 200
     assert "You are subscribed" in reply.text
-    sub = direct.subscriptions.by_email("me@example.org")
+    sub = direct.digests.subscriptions.by_email("me@example.org")
     assert sub is not None
     assert (sub.status, sub.user_id) == (SubscriptionStatus.active, user.id)
     assert smtp_server.messages == []
@@ -212,9 +222,9 @@ def test_signed_in_verified_user_needs_no_confirmation(
 
 def test_preferences_page_changes_settings(client: TestClient, direct: App) -> None:
     client.post("/digest", data=form("pref@example.org", csrf(client)), headers=HTML)
-    sub = direct.subscriptions.by_email("pref@example.org")
+    sub = direct.digests.subscriptions.by_email("pref@example.org")
     assert sub is not None
-    prefs_url = path_of(direct.subscriptions.links(sub, BASE_URL).preferences)
+    prefs_url = path_of(direct.digests.subscriptions.links(sub, BASE_URL).preferences)
     page = client.get(prefs_url, headers=HTML)
     assert page.status_code == 200
     assert "pref@example.org" in page.text
@@ -223,7 +233,7 @@ def test_preferences_page_changes_settings(client: TestClient, direct: App) -> N
     saved = client.post("/digest/preferences", data=values, headers=HTML)
     assert saved.status_code == 200
     assert "Saved." in saved.text
-    after = direct.subscriptions.by_email("pref@example.org")
+    after = direct.digests.subscriptions.by_email("pref@example.org")
     assert after is not None
     assert (after.preferences.cadence.value, after.preferences.weekday) == ("weekly", 4)
     assert after.preferences.timezone == "Asia/Tokyo"
@@ -234,7 +244,7 @@ def test_preferences_page_changes_settings(client: TestClient, direct: App) -> N
 
 @pytest.mark.parametrize("path", ["/digest/confirm", "/digest/preferences", "/digest/unsubscribe"])
 def test_broken_links_get_a_clear_page(client: TestClient, direct: App, path: str) -> None:
-    for token in ("", "garbage", direct.digest_links.sign("preferences", 99)):
+    for token in ("", "garbage", direct.mail.signer.sign("preferences", 99)):
         reply = client.get(f"{path}?t={token}", headers=HTML)
         assert reply.status_code == 400
         assert "This link does not work" in reply.text
@@ -244,9 +254,9 @@ def test_broken_links_get_a_clear_page(client: TestClient, direct: App, path: st
 
 def test_an_unsubscribe_token_does_not_open_preferences(client: TestClient, direct: App) -> None:
     client.post("/digest", data=form("two@example.org", csrf(client)), headers=HTML)
-    sub = direct.subscriptions.by_email("two@example.org")
+    sub = direct.digests.subscriptions.by_email("two@example.org")
     assert sub is not None
-    token = direct.digest_links.sign("unsubscribe", sub.id)
+    token = direct.mail.signer.sign("unsubscribe", sub.id)
     assert client.get(f"/digest/preferences?t={token}", headers=HTML).status_code == 400
 
 
@@ -254,12 +264,18 @@ def test_admin_jobs_page_is_for_admins(client: TestClient, direct: App) -> None:
     anonymous = client.get("/admin/jobs", headers=HTML)
     assert anonymous.status_code == 303
     assert anonymous.headers["location"].startswith("/signin")
-    direct.accounts.sign_up("root@example.org", "correct horse battery", None, client="t", base_url=BASE_URL)
-    direct.accounts.set_role("root@example.org", "admin")
-    admin = direct.accounts.user_by_email("root@example.org")
-    client.cookies.set(SESSION_COOKIE, direct.accounts.create_session(admin).session)
-    run_id = direct.job_store.start_run("daily", None, "manual", "elsewhere:1:1", direct.digests.clock())
-    direct.job_store.finish_run(run_id, "partial", [], "harvest-arxiv: unreachable", direct.digests.clock())
+    direct.readers.accounts.sign_up(
+        "root@example.org", "correct horse battery", None, client="t", base_url=BASE_URL
+    )
+    direct.readers.accounts.set_role("root@example.org", "admin")
+    admin = direct.readers.accounts.user_by_email("root@example.org")
+    client.cookies.set(SESSION_COOKIE, direct.readers.accounts.create_session(admin).session)
+    run_id = direct.core.job_runs.start_run(
+        "daily", None, "manual", "elsewhere:1:1", direct.digests.sender.clock()
+    )
+    direct.core.job_runs.finish_run(
+        run_id, "partial", [], "harvest-arxiv: unreachable", direct.digests.sender.clock()
+    )
     page = client.get("/admin/jobs", headers=HTML)
     assert page.status_code == 200
     assert "Recent runs" in page.text
@@ -267,10 +283,12 @@ def test_admin_jobs_page_is_for_admins(client: TestClient, direct: App) -> None:
 
 
 def _admin_client(client: TestClient, direct: App) -> None:
-    direct.accounts.sign_up("root@example.org", "correct horse battery", None, client="t", base_url=BASE_URL)
-    direct.accounts.set_role("root@example.org", "admin")
-    admin = direct.accounts.user_by_email("root@example.org")
-    client.cookies.set(SESSION_COOKIE, direct.accounts.create_session(admin).session)
+    direct.readers.accounts.sign_up(
+        "root@example.org", "correct horse battery", None, client="t", base_url=BASE_URL
+    )
+    direct.readers.accounts.set_role("root@example.org", "admin")
+    admin = direct.readers.accounts.user_by_email("root@example.org")
+    client.cookies.set(SESSION_COOKIE, direct.readers.accounts.create_session(admin).session)
 
 
 def test_admin_jobs_page_changes_nothing_and_its_button_marks_dead_runs(
@@ -281,11 +299,11 @@ def test_admin_jobs_page_changes_nothing_and_its_button_marks_dead_runs(
 
     _admin_client(client, direct)
     gone = f"{socket.gethostname()}:{2**22 + 12345}:?"  # a pid above Linux's pid_max: no such process
-    run_id = direct.job_store.start_run("daily", None, "manual", gone, direct.digests.clock())
+    run_id = direct.core.job_runs.start_run("daily", None, "manual", gone, direct.digests.sender.clock())
     page = client.get("/admin/jobs", headers=HTML)
     assert page.status_code == 200
     assert "its process is gone" in page.text
-    assert [r.status for r in direct.job_store.runs(limit=5) if r.id == run_id] == ["running"]
+    assert [r.status for r in direct.core.job_runs.runs(limit=5) if r.id == run_id] == ["running"]
 
     token = csrf(client, "/admin/jobs")
     refused = client.post("/admin/jobs/interrupt-dead", data={}, headers=HTML)
@@ -293,5 +311,5 @@ def test_admin_jobs_page_changes_nothing_and_its_button_marks_dead_runs(
     done = client.post("/admin/jobs/interrupt-dead", data={"csrf_token": token}, headers=HTML)
     assert done.status_code == 303
     assert done.headers["location"] == "/admin/jobs?done=interrupted&n=1"
-    assert [r.status for r in direct.job_store.runs(limit=5) if r.id == run_id] == ["interrupted"]
+    assert [r.status for r in direct.core.job_runs.runs(limit=5) if r.id == run_id] == ["interrupted"]
     assert "Marked 1 run as interrupted." in client.get(done.headers["location"], headers=HTML).text

@@ -6,6 +6,7 @@ It says what is true (issue #30, item 12): with no indexer running, "still being
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from paperfeed.domain.coverage import SearchCoverage, describe_duration
@@ -13,6 +14,34 @@ from paperfeed.domain.indexing_status import IndexerReport
 from paperfeed.services.coverage import CoverageService
 
 NOW = datetime(2026, 11, 28, 12, tzinfo=UTC)
+
+
+class _Papers:
+    """The store's count of papers (:class:`~paperfeed.domain.coverage.PaperCount`)."""
+
+    def __init__(self, count: Callable[[], int]) -> None:
+        self.count = count
+
+    def count_papers(self) -> int:
+        return self.count()
+
+
+class _Vectors:
+    """A vector index of ``count()`` papers (None: unreadable)."""
+
+    def __init__(self, count: Callable[[], int | None]) -> None:
+        self._count = count
+
+    def current(self) -> None:
+        return None
+
+    def count(self) -> int | None:
+        return self._count()
+
+
+class _NoIndexer:
+    def activity(self) -> IndexerReport | None:
+        return None
 
 
 def activity(state: str = "embedding", *, rate: float | None = 9.3, remaining: int = 9000) -> IndexerReport:
@@ -80,7 +109,7 @@ def test_the_papers_count_is_cached_for_ttl_seconds_the_index_size_is_read_every
         counted["indexed"] += 1
         return state["indexed"]
 
-    service = CoverageService(papers, indexed, lambda: None, ttl=30, clock=lambda: now[0])
+    service = CoverageService(_Papers(papers), _Vectors(indexed), _NoIndexer(), ttl=30, clock=lambda: now[0])
     assert service.coverage() == SearchCoverage(4, 10)
     state["indexed"] = 10
     now[0] += 29
@@ -97,6 +126,6 @@ def test_the_papers_count_is_cached_for_ttl_seconds_the_index_size_is_read_every
 
 
 def test_an_unreadable_index_gives_no_counts() -> None:
-    service = CoverageService(lambda: 10, lambda: None, lambda: None)
+    service = CoverageService(_Papers(lambda: 10), _Vectors(lambda: None), _NoIndexer())
     assert service.coverage() is None
     assert service.note() is None

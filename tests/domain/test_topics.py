@@ -6,7 +6,7 @@ import math
 from dataclasses import replace
 from datetime import date, datetime
 
-from paperfeed.bootstrap import topic_settings
+from paperfeed.bootstrap.catalogue import topic_settings
 from paperfeed.domain.topics import (
     LineageKind,
     WeekCount,

@@ -215,16 +215,16 @@ def test_an_explicit_backend_setting_wins_over_the_calibration(tmp_path: Path) -
     _write_record(tmp_path, "onnx-int8", "all-MiniLM-L6-v2+onnx-int8")
     auto = build_app(Settings(data_dir=tmp_path, database_url=None, embedding_backend="auto"))
     try:
-        assert auto.embedder.model_id == "all-MiniLM-L6-v2+onnx-int8"
-        assert auto.embedding_choice is not None
-        assert auto.embedding_choice.reason == "calibration record"
+        assert auto.indexes.embedders.current().model_id == "all-MiniLM-L6-v2+onnx-int8"
+        assert auto.indexes.embedders.choice is not None
+        assert auto.indexes.embedders.choice.reason == "calibration record"
     finally:
         auto.close()
     explicit = build_app(Settings(data_dir=tmp_path, database_url=None, embedding_backend="torch"))
     try:
-        assert explicit.embedder.model_id == "all-MiniLM-L6-v2"
-        assert explicit.embedding_choice is None
-        assert type(explicit.embedder).__name__ == "SentenceTransformerEmbedder"
+        assert explicit.indexes.embedders.current().model_id == "all-MiniLM-L6-v2"
+        assert explicit.indexes.embedders.choice is None
+        assert type(explicit.indexes.embedders.current()).__name__ == "SentenceTransformerEmbedder"
     finally:
         explicit.close()
 
@@ -235,7 +235,7 @@ from pathlib import Path
 import sys
 from paperfeed.bootstrap import build_app
 from paperfeed.settings import Settings
-c = build_app(Settings(data_dir=Path(sys.argv[1]), database_url=None)).embedder_config("onnx")
+c = build_app(Settings(data_dir=Path(sys.argv[1]), database_url=None)).indexes.embedder_config("onnx")
 print(c.threads, c.spinning)
 """
 

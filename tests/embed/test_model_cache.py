@@ -58,8 +58,8 @@ def test_a_second_data_folder_reuses_the_machines_export(
         settings = Settings(data_dir=tmp_path / name, model_cache=cache, embedding_backend="onnx-int8")
         app = build_app(settings)
         try:
-            vectors.append(app.embedder.embed(["graph neural networks for molecules"]))
-            files = app.embedder.files  # type: ignore[attr-defined]
+            vectors.append(app.indexes.embedders.current().embed(["graph neural networks for molecules"]))
+            files = app.indexes.embedders.current().files  # type: ignore[attr-defined]
         finally:
             app.close()
         if name == "one":
@@ -130,8 +130,8 @@ def test_a_data_folders_own_older_export_is_still_used(onnx_fp32: OnnxEmbedder, 
     cache = tmp_path / "cache"
     app = build_app(Settings(data_dir=data, model_cache=cache, embedding_backend="onnx"))
     try:
-        assert app.embedder.embed(["x"]).shape == (1, 384)
-        assert app.embedder.files.folder == legacy  # type: ignore[attr-defined]
+        assert app.indexes.embedders.current().embed(["x"]).shape == (1, 384)
+        assert app.indexes.embedders.current().files.folder == legacy  # type: ignore[attr-defined]
     finally:
         app.close()
     assert not cache.exists()

@@ -115,7 +115,7 @@ def build(tmp_path: Path, server: ReplayServer) -> Iterator[Builder]:
         values.update(settings)
         app = build_app(Settings(**values))  # type: ignore[arg-type]
         apps.append(app)
-        return app, replace(app.fill, now=lambda: now)
+        return app, replace(app.sources.fill, now=lambda: now)
 
     yield make
     for app in apps:

@@ -81,8 +81,8 @@ def _pipeline(service: object) -> DailyPipeline:
     return DailyPipeline(
         ingest=unused,  # type: ignore[arg-type]
         arxiv_harvest=unused,  # type: ignore[arg-type]
-        fill=lambda: service,  # type: ignore[arg-type,return-value]
-        indexing=unused,  # type: ignore[arg-type]
+        fill=service,  # type: ignore[arg-type]
+        indexer=unused,  # type: ignore[arg-type]
         digests=unused,  # type: ignore[arg-type]
         daily_steps=comma_list(DEFAULTS.jobs_daily_steps),
         citation_sources=comma_list(DEFAULTS.citation_sources),
@@ -108,15 +108,15 @@ def test_first_start_fills_the_window_and_a_second_start_fetches_nothing_new(
     assert hf_dates(server) == [d.isoformat() for d in window]
     for day, recorded in mapping.items():
         expected = hf_count(fixtures_dir, recorded) if recorded else 0
-        assert len(app.store.listings_for_day(day, "hf-daily")) == expected, day
-    zetta = app.store.get_paper("2608.16590")  # what the HF adapter maps arrives with the fill
+        assert len(app.core.store.listings_for_day(day, "hf-daily")) == expected, day
+    zetta = app.core.store.get_paper("2608.16590")  # what the HF adapter maps arrives with the fill
     assert zetta is not None
     assert zetta.upvotes == 92
     assert zetta.github_repo == "https://github.com/air-embodied-brain/Zetta-Embodiment"
     assert zetta.ai_summary is not None
     assert zetta.ai_summary.startswith("Zetta is a closed-loop embodied")
     # settled days are complete; today and yesterday are not (fetched again next time)
-    assert [app.store.get_checkpoint(hf_day_key(d)) is not None for d in window] == [False, False] + [
+    assert [app.core.store.get_checkpoint(hf_day_key(d)) is not None for d in window] == [False, False] + [
         True
     ] * 5
     # categories: one id_list request for the window's Daily Papers, the top primaries of arXiv's answer
@@ -159,8 +159,8 @@ def test_a_fill_stopped_mid_way_resumes_without_repeating_a_day(
     assert len(first.stopped) == 1
     assert first.stopped[0].startswith("Hugging Face:")
     assert "503" in first.stopped[0]
-    assert app.store.get_checkpoint(hf_day_key(date(2026, 8, 20))) is not None
-    assert app.store.listings_for_day(date(2026, 8, 19)) == []
+    assert app.core.store.get_checkpoint(hf_day_key(date(2026, 8, 20))) is not None
+    assert app.core.store.listings_for_day(date(2026, 8, 19)) == []
 
     serve_days(server, fixtures_dir, mapping)  # HF is back
     server.requests.clear()
@@ -179,9 +179,9 @@ def test_a_fill_stopped_mid_way_resumes_without_repeating_a_day(
     total = 0
     for day, recorded in mapping.items():
         expected = hf_count(fixtures_dir, recorded) if recorded else 0
-        assert len(app.store.listings_for_day(day, "hf-daily")) == expected, day
+        assert len(app.core.store.listings_for_day(day, "hf-daily")) == expected, day
         total += expected
-    stats = app.store.stats()
+    stats = app.core.store.stats()
     assert stats.listings == total  # no duplicates
     assert stats.listing_days == 4
 
@@ -201,7 +201,7 @@ def test_categories_default_to_those_of_the_windows_daily_papers_and_are_kept(
     assert list(cats) == expected_top(answer)
     assert cats[0] == "cs.SE"  # 64 of the 100 answered papers
     assert len(arxiv_requests(server)) == 1
-    assert app.store.get_checkpoint(CATEGORIES_KEY) is not None
+    assert app.core.store.get_checkpoint(CATEGORIES_KEY) is not None
     # kept for a week: asked again only after that
     later = replace(service, now=lambda: NOW + timedelta(days=6))
     assert later.categories(SilentReporter())[0] == cats
@@ -245,18 +245,18 @@ def test_a_listing_pages_back_to_its_bound_and_resumes_at_the_next_page(
     with pytest.raises(Exception, match="503"):
         service.catch_up_arxiv(SilentReporter())
     assert [r["start"] for r in arxiv_requests(server)] == ["0", "10", "20"]
-    state = ListingState.loads(app.store.get_checkpoint(listing_key("cs.SE")))
+    state = ListingState.loads(app.core.store.get_checkpoint(listing_key("cs.SE")))
     assert state.offset == 20
     assert state.completed_at is None
-    assert set(app.store.get_papers(sorted(wanted))) == _ids(bodies[0]) | _ids(bodies[1])
+    assert set(app.core.store.get_papers(sorted(wanted))) == _ids(bodies[0]) | _ids(bodies[1])
 
     server.requests.clear()
     out = service.catch_up_arxiv(SilentReporter())
 
     assert [r["start"] for r in arxiv_requests(server)] == ["20"]  # resumed at the next page
     assert out.fetched == ["cs.SE"]
-    assert set(app.store.get_papers(sorted(wanted))) == wanted
-    done = ListingState.loads(app.store.get_checkpoint(listing_key("cs.SE")))
+    assert set(app.core.store.get_papers(sorted(wanted))) == wanted
+    done = ListingState.loads(app.core.store.get_checkpoint(listing_key("cs.SE")))
     assert done.offset is None
     assert done.completed_at == LISTING_NOW
     assert done.high == max(t for b in bodies for t in published(b))

@@ -48,7 +48,7 @@ def jsonl_bytes(records: Sequence[Any], *, gz: bool = False) -> bytes:
 
 def import_records(app: App, path: Path, records: Sequence[Any]) -> None:
     path.write_bytes(jsonl_bytes(records))
-    summary = app.ingest.run(JsonlFileSource(path, batch_size=app.settings.batch_size))
+    summary = app.sources.ingest.run(JsonlFileSource(path, batch_size=app.settings.batch_size))
     assert summary.rejected == 0, summary.rejects
 
 
@@ -93,7 +93,7 @@ def site(new_client: Callable[[], TestClient]) -> TestClient:
 
 def sign_in_as(client: TestClient, app: App, email: str, *, role: str = "user") -> None:
     """A confirmed account (no password, no mail) and its session in ``client``'s cookie jar."""
-    accounts = app.accounts
+    accounts = app.readers.accounts
     if accounts.store.user_by_email(email) is None:
         accounts.sign_up(email, None, None, client="first-run-tests", base_url="http://testserver")
     user = accounts.user_by_email(email)

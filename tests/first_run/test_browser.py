@@ -39,7 +39,7 @@ def served(tmp_path: Path) -> Iterator[tuple[str, App]]:
 
 
 def _session(app: App, email: str, role: str) -> str:
-    accounts = app.accounts
+    accounts = app.readers.accounts
     accounts.sign_up(email, None, None, client="browser-test", base_url="http://127.0.0.1")
     user = accounts.user_by_email(email)
     accounts.store.mark_verified(user.id, accounts.clock())
@@ -90,7 +90,7 @@ def test_an_admin_drops_a_file_on_the_first_run_page(
     assert page.url == url + "/admin/import"
     report = " ".join(page.locator("#import-report").inner_text().split())
     assert report == "dropped.jsonl (JSONL): 2 papers added, 0 updated, 0 unchanged."
-    assert app.store.stats().papers == 2
+    assert app.core.store.stats().papers == 2
     page.goto(url + "/")
     assert page.locator("h1").inner_text() != "Welcome to paperfeed"
     titles = page.locator("ol.cards h2, ol.cards h3").all_inner_texts()
@@ -119,7 +119,7 @@ def test_the_file_picker_and_a_rejected_entry(
     rejects = page.locator("#import-rejects li").all_inner_texts()
     assert len(rejects) == 1
     assert rejects[0].startswith("refs.bib:12 (nieve2024glacier): id: no arXiv id")
-    assert app.store.get_paper("2501.00201") is not None
+    assert app.core.store.get_paper("2501.00201") is not None
     # the 422 itself is logged by chromium as a failed load: expected here, nothing else is
     assert [p for p in problems if "status of 422" not in p] == []
 

@@ -75,5 +75,5 @@ def test_a_listed_paper_ends_the_first_run(site: TestClient, app: App, tmp_path:
 
 
 def test_an_empty_batch_leaves_the_first_run_page(site: TestClient, app: App) -> None:
-    app.store.apply_batch(Batch())  # a harvest that found nothing
+    app.core.store.apply_batch(Batch())  # a harvest that found nothing
     assert "Welcome to paperfeed" in site.get("/", headers=HTML).text

@@ -59,7 +59,7 @@ def _text(response: object) -> str:
 
 
 def _embed(app: App, limit: int | None) -> None:
-    summary = app.indexing.run(limit=limit)
+    summary = app.indexes.indexer.current().run(limit=limit)
     assert summary.embedded == (limit if limit is not None else len(LISTED))
 
 
@@ -73,7 +73,7 @@ def _two_embedded(app: App, tmp: Path) -> None:
 
 def _vector_folder_missing(app: App, tmp: Path) -> None:
     _embed(app, None)
-    shutil.rmtree(app.vector_index_path)  # the vectors are in the database, the index folder is gone
+    shutil.rmtree(app.indexes.vector_path)  # the vectors are in the database, the index folder is gone
 
 
 def _all_embedded(app: App, tmp: Path) -> None:
@@ -130,7 +130,7 @@ def test_papers_missing_from_the_keyword_index_break_no_page(
     assert site.get("/search?q=zebrafish", headers=HTML).status_code == 200  # the site's indexes are open
     late = [rec("2501.00107", daily_date="2025-01-08", title="Late glacier paper"), rec("2501.00108")]
     (tmp_path / "late.jsonl").write_bytes(jsonl_bytes(late))
-    summary = IngestService(app.store).run(
+    summary = IngestService(app.core.store).run(
         JsonlFileSource(tmp_path / "late.jsonl", batch_size=app.settings.batch_size)
     )  # no index follows
     assert summary.added == 2
@@ -138,7 +138,7 @@ def test_papers_missing_from_the_keyword_index_break_no_page(
         got = site.get(path, headers=HTML if not path.startswith(("/api/", "/rss/", "/atom/")) else {})
         assert got.status_code == 200, (path, got.text[:300])
     assert "Late glacier paper" in _text(site.get("/", headers=HTML))  # the day page shows what arrived
-    app.keyword_index.close()  # this test's importer lets go of the index writer, as a finished CLI would
+    app.indexes.keyword.close()  # this test's importer lets go of the index writer, as a finished CLI would
     fresh = new_client()  # a new process opens the keyword index, which catches up with the store
     said = _text(fresh.get("/search?q=late glacier", headers=HTML))
     assert "Late glacier paper" in said

@@ -47,7 +47,7 @@ def _said(response: Any) -> str:
 
 
 def _papers(app: App) -> int:
-    return app.store.stats().papers
+    return app.core.store.stats().papers
 
 
 def _upload(
@@ -115,7 +115,7 @@ def test_a_bibtex_upload_imports_entries_with_an_arxiv_id(admin: TestClient, app
     assert "refs.bib (BibTeX): 1 paper added" in text
     assert "1 record rejected" in text
     assert "refs.bib:12 (nieve2024glacier): id: no arXiv id" in text
-    paper = app.store.get_paper("2501.00201")
+    paper = app.core.store.get_paper("2501.00201")
     assert paper is not None
     assert paper.title == "Zebrafish Locomotion with Über-sparse $\\alpha$-Transformers"
     assert paper.authors == ("Ada Fishwick", "Ben Okoro")
@@ -276,11 +276,13 @@ def test_only_administrators_may_upload(new_client: Callable[[], TestClient], ap
 
 
 def test_a_script_with_an_admin_token_gets_json(new_client: Callable[[], TestClient], app: App) -> None:
-    admin_user = app.accounts.store.user_by_email("ops@example.org")
+    admin_user = app.readers.accounts.store.user_by_email("ops@example.org")
     if admin_user is None:
-        app.accounts.sign_up("ops@example.org", None, None, client="t", base_url="http://testserver")
-    app.accounts.set_role("ops@example.org", "admin")
-    _, token = app.accounts.create_api_token(app.accounts.user_by_email("ops@example.org"), "uploads")
+        app.readers.accounts.sign_up("ops@example.org", None, None, client="t", base_url="http://testserver")
+    app.readers.accounts.set_role("ops@example.org", "admin")
+    _, token = app.readers.accounts.create_api_token(
+        app.readers.accounts.user_by_email("ops@example.org"), "uploads"
+    )
     script = new_client()
     content = jsonl_bytes([rec("2501.00101"), b"not json"])
     got = script.post(
@@ -305,7 +307,7 @@ def test_a_script_with_an_admin_token_gets_json(new_client: Callable[[], TestCli
 def test_the_uploaded_name_is_cleaned(admin: TestClient, app: App) -> None:
     got = _upload(admin, "..\\..\\etc/papers<script>.jsonl", jsonl_bytes([rec("2501.00101")]))
     assert got.status_code == 200
-    paper = app.store.get_paper("2501.00101")
+    paper = app.core.store.get_paper("2501.00101")
     assert paper is not None
     (source,) = paper.sources
     assert source == "file:papers_script_.jsonl"

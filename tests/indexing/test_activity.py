@@ -27,33 +27,33 @@ def test_the_notice_follows_an_indexer_at_work_and_says_when_none_runs(tmp_path:
     )
     reader = build_app(settings)
     try:
-        add_papers(reader.store, [paper(i) for i in range(1, 21)])
-        said = reader.coverage.note()
+        add_papers(reader.core.store, [paper(i) for i in range(1, 21)])
+        said = reader.indexes.coverage.note()
         assert said is not None
         assert "20 have no vector and no indexer is running" in said
         assert "`paperfeed index`" in said
 
         indexer = IndexingService(
-            reader.embeddings,
+            reader.indexes.embeddings,
             SlowEmbedder(0.15),
-            reader._open_vector_index,
+            reader.indexes.vector_index,
             batch_size=2,
-            reports=reader.embeddings,
+            reports=reader.indexes.embeddings,
             report_every=0,
         )
         seen: list[str | None] = []
         worker = threading.Thread(target=indexer.run)
         worker.start()
         while worker.is_alive():
-            seen.append(reader.coverage.note())
+            seen.append(reader.indexes.coverage.note())
             time.sleep(0.05)
         worker.join()
         during = [s for s in seen if s and "the indexer is embedding at" in s]
         assert during, seen
         assert "papers/s, about" in during[-1]
         assert "left; until then, results for the" in during[-1]
-        assert reader.indexer_activity() is None  # a finished one-off run says it stopped
-        assert reader.coverage.note() is None
+        assert reader.indexes.activity.activity() is None  # a finished one-off run says it stopped
+        assert reader.indexes.coverage.note() is None
     finally:
         reader.close()
 
@@ -61,16 +61,16 @@ def test_the_notice_follows_an_indexer_at_work_and_says_when_none_runs(tmp_path:
 def test_a_report_left_by_a_process_that_is_gone_does_not_count(tmp_path: Path) -> None:
     app = build_app(Settings(data_dir=tmp_path / "data", embedding_backend="fake", keyword_engine="fts5"))
     try:
-        add_papers(app.store, [paper(1), paper(2)])
+        add_papers(app.core.store, [paper(1), paper(2)])
         host = process_identity().split(":")[0]
         gone = IndexerReport(f"{host}:4194303:1", "embedding", 5, 100, 3.0, datetime.now(UTC))  # no such pid
-        app.embeddings.report_indexer(gone)
-        assert app.indexer_activity() is None
-        said = app.coverage.note()
+        app.indexes.embeddings.report_indexer(gone)
+        assert app.indexes.activity.activity() is None
+        said = app.indexes.coverage.note()
         assert said is not None
         assert "no indexer is running" in said
         alive = IndexerReport(process_identity(), "embedding", 5, 2, 3.0, datetime.now(UTC))
-        app.embeddings.report_indexer(alive)
-        assert app.indexer_activity() == alive
+        app.indexes.embeddings.report_indexer(alive)
+        assert app.indexes.activity.activity() == alive
     finally:
         app.close()

@@ -54,9 +54,9 @@ def instance(tmp_path: Path) -> Iterator[Instance]:
         topics_k=3,
     )
     app = build_app(settings)
-    add_papers(app.store, 40, embed=False)  # 120 papers, none embedded yet
+    add_papers(app.core.store, 40, embed=False)  # 120 papers, none embedded yet
     admin = add_reader(app, "admin@example.org", "Ada", role="admin")
-    yield Instance(settings, app, app.accounts.create_session(admin).session)
+    yield Instance(settings, app, app.readers.accounts.create_session(admin).session)
     app.close()
 
 
@@ -84,11 +84,11 @@ def _said(doc: Any) -> str:
 
 
 def test_a_topics_build_by_hand_is_a_recorded_run_shown_on_the_page(instance: Instance) -> None:
-    instance.app.indexing.run()
+    instance.app.indexes.indexer.current().run()
     built = _cli(instance.settings.data_dir, "topics", "build")
     assert built.returncode == 0, built.stderr
     assert "built 3 topics of 120 papers" in built.stdout
-    [run] = instance.app.job_store.runs(job="topics-build")
+    [run] = instance.app.core.job_runs.runs(job="topics-build")
     assert (run.status, run.trigger) == ("ok", "manual")
     assert run.steps[0].counts["topics"] == 3
     assert run.steps[0].counts["papers"] == 120
@@ -98,7 +98,7 @@ def test_a_topics_build_by_hand_is_a_recorded_run_shown_on_the_page(instance: In
     output = refused.stdout + refused.stderr
     assert output.count("too few papers for topics: 120 with an embedding, at least 5,000 needed") == 1
     assert "Traceback" not in output
-    failed, earlier = instance.app.job_store.runs(job="topics-build")
+    failed, earlier = instance.app.core.job_runs.runs(job="topics-build")
     assert earlier.status == "ok"
     assert failed.status == "failed"
     assert "too few papers for topics" in (failed.steps[0].error or "")
@@ -128,7 +128,7 @@ def test_the_page_says_how_many_papers_have_no_vector_and_how_to_embed_them(inst
 def test_an_indexer_reports_its_progress_and_its_end(instance: Instance) -> None:
     indexed = _cli(instance.settings.data_dir, "index")
     assert indexed.returncode == 0, indexed.stderr
-    report = instance.app.embeddings.indexer_report()
+    report = instance.app.indexes.embeddings.indexer_report()
     assert report is not None
     assert (report.state, report.embedded, report.remaining) == ("stopped", 120, 0)
     assert report.rate is not None
@@ -144,7 +144,7 @@ def test_an_indexer_reports_its_progress_and_its_end(instance: Instance) -> None
 
 def test_a_running_indexer_shows_its_rate_and_the_time_left(instance: Instance) -> None:
     now = datetime.now(UTC)
-    instance.app.embeddings.report_indexer(
+    instance.app.indexes.embeddings.report_indexer(
         IndexerReport(process_identity(), "embedding", 40, 80, 12.5, now - timedelta(seconds=3))
     )
     _, doc = _jobs_page(instance)
@@ -152,7 +152,7 @@ def test_a_running_indexer_shows_its_rate_and_the_time_left(instance: Instance) 
     assert f"An indexer is embedding (pid {os.getpid()} on {socket.gethostname()}) at 12.5 papers/s" in said
     assert "about 10 s left" in said  # the 120 papers without a vector at 12.5 papers/s
     gone = f"{socket.gethostname()}:{2**22 + 12345}:?"  # a pid above Linux's pid_max: no such process
-    instance.app.embeddings.report_indexer(IndexerReport(gone, "embedding", 40, 80, 12.5, now))
+    instance.app.indexes.embeddings.report_indexer(IndexerReport(gone, "embedding", 40, 80, 12.5, now))
     said = _said(_jobs_page(instance)[1])
     assert "is gone (its process ended)" in said
     assert "Nothing is embedding the 120 papers without a vector" in said
@@ -163,7 +163,7 @@ def test_a_running_indexer_shows_its_rate_and_the_time_left(instance: Instance) 
 def test_the_runs_table_is_aligned_and_fits_the_screen(
     chromium_browser: Any, instance: Instance, width: int, tmp_path: Path
 ) -> None:
-    instance.app.indexing.run()
+    instance.app.indexes.indexer.current().run()
     assert _cli(instance.settings.data_dir, "topics", "build").returncode == 0
     _cli(instance.settings.data_dir, "topics", "build", env={"PAPERFEED_TOPICS_MIN_PAPERS": "5000"})
     with live_server(instance.settings) as url:

@@ -200,12 +200,12 @@ def test_a_killed_scheduler_is_restarted_and_sigterm_stops_everything(start: Cal
     # /admin/jobs of the web child shows the same, to an administrator
     app = build_app(Settings(data_dir=run.data))
     try:
-        app.accounts.sign_up(
+        app.readers.accounts.sign_up(
             "root@example.org", "correct horse battery", None, client="t", base_url="http://x"
         )
-        app.accounts.set_role("root@example.org", "admin")
-        admin = app.accounts.user_by_email("root@example.org")
-        session = app.accounts.create_session(admin).session
+        app.readers.accounts.set_role("root@example.org", "admin")
+        admin = app.readers.accounts.user_by_email("root@example.org")
+        session = app.readers.accounts.create_session(admin).session
     finally:
         app.close()
     page = httpx.get(

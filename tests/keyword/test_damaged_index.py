@@ -180,16 +180,18 @@ def test_search_service_degrades_to_semantic_results_until_check_repair(tmp_path
     )
     app = build_app(settings)
     try:
-        app.keyword_index.on_papers_changed(app.store.apply_batch(Batch(papers=[_paper(r) for r in PAPERS])))
-        app.keyword_index.flush()
-        app.indexing.run()
-        intact = app.search.search("protein folding")
+        app.indexes.keyword.on_papers_changed(
+            app.core.store.apply_batch(Batch(papers=[_paper(r) for r in PAPERS]))
+        )
+        app.indexes.keyword.flush()
+        app.indexes.indexer.current().run()
+        intact = app.search.hybrid.search("protein folding")
         assert intact.hits[0].paper.id == "2401.00003"
         assert intact.hits[0].keyword_rank == 1
         assert not intact.notes
 
         garble(settings.data_dir / "keyword", "idx", in_place=True)
-        page = app.search.search("protein folding")
+        page = app.search.hybrid.search("protein folding")
         assert page.hits, "semantic matches still come"
         assert page.hits[0].paper.id == "2401.00003"
         assert all(hit.keyword_rank is None and hit.dense_rank is not None for hit in page.hits)
@@ -202,7 +204,7 @@ def test_search_service_degrades_to_semantic_results_until_check_repair(tmp_path
         )
         assert "keyword index" in result.stdout, result.stdout
         assert "re-check is clean" in result.stdout, result.stdout
-        repaired = app.search.search("protein folding")  # the same running app: no restart
+        repaired = app.search.hybrid.search("protein folding")  # the same running app: no restart
         assert repaired.hits[0].paper.id == "2401.00003"
         assert repaired.hits[0].keyword_rank == 1
         assert not repaired.notes

@@ -31,7 +31,7 @@ def test_the_keyword_index_is_built_before_the_first_request(tmp_path: Path) -> 
     settings = _settings(tmp_path, "tantivy")
     app = build_app(settings)
     try:
-        app.store.apply_batch(Batch(papers=list(CORPUS)))  # the store alone: no index follows it yet
+        app.core.store.apply_batch(Batch(papers=list(CORPUS)))  # the store alone: no index follows it yet
     finally:
         app.close()
     folder = tmp_path / "keyword"
@@ -57,12 +57,12 @@ from paperfeed.settings import Settings
 settings = Settings(data_dir=Path(sys.argv[1]), database_url=None, embedding_backend="fake",
                     keyword_engine="tantivy")
 app = build_app(settings)
-app.store.stats()  # the store is open: only the index is left to race on
+app.core.store.stats()  # the store is open: only the index is left to race on
 start = float(sys.argv[2])
 while time.time() < start:
     time.sleep(0.001)
-app.open_local_keyword_index()  # what each web worker's start-up does
-print(len(app.keyword_index))
+app.indexes.open_local_keyword_index()  # what each web worker's start-up does
+print(len(app.indexes.keyword))
 app.close()
 """
 
@@ -84,7 +84,7 @@ def test_two_workers_starting_at_once_build_one_index_in_turn(tmp_path: Path) ->
     ]
     app = build_app(settings)
     try:
-        app.store.apply_batch(Batch(papers=papers))
+        app.core.store.apply_batch(Batch(papers=papers))
     finally:
         app.close()
     start = time.time() + 4  # both are up by then, then they open the index together

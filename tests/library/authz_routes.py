@@ -36,7 +36,7 @@ USERS_API: Mapping[Actor, int | str] = {"anonymous": 401, "user": 200, "other": 
 
 def _reset(w: World) -> None:
     """Every request starts from empty libraries."""
-    with w.app.store.engine.begin() as conn:
+    with w.app.core.store.engine.begin() as conn:
         for table in (
             library_saves,
             library_marks,
@@ -49,7 +49,7 @@ def _reset(w: World) -> None:
 
 
 def _count(w: World, table: Any, *where: Any) -> int:
-    with w.app.store.engine.connect() as conn:
+    with w.app.core.store.engine.connect() as conn:
         return int(conn.execute(select(func.count()).select_from(table).where(*where)).scalar_one())
 
 
@@ -62,27 +62,27 @@ def _users_tag(w: World) -> dict[str, Any]:
     _reset(w)
     user = w.users["user"]
     paper = w.paper_ids[0]
-    w.app.library.save(user.id, paper, ["Private"])
-    return {"paper": paper, "tag_id": w.app.library.tags(user.id)[0].id}
+    w.app.readers.library.save(user.id, paper, ["Private"])
+    return {"paper": paper, "tag_id": w.app.readers.library.tags(user.id)[0].id}
 
 
 def _users_search(w: World) -> dict[str, Any]:
     _reset(w)
-    saved = w.app.library.add_search(w.users["user"].id, "Alert", "graph")
+    saved = w.app.readers.library.add_search(w.users["user"].id, "Alert", "graph")
     return {"search_id": saved.id}
 
 
 def _followed(w: World) -> dict[str, Any]:
     ctx = _fresh(w)
     for actor in ("user", "other", "admin"):
-        w.app.library.follow(w.users[actor].id, "Ada Lovelace")
+        w.app.readers.library.follow(w.users[actor].id, "Ada Lovelace")
     return ctx
 
 
 def _saved_by_all(w: World) -> dict[str, Any]:
     ctx = _fresh(w)
     for actor in ("user", "other", "admin"):
-        w.app.library.save(w.users[actor].id, ctx["paper"])
+        w.app.readers.library.save(w.users[actor].id, ctx["paper"])
     return ctx
 
 
@@ -119,12 +119,12 @@ def _any_search(w: World, _ctx: dict[str, Any]) -> bool:
 
 
 def _tag_public(w: World, ctx: dict[str, Any]) -> bool:
-    tag = w.app.library.records.tag(ctx["tag_id"])
+    tag = w.app.readers.library.records.tag(ctx["tag_id"])
     return tag is not None and tag.public
 
 
 def _tag_gone(w: World, ctx: dict[str, Any]) -> bool:
-    return w.app.library.records.tag(ctx["tag_id"]) is None
+    return w.app.readers.library.records.tag(ctx["tag_id"]) is None
 
 
 def _users_paper_unsaved(w: World, ctx: dict[str, Any]) -> bool:
@@ -132,12 +132,12 @@ def _users_paper_unsaved(w: World, ctx: dict[str, Any]) -> bool:
 
 
 def _search_seen(w: World, ctx: dict[str, Any]) -> bool:
-    found = w.app.library.records.saved_search(ctx["search_id"])
+    found = w.app.readers.library.records.saved_search(ctx["search_id"])
     return found is not None and found.last_seen_at is not None
 
 
 def _search_gone(w: World, ctx: dict[str, Any]) -> bool:
-    return w.app.library.records.saved_search(ctx["search_id"]) is None
+    return w.app.readers.library.records.saved_search(ctx["search_id"]) is None
 
 
 ROUTES = [

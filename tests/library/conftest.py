@@ -48,7 +48,7 @@ PAPERS = [
 
 def add_user(app: App, email: str, name: str, *, role: str = "user", hidden: bool = False) -> int:
     now = datetime.now(UTC)
-    with app.store.engine.begin() as conn:
+    with app.core.store.engine.begin() as conn:
         result = conn.execute(
             insert(users).values(
                 email=email, display_name=name, role=role, created_at=now, hidden_at=now if hidden else None
@@ -75,8 +75,8 @@ def make_settings(tmp_path: Path, api_url: str = "http://127.0.0.1:9/api/query")
 def app(tmp_path: Path, server: ReplayServer) -> Iterator[App]:
     """An App on a fresh data folder with :data:`PAPERS` stored and keyword-indexed."""
     built = build_app(make_settings(tmp_path, server.base_url + API_PATH))
-    built.store.apply_batch(Batch(papers=list(PAPERS)))
-    built.keyword_index  # noqa: B018 - opening it indexes the papers above
+    built.core.store.apply_batch(Batch(papers=list(PAPERS)))
+    built.indexes.keyword  # noqa: B018 - opening it indexes the papers above
     try:
         yield built
     finally:

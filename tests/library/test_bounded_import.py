@@ -54,9 +54,9 @@ def capped(app: App) -> Iterator[Callable[..., TestClient]]:
             client = stack.enter_context(
                 TestClient(web, follow_redirects=False, raise_server_exceptions=raise_errors)
             )
-            user = app.accounts.user_by_id(user_id)
+            user = app.readers.accounts.user_by_id(user_id)
             assert user is not None
-            client.headers["authorization"] = f"Bearer {app.accounts.create_api_token(user, 't')[1]}"
+            client.headers["authorization"] = f"Bearer {app.readers.accounts.create_api_token(user, 't')[1]}"
             return client
 
         yield open_as
@@ -221,7 +221,7 @@ def test_fetching_is_a_background_job_one_per_reader_with_visible_progress(
         time.sleep(0.1)
     assert job["state"] == "ok", job
     assert (job["done"], job["fetched"], job["saved"], job["notFound"]) == (1, 1, 1, 0)
-    assert set(app.library.signals(ada).in_tag("Later")) == {"2401.00001", "1605.08386"}
+    assert set(app.readers.library.signals(ada).in_tag("Later")) == {"2401.00001", "1605.08386"}
     again = _upload(client, "other.txt", b"2402.00002\n")  # the reader's turn is back
     assert again.status_code == 200
     done_page = client.get("/library/import", headers=HTML)
@@ -242,7 +242,7 @@ def test_arxiv_down_fails_the_job_with_its_reason_and_keeps_what_was_saved(
         time.sleep(0.1)
     assert job["state"] == "failed"
     assert "import the file again" in job["error"]
-    assert app.library.signals(ada).in_tag("Saved") == ("2401.00001",)
+    assert app.readers.library.signals(ada).in_tag("Saved") == ("2401.00001",)
 
 
 def _finished(client: TestClient) -> dict[str, Any]:
@@ -263,8 +263,8 @@ def test_an_import_answers_for_a_hidden_paper_exactly_as_for_an_unknown_one(
     client = capped(ada)
     assert _upload(client, "first.txt", b"1605.08386\n").status_code == 202
     _finished(client)
-    app.accounts.hide_paper("1605.08386")
-    app.library.records.unsave(ada, "1605.08386", None)
+    app.readers.accounts.hide_paper("1605.08386")
+    app.readers.library.records.unsave(ada, "1605.08386", None)
     answers, jobs = [], []
     for paper_id in ("1605.08386", "1707.08567"):  # hidden here; unknown here
         got = _upload(client, "one.txt", f"{paper_id}\n".encode())
@@ -282,9 +282,9 @@ def test_an_import_answers_for_a_hidden_paper_exactly_as_for_an_unknown_one(
 def test_the_page_says_a_file_was_cut(app: App, ada: int) -> None:
     settings = app.settings.model_copy(update={"library_import_max_entries": 10})
     with TestClient(create_app(lambda: build_app(settings)), follow_redirects=False) as client:
-        user = app.accounts.user_by_id(ada)
+        user = app.readers.accounts.user_by_id(ada)
         assert user is not None
-        client.cookies.set(SESSION_COOKIE, app.accounts.create_session(user).session)
+        client.cookies.set(SESSION_COOKIE, app.readers.accounts.create_session(user).session)
         token = csrf_from(client.get("/library/import", headers=HTML).text)
         got = client.post(
             "/library/import",
@@ -304,19 +304,19 @@ def test_a_fetch_running_when_the_server_stops_is_recorded_as_interrupted(
         for reply in replies:
             reply.delay = 1.0
     other = build_app(app.settings)  # the web process, stopped while its job waits on arXiv
-    report = other.library_import.start(
+    report = other.readers.library_import.start(
         ada, io.BytesIO(b"1605.08386\n"), "ids.txt", max_entries=10, max_fetch=10
     )
     assert report.job is not None
     time.sleep(0.3)
     other.close()  # waits for the job, which stops at its next batch
-    status = app.library_import.status(ada)
+    status = app.readers.library_import.status(ada)
     assert status is not None
     assert status.state == "interrupted", status
     assert status.error is not None
     assert "import the file again" in status.error
-    again = app.library_import.start(
+    again = app.readers.library_import.start(
         ada, io.BytesIO(b"1605.08386\n"), "ids.txt", max_entries=10, max_fetch=10
     )
     assert again.fetching == 0  # fetched before the stop: here now, saved at once
-    assert "1605.08386" in app.library.signals(ada).in_tag("Saved")
+    assert "1605.08386" in app.readers.library.signals(ada).in_tag("Saved")

@@ -207,8 +207,8 @@ def test_ris_is_told_by_content_and_imports_nothing_when_broken(app: App, tmp_pa
     broken = tmp_path / "broken.ris"
     broken.write_text(good + to_ris([Reference(PAPERS[1])])[:40], encoding="utf-8")  # cut mid-record
     with pytest.raises(BibliographyError, match=r"broken\.ris:12: the record starting here has no"):
-        app.library_import.import_file(ada, broken, with_tags=True)
-    assert app.library.signals(ada).saved == ()
+        app.readers.library_import.import_file(ada, broken, with_tags=True)
+    assert app.readers.library.signals(ada).saved == ()
     result = RUNNER.invoke(
         cli, ["library", "import", str(broken), "--user", "ada@example.org"], env=_env(app)
     )
@@ -222,7 +222,7 @@ def test_ris_is_told_by_content_and_imports_nothing_when_broken(app: App, tmp_pa
 
 def _fill_library(app: App) -> int:
     ada = add_user(app, "ada@example.org", "Ada")
-    lib = app.library
+    lib = app.readers.library
     lib.save(ada, "2401.00001", ["Reading list", "ML & AI_1 #x%"])
     lib.save(ada, "2402.00002", ["Ünïcode tag"])
     lib.save(ada, "hep-th/9901001")  # "Saved"
@@ -233,7 +233,7 @@ def _fill_library(app: App) -> int:
 
 
 def _library_state(app: App, user_id: int) -> set[tuple[str, frozenset[str], str | None]]:
-    refs, _ = app.library.references(user_id)
+    refs, _ = app.readers.library.references(user_id)
     return {(r.paper.id, frozenset(r.tags), r.note) for r in refs}
 
 
@@ -241,7 +241,7 @@ def _library_state(app: App, user_id: int) -> set[tuple[str, frozenset[str], str
 def elsewhere(tmp_path: Path) -> Iterator[App]:
     """A second instance on a fresh SQLite store with the same papers and no reader yet."""
     other = build_app(make_settings(tmp_path / "elsewhere"))
-    other.store.apply_batch(Batch(papers=list(PAPERS)))
+    other.core.store.apply_batch(Batch(papers=list(PAPERS)))
     try:
         yield other
     finally:
@@ -286,7 +286,7 @@ def test_a_ris_round_trip_into_postgresql(app: App, pg_url: str, tmp_path: Path)
     settings = make_settings(tmp_path / "pg").model_copy(update={"database_url": pg_url})
     target = build_app(settings)
     try:
-        target.store.apply_batch(Batch(papers=list(PAPERS)))
+        target.core.store.apply_batch(Batch(papers=list(PAPERS)))
         _round_trip(app, target, "ris", tmp_path)
     finally:
         target.close()
@@ -294,22 +294,22 @@ def test_a_ris_round_trip_into_postgresql(app: App, pg_url: str, tmp_path: Path)
 
 def test_without_with_tags_an_import_goes_to_one_tag_and_adds_no_notes(app: App, elsewhere: App) -> None:
     ada = _fill_library(app)
-    data = render("ris", app.library.references(ada)[0]).encode()
+    data = render("ris", app.readers.library.references(ada)[0]).encode()
     reader = add_user(elsewhere, "reader@example.org", "Reader")
-    report = elsewhere.library_import.import_bytes(reader, data, "x.ris", tag="Imported", fetch=False)
+    report = elsewhere.readers.library_import.import_bytes(reader, data, "x.ris", tag="Imported", fetch=False)
     assert report.saved == 4
     assert report.notes == 0
-    assert {t.name for t in elsewhere.library.tags(reader)} == {"Imported"}
+    assert {t.name for t in elsewhere.readers.library.tags(reader)} == {"Imported"}
 
 
 def test_an_import_never_overwrites_a_note(app: App, elsewhere: App) -> None:
     ada = _fill_library(app)
-    data = render("bibtex", app.library.references(ada)[0]).encode()
+    data = render("bibtex", app.readers.library.references(ada)[0]).encode()
     reader = add_user(elsewhere, "reader@example.org", "Reader")
-    elsewhere.library.set_note(reader, "hep-th/9901001", "My own note")
-    report = elsewhere.library_import.import_bytes(reader, data, "x.bib", fetch=False, with_tags=True)
+    elsewhere.readers.library.set_note(reader, "hep-th/9901001", "My own note")
+    report = elsewhere.readers.library_import.import_bytes(reader, data, "x.bib", fetch=False, with_tags=True)
     assert report.notes == 1
-    assert elsewhere.library.state(reader, "hep-th/9901001").note.body == "My own note"  # type: ignore[union-attr]
+    assert elsewhere.readers.library.state(reader, "hep-th/9901001").note.body == "My own note"  # type: ignore[union-attr]
 
 
 # -- the CLI -----------------------------------------------------------------------------------------------
@@ -370,17 +370,17 @@ def web(app: App) -> Iterator[dict[str, TestClient]]:
         TestClient(create_app(lambda: build_app(app.settings)), follow_redirects=False) as as_bob,
     ):
         for client, user_id in ((as_ada, ada), (as_bob, bob)):
-            user = app.accounts.user_by_id(user_id)
+            user = app.readers.accounts.user_by_id(user_id)
             assert user is not None
-            client.cookies.set(SESSION_COOKIE, app.accounts.create_session(user).session)
+            client.cookies.set(SESSION_COOKIE, app.readers.accounts.create_session(user).session)
         clients.update(anonymous=anonymous, ada=as_ada, bob=as_bob)
         yield clients
 
 
 def _tag_id(app: App, name: str) -> int:
-    ada = app.library.user_id_for_email("ada@example.org")
+    ada = app.readers.library.user_id_for_email("ada@example.org")
     assert ada is not None
-    return next(t.id for t in app.library.tags(ada) if t.name == name)
+    return next(t.id for t in app.readers.library.tags(ada) if t.name == name)
 
 
 def test_a_private_library_is_exported_only_to_its_owner(app: App, web: dict[str, TestClient]) -> None:
@@ -419,9 +419,9 @@ def test_a_public_collection_exports_its_papers_without_the_owners_notes(
     app: App, web: dict[str, TestClient]
 ) -> None:
     tag = _tag_id(app, "Reading list")
-    ada = app.library.user_id_for_email("ada@example.org")
+    ada = app.readers.library.user_id_for_email("ada@example.org")
     assert ada is not None
-    app.library.update_tag(ada, tag, public=True)
+    app.readers.library.update_tag(ada, tag, public=True)
     got = web["anonymous"].get(f"/collections/{tag}/export?format=bibtex")
     assert got.status_code == 200
     assert got.headers["content-type"] == "application/x-bibtex; charset=utf-8"
@@ -471,12 +471,12 @@ def test_search_results_download_on_the_page_and_the_api(app: App, web: dict[str
 
 
 def test_an_upload_with_tags_restores_them(app: App, web: dict[str, TestClient]) -> None:
-    ada = app.library.user_id_for_email("ada@example.org")
+    ada = app.readers.library.user_id_for_email("ada@example.org")
     assert ada is not None
     exported = web["ada"].get("/api/me/library/export?format=csljson").content
-    bob = app.library.user_id_for_email("bob@example.org")
+    bob = app.readers.library.user_id_for_email("bob@example.org")
     assert bob is not None
-    token = app.accounts.create_api_token(app.accounts.user_by_id(bob), "tests")[1]  # type: ignore[arg-type]
+    token = app.readers.accounts.create_api_token(app.readers.accounts.user_by_id(bob), "tests")[1]  # type: ignore[arg-type]
     got = web["anonymous"].post(
         "/api/me/library/import",
         files={"file": ("library.json", exported, "application/json")},

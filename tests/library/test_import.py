@@ -51,61 +51,61 @@ def _problems(report_problems: list[CitedWork]) -> list[str]:
 
 
 def _saves(app: App) -> int:
-    with app.store.engine.connect() as conn:
+    with app.core.store.engine.connect() as conn:
         return int(conn.execute(select(func.count()).select_from(library_saves)).scalar_one())
 
 
 def test_bibtex_import_fetches_missing_papers_and_reports_the_rest(
     app: App, ada: int, bib_server: ReplayServer
 ) -> None:
-    report = app.library_import.import_file(ada, BIB, tag="Thesis")
+    report = app.readers.library_import.import_file(ada, BIB, tag="Thesis")
     assert (report.entries, report.with_arxiv_id, report.fetched) == (8, 5, 1)
     assert (report.saved, report.already_saved) == (4, 0)
     assert _problems(report.problems) == BIB_PROBLEMS
     assert [r.params["id_list"] for r in bib_server.requests] == ["1707.08567,2501.99999"]
-    fetched = app.store.get_paper("1707.08567")
+    fetched = app.core.store.get_paper("1707.08567")
     assert fetched is not None
     assert fetched.title.startswith("Proceedings of Workshop AEW10")
-    assert set(app.library.signals(ada).in_tag("Thesis")) == {
+    assert set(app.readers.library.signals(ada).in_tag("Thesis")) == {
         "2401.00001",
         "2402.00002",
         "1707.08567",
         "hep-th/9901001",
     }
     # it went through the ingest service, so the keyword index has it too
-    assert any(h.paper.id == "1707.08567" for h in app.search.search("Workshop AEW10").hits)
+    assert any(h.paper.id == "1707.08567" for h in app.search.hybrid.search("Workshop AEW10").hits)
 
 
 def test_importing_twice_changes_nothing(app: App, ada: int, bib_server: ReplayServer) -> None:
-    app.library_import.import_file(ada, BIB)
-    before = app.library.signals(ada)
+    app.readers.library_import.import_file(ada, BIB)
+    before = app.readers.library.signals(ada)
     requests = len(bib_server.requests)
-    again = app.library_import.import_file(ada, BIB)
+    again = app.readers.library_import.import_file(ada, BIB)
     assert (again.saved, again.already_saved, again.fetched) == (0, 4, 0)
     # 2501.99999 is still unknown here, so it is asked for again, and reported again
     assert [r.params["id_list"] for r in bib_server.requests[requests:]] == ["1707.08567,2501.99999"][
         1:
     ] or True
-    assert app.library.signals(ada).saved == before.saved
+    assert app.readers.library.signals(ada).saved == before.saved
 
 
 def test_csl_json_import(app: App, ada: int, server: ReplayServer, recorded_dir: Path) -> None:
     serve_recorded(server, recorded_dir, "id_1605.08386_s0_m100_199195aa31ad.json", "1605.08386")
-    report = app.library_import.import_file(ada, DATA / "zotero.json")
+    report = app.readers.library_import.import_file(ada, DATA / "zotero.json")
     assert (report.entries, report.fetched, report.saved) == (4, 1, 3)
     assert _problems(report.problems) == [
         "zotero.json: item 4 (http://zotero.org/users/1/items/DDDD4444): "
         "no arXiv id (DOI 10.1000/j.journal.2020.01.001 is not an arXiv DOI)"
     ]
-    assert set(app.library.signals(ada).in_tag("Saved")) == {"2401.00001", "2402.00002", "1605.08386"}
+    assert set(app.readers.library.signals(ada).in_tag("Saved")) == {"2401.00001", "2402.00002", "1605.08386"}
 
 
 def test_id_list_import(app: App, ada: int, server: ReplayServer, recorded_dir: Path) -> None:
     serve_recorded(server, recorded_dir, "id_astro-ph_0601001_s0_m100_3150dca9dc76.json", "astro-ph/0601001")
-    report = app.library_import.import_file(ada, DATA / "ids.txt", tag="This week")
+    report = app.readers.library_import.import_file(ada, DATA / "ids.txt", tag="This week")
     assert (report.entries, report.with_arxiv_id, report.fetched, report.saved) == (6, 5, 1, 4)
     assert _problems(report.problems) == ["ids.txt:7: not an arXiv id or URL: 'not an id at all'"]
-    assert set(app.library.signals(ada).in_tag("this week")) == {
+    assert set(app.readers.library.signals(ada).in_tag("this week")) == {
         "2401.00001",
         "2402.00002",
         "hep-th/9901001",
@@ -125,9 +125,9 @@ def test_a_bad_file_is_an_error_naming_the_place_and_nothing_is_written(
     app: App, ada: int, server: ReplayServer, name: str, message: str
 ) -> None:
     with pytest.raises(BibliographyError, match=message):
-        app.library_import.import_file(ada, DATA / name)
+        app.readers.library_import.import_file(ada, DATA / name)
     assert _saves(app) == 0
-    with app.store.engine.connect() as conn:
+    with app.core.store.engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(library_tags)).scalar_one() == 0
     assert server.requests == []
 
@@ -136,24 +136,24 @@ def test_not_utf8_names_the_line(app: App, ada: int, tmp_path: Path) -> None:
     path = tmp_path / "latin1.bib"
     path.write_bytes(b"@article{a,\n  title = {Caf\xe9}\n}\n")
     with pytest.raises(BibliographyError, match=r"latin1\.bib:2: not UTF-8 text"):
-        app.library_import.import_file(ada, path)
+        app.readers.library_import.import_file(ada, path)
 
 
 def test_unreachable_arxiv_leaves_the_library_unchanged(app: App, ada: int, server: ReplayServer) -> None:
     server.add(API_PATH, Reply(503, b"down for maintenance"))
     with pytest.raises(SourceUnavailable):
-        app.library_import.import_file(ada, BIB)
+        app.readers.library_import.import_file(ada, BIB)
     assert _saves(app) == 0  # not even the papers that were already here
 
 
 def test_no_fetch_and_fetch_cap_report_what_was_not_fetched(app: App, ada: int, server: ReplayServer) -> None:
-    report = app.library_import.import_file(ada, BIB, fetch=False)
+    report = app.readers.library_import.import_file(ada, BIB, fetch=False)
     assert report.saved == 3
     assert (
         "library.bib:20 (workshop2017): 1707.08567: not in this instance and not fetched (--no-fetch)"
         in _problems(report.problems)
     )
-    capped = app.library_import.import_file(ada, BIB, max_fetch=0)
+    capped = app.readers.library_import.import_file(ada, BIB, max_fetch=0)
     assert any("too many papers to fetch" in p for p in _problems(capped.problems))
     assert server.requests == []
 

@@ -36,11 +36,11 @@ def test_only_absolute_links_survive(render: object) -> None:
 
 
 def test_a_note_with_a_relative_link_on_the_paper_page(app: App, ada: int) -> None:
-    app.library.set_note(ada, "2401.00001", "Go [here](/account) or [there](https://example.org/ok).")
-    user = app.accounts.user_by_id(ada)
+    app.readers.library.set_note(ada, "2401.00001", "Go [here](/account) or [there](https://example.org/ok).")
+    user = app.readers.accounts.user_by_id(ada)
     assert user is not None
     with TestClient(create_app(lambda: build_app(app.settings)), follow_redirects=False) as site:
-        site.cookies.set(SESSION_COOKIE, app.accounts.create_session(user).session)
+        site.cookies.set(SESSION_COOKIE, app.readers.accounts.create_session(user).session)
         page = site.get("/papers/2401.00001", headers={"accept": "text/html"}).text
     doc = lxml.html.fromstring(page)
     note_links = [a.get("href") for a in doc.cssselect(".note-body a")]

@@ -33,11 +33,11 @@ def _vary(answer: object) -> set[str]:
 
 
 def test_a_readers_private_answers_are_private_and_not_stored(app: App, site: TestClient, ada: int) -> None:
-    app.library.set_note(ada, "2401.00001", "My secret reading note")
-    user = app.accounts.user_by_id(ada)
+    app.readers.library.set_note(ada, "2401.00001", "My secret reading note")
+    user = app.readers.accounts.user_by_id(ada)
     assert user is not None
-    token = app.accounts.create_api_token(user, "tests")[1]
-    site.cookies.set(SESSION_COOKIE, app.accounts.create_session(user).session)
+    token = app.readers.accounts.create_api_token(user, "tests")[1]
+    site.cookies.set(SESSION_COOKIE, app.readers.accounts.create_session(user).session)
     page = site.get("/papers/2401.00001", headers=HTML)
     assert "My secret reading note" in page.text
     assert page.headers.get("cache-control") == "private, no-store"

@@ -22,7 +22,7 @@ from .conftest import add_user
 
 
 def test_save_goes_to_the_default_tag_and_is_idempotent(app: App, ada: int) -> None:
-    lib = app.library
+    lib = app.readers.library
     state = lib.save(ada, "arXiv:2401.00001v2")
     assert (state.paper_id, state.tags, state.saved) == ("2401.00001", ("Saved",), True)
     first = lib.signals(ada).saved[0].saved_at
@@ -34,7 +34,7 @@ def test_save_goes_to_the_default_tag_and_is_idempotent(app: App, ada: int) -> N
 
 
 def test_tags_are_per_reader_and_case_insensitive(app: App, ada: int, bob: int) -> None:
-    lib = app.library
+    lib = app.readers.library
     lib.save(ada, "2401.00001", ["Reading list", "GNN"])
     lib.save(ada, "2402.00002", ["reading  LIST"])
     assert [(t.name, t.count) for t in lib.tags(ada)] == [("Reading list", 2), ("GNN", 1)]
@@ -43,7 +43,7 @@ def test_tags_are_per_reader_and_case_insensitive(app: App, ada: int, bob: int) 
 
 
 def test_set_tags_replaces_the_papers_tags_and_empty_unsaves(app: App, ada: int) -> None:
-    lib = app.library
+    lib = app.readers.library
     lib.save(ada, "2401.00001", ["A", "B"])
     assert lib.set_tags(ada, "2401.00001", ["B", "C"]).tags == ("B", "C")
     assert lib.set_tags(ada, "2401.00001", []).saved is False
@@ -51,7 +51,7 @@ def test_set_tags_replaces_the_papers_tags_and_empty_unsaves(app: App, ada: int)
 
 
 def test_unsave_from_one_tag_or_everywhere(app: App, ada: int, bob: int) -> None:
-    lib = app.library
+    lib = app.readers.library
     lib.save(ada, "2401.00001", ["A", "B"])
     a = next(t for t in lib.tags(ada) if t.name == "A")
     assert lib.unsave(ada, "2401.00001", a.id).tags == ("B",)
@@ -63,17 +63,17 @@ def test_unsave_from_one_tag_or_everywhere(app: App, ada: int, bob: int) -> None
 
 def test_unknown_and_malformed_papers(app: App, ada: int) -> None:
     with pytest.raises(LibraryNotFound, match=r"2501\.12345"):
-        app.library.save(ada, "2501.12345")
+        app.readers.library.save(ada, "2501.12345")
     with pytest.raises(InvalidPaperId):
-        app.library.save(ada, "javascript:alert(1)")
+        app.readers.library.save(ada, "javascript:alert(1)")
     with pytest.raises(InvalidLibraryInput, match="tag"):
-        app.library.save(ada, "2401.00001", ["x" * 61])
+        app.readers.library.save(ada, "2401.00001", ["x" * 61])
     with pytest.raises(InvalidLibraryInput, match="tag"):
-        app.library.save(ada, "2401.00001", ["\u202e \x00 "])
+        app.readers.library.save(ada, "2401.00001", ["\u202e \x00 "])
 
 
 def test_private_tags_are_invisible_to_others_public_ones_are_not(app: App, ada: int, bob: int) -> None:
-    lib = app.library
+    lib = app.readers.library
     lib.save(ada, "2401.00001", ["Secret"])
     secret = lib.tags(ada)[0]
     for attempt in (
@@ -95,14 +95,14 @@ def test_private_tags_are_invisible_to_others_public_ones_are_not(app: App, ada:
 
 
 def test_a_hidden_or_deleted_owner_takes_their_public_tags_along(app: App, ada: int) -> None:
-    lib = app.library
+    lib = app.readers.library
     tag = lib.create_tag(ada, "Shared", public=True)
     lib.save(ada, "2401.00001", ["Shared"])
-    with app.store.engine.begin() as conn:
+    with app.core.store.engine.begin() as conn:
         conn.execute(users.update().where(users.c.id == ada).values(hidden_at=datetime.now(UTC)))
     with pytest.raises(LibraryNotFound):
         lib.collection(tag.id, None)
-    with app.store.engine.begin() as conn:
+    with app.core.store.engine.begin() as conn:
         conn.execute(delete(users).where(users.c.id == ada))
         assert conn.execute(select(func.count()).select_from(library_saves)).scalar_one() == 0
         assert conn.execute(select(func.count()).select_from(library_tags)).scalar_one() == 0
@@ -112,7 +112,7 @@ def test_a_hidden_or_deleted_owner_takes_their_public_tags_along(app: App, ada: 
 
 
 def test_rename_publish_and_delete_tags(app: App, ada: int) -> None:
-    lib = app.library
+    lib = app.readers.library
     lib.save(ada, "2401.00001", ["One"])
     lib.save(ada, "2402.00002", ["Two"])
     one, two = lib.tags(ada)
@@ -126,7 +126,7 @@ def test_rename_publish_and_delete_tags(app: App, ada: int) -> None:
 
 
 def test_library_pages_filter_by_tag_and_read_state(app: App, ada: int) -> None:
-    lib = app.library
+    lib = app.readers.library
     for pid in ("2401.00001", "2402.00002", "2403.00003"):
         lib.save(ada, pid)
         time.sleep(0.002)
@@ -145,7 +145,7 @@ def test_library_pages_filter_by_tag_and_read_state(app: App, ada: int) -> None:
 
 
 def test_read_and_not_interested_marks(app: App, ada: int) -> None:
-    lib = app.library
+    lib = app.readers.library
     assert lib.set_dismissed(ada, "2404.00004").dismissed is True
     assert lib.set_read(ada, "2404.00004").read is True
     papers, total = lib.dismissed(ada)
@@ -157,7 +157,7 @@ def test_read_and_not_interested_marks(app: App, ada: int) -> None:
 
 
 def test_notes_are_private_markdown_sources(app: App, ada: int, bob: int) -> None:
-    lib = app.library
+    lib = app.readers.library
     state = lib.set_note(ada, "2401.00001", "  **Key idea**: <script>x</script>\r\nsecond line \x07 ")
     assert state.note is not None
     assert state.note.body == "**Key idea**: <script>x</script>\nsecond line"
@@ -166,14 +166,14 @@ def test_notes_are_private_markdown_sources(app: App, ada: int, bob: int) -> Non
     assert lib.state(ada, "2401.00001").note.body == "edited"  # type: ignore[union-attr]
     lib.set_note(ada, "2401.00001", "   ")
     assert lib.state(ada, "2401.00001").note is None
-    with app.store.engine.connect() as conn:
+    with app.core.store.engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(library_notes)).scalar_one() == 0
     with pytest.raises(InvalidLibraryInput, match="note"):
         lib.set_note(ada, "2401.00001", "x" * (MAX_NOTE_CHARS + 1))
 
 
 def test_followed_authors_match_accents_and_case_but_not_other_names(app: App, ada: int) -> None:
-    lib = app.library
+    lib = app.readers.library
     assert lib.follow(ada, "José García") is True
     assert lib.follow(ada, "jose  GARCIA") is False  # the same person
     assert [a.name for a in lib.followed(ada)] == ["José García"]
@@ -186,7 +186,7 @@ def test_followed_authors_match_accents_and_case_but_not_other_names(app: App, a
 
 
 def test_saved_searches_are_alerts_of_new_matches(app: App, ada: int, bob: int) -> None:
-    lib = app.library
+    lib = app.readers.library
     clock = [datetime(2024, 2, 15, tzinfo=UTC)]
     service = replace(lib, now=lambda: clock[0])
     saved = service.add_search(ada, "Diffusion", "diffusion", SearchFilters(categories=("cs.LG",)))
@@ -217,7 +217,7 @@ def test_saved_searches_are_alerts_of_new_matches(app: App, ada: int, bob: int) 
 
 
 def test_signals_snapshot_for_recommendations(app: App, ada: int, bob: int) -> None:
-    lib = app.library
+    lib = app.readers.library
     lib.save(ada, "2401.00001", ["GNN"])
     time.sleep(0.002)
     lib.save(ada, "2402.00002")
@@ -244,17 +244,17 @@ def test_signals_snapshot_for_recommendations(app: App, ada: int, bob: int) -> N
 
 
 def test_hidden_papers_stay_saved_but_out_of_sight(app: App, ada: int) -> None:
-    lib = app.library
+    lib = app.readers.library
     lib.save(ada, "2401.00001", ["Public"])
     lib.save(ada, "2402.00002", ["Public"])
     public = lib.tags(ada)[0]
     lib.update_tag(ada, public.id, public=True)
-    assert app.accounts.hide_paper("2401.00001", reason="spam")  # the admins' moderation list
+    assert app.readers.accounts.hide_paper("2401.00001", reason="spam")  # the admins' moderation list
     page = lib.library(ada)
     assert ([e.paper.id for e in page.entries], page.hidden) == (["2402.00002"], 1)
     assert [p.id for p, _ in lib.collection(public.id).papers] == ["2402.00002"]
     assert "2401.00001" in lib.signals(ada).saved_ids  # still the reader's signal
-    assert app.accounts.unhide_paper("2401.00001")
+    assert app.readers.accounts.unhide_paper("2401.00001")
     assert len(lib.library(ada).entries) == 2
 
 
@@ -263,7 +263,7 @@ def test_concurrent_saves_of_one_paper_make_one_row(app: App, ada: int) -> None:
 
     def click() -> None:
         try:
-            app.library.save(ada, "2401.00001", ["Race"])
+            app.readers.library.save(ada, "2401.00001", ["Race"])
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
@@ -273,12 +273,12 @@ def test_concurrent_saves_of_one_paper_make_one_row(app: App, ada: int) -> None:
     for t in threads:
         t.join()
     assert errors == []
-    with app.store.engine.connect() as conn:
+    with app.core.store.engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(library_saves)).scalar_one() == 1
         assert conn.execute(select(func.count()).select_from(library_tags)).scalar_one() == 1
 
 
 def test_users_from_accounts_are_found_by_email(app: App) -> None:
     uid = add_user(app, "Carol@Example.org".lower(), "Carol")
-    assert app.library.user_id_for_email("  CAROL@example.org ") == uid
-    assert app.library.user_id_for_email("nobody@example.org") is None
+    assert app.readers.library.user_id_for_email("  CAROL@example.org ") == uid
+    assert app.readers.library.user_id_for_email("nobody@example.org") is None

@@ -32,9 +32,9 @@ def browser(app: App) -> Iterator[Browser]:
                 TestClient(create_app(lambda: build_app(app.settings)), follow_redirects=False)
             )
             if user_id is not None:
-                user = app.accounts.user_by_id(user_id)
+                user = app.readers.accounts.user_by_id(user_id)
                 assert user is not None
-                client.cookies.set(SESSION_COOKIE, app.accounts.create_session(user).session)
+                client.cookies.set(SESSION_COOKIE, app.readers.accounts.create_session(user).session)
             return client
 
         yield open_as
@@ -48,9 +48,9 @@ def post_form(client: TestClient, page: str, action: str, data: dict[str, str | 
 
 
 def token_for(app: App, user_id: int) -> str:
-    user = app.accounts.user_by_id(user_id)
+    user = app.readers.accounts.user_by_id(user_id)
     assert user is not None
-    return app.accounts.create_api_token(user, "tests")[1]
+    return app.readers.accounts.create_api_token(user, "tests")[1]
 
 
 def test_library_pages_need_a_signed_in_reader(browser: Browser) -> None:
@@ -84,7 +84,7 @@ def test_save_with_the_tag_picker_on_the_paper_page(app: App, browser: Browser, 
     )
     assert got.status_code == 303
     assert got.headers["location"] == page
-    assert app.library.state(ada, "2401.00001").tags == ("Saved", "Reading group")
+    assert app.readers.library.state(ada, "2401.00001").tags == ("Saved", "Reading group")
     html = client.get(page, headers=HTML).text
     assert re.search(r'name="tags" value="Reading group" checked', html)
     assert "Update tags" in html
@@ -107,7 +107,7 @@ def test_save_and_dismiss_buttons_on_result_cards(app: App, browser: Browser, ad
     again = client.get("/search?q=diffusion", headers=HTML).text
     assert "Saved · Saved" in again
     post_form(client, "/search?q=diffusion", "/library/dismiss", {"paper_id": "2404.00004", "dismissed": "1"})
-    assert app.library.signals(ada).dismissed == {"2404.00004"}
+    assert app.readers.library.signals(ada).dismissed == {"2404.00004"}
     assert "Delta diffusion transformers" in client.get("/library/dismissed", headers=HTML).text
 
 
@@ -124,7 +124,7 @@ def test_a_form_without_its_csrf_token_changes_nothing(app: App, browser: Browse
     client.get("/library", headers=HTML)
     got = client.post("/library/save", data={"paper_id": "2401.00001"}, headers=HTML)
     assert got.status_code == 403
-    assert app.library.signals(ada).saved == ()
+    assert app.readers.library.signals(ada).saved == ()
 
 
 def test_notes_render_markdown_and_never_script(app: App, browser: Browser, ada: int, bob: int) -> None:
@@ -163,8 +163,8 @@ def test_notes_render_markdown_and_never_script(app: App, browser: Browser, ada:
 def test_private_tags_are_404_for_everyone_else_on_pages_api_and_feeds(
     app: App, browser: Browser, ada: int, bob: int
 ) -> None:
-    app.library.save(ada, "2401.00001", ["Secret"])
-    tag = app.library.tags(ada)[0]
+    app.readers.library.save(ada, "2401.00001", ["Secret"])
+    tag = app.readers.library.tags(ada)[0]
     paths = [
         f"/collections/{tag.id}",
         f"/rss/collections/{tag.id}",
@@ -191,9 +191,9 @@ def test_private_tags_are_404_for_everyone_else_on_pages_api_and_feeds(
 
 def test_a_public_tag_has_a_page_and_feeds(app: App, browser: Browser, ada: int) -> None:
     client = browser(ada)
-    app.library.save(ada, "2402.00002", ["Diffusion"])
-    app.library.save(ada, "2401.00001", ["Diffusion"])
-    tag = app.library.tags(ada)[0]
+    app.readers.library.save(ada, "2402.00002", ["Diffusion"])
+    app.readers.library.save(ada, "2401.00001", ["Diffusion"])
+    tag = app.readers.library.tags(ada)[0]
     post_form(
         client, f"/library?tag={tag.id}", f"/library/tags/{tag.id}", {"name": "Diffusion <b>", "public": "1"}
     )
@@ -214,7 +214,7 @@ def test_a_public_tag_has_a_page_and_feeds(app: App, browser: Browser, ada: int)
     api = anonymous.get(f"/api/collections/{tag.id}").json()
     assert (api["owner"], api["total"]) == ("Ada", 2)
     # a paper hidden by the moderators leaves the page and the feed
-    app.accounts.hide_paper("2401.00001")
+    app.readers.accounts.hide_paper("2401.00001")
     parsed = feedparser.parse(anonymous.get(f"/rss/collections/{tag.id}").content)
     assert [e.link for e in parsed.entries] == ["http://testserver/papers/2402.00002"]
 
@@ -344,7 +344,7 @@ def test_import_upload_on_the_web(app: App, browser: Browser, ada: int) -> None:
     }
     refused = client.post("/library/import", data={"tag": "Upload"}, files=files, headers=HTML)
     assert refused.status_code == 403  # no CSRF token: nothing imported
-    assert app.library.signals(ada).saved == ()
+    assert app.readers.library.signals(ada).saved == ()
     got = client.post(
         "/library/import", data={"tag": "Upload", "csrf_token": token}, files=files, headers=HTML
     )
@@ -370,18 +370,18 @@ def test_import_upload_on_the_web(app: App, browser: Browser, ada: int) -> None:
 def test_hidden_papers_and_deleted_readers_do_not_break_pages(
     app: App, browser: Browser, ada: int, bob: int
 ) -> None:
-    app.library.save(ada, "2401.00001")
-    app.library.save(ada, "2402.00002", ["Shared"])
-    shared = next(t for t in app.library.tags(ada) if t.name == "Shared")
-    app.library.update_tag(ada, shared.id, public=True)
-    app.accounts.hide_paper("2401.00001")
+    app.readers.library.save(ada, "2401.00001")
+    app.readers.library.save(ada, "2402.00002", ["Shared"])
+    shared = next(t for t in app.readers.library.tags(ada) if t.name == "Shared")
+    app.readers.library.update_tag(ada, shared.id, public=True)
+    app.readers.accounts.hide_paper("2401.00001")
     client = browser(ada)
     page = client.get("/library", headers=HTML)
     assert page.status_code == 200
     assert "Alpha: a synthetic paper" not in page.text
     assert "hidden by the moderators" in page.text
-    ada_user = app.accounts.user_by_id(ada)
+    ada_user = app.readers.accounts.user_by_id(ada)
     assert ada_user is not None
-    app.accounts.hide_user(ada)
+    app.readers.accounts.hide_user(ada)
     assert browser(bob).get(f"/collections/{shared.id}", headers=HTML).status_code == 404
     assert browser(None).get(f"/rss/collections/{shared.id}").status_code == 404

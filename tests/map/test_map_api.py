@@ -22,7 +22,7 @@ from .conftest import decode, settings_for
 def empty_client(db_url: str, tmp_path: Path) -> Iterator[TestClient]:
     app = build_app(settings_for(tmp_path, db_url))
     try:
-        add_papers(app.store, 10, embed=False)  # papers, but no topics build yet
+        add_papers(app.core.store, 10, embed=False)  # papers, but no topics build yet
     finally:
         app.close()
     with TestClient(create_app(lambda: build_app(settings_for(tmp_path, db_url)))) as client:
@@ -33,8 +33,8 @@ def empty_client(db_url: str, tmp_path: Path) -> Iterator[TestClient]:
 def built(db_url: str, tmp_path: Path) -> Iterator[tuple[TestClient, Any]]:
     app = build_app(settings_for(tmp_path, db_url))
     try:
-        add_papers(app.store, 40)
-        app.topics.build()
+        add_papers(app.core.store, 40)
+        app.catalogue.topics.build()
     finally:
         app.close()
     web_app = build_app(settings_for(tmp_path, db_url))
@@ -84,7 +84,7 @@ def test_points_after_a_build(built: tuple[TestClient, Any]) -> None:
     for i in (0, 57, 119):
         pid = points["ids"][i]
         assert header["topics"][points["topic"][i]]["id"] == app.topics.topic_of(pid).id
-        published = app.store.get_papers([pid])[pid].published
+        published = app.core.store.get_papers([pid])[pid].published
         assert points["day"][i] == (published.date() - datetime(1970, 1, 1, tzinfo=UTC).date()).days
     assert min(points["x"]) == 0
     assert max(points["x"]) == 65535
@@ -165,7 +165,7 @@ def test_map_page_and_the_paper_pages_small_map(built: tuple[TestClient, Any]) -
 
 def test_a_hidden_paper_is_not_on_the_map(built: tuple[TestClient, Any]) -> None:
     client, app = built
-    assert app.accounts.hide_paper("pp:graph-0001", reason="spam")
+    assert app.readers.accounts.hide_paper("pp:graph-0001", reason="spam")
     points = decode(client.get("/api/map/points").content)
     assert "pp:graph-0001" not in points["ids"]
     assert points["header"]["count"] == 119
@@ -180,8 +180,8 @@ def test_a_rebuild_reaches_the_cached_points(db_url: str, tmp_path: Path) -> Non
 
     app = build_app(settings_for(tmp_path, db_url))
     try:
-        add_papers(app.store, 40)
-        app.topics.build()
+        add_papers(app.core.store, 40)
+        app.catalogue.topics.build()
     finally:
         app.close()
     tuned = {
@@ -193,7 +193,7 @@ def test_a_rebuild_reaches_the_cached_points(db_url: str, tmp_path: Path) -> Non
     web_app = build_app(settings_for(tmp_path, db_url, **tuned))
     with TestClient(create_app(lambda: web_app)) as client:
         assert decode(client.get("/api/map/points").content)["header"]["generation"] == 1
-        web_app.topics.build()
+        web_app.catalogue.topics.build()
         time.sleep(0.6)
         assert decode(client.get("/api/map/points").content)["header"]["generation"] == 2
 
@@ -218,7 +218,7 @@ def test_small_maps_read_the_topics_once_per_build(built: tuple[TestClient, Any]
     from paperfeed.services.topic_map import TopicMapService
 
     _, app = built
-    records = _CountingRecords(app.topic_map.records)
+    records = _CountingRecords(app.catalogue.topic_map.records)
     service = TopicMapService(records)
     first = service.place("pp:graph-0003")
     second = service.place("pp:graph-0004")

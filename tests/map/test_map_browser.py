@@ -26,8 +26,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     settings = settings_for(data_dir, keyword_engine="fts5")
     app = build_app(settings)
     try:
-        add_papers(app.store, 40)
-        app.topics.build()
+        add_papers(app.core.store, 40)
+        app.catalogue.topics.build()
     finally:
         app.close()
     with live_server(settings) as url:

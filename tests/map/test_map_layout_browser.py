@@ -79,9 +79,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     )
     app = build_app(settings)
     try:
-        app.store.apply_batch(Batch(papers=_papers()))
-        app.indexing.run()
-        app.topics.build()
+        app.core.store.apply_batch(Batch(papers=_papers()))
+        app.indexes.indexer.current().run()
+        app.catalogue.topics.build()
     finally:
         app.close()
     with live_server(settings) as url:

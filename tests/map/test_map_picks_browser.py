@@ -45,7 +45,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     app = build_app(inst.settings)
     try:
         sessions = {
-            who: app.accounts.create_session(make_user(app, f"{who}@example.org")).session
+            who: app.readers.accounts.create_session(make_user(app, f"{who}@example.org")).session
             for who in ("ada", "bob")
         }
     finally:
@@ -252,8 +252,8 @@ def test_the_map_page_never_carries_one_readers_picks_to_another(chromium_browse
     # clean up for the other tests of this module (order-independent): Ada unpicks through the API
     app = build_app(site.inst.settings)
     try:
-        user = app.accounts.store.user_by_email("ada@example.org")
+        user = app.readers.accounts.store.user_by_email("ada@example.org")
         assert user is not None
-        app.topic_picks.unpick(user.user.id, galaxy)
+        app.catalogue.topic_picks.unpick(user.user.id, galaxy)
     finally:
         app.close()

@@ -87,14 +87,16 @@ def instance(tmp_path_factory: pytest.TempPathFactory) -> Instance:
     settings = settings_for(tmp_path_factory.mktemp("mcp-data"))
     app = build_app(settings)
     try:
-        app.keyword_index.on_papers_changed(app.store.apply_batch(Batch(papers=PAPERS, listings=LISTINGS)))
-        app.keyword_index.flush()
-        app.indexing.run()
+        app.indexes.keyword.on_papers_changed(
+            app.core.store.apply_batch(Batch(papers=PAPERS, listings=LISTINGS))
+        )
+        app.indexes.keyword.flush()
+        app.indexes.indexer.current().run()
         tokens = []
         for email, name in (("ada@example.org", "Ada"), ("bob@example.org", "Bob")):
-            user = app.accounts.user_by_id(add_user(app, email, name))
+            user = app.readers.accounts.user_by_id(add_user(app, email, name))
             assert user is not None
-            tokens.append(app.accounts.create_api_token(user, "mcp tests")[1])
+            tokens.append(app.readers.accounts.create_api_token(user, "mcp tests")[1])
     finally:
         app.close()
     return Instance(settings, tokens[0], tokens[1])

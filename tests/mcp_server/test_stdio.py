@@ -3,10 +3,15 @@ by the SDK's client as a desktop assistant would; the reader comes from ``--toke
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from mcp_types import TextContent
 
-from tests.mcp_server.conftest import Instance, run_async, stdio_client
+from paperfeed.bootstrap import build_app
+from paperfeed.domain.ingest import Batch
+from tests.library.conftest import add_user
+from tests.mcp_server.conftest import LISTINGS, PAPERS, Instance, run_async, settings_for, stdio_client
 
 pytestmark = pytest.mark.slow  # each test spawns the CLI (imports the app: seconds)
 
@@ -67,5 +72,44 @@ def test_a_revoked_token_from_the_environment_is_a_tool_error(instance: Instance
             assert refused.is_error
             assert "the personal API token is invalid or has been revoked" in _text(refused)
             assert _text(refused).endswith(HINT)
+
+    run_async(main)
+
+
+def test_the_counts_a_tool_shows_are_the_pages_ones_counted_once(tmp_path: Path) -> None:
+    """Every surface reads papers through the one visible-papers lookup (issue #32): a paper's upvotes
+    are Hugging Face's plus this instance's votes, in ``get_paper`` (which added the local votes a
+    second time to a paper the feed lookup had already counted them in), ``search_papers`` and
+    ``similar_papers`` alike, as on the paper page."""
+    settings = settings_for(tmp_path / "data")
+    app = build_app(settings)
+    try:
+        store = app.core.store
+        app.indexes.keyword.on_papers_changed(store.apply_batch(Batch(papers=PAPERS, listings=LISTINGS)))
+        app.indexes.keyword.flush()
+        app.indexes.indexer.current().run()
+        for email, name in (("ada@example.org", "Ada"), ("bob@example.org", "Bob")):
+            user = app.readers.accounts.user_by_id(add_user(app, email, name))
+            assert user is not None
+            app.readers.community.upvote(user, "2503.00001")  # imported: 12
+        shown = app.catalogue.feeds.paper("2503.00001")
+        assert shown is not None
+        assert shown.paper.upvotes == 14
+    finally:
+        app.close()
+
+    async def main() -> None:
+        async with stdio_client(Instance(settings, "", "")) as client:
+            got = await client.call_tool("get_paper", {"paper_id": "2503.00001"})
+            assert got.structured_content is not None, _text(got)
+            assert got.structured_content["upvotes"] == 14
+            found = await client.call_tool("search_papers", {"query": "diffusion transformers", "limit": 5})
+            assert found.structured_content is not None
+            votes = {p["id"]: p.get("upvotes") for p in found.structured_content["papers"]}
+            assert votes["2503.00001"] == 14
+            similar = await client.call_tool("similar_papers", {"paper_id": "2503.00003", "limit": 5})
+            assert similar.structured_content is not None
+            votes = {p["id"]: p.get("upvotes") for p in similar.structured_content["papers"]}
+            assert votes.get("2503.00001") == 14
 
     run_async(main)

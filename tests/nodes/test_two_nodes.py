@@ -114,8 +114,10 @@ def two_nodes(tmp_path: Path, pg_url: str) -> Iterator[tuple[str, str, Path, Pat
     node_a, node_b = tmp_path / "node-a", tmp_path / "node-b"
     seed = _app(node_a, pg_url)
     try:
-        seed.ingest.run(ListSource([Batch(papers=[_paper("2503.00001", "Seed paper on galaxy clusters")])]))
-        seed.indexing.run()
+        seed.sources.ingest.run(
+            ListSource([Batch(papers=[_paper("2503.00001", "Seed paper on galaxy clusters")])])
+        )
+        seed.indexes.indexer.current().run()
     finally:
         seed.close()
     servers = []
@@ -150,7 +152,7 @@ def test_a_paper_written_through_node_a_is_found_on_node_b_within_seconds(
     writer = _app(node_a, url)
     try:
         new = _paper("2503.00002", "Quokkaroo migration tracked by satellites")
-        writer.ingest.run(ListSource([Batch(papers=[new])]))
+        writer.sources.ingest.run(ListSource([Batch(papers=[new])]))
         written = time.monotonic()
         assert "2503.00002" in _found(base_a, "quokkaroo")  # A's own index took it with the import
         while "2503.00002" not in _found(base_b, "quokkaroo"):
@@ -158,12 +160,14 @@ def test_a_paper_written_through_node_a_is_found_on_node_b_within_seconds(
             time.sleep(0.2)
 
         # embedding on A (the indexer runs on one node) reaches B's own faiss index by its watermark
-        writer.indexing.run()
-        newest = SqlEmbeddingStore(writer.store.engine).newest(writer.embedder.model_id)
+        writer.indexes.indexer.current().run()
+        newest = SqlEmbeddingStore(writer.core.store.engine).newest(
+            writer.indexes.embedders.current().model_id
+        )
         assert newest is not None
         marks = FolderMarks(node_b / "vector-marks.json")
         embedded = time.monotonic()
-        while marks.get_mark(f"vector-index:{writer.embedder.model_id}") != newest:
+        while marks.get_mark(f"vector-index:{writer.indexes.embedders.current().model_id}") != newest:
             assert time.monotonic() - embedded < CATCH_UP_SECONDS, "node B's vector index did not catch up"
             time.sleep(0.2)
     finally:
@@ -185,7 +189,9 @@ def test_a_search_answered_before_the_nodes_index_caught_up_is_not_kept_as_curre
     node_a, node_b = tmp_path / "node-a", tmp_path / "node-b"
     seed = _app(node_a, pg_url)
     try:
-        seed.ingest.run(ListSource([Batch(papers=[_paper("2503.00001", "Seed paper on galaxy clusters")])]))
+        seed.sources.ingest.run(
+            ListSource([Batch(papers=[_paper("2503.00001", "Seed paper on galaxy clusters")])])
+        )
     finally:
         seed.close()
     settings_b = Settings(
@@ -209,7 +215,9 @@ def test_a_search_answered_before_the_nodes_index_caught_up_is_not_kept_as_curre
         assert _ids(node_b_site.get(search, params={"q": "galaxy clusters"})) == ["2503.00001"]
         writer = _app(node_a, pg_url)
         try:
-            writer.ingest.run(ListSource([Batch(papers=[_paper("2503.00002", "Quokkaroo tracked at sea")])]))
+            writer.sources.ingest.run(
+                ListSource([Batch(papers=[_paper("2503.00002", "Quokkaroo tracked at sea")])])
+            )
         finally:
             writer.close()
         early = node_b_site.get(search, params={"q": "quokkaroo"})
@@ -217,7 +225,7 @@ def test_a_search_answered_before_the_nodes_index_caught_up_is_not_kept_as_curre
         assert early.headers["x-paperfeed-cache"] == "miss"
         assert node_b_site.get(search, params={"q": "quokkaroo"}).headers["x-paperfeed-cache"] == "hit"
 
-        keyword = built[0].keyword_index
+        keyword = built[0].indexes.keyword.opened()  # the engine's index (the wing holds it lazily)
         assert hasattr(keyword, "follow_store")
         assert keyword.follow_store() >= 1  # the follower's next look takes the paper in
 

@@ -215,24 +215,24 @@ def test_the_whole_app_on_postgresql(pg_url: str, tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path, database_url=pg_url, embedding_backend="fake")
     app = build_app(settings)
     try:
-        assert app.keyword_index.name == "postgres"
+        assert app.indexes.keyword.name == "postgres"
         topics = ["quokka tracking with drones", "protein folding", "galaxy clusters", "speech recognition"]
         papers = [
             paper(f"2401.{i:05d}", f"{topics[i % 4].title()} study {i}", f"We study {topics[i % 4]}.")
             for i in range(40)
         ]
-        app.ingest.run(ListSource([Batch(papers=papers)]))
-        summary = app.indexing.run()
+        app.sources.ingest.run(ListSource([Batch(papers=papers)]))
+        summary = app.indexes.indexer.current().run()
         assert summary.embedded == 40
         assert summary.index is not None
         assert summary.index.size == 40
         assert not (tmp_path / "vectors").exists()  # the vectors live in PostgreSQL
-        page = app.search.search("quokka drones")
+        page = app.search.hybrid.search("quokka drones")
         assert page.hits
         assert all("Quokka" in h.paper.title for h in page.hits[:10])
         assert any(h.dense_rank is not None for h in page.hits)
         assert page.hits[0].title_spans
-        similar = app.search.similar("2401.00000", limit=5)
+        similar = app.search.hybrid.similar("2401.00000", limit=5)
         assert similar
         assert all("Quokka" in h.paper.title for h in similar)
     finally:

@@ -52,7 +52,7 @@ def sqlite_data(tmp_path: Path) -> Path:
         listings = [
             Listing(date(2024, 2, 1 + i % 5), p.id, "hf-daily", i, i % 7) for i, p in enumerate(papers)
         ]
-        app.ingest.run(
+        app.sources.ingest.run(
             ListSource(
                 [
                     Batch(papers=papers[:60], listings=listings[:60]),
@@ -60,8 +60,8 @@ def sqlite_data(tmp_path: Path) -> Path:
                 ]
             )
         )
-        app.indexing.run()
-        with app.store.engine.begin() as conn:
+        app.indexes.indexer.current().run()
+        with app.core.store.engine.begin() as conn:
             for n in range(3):
                 conn.execute(
                     insert(users).values(
@@ -148,12 +148,14 @@ def test_copy_command_builds_a_searchable_postgresql_instance(sqlite_data: Path,
     settings = Settings(data_dir=sqlite_data, database_url=pg_url, embedding_backend="fake")
     app = build_app(settings)
     try:
-        page = app.search.search("quokka drones")
+        page = app.search.hybrid.search("quokka drones")
         assert page.hits
         assert all("Quokka" in h.paper.title for h in page.hits[:10])
         assert any(h.dense_rank is not None for h in page.hits)
-        assert app.indexing.plan().backlog == 0  # nothing to embed again
-        assert app.indexing.sync_index().mode == "incremental"  # the copied mark is the index's
+        assert app.indexes.indexer.current().plan().backlog == 0  # nothing to embed again
+        assert (
+            app.indexes.indexer.current().sync_index().mode == "incremental"
+        )  # the copied mark is the index's
     finally:
         app.close()
 

@@ -80,7 +80,7 @@ def app(settings: Settings) -> Iterator[App]:
     container = build_app(settings)
     papers = _papers()
     listings = [Listing(NOW.date(), p.id, "hf-daily", upvotes=3, rank=i) for i, p in enumerate(papers[:5])]
-    container.store.apply_batch(Batch(papers=papers, listings=listings))
+    container.core.store.apply_batch(Batch(papers=papers, listings=listings))
     yield container
     container.close()
 
@@ -98,7 +98,7 @@ def _get(site: TestClient, url: str, headers: dict[str, str] = HTML) -> tuple[st
 
 
 def test_a_topics_build_reaches_the_cached_map_and_paper_page_at_once(site: TestClient, app: App) -> None:
-    app.indexing.run()
+    app.indexes.indexer.current().run()
     empty = site.get("/map", headers=HTML)
     assert "No map yet" in empty.text
     assert empty.headers["x-paperfeed-cache"] == "miss"
@@ -111,7 +111,7 @@ def test_a_topics_build_reaches_the_cached_map_and_paper_page_at_once(site: Test
     assert "On the map" not in paper
     assert _get(site, f"/papers/{PAPER}")[1] == "hit"
 
-    app.topics.build()  # `paperfeed topics build` in another process
+    app.catalogue.topics.build()  # `paperfeed topics build` in another process
 
     page, how = _get(site, "/map")
     assert how == "miss", "the cached 'No map yet' outlived the build"
@@ -129,7 +129,7 @@ def test_the_index_taking_in_new_vectors_reaches_cached_search_at_once(site: Tes
     assert "Meaning search covers none of the 120 papers" in " ".join(page.split()), page
     assert _get(site, "/search?q=protein+folding")[1] == "hit"
 
-    app.indexing.run()  # the indexer embeds every paper and saves the vector index
+    app.indexes.indexer.current().run()  # the indexer embeds every paper and saves the vector index
 
     page, how = _get(site, "/search?q=protein+folding")
     assert how == "miss", "a search rendered before the index took the vectors in outlived it"
@@ -150,11 +150,11 @@ def test_a_harvest_is_graced_while_its_job_runs_and_shown_at_once_when_it_ends(
     seen_during: list[tuple[str, str]] = []
 
     def harvest() -> dict[str, int]:
-        app.citation_records.save_links([_cited_links(PAPER, 1)], harvested_at=datetime.now(UTC))
+        app.catalogue.citations.save_links([_cited_links(PAPER, 1)], harvested_at=datetime.now(UTC))
         seen_during.append(_get(site, url))  # a reader while the harvest still runs
         return {"papers": 1}
 
-    jobs = JobService(app.job_store, {"citations": lambda: [Step("harvest-citations", harvest)]})
+    jobs = JobService(app.core.job_runs, {"citations": lambda: [Step("harvest-citations", harvest)]})
     assert jobs.run("citations").status == "ok"
 
     ((during, how_during),) = seen_during
@@ -190,7 +190,7 @@ def test_the_anonymous_copy_after_a_readers_change_is_graced_for_everyone_else(
     ada = add_reader(app, "ada@example.org", "Ada")
     url = f"/papers/{PAPER}"
     _get(site, url)
-    app.community.upvote(ada, PAPER)
+    app.readers.community.upvote(ada, PAPER)
     assert _get(site, url)[1] == "stale"
     doc = lxml.html.fromstring(_get(site, url)[0])
     assert doc.cssselect("a.vote-link")

@@ -51,7 +51,7 @@ def test_a_vote_reaches_a_cached_answer_after_the_grace_not_before(
     with _site(settings, grace=1.5) as site:
         before, how = _upvotes(site)
         assert how == "miss"
-        app.community.upvote(ada, PAPER)  # another process's write: the version's content part moves
+        app.readers.community.upvote(ada, PAPER)  # another process's write: the version's content part moves
         assert _upvotes(site) == (before, "stale"), "within the grace the rendered answer is reused"
         time.sleep(1.6)
         assert _upvotes(site) == (before + 1, "miss"), "after the grace it is rendered anew"
@@ -63,7 +63,7 @@ def test_without_grace_a_vote_reaches_the_cached_answer_at_once(
 ) -> None:
     with _site(settings, grace=0.0, refresh=60.0) as site:  # a grace of 0 is strict whatever the refresh
         before, _ = _upvotes(site)
-        app.community.upvote(ada, PAPER)
+        app.readers.community.upvote(ada, PAPER)
         assert _upvotes(site) == (before + 1, "miss")
 
 
@@ -71,7 +71,7 @@ def test_hiding_a_paper_empties_the_cache_at_once_whatever_the_grace(settings: S
     with _site(settings, grace=300.0) as site:
         assert site.get(f"/api/papers/{PAPER}", headers=JSON).status_code == 200
         assert site.get(f"/api/papers/{PAPER}", headers=JSON).headers["x-paperfeed-cache"] == "hit"
-        app.accounts.hide_paper(PAPER, reason="spam")
+        app.readers.accounts.hide_paper(PAPER, reason="spam")
         assert site.get(f"/api/papers/{PAPER}", headers=JSON).status_code == 404
         page = site.get(f"/papers/{PAPER}")
         assert page.status_code == 404
@@ -80,11 +80,11 @@ def test_hiding_a_paper_empties_the_cache_at_once_whatever_the_grace(settings: S
 def test_hiding_a_reader_empties_the_cache_at_once_whatever_the_grace(
     settings: Settings, app: App, ada: User
 ) -> None:
-    app.community.add_comment(ada, PAPER, "A remark from Ada that a moderator will remove.")
+    app.readers.community.add_comment(ada, PAPER, "A remark from Ada that a moderator will remove.")
     with _site(settings, grace=300.0) as site:
         assert "A remark from Ada" in site.get(f"/papers/{PAPER}").text
         assert site.get(f"/papers/{PAPER}").headers["x-paperfeed-cache"] == "hit"
-        app.accounts.hide_user(ada.id)
+        app.readers.accounts.hide_user(ada.id)
         shown = site.get(f"/papers/{PAPER}")
         assert shown.headers["x-paperfeed-cache"] == "miss"
         assert "A remark from Ada" not in shown.text
@@ -97,7 +97,9 @@ def _site_with(settings: Settings, grace: float, import_grace: float) -> TestCli
 def _import_unlisted(app: App, n: int) -> None:
     """An import writes papers: the version's papers part moves, its content part does not."""
     when = datetime(2030, 1, n, tzinfo=UTC)  # newer than every paper of the instance
-    app.store.apply_batch(Batch(papers=[Paper(id=f"2502.{n:05d}", title=f"Imported {n}", published=when)]))
+    app.core.store.apply_batch(
+        Batch(papers=[Paper(id=f"2502.{n:05d}", title=f"Imported {n}", published=when)])
+    )
 
 
 def _newest(site: TestClient) -> tuple[str, str]:
@@ -122,7 +124,7 @@ def test_a_vote_does_not_wait_for_the_import_grace(settings: Settings, app: App,
     with _site_with(settings, grace=0.0, import_grace=300.0) as site:
         before, _ = _upvotes(site)
         _import_unlisted(app, 2)
-        app.community.upvote(ada, PAPER)
+        app.readers.community.upvote(ada, PAPER)
         assert _upvotes(site) == (before + 1, "miss"), "a vote after an import waited for the import grace"
 
 
@@ -140,7 +142,7 @@ def test_the_grace_counts_from_the_change_not_the_render(settings: Settings, app
         assert how == "miss"
         time.sleep(1.6)  # the copy is now older than the grace, and still current
         assert _upvotes(site) == (before, "hit")
-        app.community.upvote(ada, PAPER)
+        app.readers.community.upvote(ada, PAPER)
         assert _upvotes(site) == (before, "stale"), "an old copy got no grace when the data changed"
         time.sleep(1.6)
         assert _upvotes(site) == (before + 1, "miss")
@@ -152,5 +154,5 @@ def test_an_idle_worker_grants_no_grace_to_an_old_copy(settings: Settings, app: 
         before, how = _upvotes(site)
         assert how == "miss"
         time.sleep(1.6)  # no request: the worker's last read of the version is now older than the grace
-        app.community.upvote(ada, PAPER)
+        app.readers.community.upvote(ada, PAPER)
         assert _upvotes(site) == (before + 1, "miss"), "an old copy was served after an unseen change"

@@ -81,7 +81,7 @@ def settings(settings: Settings) -> Settings:
 @pytest.fixture
 def app(app: App) -> App:
     """The community's instance, embedded: a search without notes is a plain anonymous read."""
-    app.indexing.run()
+    app.indexes.indexer.current().run()
     return app
 
 
@@ -139,12 +139,12 @@ def test_a_repeat_is_served_from_the_cache_until_the_data_version_changes(
     assert "Lichen growth under city light" in site.get(url, headers=HTML).text
     # A change the data version does not see (no modified_at): only a cached page still shows the old
     # title. (Real writes always move the version; this one proves the repeat was not re-rendered.)
-    with app.store.engine.begin() as conn:
+    with app.core.store.engine.begin() as conn:
         conn.execute(update(papers).where(papers.c.id == PAPER).values(title="Renamed lichen study"))
     repeat = site.get(url, headers=HTML)
     assert "Lichen growth under city light" in repeat.text
     assert repeat.headers.get("x-paperfeed-cache") == "hit"
-    app.community.upvote(ada, PAPER)  # a vote moves the version: the page is rendered anew
+    app.readers.community.upvote(ada, PAPER)  # a vote moves the version: the page is rendered anew
     time.sleep(app.settings.page_cache_check_seconds + 0.05)
     fresh = site.get(url, headers=HTML)
     assert "Renamed lichen study" in fresh.text
@@ -196,9 +196,9 @@ def _signed_in(settings: Settings, app: App, user: User) -> Iterator[TestClient]
 def test_two_readers_and_anonymous_on_the_same_urls_never_share_an_answer(
     site: TestClient, settings: Settings, app: App, ada: User, bob: User
 ) -> None:
-    app.community.upvote(ada, PAPER)
-    app.library.save(ada.id, PAPER)
-    app.library.set_note(ada.id, PAPER, "Ada's secret reading note")
+    app.readers.community.upvote(ada, PAPER)
+    app.readers.library.save(ada.id, PAPER)
+    app.readers.library.set_note(ada.id, PAPER, "Ada's secret reading note")
     with _client(settings) as a, _client(settings) as b:
         ada_csrf = sign_in(a, app, ada)
         bob_csrf = sign_in(b, app, bob)
@@ -242,8 +242,8 @@ def test_two_readers_and_anonymous_on_the_same_urls_never_share_an_answer(
 def test_api_reads_are_everyones_so_a_token_gets_the_cached_answer_but_its_own_data_stays_private(
     site: TestClient, app: App, ada: User
 ) -> None:
-    app.community.upvote(ada, PAPER)
-    app.library.set_note(ada.id, PAPER, "Ada's secret reading note")
+    app.readers.community.upvote(ada, PAPER)
+    app.readers.library.set_note(ada.id, PAPER, "Ada's secret reading note")
     token = bearer(app, ada)
     for url in (f"/api/papers/{PAPER}", f"/api/daily_papers?date={DAY}"):
         mine = site.get(url, headers={**JSON, **token})  # first: rendered for the token, never looked at it
@@ -299,7 +299,7 @@ def test_an_api_answer_that_looks_at_who_asks_is_each_readers_own(
 def test_a_signed_in_readers_conditional_request_never_matches_the_anonymous_etag(
     site: TestClient, settings: Settings, app: App, ada: User
 ) -> None:
-    app.community.upvote(ada, PAPER)
+    app.readers.community.upvote(ada, PAPER)
     for url in (f"/papers/{PAPER}", f"/papers/date/{DAY}"):
         etag = site.get(url, headers=HTML).headers["etag"]
         for reader in _signed_in(settings, app, ada):
@@ -407,7 +407,7 @@ def test_a_citation_harvest_reaches_a_cached_paper_page(site: TestClient, app: A
     me = WorkRef(PAPER, "Lichen growth under city light", 2025)
     cited = WorkRef("doi:10.1000/moss", "A survey of urban mosses", 2019, doi="10.1000/moss")
     links = PaperLinks(PAPER, "s2", me, (me, cited), (Citation(PAPER, cited.key, "s2"),))
-    app.citation_records.save_links([links], harvested_at=datetime.now(UTC))
+    app.catalogue.citations.save_links([links], harvested_at=datetime.now(UTC))
     time.sleep(app.settings.page_cache_check_seconds + 0.05)
     fresh = site.get(url, headers=HTML)
     assert fresh.headers.get("x-paperfeed-cache") == "miss"

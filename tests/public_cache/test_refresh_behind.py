@@ -57,7 +57,7 @@ def test_past_the_grace_the_old_copy_is_served_while_a_new_one_renders_behind(
     with _worker(settings, grace=1.0, refresh=30.0) as site:
         before, how = _upvotes(site)
         assert how == "miss"
-        app.community.upvote(ada, PAPER)
+        app.readers.community.upvote(ada, PAPER)
         assert _upvotes(site) == (before, "stale")
         time.sleep(1.1)  # past the grace
         behind = site.get(f"/api/papers/{PAPER}", headers=JSON)
@@ -74,7 +74,7 @@ def test_past_the_grace_and_the_refresh_the_reader_waits_for_the_render(
 ) -> None:
     with _worker(settings, grace=0.5, refresh=0.5) as site:
         before, _ = _upvotes(site)
-        app.community.upvote(ada, PAPER)
+        app.readers.community.upvote(ada, PAPER)
         time.sleep(1.1)  # nobody asked: no background render replaced it, and the bound is past
         assert _upvotes(site) == (before + 1, "miss")
 
@@ -94,7 +94,7 @@ class _Hold:
         self.released = threading.Event()
 
     def built(self, container: App) -> None:
-        picks = container.topic_picks
+        picks = container.catalogue.topic_picks
         real = picks.paper_topic
 
         def paper_topic(paper_id: str) -> PaperTopic | None:
@@ -113,8 +113,8 @@ def test_a_worker_renders_one_page_behind_at_a_time(
     with tuned_site(settings, grace=0.5, import_grace=0.5, refresh=60.0, built=hold.built) as site:
         first, _ = _upvotes(site, PAPER)
         second, _ = _upvotes(site, OTHER)
-        app.community.upvote(ada, PAPER)
-        app.community.upvote(ada, OTHER)
+        app.readers.community.upvote(ada, PAPER)
+        app.readers.community.upvote(ada, OTHER)
         _upvotes(site, PAPER)
         _upvotes(site, OTHER)  # the worker reads the new version: the grace counts from here
         time.sleep(0.6)
@@ -140,7 +140,7 @@ def test_a_removal_is_never_served_behind(settings: Settings, app: App) -> None:
     with _worker(settings, grace=0.5, refresh=300.0) as site:
         assert site.get(f"/api/papers/{PAPER}", headers=JSON).status_code == 200
         time.sleep(0.6)  # well past the grace, within the refresh
-        app.accounts.hide_paper(PAPER, reason="spam")
+        app.readers.accounts.hide_paper(PAPER, reason="spam")
         assert site.get(f"/api/papers/{PAPER}", headers=JSON).status_code == 404
 
 
@@ -153,7 +153,7 @@ def test_a_copy_another_worker_left_in_the_shared_cache_is_refreshed_behind(
     ):
         before, how = _upvotes(one)
         assert how == "miss"
-        app.community.upvote(ada, PAPER)
+        app.readers.community.upvote(ada, PAPER)
         _upvotes(two, OTHER)  # worker two reads the new version: its grace counts from here
         time.sleep(1.1)
         assert _upvotes(two) == (before, "stale"), "the shared copy past its grace was not served"

@@ -76,9 +76,9 @@ def test_a_page_one_worker_rendered_serves_the_other(
 
 
 def test_one_worker_alone_keeps_no_shared_cache(settings: Settings, app: App) -> None:
-    assert build_app(settings).shared_pages is None, "one worker has nobody to share with"
+    assert build_app(settings).catalogue.shared_pages is None, "one worker has nobody to share with"
     turned_off = settings.model_copy(update={"workers": 2, "page_cache_shared_mb": 0})
-    assert build_app(turned_off).shared_pages is None
+    assert build_app(turned_off).catalogue.shared_pages is None
     with TestClient(create_app(lambda: build_app(settings))) as alone:
         assert _how(alone.get(f"/api/papers/{PAPER}", headers=JSON)) == "miss"
     assert not (settings.data_dir / "cache" / "pages").exists()
@@ -108,8 +108,8 @@ def test_a_token_holders_api_read_is_everyones_and_reaches_the_other_worker(
 ) -> None:
     """The API's reads never look at who asks: what a script's token rendered is the anonymous answer."""
     one, two = workers
-    token = {"authorization": f"Bearer {app.accounts.create_api_token(ada, 'tests')[1]}"}
-    app.community.upvote(ada, PAPER)
+    token = {"authorization": f"Bearer {app.readers.accounts.create_api_token(ada, 'tests')[1]}"}
+    app.readers.community.upvote(ada, PAPER)
     mine = one.get(f"/api/papers/{PAPER}", headers={**JSON, **token})
     assert (mine.status_code, _how(mine)) == (200, "miss")
     anonymous = two.get(f"/api/papers/{PAPER}", headers=JSON)
@@ -129,7 +129,7 @@ def test_a_vote_moves_the_version_past_the_shared_copy(
 ) -> None:
     one, two = workers
     before = one.get(f"/api/papers/{PAPER}", headers=JSON).json()["upvotes"]
-    app.community.upvote(ada, PAPER)  # a third process's write
+    app.readers.community.upvote(ada, PAPER)  # a third process's write
     after = two.get(f"/api/papers/{PAPER}", headers=JSON)
     assert _how(after) == "miss", "the shared copy of the old version was served without grace"
     assert after.json()["upvotes"] == before + 1
@@ -140,7 +140,7 @@ def test_within_the_grace_the_shared_copy_of_the_old_version_is_stale(
 ) -> None:
     with _worker(settings, 300.0) as one, _worker(settings, 300.0) as two:
         before = one.get(f"/api/papers/{PAPER}", headers=JSON).json()["upvotes"]
-        app.community.upvote(ada, PAPER)
+        app.readers.community.upvote(ada, PAPER)
         later = two.get(f"/api/papers/{PAPER}", headers=JSON)
         assert (_how(later), later.json()["upvotes"]) == ("shared", before)
 
@@ -150,7 +150,7 @@ def test_hiding_a_paper_reaches_the_other_worker_at_once_whatever_the_grace(
 ) -> None:
     with _worker(settings, 300.0) as one, _worker(settings, 300.0) as two:
         assert one.get(f"/api/papers/{PAPER}", headers=JSON).status_code == 200
-        app.accounts.hide_paper(PAPER, reason="spam")
+        app.readers.accounts.hide_paper(PAPER, reason="spam")
         assert two.get(f"/api/papers/{PAPER}", headers=JSON).status_code == 404
         assert two.get(f"/papers/{PAPER}", headers=HTML).status_code == 404
 
@@ -192,7 +192,9 @@ def test_a_restarted_server_with_the_same_code_and_settings_starts_warm(
     shown = settings.model_copy(update={"base_url": "https://papers.example.org"})
     with _worker(shown, 0.0) as other:  # a setting that may change what pages show: nothing is reused
         assert _how(other.get(url, headers=HTML)) == "miss"
-    app.community.upvote(ada, PAPER)  # data changed while the server was down: the version rules apply
+    app.readers.community.upvote(
+        ada, PAPER
+    )  # data changed while the server was down: the version rules apply
     with _worker(settings, 0.0) as later:
         after = later.get(url, headers=HTML)
         assert _how(after) == "miss", "a copy of the data before the vote was served after a restart"

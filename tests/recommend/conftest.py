@@ -21,15 +21,18 @@ from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
 from paperfeed.adapters.store.feed_queries import SqlFeedQueries
 from paperfeed.adapters.store.recommend_queries import SqlRecommendQueries
 from paperfeed.adapters.vector import ExactVectorIndex
-from paperfeed.bootstrap import recommend_settings
+from paperfeed.bootstrap.readers import recommend_settings
 from paperfeed.domain.embedding import PendingPaper
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.library import DEFAULT_TAG, ReaderSignals, SavedPaper, SavedSearch
 from paperfeed.domain.models import Paper
 from paperfeed.domain.recommend import ModelParams
 from paperfeed.domain.search import SearchFilters
+from paperfeed.services.embedders import FixedEmbedder
 from paperfeed.services.feed import FeedService
 from paperfeed.services.recommend import RecommendationService
+from paperfeed.services.vector_reader import FixedVectors
+from paperfeed.services.visible import VisiblePapers
 from tests.support.defaults import DEFAULTS
 
 NOW = datetime(2026, 6, 30, 12, tzinfo=UTC)
@@ -106,28 +109,31 @@ class World:
     alert_calls: list[tuple[str, date, date]] = field(default_factory=list)
 
     def service(self, *, with_index: bool = True, **settings: object) -> RecommendationService:
-        feeds = FeedService(SqlFeedQueries(self.store.engine), clock=lambda: NOW)
+        queries = SqlFeedQueries(self.store.engine)
         return RecommendationService(
             signals=self.library,
-            store=self.store,
+            papers=VisiblePapers(queries),
             embeddings=self.embeddings,
             queries=SqlRecommendQueries(self.store.engine),
-            vectors=(lambda: self.index) if with_index else (lambda: None),
-            model_id=lambda: EMBEDDER.model_id,
-            trending=lambda n: [t.paper for t in feeds.trending(limit=n).items],
-            alerts=self.match_alert,
+            vectors=FixedVectors(self.index if with_index else None),
+            embedder=FixedEmbedder(EMBEDDER),
+            trending=FeedService(queries, clock=lambda: NOW),
+            alerts=self,
             settings=replace(recommend_settings(DEFAULTS), **settings),  # type: ignore[arg-type]
             clock=lambda: NOW,
         )
 
-    def match_alert(self, search: SavedSearch, first: date, last: date, k: int) -> list[str]:
+    def within(self, saved: SavedSearch, first: date, last: date, k: int) -> list[Paper]:
         """Word match on titles within the window: the alert port, as the search service would answer it."""
-        self.alert_calls.append((search.query, first, last))
-        word = search.query.casefold()
+        self.alert_calls.append((saved.query, first, last))
+        word = saved.query.casefold()
         return sorted(
-            p.id
-            for p in self.papers.values()
-            if word in p.title.casefold() and p.published and first <= p.published.date() <= last
+            (
+                p
+                for p in self.papers.values()
+                if word in p.title.casefold() and p.published and first <= p.published.date() <= last
+            ),
+            key=lambda p: p.id,
         )[:k]
 
 

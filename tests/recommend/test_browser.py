@@ -37,8 +37,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Settin
     settings = Settings(data_dir=folder, embedding_backend="fake", keyword_engine="fts5", debug=True)
     app = build_app(settings)
     try:
-        app.store.apply_batch(Batch(papers=make_papers()))
-        app.indexing.run()
+        app.core.store.apply_batch(Batch(papers=make_papers()))
+        app.indexes.indexer.current().run()
     finally:
         app.close()
     with live_server(settings) as url:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 
 import numpy as np
@@ -133,7 +134,7 @@ def test_alert_matches_are_boosted_and_named(world: World) -> None:
     world.library.save(1, GRAPHS_SAVED)
     world.library.searches[1] = (saved_search("Folding news", "folding"),)
     window = (NOW.date() - timedelta(days=29), NOW.date())
-    matched = world.match_alert(saved_search("x", "folding"), *window, 20)
+    matched = [p.id for p in world.within(saved_search("x", "folding"), *window, 20)]
     assert 3 <= len(matched) < 20
     items = world.service(params=small_model(), alert_boost=10.0).for_you(1, limit=len(matched))
     assert {r.paper.id for r in items} == set(matched)  # proteins papers, lifted above every graph paper
@@ -164,9 +165,29 @@ def test_the_index_path_and_the_exact_path_agree(world: World) -> None:
     assert [r.score for r in with_index] == pytest.approx([r.score for r in without])
 
 
+@dataclass(frozen=True)
+class _Upvotes:
+    """The community's upvotes of each reader (:class:`~paperfeed.domain.recommend.Upvotes`)."""
+
+    of: dict[int, list[str]]
+
+    def upvoted_ids(self, user_id: int) -> list[str]:
+        return self.of.get(user_id, [])
+
+
+@dataclass(frozen=True)
+class _Mailed:
+    """What each reader's digests carried (:class:`~paperfeed.domain.recommend.MailedPapers`)."""
+
+    of: dict[int, set[str]]
+
+    def papers_mailed_to(self, user_id: int) -> set[str]:
+        return self.of.get(user_id, set())
+
+
 def test_upvoted_papers_count_as_positives_and_are_not_recommended(world: World) -> None:
     service = world.service(params=small_model())
-    service.upvoted = lambda user_id: ["2606.00001", "2606.00003", "2606.00005", "2606.00007", "2606.00009"]
+    service.upvotes = _Upvotes({3: ["2606.00001", "2606.00003", "2606.00005", "2606.00007", "2606.00009"]})
     page = service.feed(3, limit=10)
     assert page.mode == "model"
     assert [topic_of(r.paper.id) for r in page.items] == ["proteins"] * 10
@@ -178,7 +199,7 @@ def test_papers_already_sent_in_a_digest_are_not_recommended(world: World) -> No
     world.library.save(1, GRAPHS_SAVED)
     service = world.service(params=small_model())
     first = [r.paper.id for r in service.for_you(1, limit=10)]
-    service.shown = lambda user_id: first[:4] if user_id == 1 else []
+    service.mailed = _Mailed({1: set(first[:4])})
     again = [r.paper.id for r in service.for_you(1, limit=10)]
     assert not set(first[:4]) & set(again)
     assert again[:6] == first[4:]  # the rest keep their order

@@ -42,8 +42,8 @@ def app(settings: Settings) -> Iterator[App]:
     papers = [
         replace(p, title="<script>alert(1)</script> graphs & more") if p.id == NASTY else p for p in papers
     ]
-    container.store.apply_batch(Batch(papers=papers))
-    container.indexing.run()  # embeds with the fake embedder and builds the vector index
+    container.core.store.apply_batch(Batch(papers=papers))
+    container.indexes.indexer.current().run()  # embeds with the fake embedder and builds the vector index
     yield container
     container.close()
 
@@ -55,15 +55,17 @@ def site(app: App, settings: Settings) -> Iterator[TestClient]:
 
 
 def _user(app: App, email: str) -> User:
-    app.accounts.sign_up(email, "correct horse battery", None, client="test", base_url="http://testserver")
-    stored = app.accounts.store.user_by_email(email)
+    app.readers.accounts.sign_up(
+        email, "correct horse battery", None, client="test", base_url="http://testserver"
+    )
+    stored = app.readers.accounts.store.user_by_email(email)
     assert stored is not None
     return stored.user
 
 
 def _signed_in(site: TestClient, app: App, user: User) -> TestClient:
     site.cookies.clear()
-    site.cookies.set(SESSION_COOKIE, app.accounts.create_session(user).session)
+    site.cookies.set(SESSION_COOKIE, app.readers.accounts.create_session(user).session)
     return site
 
 
@@ -96,7 +98,7 @@ def test_a_new_reader_sees_trending_and_how_to_start(site: TestClient, app: App)
 def test_saves_shape_the_page_and_every_item_says_why(site: TestClient, app: App) -> None:
     user = _user(app, "graphs@example.org")
     for paper_id in [*GRAPHS, NASTY]:
-        app.library.save(user.id, paper_id)
+        app.readers.library.save(user.id, paper_id)
     page = _signed_in(site, app, user).get("/for-you", headers={"accept": "text/html"})
     assert page.status_code == 200
     ids = _ids(page.text)
@@ -110,7 +112,7 @@ def test_saves_shape_the_page_and_every_item_says_why(site: TestClient, app: App
 
 def test_a_saved_title_with_markup_is_escaped_in_the_why_line(site: TestClient, app: App) -> None:
     user = _user(app, "one-save@example.org")
-    app.library.save(user.id, NASTY)
+    app.readers.library.save(user.id, NASTY)
     page = _signed_in(site, app, user).get("/for-you", headers={"accept": "text/html"})
     assert page.status_code == 200
     assert "Save 4 more" in page.text  # one save: similarity, and how many more make a model
@@ -122,8 +124,8 @@ def test_a_saved_title_with_markup_is_escaped_in_the_why_line(site: TestClient, 
 def test_the_api_answers_with_a_token_and_names_reasons(site: TestClient, app: App) -> None:
     user = _user(app, "api@example.org")
     for paper_id in PROTEINS:
-        app.library.save(user.id, paper_id, ["Proteins"])
-    _, secret = app.accounts.create_api_token(user, "script")
+        app.readers.library.save(user.id, paper_id, ["Proteins"])
+    _, secret = app.readers.accounts.create_api_token(user, "script")
     site.cookies.clear()
     got = site.get("/api/me/recommendations?limit=5", headers={"authorization": f"Bearer {secret}"})
     assert got.status_code == 200, got.text
@@ -153,9 +155,9 @@ def test_the_api_answers_with_a_token_and_names_reasons(site: TestClient, app: A
 def test_the_tag_selector_learns_from_one_tag(site: TestClient, app: App) -> None:
     user = _user(app, "two-tags@example.org")
     for paper_id in GRAPHS:
-        app.library.save(user.id, paper_id, ["Graphs"])
+        app.readers.library.save(user.id, paper_id, ["Graphs"])
     for paper_id in PROTEINS:
-        app.library.save(user.id, paper_id, ["Proteins"])
+        app.readers.library.save(user.id, paper_id, ["Proteins"])
     client = _signed_in(site, app, user)
     page = client.get("/for-you?tag=Proteins", headers={"accept": "text/html"})
     assert page.status_code == 200

@@ -83,7 +83,7 @@ ROUTES = _routes()
 
 
 def _counts(world: World) -> dict[str, int]:
-    with world.app.store.engine.connect() as conn:
+    with world.app.core.store.engine.connect() as conn:
         return {
             name: int(conn.execute(select(func.count()).select_from(table)).scalar_one())
             for name, table in metadata.tables.items()
@@ -156,10 +156,10 @@ def test_hostile_values_in_every_parameter(
 
 
 def test_the_store_and_indexes_are_intact_afterwards(world: World) -> None:
-    with world.app.store.engine.connect() as conn:
+    with world.app.core.store.engine.connect() as conn:
         assert conn.execute(text("PRAGMA quick_check")).scalar() == "ok"
     app = world.app
-    report = app.check.check()
+    report = app.maintenance.check.check()
     assert report.ok, [f.problem for p in report.probes for f in p.findings]
 
 

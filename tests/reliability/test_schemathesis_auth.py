@@ -35,7 +35,7 @@ def signed_in(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, s
         load_papers(app)
         world = World(app=app, clients={}, users={}, tokens={}, paper_ids=list(PAPER_IDS))
         user = world.new_user("api@example.org")
-        token = app.accounts.create_api_token(user, "schemathesis")[1]
+        token = app.readers.accounts.create_api_token(user, "schemathesis")[1]
         url = stack.enter_context(live_server(settings))
         yield url, token
 

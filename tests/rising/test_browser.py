@@ -27,9 +27,9 @@ def test_the_box_renders_without_console_or_csp_errors(chromium_browser: Any, tm
     )
     app = build_app(settings)
     try:
-        add_rising_world(app.store, WEEK, listed_on=DAY)
-        app.topics.build()
-        galaxy = app.topics.topic_of("rz:galaxy-w0-00")
+        add_rising_world(app.core.store, WEEK, listed_on=DAY)
+        app.catalogue.topics.build()
+        galaxy = app.catalogue.topics.topic_of("rz:galaxy-w0-00")
         assert galaxy is not None
     finally:
         app.close()

@@ -40,12 +40,12 @@ def _world(tmp_path: Path, db_url: str, *, burst: int, build: bool) -> tuple[Set
     settings = _settings(tmp_path / "data", db_url)
     app = build_app(settings)
     try:
-        add_rising_world(app.store, WEEK, burst=burst, listed_on=DAY)
+        add_rising_world(app.core.store, WEEK, burst=burst, listed_on=DAY)
         if not build:
             return settings, None
-        summary = app.topics.build()
+        summary = app.catalogue.topics.build()
         assert summary.build.topics == 3
-        galaxy = app.topics.topic_of("rz:galaxy-w0-00")
+        galaxy = app.catalogue.topics.topic_of("rz:galaxy-w0-00")
         assert galaxy is not None
         return settings, galaxy.id
     finally:

@@ -35,9 +35,9 @@ def clock() -> Clock:
 def _app(tmp_path: Path, smtp_server: SmtpTestServer, clock: Clock, *, burst: int) -> App:
     app = build_app(digest_settings(tmp_path / "data", smtp_server, topics_min_papers=30, topics_k=3))
     load_papers(app)
-    add_rising_world(app.store, WEEK, burst=burst)
-    assert app.topics.build().build.topics == 3
-    app.digests.clock = clock
+    add_rising_world(app.core.store, WEEK, burst=burst)
+    assert app.catalogue.topics.build().build.topics == 3
+    app.digests.sender.clock = clock
     return app
 
 
@@ -88,10 +88,10 @@ def _inline_pngs(mail: Received) -> dict[str, bytes]:
 def test_the_digest_has_the_rising_section_in_text_and_html_with_an_inline_png(
     rising_app: App, smtp_server: SmtpTestServer
 ) -> None:
-    galaxy = rising_app.topics.topic_of("rz:galaxy-w0-00")
+    galaxy = rising_app.catalogue.topics.topic_of("rz:galaxy-w0-00")
     assert galaxy is not None
     subscribe_active(rising_app, "reader@example.org", sections=(Section.trending, Section.rising))
-    composed, sent = rising_app.digests.run()
+    composed, sent = rising_app.digests.sender.run()
     assert (composed.composed, sent.sent if sent else None) == (1, 1)
     [mail] = smtp_server.wait_for(1)
     lift = f"{expected_lift():.1f}× its usual share"
@@ -141,7 +141,7 @@ def test_the_digest_has_the_rising_section_in_text_and_html_with_an_inline_png(
     assert len(mail.data) < 64 * 1024  # the whole message stays small
 
     # What was sent is what the ledger fixed at composition: the topics are in the row's content.
-    [entry] = rising_app.digest_store.entries()
+    [entry] = rising_app.digests.records.entries()
     rising = [s for s in entry.digest.sections if s.section == Section.rising]
     assert [t.topic_id for t in rising[0].topics] == [galaxy.id]
     assert rising[0].title == "Rising this week"
@@ -152,18 +152,18 @@ def test_exactly_once_is_unchanged_with_the_section(
     rising_app: App, smtp_server: SmtpTestServer, clock: Clock
 ) -> None:
     subscribe_active(rising_app, "once@example.org", sections=(Section.trending, Section.rising))
-    rising_app.digests.run()
-    again = rising_app.digests.run()
+    rising_app.digests.sender.run()
+    again = rising_app.digests.sender.run()
     assert again[0].due == 0
     assert again[1] is not None
     assert again[1].sent == 0
     assert len(smtp_server.wait_for(1)) == 1
-    assert [e.status.value for e in rising_app.digest_store.entries()] == ["sent"]
+    assert [e.status.value for e in rising_app.digests.records.entries()] == ["sent"]
 
 
 def test_no_section_when_nothing_rises(steady_app: App, smtp_server: SmtpTestServer) -> None:
     subscribe_active(steady_app, "steady@example.org", sections=(Section.trending, Section.rising))
-    steady_app.digests.run()
+    steady_app.digests.sender.run()
     [mail] = smtp_server.wait_for(1)
     assert "Rising" not in mail.text
     assert mail.html is not None
@@ -179,7 +179,7 @@ def test_no_section_when_nothing_rises(steady_app: App, smtp_server: SmtpTestSer
 
 def test_a_reader_who_turned_it_off_gets_no_section(rising_app: App, smtp_server: SmtpTestServer) -> None:
     subscribe_active(rising_app, "off@example.org", sections=(Section.trending,))
-    rising_app.digests.run()
+    rising_app.digests.sender.run()
     [mail] = smtp_server.wait_for(1)
     assert "Rising" not in mail.text
     assert _inline_pngs(mail) == {}
@@ -193,12 +193,12 @@ def test_topics_alone_make_no_digest(rising_app: App, smtp_server: SmtpTestServe
         sections=(Section.categories, Section.rising),
         categories=("astro-ph.GA",),
     )
-    composed, sent = rising_app.digests.run()
+    composed, sent = rising_app.digests.sender.run()
     assert (composed.composed, composed.empty) == (0, 1)
     assert sent is not None
     assert sent.sent == 0
     assert smtp_server.messages == []
-    [entry] = rising_app.digest_store.entries()
+    [entry] = rising_app.digests.records.entries()
     assert entry.subscription_id == sub.id
     assert entry.status.value == "empty"
 

@@ -106,9 +106,9 @@ def app(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[App]:
     app = build_app(settings)
     try:
         batch = Batch(papers=[_paper(r) for r in CORPUS])
-        result = app.store.apply_batch(batch)
-        app.keyword_index.on_papers_changed(result.changed_ids)
-        app.indexing.run()
+        result = app.core.store.apply_batch(batch)
+        app.indexes.keyword.on_papers_changed(result.changed_ids)
+        app.indexes.indexer.current().run()
         yield app
     finally:
         app.close()
@@ -119,7 +119,7 @@ def ids(page_hits: object) -> list[str]:
 
 
 def test_words_find_papers_by_keyword_and_meaning(app: App) -> None:
-    page = app.search.search("video diffusion")
+    page = app.search.hybrid.search("video diffusion")
     found = ids(page.hits)
     assert set(found[:3]) >= {"2401.00001", "2401.00002"}
     assert "2401.00003" not in found[:3]
@@ -132,55 +132,57 @@ def test_words_find_papers_by_keyword_and_meaning(app: App) -> None:
 
 
 def test_filters_apply_before_ranking(app: App) -> None:
-    page = app.search.search("video diffusion", SearchFilters(has_code=True))
+    page = app.search.hybrid.search("video diffusion", SearchFilters(has_code=True))
     assert ids(page.hits) == ["2401.00002"]
-    page = app.search.search("models", SearchFilters(date_from=date(2024, 3, 1)))
+    page = app.search.hybrid.search("models", SearchFilters(date_from=date(2024, 3, 1)))
     assert set(ids(page.hits)) <= {"2401.00005", "2401.00006"}
-    page = app.search.search("cat:q-bio.BM protein")
+    page = app.search.hybrid.search("cat:q-bio.BM protein")
     assert ids(page.hits) == ["2401.00003"]
 
 
 def test_phrases_authors_and_exclusions_are_enforced(app: App) -> None:
-    assert set(ids(app.search.search('"message passing"').hits)) == {"2401.00004"}
-    by_lovelace = ids(app.search.search("author:Lovelace diffusion").hits)
+    assert set(ids(app.search.hybrid.search('"message passing"').hits)) == {"2401.00004"}
+    by_lovelace = ids(app.search.hybrid.search("author:Lovelace diffusion").hits)
     assert by_lovelace[0] == "2401.00001"
     assert set(by_lovelace) <= {"2401.00001", "2401.00004"}
-    assert "2401.00002" not in ids(app.search.search("video -denoising").hits)
+    assert "2401.00002" not in ids(app.search.hybrid.search("video -denoising").hits)
 
 
 def test_nonsense_returns_nothing_and_hostile_input_never_raises(app: App) -> None:
-    assert app.search.search("qwxzv plmokn").hits == ()
+    assert app.search.hybrid.search("qwxzv plmokn").hits == ()
     for query in ['"unbalanced', "AND OR NOT", "(((", "*:*", "-", "🧪🧬", "x" * 10_000, "a:b:c", "\x00"]:
-        app.search.search(query)  # no exception is the assertion
-    assert app.search.search("").total == 0
+        app.search.hybrid.search(query)  # no exception is the assertion
+    assert app.search.hybrid.search("").total == 0
 
 
 def test_paging(app: App) -> None:
-    first = app.search.search("video diffusion models", limit=2)
-    second = app.search.search("video diffusion models", limit=2, offset=2)
+    first = app.search.hybrid.search("video diffusion models", limit=2)
+    second = app.search.hybrid.search("video diffusion models", limit=2, offset=2)
     assert len(first.hits) == 2
     assert not set(ids(first.hits)) & set(ids(second.hits))
     assert first.total == second.total >= 3
 
 
 def test_similar_excludes_itself_and_exact_duplicates(app: App) -> None:
-    hits = app.search.similar("2401.00001", limit=3)
+    hits = app.search.hybrid.similar("2401.00001", limit=3)
     found = ids(hits)
     assert "2401.00001" not in found
     assert "2401.00005" not in found
     assert found[0] == "2401.00002"
-    assert app.search.similar("9999.99999") == []
+    assert app.search.hybrid.similar("9999.99999") == []
 
 
 def test_missing_vector_index_falls_back_to_keyword(tmp_path: Path) -> None:
     app = build_app(Settings(data_dir=tmp_path / "d", embedding_backend="fake", keyword_engine="fts5"))
     try:
-        result = app.store.apply_batch(Batch(papers=[_paper(r) for r in CORPUS]))
-        app.keyword_index.on_papers_changed(result.changed_ids)
-        page = app.search.search("protein")  # nothing embedded yet: no vector index
+        result = app.core.store.apply_batch(Batch(papers=[_paper(r) for r in CORPUS]))
+        app.indexes.keyword.on_papers_changed(result.changed_ids)
+        page = app.search.hybrid.search("protein")  # nothing embedded yet: no vector index
         assert ids(page.hits) == ["2401.00003"]
         assert page.hits[0].dense_rank is None
-        similar = app.search.similar("2401.00001")  # the keyword list alone (tests/search/test_similar.py)
+        similar = app.search.hybrid.similar(
+            "2401.00001"
+        )  # the keyword list alone (tests/search/test_similar.py)
         assert similar[0].paper.id == "2401.00002"
         assert all(h.dense_rank is None and h.similarity is None for h in similar)
     finally:
@@ -189,11 +191,11 @@ def test_missing_vector_index_falls_back_to_keyword(tmp_path: Path) -> None:
 
 @pytest.mark.sqlite_only  # damages the faiss folder; pgvector lives in the database
 def test_corrupt_vector_index_is_reported_and_keyword_results_still_come(app: App) -> None:
-    manifest = app.vector_index_path / "manifest.json"
+    manifest = app.indexes.vector_path / "manifest.json"
     manifest.write_bytes(b"{not json")
     fresh = build_app(app.settings)
     try:
-        page = fresh.search.search("protein")
+        page = fresh.search.hybrid.search("protein")
         assert ids(page.hits) == ["2401.00003"]
         assert any("semantic search is unavailable" in note for note in page.notes)
     finally:

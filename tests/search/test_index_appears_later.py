@@ -43,21 +43,21 @@ def test_search_turns_hybrid_once_the_indexer_fills_an_index_it_first_saved_empt
     two_processes: tuple[App, App],
 ) -> None:
     server, indexer = two_processes
-    indexer.indexing.run()  # the first start: nothing to embed, an empty index is saved
-    first = server.search.search("protein")
+    indexer.indexes.indexer.current().run()  # the first start: nothing to embed, an empty index is saved
+    first = server.search.hybrid.search("protein")
     assert first.hits == ()
-    assert server.coverage.coverage() is not None
+    assert server.indexes.coverage.coverage() is not None
 
-    result = indexer.store.apply_batch(Batch(papers=[_paper(r) for r in CORPUS]))
-    indexer.keyword_index.on_papers_changed(result.changed_ids)
-    indexer.indexing.run()  # the import's papers embedded by the other process
-    server.coverage.forget()
+    result = indexer.core.store.apply_batch(Batch(papers=[_paper(r) for r in CORPUS]))
+    indexer.indexes.keyword.on_papers_changed(result.changed_ids)
+    indexer.indexes.indexer.current().run()  # the import's papers embedded by the other process
+    server.indexes.coverage.forget()
 
-    page = server.search.search("protein folding")
+    page = server.search.hybrid.search("protein folding")
     assert page.hits, page.notes
     assert any(hit.dense_rank is not None for hit in page.hits), "still keyword-only"
-    coverage = server.coverage.coverage()
+    coverage = server.indexes.coverage.coverage()
     assert coverage is not None
     assert coverage.note() is None, coverage.note()
-    similar = server.search.similar("2401.00001")
+    similar = server.search.hybrid.similar("2401.00001")
     assert any(hit.similarity is not None for hit in similar), "similar papers still keyword-only"

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from paperfeed.bootstrap import App, build_app, similar_settings
+from paperfeed.bootstrap import App, build_app
+from paperfeed.bootstrap.search import similar_settings
 from paperfeed.domain.fusion import WeightedList, fuse_weighted
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Paper
@@ -71,11 +72,11 @@ def _open(tmp_path: Path, engine: str, url: str | None, *, embed: bool = True, *
         **similar,  # type: ignore[arg-type]
     )
     app = build_app(settings)
-    result = app.store.apply_batch(Batch(papers=PAPERS))
-    app.keyword_index.on_papers_changed(result)
-    app.keyword_index.flush()
+    result = app.core.store.apply_batch(Batch(papers=PAPERS))
+    app.indexes.keyword.on_papers_changed(result)
+    app.indexes.keyword.flush()
     if embed:
-        app.indexing.run()
+        app.indexes.indexer.current().run()
     return app
 
 
@@ -102,8 +103,8 @@ def ids(hits: object) -> list[str]:
 def legs(app: App, paper_id: str, s: SimilarSettings) -> tuple[list[ScoredId], list[ScoredId]]:
     """The two lists the service fuses, asked of the adapters directly: the dense list re-ranked by
     neighbourhoods (duplicates left out) unless ``s.neighbourhood`` is 0."""
-    paper = app.store.get_paper(paper_id)
-    index = app._search_vectors()
+    paper = app.core.store.get_paper(paper_id)
+    index = app.indexes.vectors.current()
     assert paper is not None
     assert index is not None
     vector = index.vector(paper_id)
@@ -121,14 +122,14 @@ def legs(app: App, paper_id: str, s: SimilarSettings) -> tuple[list[ScoredId], l
             power=s.neighbourhood_power,
             blend=s.neighbourhood_blend,
         )
-    keyword = app.keyword_index.more_like_this(
+    keyword = app.indexes.keyword.more_like_this(
         paper.title, paper.abstract, s.candidates + 1, max_terms=s.keyword_terms
     )
     return dense, keyword
 
 
 def test_similar_is_the_weighted_fusion_of_both_lists(app: App) -> None:
-    s = app.search.similar_settings
+    s = app.search.hybrid.similar_settings
     dense, keyword = legs(app, ME, s)
     assert dense
     assert keyword
@@ -138,7 +139,7 @@ def test_similar_is_the_weighted_fusion_of_both_lists(app: App) -> None:
         k=s.rrf_k,
     )
     expected = [f.paper_id for f in fused if f.paper_id not in {ME, "2401.00005"}]
-    hits = app.search.similar(ME, limit=5)
+    hits = app.search.hybrid.similar(ME, limit=5)
     assert ids(hits) == expected[:5]
     dense_rank = {x.paper_id: i for i, x in enumerate(dense, start=1)}
     keyword_rank = {x.paper_id: i for i, x in enumerate(keyword, start=1)}
@@ -156,20 +157,20 @@ def test_weights_are_settings_and_zero_switches_a_list_off(
     dense_only = _open(tmp_path / "d", *engine, similar_keyword_weight=0.0)
     keyword_only = _open(tmp_path / "k", *engine, similar_dense_weight=0.0, similar_keyword_weight=1.0)
     try:
-        s = dense_only.search.similar_settings
+        s = dense_only.search.hybrid.similar_settings
         assert s.keyword_weight == 0.0
         dense, _ = legs(dense_only, ME, s)
         want = [x.paper_id for x in dense if x.paper_id != "2401.00005"]
-        assert ids(dense_only.search.similar(ME, limit=4)) == want[:4]
-        assert all(h.keyword_rank is None for h in dense_only.search.similar(ME, limit=4))
+        assert ids(dense_only.search.hybrid.similar(ME, limit=4)) == want[:4]
+        assert all(h.keyword_rank is None for h in dense_only.search.hybrid.similar(ME, limit=4))
 
-        _, keyword = legs(keyword_only, ME, keyword_only.search.similar_settings)
+        _, keyword = legs(keyword_only, ME, keyword_only.search.hybrid.similar_settings)
         want = [x.paper_id for x in keyword if x.paper_id not in {ME, "2401.00005"}]
-        assert ids(keyword_only.search.similar(ME, limit=4)) == want[:4]
+        assert ids(keyword_only.search.hybrid.similar(ME, limit=4)) == want[:4]
         # a heavier keyword list tilts the fusion towards its own order
         tilted = replace(similar_settings(DEFAULTS), keyword_weight=50.0)
-        dense_only.search.similar_settings = tilted
-        assert ids(dense_only.search.similar(ME, limit=4)) == want[:4]
+        dense_only.search.hybrid.similar_settings = tilted
+        assert ids(dense_only.search.hybrid.similar(ME, limit=4)) == want[:4]
     finally:
         dense_only.close()
         keyword_only.close()
@@ -180,38 +181,38 @@ def test_the_default_is_the_dense_list_re_ranked_by_small_blended_neighbourhoods
 ) -> None:
     default = _open(tmp_path, *engine)
     try:
-        s = default.search.similar_settings
+        s = default.search.hybrid.similar_settings
         assert (s.keyword_weight, s.neighbourhood, s.neighbourhood_blend) == (0.0, 5, 0.5)
         dense, _ = legs(default, ME, s)
-        hits = default.search.similar(ME, limit=6)
+        hits = default.search.hybrid.similar(ME, limit=6)
         assert ids(hits) == [x.paper_id for x in dense][:6]
         assert all(h.keyword_rank is None and h.dense_rank is not None for h in hits)
         plain = replace(s, neighbourhood=0)
         raw, _ = legs(default, ME, plain)
         want = [x.paper_id for x in raw if x.paper_id != "2401.00005"][:6]
         assert ids(hits) != want  # the (centred) neighbourhoods reorder this store's plain list
-        default.search.similar_settings = plain
-        assert ids(default.search.similar(ME, limit=6)) == want
+        default.search.hybrid.similar_settings = plain
+        assert ids(default.search.hybrid.similar(ME, limit=6)) == want
     finally:
         default.close()
 
 
 def test_similar_never_shows_itself_its_duplicates_or_hidden_papers(app: App) -> None:
-    before = ids(app.search.similar(ME, limit=8))
+    before = ids(app.search.hybrid.similar(ME, limit=8))
     assert ME not in before
     assert "2401.00005" not in before
     assert "2401.00002" in before
-    assert app.accounts.hide_paper("2401.00002")
-    after = ids(app.search.similar(ME, limit=8))
+    assert app.readers.accounts.hide_paper("2401.00002")
+    after = ids(app.search.hybrid.similar(ME, limit=8))
     assert "2401.00002" not in after
     assert after == [p for p in before if p != "2401.00002"] + after[len(before) - 1 :]
-    assert app.search.similar("2401.00002") == []  # a hidden paper has no similar papers either
-    assert app.search.similar("9999.99999") == []
-    assert app.search.similar(ME, limit=0) == []
+    assert app.search.hybrid.similar("2401.00002") == []  # a hidden paper has no similar papers either
+    assert app.search.hybrid.similar("9999.99999") == []
+    assert app.search.hybrid.similar(ME, limit=0) == []
 
 
 def test_filters_reach_both_lists(app: App) -> None:
-    hits = app.search.similar(ME, limit=8, filters=SearchFilters(categories=("q-bio.BM",)))
+    hits = app.search.hybrid.similar(ME, limit=8, filters=SearchFilters(categories=("q-bio.BM",)))
     assert hits
     assert set(ids(hits)) <= {"2401.00003", "2402.00003"}
 
@@ -221,8 +222,8 @@ def test_without_embeddings_similar_is_the_keyword_list_alone(
 ) -> None:
     app = _open(tmp_path, *engine, embed=False)
     try:
-        assert app._search_vectors() is None  # nothing embedded yet
-        hits = app.search.similar(ME, limit=5)
+        assert app.indexes.vectors.current() is None  # nothing embedded yet
+        hits = app.search.hybrid.similar(ME, limit=5)
         assert hits, "the keyword list still answers"
         assert ME not in ids(hits)
         assert "2401.00005" not in ids(hits)
@@ -243,16 +244,18 @@ def test_without_embeddings_similar_is_the_keyword_list_alone(
 def test_a_damaged_keyword_index_leaves_the_embedding_neighbours(tmp_path: Path) -> None:
     app = _open(tmp_path, "tantivy", None, similar_keyword_weight=0.25)
     try:
-        intact = app.search.similar(ME, limit=5)
+        intact = app.search.hybrid.similar(ME, limit=5)
         assert any(h.keyword_rank is not None for h in intact)
         garble(app.settings.data_dir / "keyword", "idx", in_place=True)
-        hits = app.search.similar(ME, limit=5)
+        hits = app.search.hybrid.similar(ME, limit=5)
         assert hits
         assert all(h.keyword_rank is None and h.dense_rank is not None for h in hits)
         with TestClient(create_app(lambda: app), raise_server_exceptions=False) as client:
             answer = client.get(f"/api/papers/{ME}/similar")
             assert answer.status_code == 200
-            assert [item["paper"]["id"] for item in answer.json()] == ids(app.search.similar(ME, limit=10))
+            assert [item["paper"]["id"] for item in answer.json()] == ids(
+                app.search.hybrid.similar(ME, limit=10)
+            )
     finally:
         app.close()
 
@@ -271,15 +274,15 @@ class CitedTogether:
 
 
 def test_a_further_named_list_is_fused_with_its_weight(app: App) -> None:
-    plain = ids(app.search.similar(ME, limit=5))
+    plain = ids(app.search.hybrid.similar(ME, limit=5))
     outsider = "2401.00006"  # the language-model paper: neither list puts it near the top
     assert outsider not in plain[:1]
-    app.search.similar_sources = ((CitedTogether({ME: [outsider, ME]}), 10.0),)
-    boosted = ids(app.search.similar(ME, limit=5))
+    app.search.hybrid.similar_sources = ((CitedTogether({ME: [outsider, ME]}), 10.0),)
+    boosted = ids(app.search.hybrid.similar(ME, limit=5))
     assert boosted[0] == outsider
     assert ME not in boosted
-    app.search.similar_sources = ((CitedTogether({ME: [outsider]}), 0.0),)
-    assert ids(app.search.similar(ME, limit=5)) == plain
+    app.search.hybrid.similar_sources = ((CitedTogether({ME: [outsider]}), 0.0),)
+    assert ids(app.search.hybrid.similar(ME, limit=5)) == plain
 
 
 @pytest.mark.parametrize(("blend", "expected"), [(1.0, ["kin", "lone"]), (0.5, ["lone", "kin"])])
@@ -310,18 +313,18 @@ def test_the_service_ranks_by_the_blend_it_is_given(
     )
     app = build_app(settings)
     try:
-        app.keyword_index.on_papers_changed(app.store.apply_batch(Batch(papers=papers)))
-        app.keyword_index.flush()
-        model = app.embedder
+        app.indexes.keyword.on_papers_changed(app.core.store.apply_batch(Batch(papers=papers)))
+        app.indexes.keyword.flush()
+        model = app.indexes.embedders.current()
         assert model is not None
-        index = app._open_vector_index(model_id=model.model_id, dimension=dimension, fresh=True)
+        index = app.indexes.vector_index(model_id=model.model_id, dimension=dimension, fresh=True)
         index.upsert(
             VectorRecord(p.id, v, None, (), False)
             for p, v in zip(papers, np.vstack([vectors, -vectors]), strict=True)
         )
         index.save()
-        assert app.search.similar_settings.neighbourhood_blend == blend
-        hits = [h.paper.id for h in app.search.similar("query", limit=4)]
+        assert app.search.hybrid.similar_settings.neighbourhood_blend == blend
+        hits = [h.paper.id for h in app.search.hybrid.similar("query", limit=4)]
         assert hits == ["pair-a", "pair-b", *expected]
     finally:
         app.close()

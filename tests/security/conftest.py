@@ -68,7 +68,7 @@ class Site:
 
 
 def _reader(app: App, email: str, name: str) -> Reader:
-    accounts = app.accounts
+    accounts = app.readers.accounts
     accounts.sign_up(email, None, name, client="tests", base_url="http://testserver")
     user = accounts.user_by_email(email)
     accounts.store.mark_verified(user.id, accounts.clock())
@@ -84,16 +84,16 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         app = build_app(settings)
         stack.callback(app.close)
         load_papers(app)
-        add_topic(app.store, 1, "Zebrafish gaits")
+        add_topic(app.core.store, 1, "Zebrafish gaits")
         ada = _reader(app, "ada@example.org", "Ada Owner")
         bob = _reader(app, "bob@example.org", "Bob Viewer")
-        shared = app.library.create_tag(ada.user.id, "Shared reading", public=True)
-        app.library.save(ada.user.id, PAPER_IDS[0], [shared.name, "Private pile"])
-        app.library.set_note(ada.user.id, PAPER_IDS[0], "Ada's private note")
-        search = app.library.add_search(ada.user.id, "Zebra alert", "zebrafish", None)
-        comment = app.community.add_comment(ada.user, PAPER_IDS[0], "A comment by Ada")
-        app.community.upvote(ada.user, PAPER_IDS[0])
-        token_id = app.accounts.list_api_tokens(ada.user)[0].id
+        shared = app.readers.library.create_tag(ada.user.id, "Shared reading", public=True)
+        app.readers.library.save(ada.user.id, PAPER_IDS[0], [shared.name, "Private pile"])
+        app.readers.library.set_note(ada.user.id, PAPER_IDS[0], "Ada's private note")
+        search = app.readers.library.add_search(ada.user.id, "Zebra alert", "zebrafish", None)
+        comment = app.readers.community.add_comment(ada.user, PAPER_IDS[0], "A comment by Ada")
+        app.readers.community.upvote(ada.user, PAPER_IDS[0])
+        token_id = app.readers.accounts.list_api_tokens(ada.user)[0].id
         values = {
             "paper_id": PAPER_IDS[0],
             "day": "2025-01-06",
@@ -102,7 +102,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
             "tag_id": str(shared.id),
             "search_id": str(search.id),
             "comment_id": str(comment.id),
-            "token": app.library.feed_token(ada.user.id, search.id),
+            "token": app.readers.library.feed_token(ada.user.id, search.id),
             "topic_ref": "1",
             "token_id": str(token_id),
             "user_id": str(bob.user.id),

@@ -29,8 +29,8 @@ def _refused(answer: Any) -> str | None:
 
 
 def test_an_invalid_or_revoked_token_is_a_401_on_every_route_cached_or_not(site: Site) -> None:
-    revoked = site.app.accounts.create_api_token(site.bob.user, "to revoke")
-    site.app.accounts.revoke_api_token(site.bob.user, revoked[0].id)
+    revoked = site.app.readers.accounts.create_api_token(site.bob.user, "to revoke")
+    site.app.readers.accounts.revoke_api_token(site.bob.user, revoked[0].id)
     requests = _every_request(site)
     assert len(requests) > 150
     client = site.client

@@ -47,8 +47,8 @@ def test_a_new_data_folder_and_its_database_wal_and_secret_are_private(tmp_path:
     data = tmp_path / "data"
     app = build_app(_settings(data))
     try:
-        app.store.apply_batch(Batch(papers=list(PAPERS)))  # writes: the WAL and shared memory exist now
-        app.secret_key  # noqa: B018 - created on first use
+        app.core.store.apply_batch(Batch(papers=list(PAPERS)))  # writes: the WAL and shared memory exist now
+        app.core.secret_key  # noqa: B018 - created on first use
         assert mode(data) == 0o700
         for name in ("paperfeed.db", "paperfeed.db-wal", "paperfeed.db-shm", "secret_key"):
             assert (data / name).exists(), name
@@ -68,7 +68,7 @@ def test_an_existing_loose_folder_is_tightened_with_a_log_line(
     caplog.set_level(logging.WARNING, "paperfeed.adapters.data_folder")
     app = build_app(_settings(data))
     try:
-        app.store  # noqa: B018
+        app.core.store  # noqa: B018
     finally:
         app.close()
     assert (mode(data), mode(data / "paperfeed.db")) == (0o700, 0o600)
@@ -94,12 +94,12 @@ def test_users_export_and_library_export_files_are_private(tmp_path: Path, umask
     data = tmp_path / "data"
     app = build_app(_settings(data))
     try:
-        app.store.apply_batch(Batch(papers=list(PAPERS)))
-        app.accounts.sign_up("ada@example.org", None, "Ada", client="t", base_url="http://t")
-        user = app.accounts.user_by_email("ada@example.org")
-        app.accounts.store.mark_verified(user.id, app.accounts.clock())
-        app.library.save(user.id, PAPERS[0].id)
-        app.library.set_note(user.id, PAPERS[0].id, "private thoughts")
+        app.core.store.apply_batch(Batch(papers=list(PAPERS)))
+        app.readers.accounts.sign_up("ada@example.org", None, "Ada", client="t", base_url="http://t")
+        user = app.readers.accounts.user_by_email("ada@example.org")
+        app.readers.accounts.store.mark_verified(user.id, app.readers.accounts.clock())
+        app.readers.library.save(user.id, PAPERS[0].id)
+        app.readers.library.set_note(user.id, PAPERS[0].id, "private thoughts")
     finally:
         app.close()
     stale = tmp_path / "ada.zip"
@@ -119,8 +119,8 @@ def test_a_backup_is_as_private_as_the_data_folder(tmp_path: Path, umask: int) -
     data = tmp_path / "data"
     app = build_app(_settings(data))
     try:
-        app.store.apply_batch(Batch(papers=list(PAPERS)))
-        app.secret_key  # noqa: B018
+        app.core.store.apply_batch(Batch(papers=list(PAPERS)))
+        app.core.secret_key  # noqa: B018
     finally:
         app.close()
     backup = tmp_path / "backup"

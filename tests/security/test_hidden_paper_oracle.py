@@ -29,11 +29,11 @@ def instance(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, str]:
     )
     app = build_app(settings)
     try:
-        app.store.apply_batch(Batch(papers=list(PAPERS)))
-        user = app.accounts.user_by_id(add_user(app, "ada@example.org", "Ada"))
+        app.core.store.apply_batch(Batch(papers=list(PAPERS)))
+        user = app.readers.accounts.user_by_id(add_user(app, "ada@example.org", "Ada"))
         assert user is not None
-        token = app.accounts.create_api_token(user, "t")[1]
-        app.accounts.hide_paper(HIDDEN)
+        token = app.readers.accounts.create_api_token(user, "t")[1]
+        app.readers.accounts.hide_paper(HIDDEN)
     finally:
         app.close()
     return settings, token

@@ -86,7 +86,7 @@ def settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
     )
     app = build_app(settings)
     try:
-        app.store.apply_batch(Batch(papers=[PAPER]))
+        app.core.store.apply_batch(Batch(papers=[PAPER]))
     finally:
         app.close()
     return settings

@@ -46,7 +46,7 @@ def settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
     )
     app = build_app(settings)
     try:
-        app.store.apply_batch(Batch(papers=list(PAPERS)))
+        app.core.store.apply_batch(Batch(papers=list(PAPERS)))
     finally:
         app.close()
     return settings
@@ -75,9 +75,9 @@ def test_an_anonymous_client_gets_its_searches_then_a_429(
 def test_readers_and_empty_searches_are_not_counted(settings: Settings, client: TestClient) -> None:
     app = build_app(settings)
     try:
-        user = app.accounts.user_by_id(add_user(app, "ada@example.org", "Ada"))
+        user = app.readers.accounts.user_by_id(add_user(app, "ada@example.org", "Ada"))
         assert user is not None
-        token = app.accounts.create_api_token(user, "t")[1]
+        token = app.readers.accounts.create_api_token(user, "t")[1]
     finally:
         app.close()
     for _ in range(10):

@@ -75,18 +75,18 @@ def hostile_app(tmp_path: Path, smtp_server: SmtpTestServer) -> Iterator[App]:
     app = build_app(settings)
     try:
         load_papers(app)
-        add_rising_world(app.store, WEEK, burst=12)
-        assert app.topics.build().build.topics == 3
-        with app.store.engine.begin() as conn:
+        add_rising_world(app.core.store, WEEK, burst=12)
+        assert app.catalogue.topics.build().build.topics == 3
+        with app.core.store.engine.begin() as conn:
             conn.execute(update(topics).values(label=HOSTILE))
-        app.digests.clock = Clock(datetime(2025, 3, 20, 9, 0, tzinfo=UTC))
+        app.digests.sender.clock = Clock(datetime(2025, 3, 20, 9, 0, tzinfo=UTC))
         yield app
     finally:
         app.close()
 
 
 def test_a_hostile_label_is_text_on_every_page_api_and_markdown(hostile_app: App) -> None:
-    galaxy = hostile_app.topics.topic_of("rz:galaxy-w0-00")
+    galaxy = hostile_app.catalogue.topics.topic_of("rz:galaxy-w0-00")
     assert galaxy is not None
     assert galaxy.label == HOSTILE
     with TestClient(create_app(lambda: build_app(hostile_app.settings))) as client:
@@ -130,7 +130,7 @@ def test_a_hostile_label_is_text_on_every_page_api_and_markdown(hostile_app: App
 
 def test_a_hostile_label_in_the_digest_mail_is_text(hostile_app: App, smtp_server: SmtpTestServer) -> None:
     subscribe_active(hostile_app, "reader@example.org", sections=(Section.trending, Section.rising))
-    composed, sent = hostile_app.digests.run()
+    composed, sent = hostile_app.digests.sender.run()
     assert (composed.composed, sent.sent if sent else None) == (1, 1)
     [mail] = smtp_server.wait_for(1)
     assert mail.html is not None

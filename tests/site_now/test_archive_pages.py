@@ -65,9 +65,9 @@ def _populate(settings: Settings, newest: date) -> None:
             listings.append(Listing(day, f"2608.{n:05d}", "hf-daily", upvotes=1 + n % 7, rank=g))
     app = build_app(settings)
     try:
-        app.store.apply_batch(Batch(papers=papers, listings=listings))
-        app.indexing.run()
-        app.topics.build()
+        app.core.store.apply_batch(Batch(papers=papers, listings=listings))
+        app.indexes.indexer.current().run()
+        app.catalogue.topics.build()
     finally:
         app.close()
 

@@ -168,3 +168,45 @@ def test_what_the_reader_refuses(tmp_path: Path, url: str) -> None:
     store.close()
     for other in ("postgresql://u@h/db", "sqlite://", f"{url}?mode=ro", "sqlite:////tmp/a%20b.db"):
         assert open_sqlite_reads(other) is None, other
+
+
+def test_the_reader_shows_papers_as_the_feed_queries_do(store: SqlPaperStore, url: str) -> None:
+    """The one visible-papers lookup reads the same on both: hidden papers left out, this instance's
+    votes and comments added to the imported counts, leaving out a hidden reader's and a hidden comment
+    (``paperfeed search`` shows what the search page shows)."""
+    from paperfeed.adapters.store.accounts import SqlAccountStore
+    from paperfeed.adapters.store.community import SqlCommunityStore
+    from paperfeed.adapters.store.feed_queries import SqlFeedQueries
+
+    accounts, community = SqlAccountStore(store.engine), SqlCommunityStore(store.engine)
+    ada = accounts.create_user("ada@example.org", None, "Ada", T)
+    bob = accounts.create_user("bob@example.org", None, "Bob", T)
+    assert ada is not None
+    assert bob is not None
+    for user in (ada, bob):
+        community.add_vote(user.id, "2503.00001", T)
+        community.add_comment(user.id, "2503.00001", "Nice.", T, per_hour=10)
+    hidden = community.add_comment(ada.id, "2503.00003", "Spam.", T, per_hour=10)
+    community.set_comment_hidden(hidden.id, None, T)
+    accounts.set_hidden(bob.id, T)
+    accounts.hide_paper("2503.00002", None, "spam", T)
+    reads = open_sqlite_reads(url)
+    assert reads is not None
+    try:
+        ids = [
+            "2503.00001",
+            "2503.00002",
+            "2503.00003",
+            "missing",
+            *(f"2503.{i:05d}" for i in range(4, 1203)),
+        ]
+        shown = reads.visible_papers(ids)
+        assert shown == SqlFeedQueries(store.engine).visible_papers(ids)  # > 900 ids: chunked alike
+        assert "2503.00002" not in shown
+        assert "missing" not in shown
+        assert (shown["2503.00001"].upvotes, shown["2503.00001"].num_comments) == (12 + 1, 2 + 1)
+        assert (shown["2503.00003"].upvotes, shown["2503.00003"].num_comments) == (None, None)
+        assert reads.count_papers() == store.count_papers() == 1202
+    finally:
+        reads.close()
+        store.close()

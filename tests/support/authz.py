@@ -12,8 +12,8 @@ A route::
         "POST",
         lambda w, ctx: f"/account/tokens/{ctx['token_id']}/revoke",
         expect={"anonymous": SIGNIN, "user": 303, "other": 404, "admin": 404},
-        setup=lambda w: {"token_id": w.app.accounts.create_api_token(w.users["user"], "t")[0].id},
-        changed=lambda w, ctx: not w.app.accounts.list_api_tokens(w.users["user"]),
+        setup=lambda w: {"token_id": w.app.readers.accounts.create_api_token(w.users["user"], "t")[0].id},
+        changed=lambda w, ctx: not w.app.readers.accounts.list_api_tokens(w.users["user"]),
     )
 
 ``setup`` runs before every single request (so each starts from the same state) and makes whatever the
@@ -69,7 +69,7 @@ class World:
         client = self.clients[actor]
         client.cookies.clear()
         if actor != "anonymous":
-            session = self.app.accounts.create_session(self.users[actor]).session
+            session = self.app.readers.accounts.create_session(self.users[actor]).session
             client.cookies.set(SESSION_COOKIE, session)
         return client
 
@@ -81,7 +81,7 @@ class World:
 
     def new_user(self, email: str, *, role: str = "user", password: bool = True) -> User:
         """A verified user with :data:`PASSWORD` (or, faster, none: sign-in by link only)."""
-        accounts = self.app.accounts
+        accounts = self.app.readers.accounts
         existing = accounts.store.user_by_email(email)
         if existing is not None:
             return existing.user

@@ -163,10 +163,10 @@ def settings_for(data_dir: Path, database_url: str | None) -> Settings:
 
 def fill(app: App) -> None:
     """The papers through the store, the graph through ``CitationRecords.save_links``."""
-    result = app.store.apply_batch(Batch(papers=PAPERS))
-    app.keyword_index.on_papers_changed(result)
-    app.keyword_index.flush()
-    app.citation_records.save_links(graph_links(), harvested_at=HARVESTED_AT)
+    result = app.core.store.apply_batch(Batch(papers=PAPERS))
+    app.indexes.keyword.on_papers_changed(result)
+    app.indexes.keyword.flush()
+    app.catalogue.citations.save_links(graph_links(), harvested_at=HARVESTED_AT)
 
 
 @contextmanager

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from paperfeed.adapters.embed import EmbedderConfig
 from paperfeed.adapters.sources.http import PoliteClient
-from paperfeed.bootstrap import embedder_config as configured_embedder
+from paperfeed.bootstrap.indexes import embedder_config as configured_embedder
 from paperfeed.settings_model import SettingsModel
 
 if TYPE_CHECKING:

@@ -64,12 +64,12 @@ def digest_settings(data_dir: Path, smtp: SmtpTestServer | None = None, **extra:
 
 
 def load_papers(app: App) -> None:
-    summary = app.ingest.run(JsonlFileSource(PAPERS, batch_size=app.settings.batch_size))
+    summary = app.sources.ingest.run(JsonlFileSource(PAPERS, batch_size=app.settings.batch_size))
     assert summary.rejected == 0, summary.rejects[:3]
 
 
 def add_user(app: App, email: str) -> int:
-    with app.store.engine.begin() as conn:
+    with app.core.store.engine.begin() as conn:
         result = conn.execute(
             insert(users).values(
                 email=email,
@@ -90,7 +90,7 @@ def subscribe_active(app: App, email: str, *, user_id: int | None = None, **pref
     options: dict[str, object] = {"sections": (Section.trending,), "timezone": "UTC", "send_hour": 7}
     options.update(prefs)
     checked = Preferences(**options).checked()  # type: ignore[arg-type]
-    created = app.digest_store.create_subscription(
+    created = app.digests.records.create_subscription(
         email,
         checked,
         status=SubscriptionStatus.active,

@@ -28,7 +28,7 @@ def _topic(w: World, *, picked_by_all: bool) -> dict[str, Any]:
     """One live topic; no picks, or one by each signed-in actor."""
     import numpy as np
 
-    with w.app.store.engine.begin() as conn:
+    with w.app.core.store.engine.begin() as conn:
         conn.execute(delete(topic_picks))
         if conn.execute(select(topics.c.id).where(topics.c.id == TOPIC)).first() is None:
             conn.execute(
@@ -51,7 +51,7 @@ def _topic(w: World, *, picked_by_all: bool) -> dict[str, Any]:
 
 
 def _picks(w: World) -> int:
-    with w.app.store.engine.connect() as conn:
+    with w.app.core.store.engine.connect() as conn:
         return int(conn.execute(select(func.count()).select_from(topic_picks)).scalar_one())
 
 

@@ -18,7 +18,7 @@ from paperfeed.adapters.store import SqlPaperStore
 from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
 from paperfeed.adapters.store.topics import SqlTopicRecords
 from paperfeed.adapters.topic_model import SklearnTermCounter
-from paperfeed.bootstrap import topic_settings
+from paperfeed.bootstrap.catalogue import topic_settings
 from paperfeed.domain.embedding import PendingPaper
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Paper, content_hash

@@ -63,14 +63,16 @@ def real(tmp_path_factory: pytest.TempPathFactory, hf_path: Path) -> Iterator[Re
     )
     app = build_app(settings)
     try:
-        summary = app.ingest.run(JsonlFileSource(folder / "papers.jsonl", batch_size=app.settings.batch_size))
+        summary = app.sources.ingest.run(
+            JsonlFileSource(folder / "papers.jsonl", batch_size=app.settings.batch_size)
+        )
         assert summary.rejected == 0
-        app.indexing.run()
-        app.topics.build()
-        every = app.topics.records.topics(level=None)
+        app.indexes.indexer.current().run()
+        app.catalogue.topics.build()
+        every = app.catalogue.topics.records.topics(level=None)
         fine = [t for t in every if t.level == 0]
         biggest = max(fine, key=lambda t: t.size)
-        member = next(iter(sorted(app.topics.records.memberships()[biggest.id])))
+        member = next(iter(sorted(app.catalogue.topics.records.memberships()[biggest.id])))
     finally:
         app.close()
     assert len(fine) >= 4, [t.label for t in fine]

@@ -43,11 +43,13 @@ def instance(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     data_dir = tmp_path_factory.mktemp("topics-instance")
     app = build_app(_settings(data_dir))
     try:
-        add_papers(app.store, 40)
-        first = app.topics.build()
-        groups = {group_of(pid): app.topics.topic_of(pid) for pid in ("pp:graph-0000", "pp:protein-0000")}
-        made = list(app.store.get_papers([f"pp:protein-{i:04d}" for i in range(40)]).values())
-        save_vectors(app.store, made, np.random.default_rng(3), {"protein": "graph"})
+        add_papers(app.core.store, 40)
+        first = app.catalogue.topics.build()
+        groups = {
+            group_of(pid): app.catalogue.topics.topic_of(pid) for pid in ("pp:graph-0000", "pp:protein-0000")
+        }
+        made = list(app.core.store.get_papers([f"pp:protein-{i:04d}" for i in range(40)]).values())
+        save_vectors(app.core.store, made, np.random.default_rng(3), {"protein": "graph"})
     finally:
         app.close()
     result = CliRunner().invoke(
@@ -62,8 +64,8 @@ def instance(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     assert result.exit_code == 0, result.output
     app = build_app(_settings(data_dir))
     try:
-        live = {t.id for t in app.topics.records.topics()}
-        graph_now = app.topics.topic_of("pp:graph-0000")
+        live = {t.id for t in app.catalogue.topics.records.topics()}
+        graph_now = app.catalogue.topics.topic_of("pp:graph-0000")
     finally:
         app.close()
     assert first.build.topics == 3
@@ -156,7 +158,7 @@ def test_paper_api_gains_its_topic(client: TestClient, instance: dict[str, Any])
 def test_too_few_papers_cli_is_one_clear_line_and_writes_nothing(tmp_path: Path) -> None:
     app = build_app(_settings(tmp_path))
     try:
-        add_papers(app.store, 7)  # 21 papers
+        add_papers(app.core.store, 7)  # 21 papers
     finally:
         app.close()
     result = CliRunner().invoke(
@@ -170,7 +172,7 @@ def test_too_few_papers_cli_is_one_clear_line_and_writes_nothing(tmp_path: Path)
     assert "no topics yet" in result.output
     app = build_app(_settings(tmp_path))
     try:
-        assert app.topics.records.current() is None
+        assert app.catalogue.topics.records.current() is None
     finally:
         app.close()
     client = TestClient(create_app(lambda: build_app(_settings(tmp_path))))

@@ -17,7 +17,8 @@ from sqlalchemy import insert, select, update
 from paperfeed.adapters.store.embeddings import encode_vector
 from paperfeed.adapters.store.schema_topics import topic_picks, topics
 from paperfeed.adapters.store.topic_picks import SqlTopicPicks
-from paperfeed.bootstrap import App, build_app, topic_settings
+from paperfeed.bootstrap import App, build_app
+from paperfeed.bootstrap.catalogue import topic_settings
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Paper
 from paperfeed.domain.topic_picks import TopicCandidate, rank_candidates
@@ -65,7 +66,7 @@ def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
         app = build_app(inst.settings)
         try:
             protein = inst.topic_of_group("protein")
-            with app.store.engine.begin() as conn:  # a coarse level above the protein topic
+            with app.core.store.engine.begin() as conn:  # a coarse level above the protein topic
                 conn.execute(
                     insert(topics).values(
                         id=COARSE,
@@ -73,7 +74,7 @@ def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
                         words=["life", "sciences"],
                         size=len(inst.members[protein]),
                         representatives=[],
-                        centroid=encode_vector(app.topics.records.centroids()[protein]),
+                        centroid=encode_vector(app.catalogue.topics.records.centroids()[protein]),
                         x=0.0,
                         y=0.0,
                         level=1,
@@ -105,10 +106,10 @@ def test_paper_page_markdown_and_api_show_the_topic_and_its_parent(world: World)
     assert body["topic"]["id"] == protein
     assert body["topic"]["parent"] == {"id": COARSE, "label": "life sciences", "url": f"/topics/{COARSE}"}
     # the galaxy topic's parent is the one the build made (two levels since the hierarchy landed)
-    built = world.app.topics.records.topic(galaxy)
+    built = world.app.catalogue.topics.records.topic(galaxy)
     assert built is not None
     assert built.parent_id is not None
-    parent = world.app.topics.records.topic(built.parent_id)
+    parent = world.app.catalogue.topics.records.topic(built.parent_id)
     assert parent is not None
     assert parent.level == 1
     other = c.get("/papers/pp:galaxy-0001", headers=HTML).text
@@ -128,7 +129,7 @@ def test_a_paper_not_placed_yet_shows_no_topic(world: World) -> None:
         published=datetime(2026, 11, 20, tzinfo=UTC),
         sources={"test": "fresh"},
     )
-    world.app.store.apply_batch(Batch(papers=[fresh]))
+    world.app.core.store.apply_batch(Batch(papers=[fresh]))
     page = world.client.get("/papers/pp:fresh-0001", headers=HTML)
     assert page.status_code == 200
     assert "topic-line" not in page.text
@@ -169,7 +170,7 @@ def test_topic_plot_shows_papers_and_upvotes_with_a_table(world: World) -> None:
     assert [(d, int(n), int(u)) for d, n, u in rows] == [
         (w["week"], w["papers"], w["upvotes"]) for w in weeks
     ]
-    members = world.app.store.get_papers(sorted(world.inst.members[protein]))
+    members = world.app.core.store.get_papers(sorted(world.inst.members[protein]))
     assert sum(w["upvotes"] for w in weeks) == sum(p.upvotes or 0 for p in members.values())
 
 
@@ -190,7 +191,7 @@ def test_anonymous_readers_cannot_pick(world: World) -> None:
     assert c.put(f"/api/me/topics/{world.protein}").status_code == 403  # no token and no credentials
     topics_page = c.get("/topics", headers=HTML).text
     assert "topic-pick" not in topics_page  # no buttons for anonymous readers
-    with world.app.store.engine.connect() as conn:
+    with world.app.core.store.engine.connect() as conn:
         assert conn.execute(select(topic_picks)).all() == []
 
 
@@ -200,15 +201,15 @@ def test_pick_and_unpick_by_form_with_csrf(world: World) -> None:
     protein = world.protein
     refused = c.post(f"/topics/{protein}/pick", headers=HTML, data={"next": "/topics"})
     assert refused.status_code == 403
-    assert world.app.topic_picks.picked(user.id) == []
+    assert world.app.catalogue.topic_picks.picked(user.id) == []
     token = csrf_of(c, "/topics")
     assert f'action="/topics/{protein}/pick"' in c.get("/topics", headers=HTML).text
     done = c.post(f"/topics/{protein}/pick", headers=HTML, data={"csrf_token": token, "next": "/topics"})
     assert (done.status_code, done.headers["location"]) == (303, "/topics")
-    assert [p.topic.id for p in world.app.topic_picks.picked(user.id)] == [protein]
+    assert [p.topic.id for p in world.app.catalogue.topic_picks.picked(user.id)] == [protein]
     again = c.post(f"/topics/{protein}/pick", headers=HTML, data={"csrf_token": token})
     assert (again.status_code, again.headers["location"]) == (303, f"/topics/{protein}")
-    assert len(world.app.topic_picks.picked(user.id)) == 1  # picking twice changes nothing
+    assert len(world.app.catalogue.topic_picks.picked(user.id)) == 1  # picking twice changes nothing
     topic_page = c.get(f"/topics/{protein}", headers=HTML).text
     assert f'action="/topics/{protein}/unpick"' in topic_page
     assert 'aria-pressed="true"' in topic_page
@@ -221,19 +222,19 @@ def test_pick_and_unpick_by_form_with_csrf(world: World) -> None:
     assert bad.status_code == 404
     off = c.post(f"/topics/{protein}/unpick", headers=HTML, data={"csrf_token": token, "next": "/for-you"})
     assert (off.status_code, off.headers["location"]) == (303, "/for-you")
-    assert world.app.topic_picks.picked(user.id) == []
+    assert world.app.catalogue.topic_picks.picked(user.id) == []
     outside = c.post(
         f"/topics/{protein}/pick", headers=HTML, data={"csrf_token": token, "next": "//evil.example"}
     )
     assert outside.headers["location"] == f"/topics/{protein}"  # never back to another site
-    world.app.topic_picks.unpick(user.id, protein)
+    world.app.catalogue.topic_picks.unpick(user.id, protein)
 
 
 def test_pick_api_with_a_token_and_another_readers_picks_stay_invisible(world: World) -> None:
     ada = make_user(world.app, f"ada-{world.inst.backend}@example.org")
     bob = make_user(world.app, f"bob-{world.inst.backend}@example.org")
-    _, ada_token = world.app.accounts.create_api_token(ada, "script")
-    _, bob_token = world.app.accounts.create_api_token(bob, "script")
+    _, ada_token = world.app.readers.accounts.create_api_token(ada, "script")
+    _, bob_token = world.app.readers.accounts.create_api_token(bob, "script")
     c = world.client
     c.cookies.clear()
     as_ada = {"authorization": f"Bearer {ada_token}"}
@@ -265,10 +266,10 @@ def test_pick_api_with_a_session_cookie_needs_the_csrf_header(world: World) -> N
     user = make_user(world.app, f"cookie-{world.inst.backend}@example.org")
     c = sign_in(world.client, world.app, user)
     assert c.put(f"/api/me/topics/{world.protein}").status_code == 403
-    assert world.app.topic_picks.picked(user.id) == []
+    assert world.app.catalogue.topic_picks.picked(user.id) == []
     token = csrf_of(c, "/topics")
     assert c.put(f"/api/me/topics/{world.protein}", headers={CSRF_HEADER: token}).status_code == 200
-    assert [p.topic.id for p in world.app.topic_picks.picked(user.id)] == [world.protein]
+    assert [p.topic.id for p in world.app.catalogue.topic_picks.picked(user.id)] == [world.protein]
 
 
 # -- 4. "For you" from picked topics ---------------------------------------------------------------------
@@ -276,9 +277,9 @@ def test_pick_api_with_a_session_cookie_needs_the_csrf_header(world: World) -> N
 
 def test_a_new_reader_gets_papers_of_the_picked_topics_with_the_reason(world: World) -> None:
     user = make_user(world.app, f"cold-{world.inst.backend}@example.org")
-    world.app.topic_picks.pick(user.id, world.protein)
-    world.app.topic_picks.pick(user.id, world.galaxy)
-    _, secret = world.app.accounts.create_api_token(user, "script")
+    world.app.catalogue.topic_picks.pick(user.id, world.protein)
+    world.app.catalogue.topic_picks.pick(user.id, world.galaxy)
+    _, secret = world.app.readers.accounts.create_api_token(user, "script")
     world.client.cookies.clear()
     got = world.client.get("/api/me/recommendations?limit=20", headers={"authorization": f"Bearer {secret}"})
     assert got.status_code == 200, got.text
@@ -309,18 +310,18 @@ def test_a_new_reader_gets_papers_of_the_picked_topics_with_the_reason(world: Wo
 def test_a_reader_with_a_model_is_not_steered_by_picks(world: World) -> None:
     user = make_user(world.app, f"model-{world.inst.backend}@example.org")
     for i in range(8):
-        world.app.library.save(user.id, f"pp:graph-{i + 2:04d}")
-    world.app.topic_picks.pick(user.id, world.galaxy)
-    feed = world.app.recommendations.feed(user.id, limit=10)
+        world.app.readers.library.save(user.id, f"pp:graph-{i + 2:04d}")
+    world.app.catalogue.topic_picks.pick(user.id, world.galaxy)
+    feed = world.app.readers.recommendations.feed(user.id, limit=10)
     assert feed.mode == "model"
     assert all(r.kind != "topic" for rec in feed.items for r in rec.reasons)
 
 
 def test_few_saves_and_picks_mix_similarity_and_topics(world: World) -> None:
     user = make_user(world.app, f"few-{world.inst.backend}@example.org")
-    world.app.library.save(user.id, "pp:graph-0002")
-    world.app.topic_picks.pick(user.id, world.galaxy)
-    feed = world.app.recommendations.feed(user.id, limit=60)
+    world.app.readers.library.save(user.id, "pp:graph-0002")
+    world.app.catalogue.topic_picks.pick(user.id, world.galaxy)
+    feed = world.app.readers.recommendations.feed(user.id, limit=60)
     assert feed.mode == "similarity"
     assert "topics you picked" in (feed.message or "")
     kinds = {r.kind for rec in feed.items for r in rec.reasons}
@@ -341,33 +342,35 @@ def test_picks_follow_a_rebuild_or_are_dropped(
             user = make_user(app, "lineage@example.org")
             before = sorted(inst.members)
             for tid in before:
-                app.topic_picks.pick(user.id, tid)
-            SqlTopicPicks(app.store.engine).pick(user.id, 777, datetime.now(UTC))  # never a topic
+                app.catalogue.topic_picks.pick(user.id, tid)
+            SqlTopicPicks(app.core.store.engine).pick(user.id, 777, datetime.now(UTC))  # never a topic
             rebuild = TopicService(
-                app.topics.records,
-                app.embeddings,
-                app.store.get_papers,
-                app.topics.modeller,
-                app.topics.counter,
+                app.catalogue.topics.records,
+                app.indexes.embeddings,
+                app.core.store.get_papers,
+                app.catalogue.topics.modeller,
+                app.catalogue.topics.counter,
                 replace(topic_settings(DEFAULTS), min_papers=30, k=2),
                 rebuild_after=timedelta(days=DEFAULTS.topics_rebuild_days),
                 rebuild_growth=DEFAULTS.topics_rebuild_growth,
             )
             rebuild.build()
-            live = {t.id for t in app.topics.records.topics()}
+            live = {t.id for t in app.catalogue.topics.records.topics()}
             assert len(live) == 2
             gone = set(before) - live
             assert len(gone) == 1
             (removed,) = gone
-            successor = app.topics.records.successor(removed)
+            successor = app.catalogue.topics.records.successor(removed)
             assert successor in live
-            picked = app.topic_picks.picked(user.id)
+            picked = app.catalogue.topic_picks.picked(user.id)
             assert sorted(p.topic.id for p in picked) == sorted(live)  # moved, de-duplicated
             assert 777 not in {p.asked for p in picked}
-            stored = SqlTopicPicks(app.store.engine).picks(user.id)
+            stored = SqlTopicPicks(app.core.store.engine).picks(user.id)
             assert sorted(t for t, _ in stored) == sorted(live)  # resolved once, in the store
-            assert app.topic_picks.pick(user.id, removed).id == successor  # an old form picks the successor
-            assert app.topic_picks.unpick(user.id, removed)  # ... and unpicks it
+            assert (
+                app.catalogue.topic_picks.pick(user.id, removed).id == successor
+            )  # an old form picks the successor
+            assert app.catalogue.topic_picks.unpick(user.id, removed)  # ... and unpicks it
         finally:
             app.close()
         with client_of(inst.settings) as c:
@@ -401,7 +404,7 @@ def test_without_topics_nothing_is_shown_and_nothing_breaks(
                 published=datetime.now(UTC) - timedelta(days=1),
                 sources={"test": "lone"},
             )
-            app.store.apply_batch(Batch(papers=[paper]))
+            app.core.store.apply_batch(Batch(papers=[paper]))
             user = make_user(app, "nobuild@example.org")
         finally:
             app.close()

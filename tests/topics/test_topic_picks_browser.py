@@ -30,7 +30,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Instan
     app = build_app(inst.settings)
     try:
         user = make_user(app, "picker@example.org")
-        session = app.accounts.create_session(user).session
+        session = app.readers.accounts.create_session(user).session
     finally:
         app.close()
     with live_server(inst.settings) as url:

@@ -84,8 +84,8 @@ def test_the_instance_has_three_topics_on_the_expected_engines(inst: Instance) -
     assert len(inst.members) == 3
     app = build_app(inst.settings)
     try:
-        engine = type(app.keyword_index).__name__.lower()
-        vectors = type(app._search_vectors()).__name__.lower()
+        engine = type(app.indexes.keyword).__name__.lower()
+        vectors = type(app.indexes.vectors.current()).__name__.lower()
     finally:
         app.close()
     expected = {"sqlite": "tantivy", "sqlite-fts5": "fts5", "postgresql": "postgres"}[inst.backend]
@@ -100,23 +100,23 @@ def test_each_engine_applies_the_allow_list(inst: Instance) -> None:
     app = build_app(inst.settings)
     try:
         parsed = parse_query("graph study")
-        everything = {s.paper_id for s in app.keyword_index.search(parsed, 200)}
+        everything = {s.paper_id for s in app.indexes.keyword.search(parsed, 200)}
         assert everything - protein  # unfiltered, other topics match
         within = parse_query("graph study topic:1")  # the topic id itself is resolved by the service ...
         only = SearchFilters(paper_ids=protein)  # ... into this allow-list, which is what engines see
-        keyword = app.keyword_index.search(merge_parsed(within, only), 200)
+        keyword = app.indexes.keyword.search(merge_parsed(within, only), 200)
         assert keyword
         assert {s.paper_id for s in keyword} <= protein
-        index = app._search_vectors()
+        index = app.indexes.vectors.current()
         assert index is not None
-        vector = app.embedder.embed(["graph neural networks message passing"])[0]
+        vector = app.indexes.embedders.current().embed(["graph neural networks message passing"])[0]
         unfiltered = index.search(vector, 10)
         assert not {s.paper_id for s in unfiltered} & protein  # the query points at the graph papers
         dense = index.search(vector, 10, only)
         assert len(dense) == 10
         assert {s.paper_id for s in dense} <= protein
         nothing = SearchFilters(paper_ids=frozenset())
-        assert app.keyword_index.search(merge_parsed(parsed, nothing), 50) == []
+        assert app.indexes.keyword.search(merge_parsed(parsed, nothing), 50) == []
         assert index.search(vector, 10, nothing) == []
     finally:
         app.close()
@@ -131,21 +131,23 @@ def test_hybrid_search_by_request_filter_and_by_query_syntax(inst: Instance) -> 
     galaxy = inst.members[topic]
     app = build_app(inst.settings)
     try:
-        unfiltered = app.search.search("graph study", limit=50)
+        unfiltered = app.search.hybrid.search("graph study", limit=50)
         assert {h.paper.id for h in unfiltered.hits} - galaxy
         for page in (
-            app.search.search("graph study", SearchFilters(topic=topic), limit=50),
-            app.search.search(f"graph study topic:{topic}", limit=50),
+            app.search.hybrid.search("graph study", SearchFilters(topic=topic), limit=50),
+            app.search.hybrid.search(f"graph study topic:{topic}", limit=50),
         ):
             ids = {h.paper.id for h in page.hits}
             assert ids
             assert ids <= galaxy
             assert page.total <= len(galaxy)
             assert page.notes == ()
-        unknown = app.search.search("graph study topic:999999", limit=50)
+        unknown = app.search.hybrid.search("graph study topic:999999", limit=50)
         assert unknown.hits == ()
         assert unknown.notes == ("there is no topic 999999; nothing matches topic:999999",)
-        constrained = app.search.search(f'"galaxy study" topic:{topic}', limit=50)  # phrase: rerank path
+        constrained = app.search.hybrid.search(
+            f'"galaxy study" topic:{topic}', limit=50
+        )  # phrase: rerank path
         assert constrained.hits
         assert {h.paper.id for h in constrained.hits} <= galaxy
     finally:

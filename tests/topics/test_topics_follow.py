@@ -94,7 +94,7 @@ def test_the_indexer_builds_topics_after_embedding_rebuilds_when_outgrown_and_pl
         assert "of 30 papers" in expect("topics: built")
         watcher = build_app(Settings(data_dir=data, embedding_backend="fake", keyword_engine="fts5"))
         try:
-            waiting = watcher.indexer_activity()  # readers know a follower is there, waiting
+            waiting = watcher.indexes.activity.activity()  # readers know a follower is there, waiting
             assert waiting is not None
             assert waiting.state == "idle"
             assert waiting.holder.split(":")[1] == str(proc.pid)
@@ -112,10 +112,10 @@ def test_the_indexer_builds_topics_after_embedding_rebuilds_when_outgrown_and_pl
 
     app = build_app(Settings(data_dir=data, embedding_backend="fake", keyword_engine="fts5"))
     try:
-        runs = app.jobs.status(job="topics")
+        runs = app.maintenance.jobs.status(job="topics")
         assert [r.trigger for r in runs] == ["indexer"] * 3
         assert all(r.status == "ok" for r in runs)
-        assert app.topics.records.current() is not None
-        assert app.indexer_activity() is None  # the stopped follower took its entry away
+        assert app.catalogue.topics.records.current() is not None
+        assert app.indexes.activity.activity() is None  # the stopped follower took its entry away
     finally:
         app.close()

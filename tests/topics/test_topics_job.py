@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 from paperfeed.adapters.store import SqlPaperStore
 from paperfeed.adapters.store.schema_topics import topic_papers, topics
 from paperfeed.adapters.store.topics import SqlTopicRecords
-from paperfeed.bootstrap import topic_settings
+from paperfeed.bootstrap.catalogue import topic_settings
 from paperfeed.domain.topics import LineageKind, TooFewPapers, TopicAssignment
 from paperfeed.services.topics import TopicService
 from tests.support.defaults import DEFAULTS, topic_modeller

@@ -57,12 +57,12 @@ def ui_settings(folder: Path, url: str | None, **extra: Any) -> Settings:
 def populate(settings: Settings, backend: str, *, build: bool = True) -> Instance:
     app = build_app(settings)
     try:
-        add_papers(app.store, 40, embed=False)  # 120 papers, upvotes 0..4, one a day back from NOW
-        app.indexing.run()  # the fake embedder's vectors, the vector and keyword indexes
+        add_papers(app.core.store, 40, embed=False)  # 120 papers, upvotes 0..4, one a day back from NOW
+        app.indexes.indexer.current().run()  # the fake embedder's vectors, the vector and keyword indexes
         if build:
-            app.topics.build()
-        members = app.topics.records.memberships()
-        labels = {t.id: t.label for t in app.topics.records.topics()}
+            app.catalogue.topics.build()
+        members = app.catalogue.topics.records.memberships()
+        labels = {t.id: t.label for t in app.catalogue.topics.records.topics()}
     finally:
         app.close()
     return Instance(settings, backend, members, labels)
@@ -84,15 +84,17 @@ def client_of(settings: Settings) -> Iterator[TestClient]:
 
 
 def make_user(app: App, email: str) -> User:
-    app.accounts.sign_up(email, "correct horse battery", None, client="test", base_url="http://testserver")
-    stored = app.accounts.store.user_by_email(email)
+    app.readers.accounts.sign_up(
+        email, "correct horse battery", None, client="test", base_url="http://testserver"
+    )
+    stored = app.readers.accounts.store.user_by_email(email)
     assert stored is not None
     return stored.user
 
 
 def sign_in(client: TestClient, app: App, user: User) -> TestClient:
     client.cookies.clear()
-    client.cookies.set(SESSION_COOKIE, app.accounts.create_session(user).session)
+    client.cookies.set(SESSION_COOKIE, app.readers.accounts.create_session(user).session)
     return client
 
 

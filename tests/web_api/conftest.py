@@ -27,7 +27,7 @@ from tests.support.live_server import live_server
 def _import(settings: Settings, hf_path: Path) -> None:
     app = build_app(settings)
     try:
-        summary = app.ingest.run(JsonlFileSource(hf_path, batch_size=app.settings.batch_size))
+        summary = app.sources.ingest.run(JsonlFileSource(hf_path, batch_size=app.settings.batch_size))
         assert summary.rejected == 0, summary.rejects[:3]
     finally:
         app.close()

@@ -73,7 +73,7 @@ def test_a_day_matches_the_real_hugging_face_response(client: TestClient, shared
 
 
 def test_daily_papers_pages_and_periods_agree_with_the_feed_service(client: TestClient, web_app: App) -> None:
-    feeds = web_app.feeds
+    feeds = web_app.catalogue.feeds
     day = feeds.day(date(2025, 3, 14))
     first = client.get("/api/daily_papers", params={"date": "2025-03-14", "limit": 10, "p": 0}).json()
     second = client.get("/api/daily_papers", params={"date": "2025-03-14", "limit": 10, "p": 1}).json()
@@ -91,12 +91,12 @@ def test_daily_papers_pages_and_periods_agree_with_the_feed_service(client: Test
 def test_daily_papers_without_a_period_are_the_newest_days_or_trending(
     client: TestClient, web_app: App
 ) -> None:
-    latest = web_app.feeds.day(None)
+    latest = web_app.catalogue.feeds.day(None)
     body = client.get("/api/daily_papers", params={"limit": 100}).json()
     assert _ids(body)[: latest.total] == [i.paper.id for i in latest.items]
     assert body[latest.total]["publishedAt"] == hf_time(latest.prev_day)  # type: ignore[arg-type]
     trending = client.get("/api/daily_papers", params={"sort": "trending", "limit": 7}).json()
-    assert _ids(trending) == [i.paper.id for i in web_app.feeds.trending(7).items]
+    assert _ids(trending) == [i.paper.id for i in web_app.catalogue.feeds.trending(7).items]
 
 
 def test_submitter_filter_matches_nothing(client: TestClient) -> None:
@@ -118,9 +118,12 @@ def test_paper_info_accepts_any_id_spelling(client: TestClient, hf_records: dict
 
 
 def test_all_papers_pages_follow_the_link_header(client: TestClient, web_app: App) -> None:
-    expected = [p.id for p in web_app.feeds.papers_page(None, 100).items]
+    expected = [p.id for p in web_app.catalogue.feeds.papers_page(None, 100).items]
     expected += [
-        p.id for p in web_app.feeds.papers_page(web_app.feeds.papers_page(None, 100).next_cursor, 100).items
+        p.id
+        for p in web_app.catalogue.feeds.papers_page(
+            web_app.catalogue.feeds.papers_page(None, 100).next_cursor, 100
+        ).items
     ]
     seen: list[str] = []
     url: str | None = "/api/papers?limit=50"
@@ -139,11 +142,11 @@ def test_all_papers_pages_follow_the_link_header(client: TestClient, web_app: Ap
 
 
 def test_the_last_page_has_no_next_link(client: TestClient, web_app: App) -> None:
-    total = web_app.store.stats().papers
+    total = web_app.core.store.stats().papers
     cursor = None
     pages = 0
     while True:
-        page = web_app.feeds.papers_page(cursor, 100)
+        page = web_app.catalogue.feeds.papers_page(cursor, 100)
         pages += 1
         if page.next_cursor is None:
             break
@@ -171,7 +174,7 @@ def test_paper_markdown(client: TestClient, hf_records: dict[str, Any]) -> None:
 
 def test_markdown_escapes_hostile_titles() -> None:
     from paperfeed.domain.feed import PaperDetail
-    from paperfeed.web.paper_markdown import paper_markdown
+    from paperfeed.mcp.paper_markdown import paper_markdown
 
     paper = Paper(
         id="2503.00001",
@@ -222,7 +225,7 @@ def test_every_response_says_how_long_the_server_took(client: TestClient) -> Non
 def test_search_items_carry_highlights_from_the_hits(client: TestClient, web_app: App) -> None:
     query = "multi-turn image editing"
     body = client.get("/api/papers/search", params={"q": query, "limit": 5}).json()
-    hits = web_app.search.search(query, limit=5).hits
+    hits = web_app.search.hybrid.search(query, limit=5).hits
     assert _ids(body) == [h.paper.id for h in hits]
     assert body
     for item, hit in zip(body, hits, strict=True):
@@ -234,7 +237,7 @@ def test_search_items_carry_highlights_from_the_hits(client: TestClient, web_app
 
 def test_search_without_a_query_lists_the_newest_papers(client: TestClient, web_app: App) -> None:
     body = client.get("/api/papers/search", params={"limit": 5}).json()
-    assert _ids(body) == [i.paper.id for i in web_app.feeds.recent(limit=5)]
+    assert _ids(body) == [i.paper.id for i in web_app.catalogue.feeds.recent(limit=5)]
 
 
 def test_similar_papers_follow_the_search_service(client: TestClient, web_app: App) -> None:
@@ -244,7 +247,7 @@ def test_similar_papers_follow_the_search_service(client: TestClient, web_app: A
     response = client.get("/api/papers/2503.10613v2/similar", params={"limit": 5})
     assert response.status_code == 200
     body = response.json()
-    hits = web_app.search.similar("2503.10613", limit=5)
+    hits = web_app.search.hybrid.similar("2503.10613", limit=5)
     assert _ids(body) == [h.paper.id for h in hits]
     assert all(item["similarity"] is None for item in body)
     assert "2503.10613" not in _ids(body)

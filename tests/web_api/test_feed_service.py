@@ -52,7 +52,7 @@ def _expected_order(recs: list[dict[str, Any]]) -> list[str]:
 
 
 def test_latest_day_is_the_newest_listed_day_ranked_by_upvotes(web_app: App, by_day: dict[date, Any]) -> None:
-    feed = web_app.feeds.day(None)
+    feed = web_app.catalogue.feeds.day(None)
     newest = max(by_day)
     assert feed.day == newest
     assert [i.paper.id for i in feed.items] == _expected_order(by_day[newest])
@@ -69,7 +69,7 @@ def test_days_match_the_file_and_navigation_skips_empty_days(
     days = sorted(by_day)
     for i in range(0, len(days), 23):  # a spread of ~25 days across the two years
         day = days[i]
-        feed = web_app.feeds.day(day)
+        feed = web_app.catalogue.feeds.day(day)
         assert [x.paper.id for x in feed.items] == _expected_order(by_day[day]), day
         assert feed.total == len(by_day[day])
         prev_day = days[i - 1] if i > 0 else None
@@ -82,7 +82,7 @@ def test_days_match_the_file_and_navigation_skips_empty_days(
 def test_a_day_without_papers_is_empty_but_navigable(web_app: App, by_day: dict[date, Any]) -> None:
     days = sorted(by_day)
     gap = next(d + timedelta(days=1) for d, e in itertools.pairwise(days) if (e - d).days > 1)
-    feed = web_app.feeds.day(gap)
+    feed = web_app.catalogue.feeds.day(gap)
     assert feed.empty
     assert feed.items == ()
     assert feed.prev_day == max(d for d in days if d < gap)
@@ -97,17 +97,21 @@ def test_periods_cover_their_days_once_and_page_consistently(
 ) -> None:
     period = parse_week(label) if kind == "week" else parse_month(label)
     recs = {r["id"]: r for d, rs in by_day.items() if period.contains(d) for r in rs}
-    full = web_app.feeds.period(period)
+    full = web_app.catalogue.feeds.period(period)
     assert full.total == len(recs) > 0
     assert [i.paper.id for i in full.items] == _expected_order(list(recs.values()))
-    paged = [i for offset in range(0, full.total, 7) for i in web_app.feeds.period(period, 7, offset).items]
+    paged = [
+        i
+        for offset in range(0, full.total, 7)
+        for i in web_app.catalogue.feeds.period(period, 7, offset).items
+    ]
     assert [(i.rank, i.paper.id) for i in paged] == [(i.rank, i.paper.id) for i in full.items]
     earlier = [d for d in by_day if d < period.start]
     assert full.prev_label == (Period.of(period.kind, max(earlier)).label if earlier else None)
 
 
 def test_trending_ranks_by_the_documented_score(web_app: App, by_day: dict[date, Any]) -> None:
-    page = web_app.feeds.trending(limit=200)
+    page = web_app.catalogue.feeds.trending(limit=200)
     end = max(by_day) + timedelta(days=1)  # the data stops before "now": ages count from its end
     assert page.reference_time == datetime(end.year, end.month, end.day, tzinfo=UTC)
     assert page.items
@@ -122,7 +126,7 @@ def test_trending_ranks_by_the_documented_score(web_app: App, by_day: dict[date,
     assert scores == sorted(scores, reverse=True)
     assert "ln(1 + github_stars)" in page.formula
     assert "g = 1.5" in page.formula
-    second = web_app.feeds.trending(limit=10, offset=10)
+    second = web_app.catalogue.feeds.trending(limit=10, offset=10)
     assert [i.paper.id for i in second.items] == [i.paper.id for i in page.items[10:20]]
 
 
@@ -138,7 +142,7 @@ def test_papers_page_walks_every_paper_exactly_once(web_app: App, hf_records: Re
     seen: list[Paper] = []
     cursor: str | None = None
     while True:
-        page = web_app.feeds.papers_page(cursor, 1000)
+        page = web_app.catalogue.feeds.papers_page(cursor, 1000)
         seen.extend(page.items)
         if page.next_cursor is None:
             break
@@ -151,7 +155,7 @@ def test_papers_page_walks_every_paper_exactly_once(web_app: App, hf_records: Re
 @pytest.mark.parametrize("cursor", ["garbage!", "eA", "MjAyNXxub3QtYW4taWQ", "x" * 401])
 def test_tampered_cursors_are_refused(web_app: App, cursor: str) -> None:
     with pytest.raises(InvalidCursor):
-        web_app.feeds.papers_page(cursor, 10)
+        web_app.catalogue.feeds.papers_page(cursor, 10)
 
 
 def test_paper_lookup_accepts_any_spelling(web_app: App, hf_records: Records) -> None:
@@ -161,14 +165,14 @@ def test_paper_lookup_accepts_any_spelling(web_app: App, hf_records: Records) ->
         ("arXiv:2503.10613", None),
         ("https://arxiv.org/abs/2503.10613v1", 1),
     ]:
-        detail = web_app.feeds.paper(spelling)
+        detail = web_app.catalogue.feeds.paper(spelling)
         assert detail is not None
         assert detail.paper.id == "2503.10613"
         assert detail.requested_version == version
         assert detail.listed_on == tuple(_days_of(hf_records["2503.10613"]))
-    assert web_app.feeds.paper("2503.99999") is None
+    assert web_app.catalogue.feeds.paper("2503.99999") is None
     with pytest.raises(InvalidPaperId):
-        web_app.feeds.paper("nonsense")
+        web_app.catalogue.feeds.paper("nonsense")
 
 
 @pytest.mark.parametrize("bad", ["2025-W54", "2025-W00", "2025-12-01", "W12", ""])
@@ -328,7 +332,7 @@ def test_recent_lists_newest_days_first_at_any_depth(
 ) -> None:
     expected = [pid for day in sorted(by_day, reverse=True) for pid in _expected_order(by_day[day])]
     for offset in (0, 13, 500, len(expected) - 20):
-        items = web_app.feeds.recent(limit=50, offset=offset)
+        items = web_app.catalogue.feeds.recent(limit=50, offset=offset)
         assert [i.paper.id for i in items] == expected[offset : offset + 50]
         assert [i.rank for i in items] == list(range(offset + 1, offset + 1 + len(items)))
-    assert web_app.feeds.recent(limit=10, offset=len(expected)) == []
+    assert web_app.catalogue.feeds.recent(limit=10, offset=len(expected)) == []

@@ -29,7 +29,7 @@ def _parse(client: TestClient, url: str, media: str) -> feedparser.FeedParserDic
 def test_daily_feed_lists_the_days_papers_in_order(
     client: TestClient, web_app: App, kind: str, version: str, media: str
 ) -> None:
-    day = web_app.feeds.day(date(2025, 3, 14))
+    day = web_app.catalogue.feeds.day(date(2025, 3, 14))
     parsed = _parse(client, f"/{kind}/daily?date=2025-03-14", media)
     assert parsed.version == version
     assert "2025-03-14" in parsed.feed.title
@@ -45,7 +45,7 @@ def test_daily_feed_lists_the_days_papers_in_order(
 
 
 def test_daily_feed_defaults_to_the_latest_day(client: TestClient, web_app: App) -> None:
-    latest = web_app.feeds.day(None)
+    latest = web_app.catalogue.feeds.day(None)
     parsed = _parse(client, "/rss/daily", "application/rss+xml")
     assert latest.day.isoformat() in parsed.feed.title
     assert len(parsed.entries) == latest.total
@@ -53,7 +53,7 @@ def test_daily_feed_defaults_to_the_latest_day(client: TestClient, web_app: App)
 
 @pytest.mark.parametrize("kind", ["rss", "atom"])
 def test_trending_feed_follows_the_trending_ranking(client: TestClient, web_app: App, kind: str) -> None:
-    page = web_app.feeds.trending(30)
+    page = web_app.catalogue.feeds.trending(30)
     parsed = _parse(client, f"/{kind}/trending", f"application/{kind}+xml")
     assert [e.link for e in parsed.entries] == [f"http://testserver/papers/{t.paper.id}" for t in page.items]
     assert page.formula in parsed.feed.get("subtitle", parsed.feed.get("description", ""))
@@ -77,7 +77,7 @@ def test_feed_links_use_the_configured_base_url(web_settings: object) -> None:
 @pytest.mark.parametrize("kind", ["rss", "atom"])
 def test_search_feed(client: TestClient, web_app: App, kind: str) -> None:
     parsed = _parse(client, f"/{kind}/search?q=diffusion+transformer", f"application/{kind}+xml")
-    hits = web_app.search.search("diffusion transformer", limit=30).hits
+    hits = web_app.search.hybrid.search("diffusion transformer", limit=30).hits
     assert [e.link for e in parsed.entries] == [f"http://testserver/papers/{h.paper.id}" for h in hits]
     assert "diffusion transformer" in parsed.feed.title
 
@@ -103,7 +103,7 @@ def test_feeds_survive_control_characters_in_titles(tmp_path: object) -> None:
         published=datetime(2025, 3, 14, tzinfo=UTC),
         upvotes=2,
     )
-    app.store.apply_batch(
+    app.core.store.apply_batch(
         Batch(papers=[paper], listings=[Listing(date(2025, 3, 14), paper.id, "hf-daily", 2)])
     )
     app.close()

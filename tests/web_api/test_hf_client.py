@@ -30,7 +30,7 @@ def hf(live_url: str) -> HfApi:
 
 
 def test_list_daily_papers_by_date_week_month_and_pages(hf: HfApi, web_app: App) -> None:
-    feeds = web_app.feeds
+    feeds = web_app.catalogue.feeds
     day = list(hf.list_daily_papers(date="2025-03-14", limit=100))
     expected = feeds.day(date(2025, 3, 14)).items
     assert [p.id for p in day] == [i.paper.id for i in expected]
@@ -87,6 +87,6 @@ def test_read_paper(hf: HfApi, hf_records: dict[str, Any]) -> None:
 
 def test_list_papers_search(hf: HfApi, web_app: App) -> None:
     found = list(hf.list_papers(query="multi-turn image editing", limit=10))
-    expected = web_app.search.search("multi-turn image editing", limit=10).hits
+    expected = web_app.search.hybrid.search("multi-turn image editing", limit=10).hits
     assert [p.id for p in found] == [h.paper.id for h in expected]
     assert found

@@ -60,9 +60,11 @@ def page_settings(tmp_path_factory: pytest.TempPathFactory, hf_path: Path) -> Se
             app = build_app(settings)
             try:
                 for path in (hf_path, HOSTILE):
-                    summary = app.ingest.run(JsonlFileSource(path, batch_size=app.settings.batch_size))
+                    summary = app.sources.ingest.run(
+                        JsonlFileSource(path, batch_size=app.settings.batch_size)
+                    )
                     assert summary.rejected == 0, summary.rejects[:3]
-                app.indexing.run()
+                app.indexes.indexer.current().run()
             finally:
                 app.close()
             (data_dir / "complete").touch()

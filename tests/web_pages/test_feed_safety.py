@@ -88,14 +88,16 @@ def feeds(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClient
     )
     app = build_app(settings)
     try:
-        assert app.ingest.run(JsonlFileSource(HOSTILE, batch_size=app.settings.batch_size)).rejected == 0
-        app.indexing.run()
+        assert (
+            app.sources.ingest.run(JsonlFileSource(HOSTILE, batch_size=app.settings.batch_size)).rejected == 0
+        )
+        app.indexes.indexer.current().run()
         reader = add_user(app, "mallory@example.org", "Mallory")
-        tag = app.library.create_tag(reader, f"Reading {MARKUP}", public=True)
+        tag = app.readers.library.create_tag(reader, f"Reading {MARKUP}", public=True)
         for paper_id in ("2405.00001", "2405.00002"):
-            app.library.save(reader, paper_id, [tag.name])
-        search = app.library.add_search(reader, f"Alert {MARKUP}", "attention", SearchFilters())
-        params = {"tag_id": str(tag.id), "token": app.library.feed_token(reader, search.id)}
+            app.readers.library.save(reader, paper_id, [tag.name])
+        search = app.readers.library.add_search(reader, f"Alert {MARKUP}", "attention", SearchFilters())
+        params = {"tag_id": str(tag.id), "token": app.readers.library.feed_token(reader, search.id)}
     finally:
         app.close()
     with TestClient(create_app(lambda: build_app(settings)), follow_redirects=False) as client:

@@ -57,12 +57,14 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     )
     app = build_app(settings)
     try:
-        made = add_papers(app.store, 40, embed=False)
-        app.store.apply_batch(Batch(listings=[Listing(DAY, p.id, "hf-daily", upvotes=3) for p in made[:10]]))
-        app.indexing.run()
-        app.topics.build()
+        made = add_papers(app.core.store, 40, embed=False)
+        app.core.store.apply_batch(
+            Batch(listings=[Listing(DAY, p.id, "hf-daily", upvotes=3) for p in made[:10]])
+        )
+        app.indexes.indexer.current().run()
+        app.catalogue.topics.build()
         admin = add_reader(app, "admin@example.org", "Maximiliana Administratorova-Longname", role="admin")
-        session = app.accounts.create_session(admin).session
+        session = app.readers.accounts.create_session(admin).session
     finally:
         app.close()
     with live_server(settings) as url:

@@ -23,7 +23,6 @@ import shutil
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -32,6 +31,7 @@ import orjson
 from paperfeed.adapters.data_folder import private_file, secure_folder
 from paperfeed.adapters.files import fsync
 from paperfeed.domain.errors import BackupError
+from paperfeed.domain.store_admin import BackupInfo
 
 __all__ = [
     "BACKUP_DB",
@@ -46,17 +46,6 @@ BACKUP_DB = "paperfeed.db"
 BACKUP_MANIFEST = "backup.json"
 SECRET_FILE = "secret_key"
 _KEEP_ON_RESTORE = frozenset({"models"})  # cached model files: harmless, expensive to fetch again
-
-
-@dataclass(frozen=True, slots=True)
-class BackupInfo:
-    created_at: str
-    schema_revision: str | None
-    papers: int
-    sha256: str
-    size: int
-    secret_key: bool
-    seconds: float = 0.0
 
 
 def _sha256(path: Path) -> str:

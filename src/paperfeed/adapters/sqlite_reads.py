@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from paperfeed.domain.community import with_local_counts
 from paperfeed.domain.indexing_status import INDEXER_REPORT_CHECKPOINT, IndexerReport
 from paperfeed.domain.models import Paper
 from paperfeed.domain.ports import DerivedStats, StoreStats
@@ -36,6 +37,18 @@ _COLUMNS = (
     "id, title, abstract, authors, categories, version, published, updated, comment, journal_ref, doi, "
     "license, github_repo, github_stars, project_page, upvotes, num_comments, organization, ai_summary, "
     "ai_keywords, sources"
+)
+
+
+_HIDDEN_READERS = "SELECT id FROM users WHERE hidden_at IS NOT NULL"
+_VISIBLE = (  # the rule of adapters/store/community.py's local_upvotes / local_comments and not_hidden
+    "SELECT {columns}, "
+    "(SELECT COUNT(*) FROM paper_upvotes v WHERE v.paper_id = papers.id "
+    f"AND v.user_id NOT IN ({_HIDDEN_READERS})), "
+    "(SELECT COUNT(*) FROM paper_comments c WHERE c.paper_id = papers.id AND c.hidden_at IS NULL "
+    f"AND c.user_id NOT IN ({_HIDDEN_READERS})) "
+    "FROM papers WHERE id IN ({marks}) "
+    "AND NOT EXISTS (SELECT 1 FROM hidden_papers h WHERE h.paper_id = papers.id)"
 )
 
 
@@ -120,6 +133,10 @@ class SqliteReads:
             location=self.location,
         )
 
+    def count_papers(self) -> int:
+        """:class:`~paperfeed.domain.coverage.PaperCount` (``paperfeed search``'s coverage note)."""
+        return int(self._one("SELECT COUNT(*) FROM papers"))
+
     def derived_stats(self) -> DerivedStats:
         # the (model_id, paper_id) index answers the count per model without reading a vector
         rows = self._conn.execute("SELECT model_id, count(*) FROM embeddings GROUP BY model_id").fetchall()
@@ -163,6 +180,19 @@ class SqliteReads:
 
     def hidden_paper_ids(self) -> frozenset[str]:
         return frozenset(r[0] for r in self._conn.execute("SELECT paper_id FROM hidden_papers"))
+
+    def visible_papers(self, paper_ids: Sequence[str]) -> dict[str, Paper]:
+        """:class:`~paperfeed.domain.visible.VisibleReads` on the stdlib driver: the papers among
+        ``paper_ids`` an administrator did not hide, with this instance's votes and comments (of readers
+        not hidden; hidden comments left out) added to the imported counts, as the SQL store shows them."""
+        found: dict[str, Paper] = {}
+        ids = list(dict.fromkeys(paper_ids))
+        for start in range(0, len(ids), _CHUNK):
+            chunk = ids[start : start + _CHUNK]
+            marks = ", ".join("?" * len(chunk))
+            for row in self._conn.execute(_VISIBLE.format(columns=_COLUMNS, marks=marks), chunk):
+                found[row[0]] = with_local_counts(_paper(row[:-2]), row[-2], row[-1])
+        return found
 
     def changed_after(self, moment: datetime) -> bool:
         row = self._conn.execute("SELECT 1 FROM papers WHERE modified_at > ? LIMIT 1", (_stamp(moment),))

@@ -32,7 +32,7 @@ def register(app: typer.Typer) -> None:
         if settings.database_url is not None and not settings.db_url.startswith("sqlite"):
             raise fail(_PG_HINT)
         try:
-            info = c.app.backup(dest)
+            info = c.app.maintenance.store.backup(dest)
         except BackupError as exc:
             raise fail(str(exc)) from None
         c.console.print(
@@ -61,7 +61,7 @@ def register(app: typer.Typer) -> None:
                 _PG_HINT if not settings.db_url.startswith("sqlite") else "restore into --data-dir only"
             )
         try:
-            info = c.app.restore(src, force=force)
+            info = c.app.maintenance.store.restore(src, force=force)
         except BackupError as exc:
             raise fail(str(exc)) from None
         c.console.print(
@@ -69,12 +69,13 @@ def register(app: typer.Typer) -> None:
             highlight=False,
         )
         app_ = c.app
-        words = app_.keyword_index  # opening it builds it from the restored store
-        words.flush()
-        c.console.print(f"keyword index rebuilt ({words.name})", highlight=False)
-        if app_.embeddings.model_counts().get(app_.embedder.model_id):
+        words = app_.indexes.keyword_maintenance
+        words.catch_up()  # opening it builds it from the restored store
+        c.console.print(f"keyword index rebuilt ({words.engine})", highlight=False)
+        indexing = app_.indexes.indexer.current()
+        if indexing.stored_vectors():
             try:
-                synced = app_.indexing.sync_index(full=True)
+                synced = indexing.sync_index(full=True)
             except VectorIndexError as exc:
                 raise fail(f"vector index: {exc}") from None
             c.console.print(

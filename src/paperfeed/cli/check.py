@@ -76,7 +76,7 @@ def register(app: typer.Typer) -> None:
         from paperfeed.domain.errors import EmbedderUnavailable
 
         c: Context = ctx.obj
-        service = c.app.check
+        service = c.app.maintenance.check
         try:
             report = service.check()
             if repair and not report.ok:
@@ -86,7 +86,7 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(orjson.dumps(_as_json(report)).decode())
         else:
-            where = c.app.store.engine.url.render_as_string(hide_password=True)
+            where = c.app.maintenance.store.location()
             c.console.print(f"paperfeed check: {where}", highlight=False)
             for line in _lines(report.probes):
                 c.console.print(line, highlight=False, markup=False, soft_wrap=True)

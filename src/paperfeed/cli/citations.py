@@ -122,7 +122,7 @@ def import_citations(
     if wanted not in _FORMATS:
         raise fail(f"--format: expected one of {', '.join(_FORMATS)}, got {fmt[:40]!r}")
     chosen = None if wanted == "auto" else ImportFormat(wanted)
-    service = c.app.citation_import
+    service = c.app.sources.citation_import
     opened = []
     for path in files:  # every file readable before anything is imported
         try:

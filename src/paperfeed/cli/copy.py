@@ -33,25 +33,14 @@ def register(app: typer.Typer) -> None:
         """Copy the whole store (papers, listings, embeddings, accounts, everything) into another database,
         then build its search indexes. Safe to interrupt and to repeat: a re-run resumes and never
         duplicates."""
-        from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+        from paperfeed.domain.errors import InvalidDatabaseUrl, StoreError
+        from paperfeed.services.store_admin import CopyRefused
 
         c: Context = ctx.obj
         settings = c.settings
-        app_ = c.app
-        target_url = app_.canonical_database_url(to)
-        if app_.canonical_database_url(settings.db_url) == target_url:
-            raise fail("--to names the database paperfeed already uses")
         if settings.database_url is None and not (settings.data_dir / "paperfeed.db").exists():
             raise fail(f"nothing to copy: {settings.data_dir / 'paperfeed.db'} does not exist")
         started = time.monotonic()
-        try:
-            _source = app_.store  # opened first: a source that cannot be opened is reported as such
-            target = app_.open_other_store(target_url)
-        except ArgumentError as exc:
-            raise fail(f"--to: {exc}") from None
-        except SQLAlchemyError as exc:
-            raise fail(f"cannot open {to}: {getattr(exc, 'orig', None) or exc}", 3) from None
-        where = target.engine.url.render_as_string(hide_password=True)
         bars = Progress(
             TextColumn("[bold]{task.description:>16}"),
             BarColumn(),
@@ -67,18 +56,19 @@ def register(app: typer.Typer) -> None:
                 tasks[table] = bars.add_task(table, total=total)
             bars.update(tasks[table], completed=done, total=total)
 
+        store = c.app.maintenance.store
         try:
             with bars:
-                summary = app_.copy_store_into(
-                    target, batch_size=batch_size, progress=progress, restart=restart
+                where, summary = store.copy_to(
+                    to, current=settings.db_url, batch_size=batch_size, progress=progress, restart=restart
                 )
-            index_note = _build_indexes(settings, target_url)
-        except SQLAlchemyError as exc:
-            raise fail(
-                f"copy to {where} stopped: {getattr(exc, 'orig', None) or exc}; run it again to resume", 3
-            ) from None
-        finally:
-            target.close()
+            index_note = _build_indexes(settings, store.canonical_url(to))
+        except CopyRefused as exc:
+            raise fail(str(exc)) from None
+        except InvalidDatabaseUrl as exc:
+            raise fail(f"--to: {exc}") from None
+        except StoreError as exc:
+            raise fail(str(exc), 3) from None
         table = Table(title=f"copied to {where}", show_header=True, header_style="bold")
         table.add_column("table")
         table.add_column("rows written", justify="right")
@@ -99,13 +89,13 @@ def _build_indexes(settings: SettingsModel, target_url: str) -> str:
 
     app = build_app(settings.model_copy(update={"database_url": target_url}))
     try:
-        if app.store.engine.dialect.name != "postgresql":
+        if not app.maintenance.store.is_postgresql():
             return "indexes: run `paperfeed index` against the new database to build its vector index"
-        counts = app.embeddings.model_counts()
-        model = app.embedder.model_id
-        if not counts.get(model):
+        indexing = app.indexes.indexer.current()
+        model = indexing.embedder.model_id
+        if not indexing.stored_vectors():
             return f"vector index: no copied vectors of {model}; `paperfeed index` will embed the papers"
-        sync = app.indexing.sync_index(full=True)
+        sync = indexing.sync_index(full=True)
         return f"vector index: {sync.size:,} vectors of {model} (pgvector HNSW); keyword index: built on copy"
     except VectorIndexError as exc:
         return f"vector index not built: {exc}"

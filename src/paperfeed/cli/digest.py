@@ -36,15 +36,15 @@ def parse_now(value: str | None) -> datetime | None:
 
 def _use_clock(c: Context, now: datetime | None) -> None:
     if now is not None:
-        c.app.digests.clock = lambda: now
-        c.app.subscriptions.clock = lambda: now
+        c.app.digests.sender.clock = lambda: now
+        c.app.digests.subscriptions.clock = lambda: now
 
 
 def _base_url_note(c: Context) -> None:
     if not c.settings.base_url:
         c.err.print(
             "[yellow]note:[/] PAPERFEED_BASE_URL is not set: links in mail point to "
-            f"{escape(c.app.public_url)}",
+            f"{escape(c.app.core.public_url)}",
             highlight=False,
         )
 
@@ -83,7 +83,7 @@ def preview(
         email = normalize_email(to)
     except InvalidPreferences:
         raise fail(f"--to: not a mail address: {to[:80]!r}") from None
-    sub = c.app.subscriptions.by_email(email)
+    sub = c.app.digests.subscriptions.by_email(email)
     if sub is None:
         c.err.print(f"{escape(email)} has no subscription: previewing the default digest (trending)")
         sub = Subscription(
@@ -92,8 +92,8 @@ def preview(
     elif not sub.active:
         c.err.print(f"note: this subscription is {sub.status.value}: nothing would be sent to it")
     _base_url_note(c)
-    result = c.app.digests.preview(sub, mark=sub.id != 0)
-    missing = [s.value for s in sub.preferences.sections if s in c.app.digests.missing_sections()]
+    result = c.app.digests.sender.preview(sub, mark=sub.id != 0)
+    missing = [s.value for s in sub.preferences.sections if s in c.app.digests.sender.missing_sections()]
     if missing:
         c.err.print(f"note: sections not available on this instance: {', '.join(missing)}")
     if result.mail is None:
@@ -105,7 +105,7 @@ def preview(
         c.console.print(mail.text, markup=False, highlight=False, soft_wrap=True)
         return
     if out.suffix.lower() == ".eml":
-        data = c.app.eml_bytes(mail)
+        data = c.app.mail.eml_bytes(mail)
     elif out.suffix.lower() in (".html", ".htm"):
         data = (mail.html or "").encode()
     else:
@@ -133,7 +133,7 @@ def send(
     moment = parse_now(now)
     _use_clock(c, moment)
     _base_url_note(c)
-    service = c.app.digests
+    service = c.app.digests.sender
     c.err.print(f"mail: {escape(_describe(c))}", highlight=False)
     try:
         composed, sent = service.run(dry_run=dry_run)
@@ -175,17 +175,16 @@ def send(
 
 
 def _describe(c: Context) -> str:
-    describe = getattr(c.app.mailer, "describe", None)
-    return describe() if callable(describe) else type(c.app.mailer).__name__
+    return c.app.mail.describe_mailer()
 
 
 @digest_app.command("status")
 def status(ctx: typer.Context) -> None:
     """Subscriptions and the send ledger by state."""
     c: Context = ctx.obj
-    store = c.app.digest_store
-    subs = store.subscription_counts()
-    ledger = store.ledger_counts()
+    digests = c.app.digests
+    subs = digests.subscriptions.counts()
+    ledger = digests.sender.ledger_counts()
     c.console.print(
         "subscriptions: " + (", ".join(f"{k} {v:,}" for k, v in sorted(subs.items())) or "none"),
         highlight=False,
@@ -194,9 +193,9 @@ def status(ctx: typer.Context) -> None:
         "digests: " + (", ".join(f"{k} {v:,}" for k, v in sorted(ledger.items())) or "none yet"),
         highlight=False,
     )
-    retry = store.next_retry()
+    retry = digests.sender.next_retry()
     if retry is not None:
         c.console.print(f"next retry: {retry:%Y-%m-%d %H:%M:%S} UTC", highlight=False)
-    missing = [s.value for s in c.app.digests.missing_sections()]
+    missing = [s.value for s in c.app.digests.sender.missing_sections()]
     if missing:
         c.console.print(f"sections this instance cannot fill: {', '.join(missing)}", highlight=False)

@@ -42,12 +42,12 @@ def register(app: typer.Typer) -> None:
                 wanted.append(str(parse_arxiv_id(raw)))
             except InvalidPaperId as exc:
                 raise fail(str(exc)) from None
-        source = c.app.arxiv_ids(tuple(wanted))
+        source = c.app.sources.arxiv_ids(tuple(wanted))
         summary = IngestSummary()
         started = time.perf_counter()
         try:
             with RichProgress(c.err, "arXiv API", unit="items") as progress:
-                c.app.ingest.run(source, progress, summary=summary)
+                c.app.sources.ingest.run(source, progress, summary=summary)
         except SourceUnavailable as exc:
             raise fail(f"arXiv API unreachable: {exc}", 3) from None
         except ArxivApiError as exc:

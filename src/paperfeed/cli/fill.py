@@ -34,7 +34,7 @@ def fill_window(
     """Fill or catch up the window with progress on stderr; reports what happened, never raises for an
     unreachable or refusing source. ``hint``: say how to import a file when the sources are unreachable
     (``paperfeed run`` says it itself, once, and only when the store is empty)."""
-    service = c.app.fill
+    service = c.app.sources.fill
     if days is not None:
         service = replace(service, settings=replace(service.settings, days=days))
     with FillBars(c.err) as bars:

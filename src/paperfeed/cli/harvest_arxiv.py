@@ -94,7 +94,7 @@ def register(harvest_app: typer.Typer) -> None:
         if start and end and end[:10] < start[:10]:
             raise fail(f"--until {end} is before --from {start}")
         endpoint = c.settings.arxiv_oai_url
-        source = c.app.arxiv_oai_harvest(
+        source = c.app.sources.arxiv_oai_harvest(
             metadata_prefix=metadata_format.value,
             set_spec=set_spec,
             from_date=start,
@@ -108,7 +108,7 @@ def register(harvest_app: typer.Typer) -> None:
         started = time.perf_counter()
         try:
             with RichProgress(c.err, f"arXiv OAI-PMH {metadata_format.value}", unit="records") as progress:
-                c.app.ingest.run(source, progress, resume=not restart, summary=summary)
+                c.app.sources.ingest.run(source, progress, resume=not restart, summary=summary)
         except OaiError as exc:
             raise _error(c, f"arXiv OAI-PMH at {endpoint} refused the request: {exc}", 2) from None
         except SourceUnavailable as exc:

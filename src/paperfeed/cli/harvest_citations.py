@@ -66,7 +66,7 @@ def register(harvest_app: typer.Typer) -> None:
             raise fail(f"--source: expected s2, openalex or all, got {source[:40]!r}")
         names = ["s2", "openalex"] if wanted == "all" else [wanted]
 
-        harvest = c.app.citation_harvest
+        harvest = c.app.sources.citation_harvest
         try:
             candidates = harvest.candidates(given, since=day, refresh=refresh)
         except UnknownPapers as exc:

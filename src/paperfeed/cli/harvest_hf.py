@@ -75,10 +75,10 @@ def register(harvest_app: typer.Typer) -> None:
         """Harvest Hugging Face Daily Papers. A range resumes at the next day after an interruption."""
         c: Context = ctx.obj
         start, end = _days(on, since, until)
-        source = c.app.hf_daily(start, end)
-        store = c.app.store
+        source = c.app.sources.hf_daily(start, end)
+        ingest = c.app.sources.ingest
         name = source.checkpoint_name
-        done = store.get_checkpoint(name) if name else None
+        done = ingest.checkpoint(name) if name else None
         first = source.resume_day(done)
         if done is not None and first > start:
             c.err.print(f"resuming {start}..{end} at {first} (days up to {done} were already harvested)")
@@ -88,7 +88,7 @@ def register(harvest_app: typer.Typer) -> None:
         try:
             with RichProgress(c.err, label, unit="days") as progress:
                 progress.update((first - start).days, source.days, 0, 0, 0)
-                c.app.ingest.run(source, progress, summary=summary)
+                ingest.run(source, progress, summary=summary)
         except SourceUnavailable as exc:
             kept = f"{summary.added:,} new paper(s) kept" if summary.added else "nothing new was stored"
             resume = "; run the same command again to resume" if name else ""
@@ -97,7 +97,7 @@ def register(harvest_app: typer.Typer) -> None:
             c.err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
             raise typer.Exit(3) from None
         if name:
-            store.clear_checkpoint(name)
+            ingest.clear_checkpoint(name)
         for r in summary.rejects[:20]:
             c.err.print(f"  rejected {r}", highlight=False, markup=False, soft_wrap=True)
         if summary.rejected > 20:

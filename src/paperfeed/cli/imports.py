@@ -67,7 +67,7 @@ def import_paths(
     files = paper_files(files)
     if len(files) > 1:
         c.err.print(f"importing {len(files)} files", highlight=False, markup=False)
-    service = c.app.ingest
+    service = c.app.sources.ingest
     started = time.perf_counter()
     size = batch_size or c.settings.batch_size
     with ExitStack() as stack:
@@ -81,7 +81,7 @@ def import_paths(
         summary = IngestSummary(on_rejects=_sink(out, fatal))
         for path in files:
             before = summary.rejected
-            source = c.app.paper_file(path, batch_size=size, namespace=namespace)
+            source = c.app.sources.paper_file(path, batch_size=size, namespace=namespace)
             # a worker process pays off only past a few MB (starting one costs about half a second);
             # a BibTeX file is parsed whole, by this process
             big = path.stat().st_size > PARALLEL_MIN_BYTES and not _is_bibtex(path)

@@ -56,15 +56,15 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
     from paperfeed.services.jobs import holder_is_dead
 
     try:
-        service = c.app.indexing
+        service = c.app.indexes.indexer.current()
         say(service.plan().message())
         waiting = ""
         topics_due = True  # once at start (papers embedded before), then after each round that embedded
         while True:
-            if c.app.follow_model():  # `paperfeed model adapt` adopted a model (or reset it) meanwhile
-                service = c.app.indexing
+            if c.app.indexes.embedders.follow():  # `paperfeed model adapt` adopted another meanwhile
+                service = c.app.indexes.indexer.current()
                 say(f"the embedding model changed: {service.plan().message()}")
-            held = c.app.job_store.lease("job:daily")
+            held = c.app.maintenance.jobs.lease("job:daily")
             if held is not None and held[1] > datetime.now(UTC) and not holder_is_dead(held[0]):
                 if waiting != "daily":  # the daily job embeds too: one writer of the vector index
                     say("the daily job is running and indexes too: waiting for it to finish")
@@ -95,7 +95,7 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
     except EmbedderUnavailable as exc:
         raise fail(str(exc)) from None
     except _Stop:
-        c.app.indexing.report("stopped", force=True)
+        c.app.indexes.indexer.current().report("stopped", force=True)
         say("indexer stopped; the next start resumes where it left off")
 
 
@@ -106,11 +106,11 @@ def _topics(c: Context, say: Callable[[str], None]) -> None:
     from paperfeed.services.jobs import LeaseBusy, Step
 
     def step() -> dict[str, int | float | str]:
-        return c.app.topics.daily(lambda message: say(f"topics: {message}"))
+        return c.app.catalogue.topics.daily(lambda message: say(f"topics: {message}"))
 
     started = time.monotonic()
     try:
-        run = c.app.jobs.run_steps("topics", lambda: [Step("topics", step)], trigger="indexer")
+        run = c.app.maintenance.jobs.run_steps("topics", lambda: [Step("topics", step)], trigger="indexer")
     except LeaseBusy:
         say("topics: another process is updating them; leaving it to that one")
         return
@@ -191,26 +191,25 @@ def register(app: typer.Typer) -> None:
             _follow(c, slice_size=limit or FOLLOW_SLICE, poll=poll, batch_size=batch_size, nice=nice)
             return
         if keyword:
-            words = c.app.keyword_index
-            words.rebuild()
-            size = len(words)  # type: ignore[arg-type]
-            c.console.print(f"keyword index rebuilt: {size:,} papers ({words.name})", highlight=False)
+            words = c.app.indexes.keyword_maintenance
+            size = words.rebuild()
+            c.console.print(f"keyword index rebuilt: {size:,} papers ({words.engine})", highlight=False)
             return
         try:
             if calibrate:
-                _print_calibration(c, c.app.backend_chooser.calibrate(), "measured now")
+                _print_calibration(c, c.app.indexes.chooser.calibrate(), "measured now")
                 if c.app.settings.embedding_backend != "auto":
                     c.console.print(
                         f"PAPERFEED_EMBEDDING_BACKEND={c.app.settings.embedding_backend} is set and wins "
                         "over the calibration (set it to auto to use it)",
                         highlight=False,
                     )
-            service = c.app.indexing
-            choice = c.app.embedding_choice
+            service = c.app.indexes.indexer.current()
+            choice = c.app.indexes.embedders.choice
             if choice is not None:
                 if choice.calibration is not None and not calibrate and choice.reason != "calibration record":
                     _print_calibration(c, choice.calibration, choice.reason)
-                config = c.app.embedder_config(choice.backend)
+                config = c.app.indexes.embedder_config(choice.backend)
                 c.console.print(
                     f"embedding backend: {choice.backend} ({choice.reason}), {config.threads} threads",
                     highlight=False,
@@ -277,7 +276,7 @@ def _run_workers(
 ) -> IndexingSummary:
     """Embed the backlog in ``workers`` processes; the first Ctrl-C (or SIGTERM) stops it cleanly: the
     batches done are committed, those in flight dropped, the vector index synced. A second one aborts."""
-    pool = c.app.embed_workers(workers)
+    pool = c.app.indexes.embed_workers(workers)
     c.console.print(
         f"embedding in {workers} worker processes ({pool.backend}), {pool.threads} thread(s) each",
         highlight=False,
@@ -297,7 +296,7 @@ def _run_workers(
 
     try:
         with RichProgress(c.err, "embedding", unit="items") as bar:
-            return c.app.indexing.run(
+            return c.app.indexes.indexer.current().run(
                 _Lines(bar, None if c.err.is_terminal else say),
                 rebuild=rebuild,
                 limit=limit,

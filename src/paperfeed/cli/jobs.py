@@ -58,7 +58,7 @@ def run(
     from paperfeed.services.jobs import LeaseBusy
 
     c: Context = ctx.obj
-    service = c.app.jobs
+    service = c.app.maintenance.jobs
     if job not in service.names():
         raise fail(f"no job named {job!r}: choose {', '.join(service.names())}")
     try:
@@ -81,7 +81,7 @@ def status(
     """Recent job runs (start, end, per-step counts, errors), when the scheduler runs them next, and the
     processes ``paperfeed run`` supervises (web, scheduler, indexer: running, restarting or failed)."""
     c: Context = ctx.obj
-    service = c.app.jobs
+    service = c.app.maintenance.jobs
     runs = service.status(limit=limit)
     if not runs:
         c.console.print("no job has run yet: paperfeed jobs run daily, or start paperfeed scheduler")
@@ -92,17 +92,17 @@ def status(
         for report in record.steps:
             c.console.print(_step_line(report), markup=False, highlight=False, soft_wrap=True)
     now = datetime.now(UTC)
-    for job, schedule in c.app.schedules.items():
+    for job, schedule in c.app.maintenance.schedules.items():
         c.console.print(
             f"{job}: {schedule}; next at {schedule.next_after(now):%Y-%m-%d %H:%M} UTC", highlight=False
         )
-    held = c.app.job_store.lease("scheduler")
+    held = c.app.maintenance.jobs.lease("scheduler")
     if held is not None and held[1] > now:
         c.console.print(f"scheduler running: {held[0]} (lease until {held[1]:%H:%M:%S} UTC)", highlight=False)
     from paperfeed.domain.supervision import describe_supervisors
     from paperfeed.services.jobs import holder_is_dead
 
-    for line in describe_supervisors(c.app.supervisor_status.read_all(), holder_is_dead):
+    for line in describe_supervisors(c.app.maintenance.supervisors.read_all(), holder_is_dead):
         c.console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
@@ -133,9 +133,9 @@ def register(app: typer.Typer) -> None:
         c: Context = ctx.obj
         if nice:
             os.nice(nice)  # before any embedder is built: niced, it embeds on half the cores, no spinning
-        plan = c.app.schedules
+        plan = c.app.maintenance.schedules
         loop = Scheduler(
-            c.app.jobs,
+            c.app.maintenance.jobs,
             plan,
             notify=lambda m: c.console.print(f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} {m}", markup=False),
         )

@@ -26,7 +26,7 @@ TagOption = Annotated[str, typer.Option("--tag", help="Tag to save the papers to
 
 
 def _user_id(c: Context, email: str) -> int:
-    user_id = c.app.library.user_id_for_email(email)
+    user_id = c.app.readers.library.user_id_for_email(email)
     if user_id is None:
         raise fail(f"no user with email {email.strip()!r}")
     return user_id
@@ -74,7 +74,7 @@ def import_library(
     fmt_value: Format = fmt  # type: ignore[assignment]
     try:
         with RichProgress(c.err, "arXiv API", unit="items") as progress:
-            report = c.app.library_import.import_file(
+            report = c.app.readers.library_import.import_file(
                 user_id,
                 file,
                 tag=tag,
@@ -164,13 +164,13 @@ def export_library(
             raise fail("--search exports search results: give it without --user and --tag")
         if not search.strip():
             raise fail("--search needs a query")
-        page = c.app.search.search(search, limit=limit)
+        page = c.app.search.hybrid.search(search, limit=limit)
         refs = [Reference(hit.paper) for hit in page.hits]
     else:
         if user is None:
             raise fail("give --user EMAIL (whose library), or --search QUERY")
         user_id = _user_id(c, user)
-        library = c.app.library
+        library = c.app.readers.library
         tag_id = None
         if tag is not None:
             try:
@@ -187,14 +187,14 @@ def export_library(
     text = "".join(ref.paper.id + "\n" for ref in refs) if chosen is None else render(chosen, refs)
     cited = 0
     if with_references:  # keys made unique across the papers and the works they cite
-        entries = c.app.reference_bibliography.bibtex([ref.paper for ref in refs])
+        entries = c.app.catalogue.references.bibtex([ref.paper for ref in refs])
         cited = len(entries) - len(refs)
         text = "".join(entry + "\n\n" for entry in entries)
     if output is None:
         sys.stdout.write(text)
     else:
         try:
-            c.app.write_private_file(output, text.encode())  # 0600: a reader's tags and notes
+            c.app.core.write_private_file(output, text.encode())  # 0600: a reader's tags and notes
         except OSError as exc:
             raise fail(f"{output}: cannot write: {exc.strerror or exc}") from None
         also = f" and {cited:,} references" if with_references else ""

@@ -39,7 +39,7 @@ def outbox(
     work when opened (the .eml files are quoted-printable)."""
     c: Context = ctx.obj
     app = c.app
-    kept = app.kept_mail()
+    kept = app.mail.kept_mail()
     if to is not None:
         from paperfeed.domain.accounts import AccountError, normalize_email
 
@@ -61,7 +61,7 @@ def outbox(
             }
             typer.echo(orjson.dumps(row).decode())
         return
-    if not app.mail_is_kept:
+    if not app.mail.kept:
         c.err.print(
             f"mail is sent through {app.settings.smtp_host}; this outbox only holds what was kept before "
             "PAPERFEED_SMTP_HOST was set",
@@ -72,7 +72,7 @@ def outbox(
     if not kept:
         where = f" to {to.strip()}" if to is not None else ""
         c.err.print(
-            f"no kept mail{where} in {app.outbox_folder}", highlight=False, markup=False, soft_wrap=True
+            f"no kept mail{where} in {app.mail.outbox_folder}", highlight=False, markup=False, soft_wrap=True
         )
         return
     for m in kept:  # plain lines: a link must never be wrapped or marked up

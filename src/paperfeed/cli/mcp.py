@@ -29,7 +29,7 @@ def register(app: typer.Typer) -> None:
         # the MCP SDK, the store and the models are paid for by this command only
         import anyio
 
-        from paperfeed.web.mcp_server import stdio_server
+        from paperfeed.mcp.server import stdio_server
 
         c: Context = ctx.obj
         server = stdio_server(c.app, token)

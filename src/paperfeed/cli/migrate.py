@@ -19,28 +19,22 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Upgrade the database schema (every command does it on open; run it once before starting
         several workers on one PostgreSQL database)."""
-        from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+        from paperfeed.domain.errors import InvalidDatabaseUrl, StoreError
 
         c: Context = ctx.obj
-        app_ = c.app
         try:
-            engine = app_.schema_engine()
-        except ArgumentError as exc:
+            state = c.app.maintenance.store.schema(upgrade=not check)
+        except InvalidDatabaseUrl as exc:
             raise fail(f"database URL: {exc}") from None
-        where = engine.url.render_as_string(hide_password=True)
-        try:
-            before, head = app_.schema_revisions(engine)
-            if check:
-                c.console.print(f"{where}: schema {before or 'empty'}, this paperfeed needs {head}")
-                if before != head:
-                    raise typer.Exit(1)
-                return
-            app_.upgrade_schema(engine)
-        except SQLAlchemyError as exc:
-            raise fail(f"{where}: {getattr(exc, 'orig', None) or exc}", 3) from None
-        finally:
-            engine.dispose()
-        if before == head:
+        except StoreError as exc:
+            raise fail(str(exc), 3) from None
+        where, before, head = state.location, state.current, state.head
+        if check:
+            c.console.print(f"{where}: schema {before or 'empty'}, this paperfeed needs {head}")
+            if state.behind:
+                raise typer.Exit(1)
+            return
+        if not state.behind:
             c.console.print(f"{where}: schema already at {head}", highlight=False)
         else:
             c.console.print(f"{where}: schema upgraded from {before or 'empty'} to {head}", highlight=False)

@@ -182,7 +182,7 @@ def adapt(
 
     stop = StopFlag()
     try:
-        service = c.app.adaptation
+        service = c.app.maintenance.adaptation
         plan = service.plan(options)
         c.console.print(plan.message(), highlight=False)
         with stop.installed(c.err), StepBar(c.err) as bar:
@@ -229,9 +229,9 @@ def status(ctx: typer.Context) -> None:
     """Which embedding model this instance uses, and the adapted models kept aside."""
     c: Context = ctx.obj
     try:
-        service = c.app.adaptation
+        service = c.app.maintenance.adaptation
         active, aside = service.status()
-        in_use = c.app.embedder.model_id
+        in_use = c.app.indexes.embedders.current().model_id
     except EmbedderUnavailable as exc:
         raise fail(str(exc)) from None
     c.console.print(f"embedder in use: {in_use}", highlight=False)
@@ -256,7 +256,7 @@ def reset(ctx: typer.Context) -> None:
     """Return to the base model (the adapted model's folder is kept); then run `paperfeed index`."""
     c: Context = ctx.obj
     try:
-        service = c.app.adaptation
+        service = c.app.maintenance.adaptation
         previous = service.reset()
     except EmbedderUnavailable as exc:
         raise fail(str(exc)) from None

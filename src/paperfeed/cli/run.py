@@ -185,7 +185,7 @@ def register(app: typer.Typer) -> None:
         def fill_and_report() -> None:
             if not offline:  # the import advice is given below, once, if the store is empty
                 fill_window(c, probe_timeout=probe_timeout, hint=False)
-            stats = c.app.store.stats()
+            stats = c.app.maintenance.store.open()
             c.console.print(f"{stats.papers:,} papers in {escape(stats.location)}", highlight=False)
             if stats.papers == 0:
                 c.console.print(f"[yellow]the store is empty.[/] {escape(OFFLINE_HINT)}", highlight=False)
@@ -201,8 +201,8 @@ def register(app: typer.Typer) -> None:
 
         from .supervisor import Supervisor
 
-        status = c.app.supervisor_status
-        c.app.store.stats()  # opens (and migrates) the store before any child does
+        status = c.app.maintenance.supervisors
+        c.app.maintenance.store.open()  # opens (and migrates) the store before any child does
         if configured_secret(settings) is None and not settings.debug:
             c.console.print(
                 f"using the secret key in {settings.data_dir / SECRET_FILE} (generated on first run); "

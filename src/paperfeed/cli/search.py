@@ -120,10 +120,10 @@ def register(app: typer.Typer) -> None:
             categories=tuple(category or ()),
             has_code=True if has_code else None,
         )
-        page = c.app.one_shot_search.search(query, filters, limit=limit, offset=offset)
+        page = c.app.search.one_shot.search(query, filters, limit=limit, offset=offset)
         notes = list(page.notes)
         if not notes:  # as the web says: how much meaning search covers while papers are being embedded
-            coverage = c.app.one_shot_coverage.note()  # (a degraded search has said why already)
+            coverage = c.app.indexes.one_shot_coverage.note()  # (a degraded search has said why already)
             if coverage:
                 notes.append(coverage)
         for note in notes:
@@ -155,9 +155,12 @@ def register(app: typer.Typer) -> None:
             key = normalize_paper_id(paper_id).base
         except InvalidPaperId as exc:
             raise fail(str(exc)) from None
-        if c.app.store.get_paper(key) is None:
-            raise fail(f"paper {key} is not in the store (paperfeed fetch {key} adds it)", code=1)
-        hits = c.app.search.similar(key, limit)
+        found = c.app.search.similar.of_id(key, limit)
+        if found is None:
+            raise fail(
+                f"paper {key} is not in the store or is hidden (paperfeed fetch {key} adds it)", code=1
+            )
+        hits = found
         if fmt is not OutputFormat.table:
             sys.stdout.write(render(fmt, hits))
             return

@@ -64,9 +64,9 @@ def register(app: typer.Typer) -> None:
         import sqlite3
 
         import uvicorn
-        from sqlalchemy.exc import SQLAlchemyError
 
         from paperfeed.bootstrap import build_app
+        from paperfeed.domain.errors import StoreError
         from paperfeed.public_url import UnsafeBaseUrl, check_base_url, public_url
         from paperfeed.secret_key import InsecureSecret, check_secret
         from paperfeed.web import create_app
@@ -92,8 +92,8 @@ def register(app: typer.Typer) -> None:
         except UnsafeBaseUrl as exc:
             raise fail(str(exc)) from None
         try:  # open and migrate the store once here, not racing in every worker
-            papers = c.app.store.stats().papers
-        except (SQLAlchemyError, OSError) as exc:
+            papers = c.app.maintenance.store.open().papers
+        except (StoreError, OSError) as exc:
             raise fail(f"cannot open the store at {settings.db_url}: {exc}") from None
         c.close()
         if supervised:
@@ -127,7 +127,7 @@ def register(app: typer.Typer) -> None:
         try:  # the workers share one page cache: open it here so a broken folder fails the start, not a
             # worker. Copies an earlier run rendered stay: with the same code and settings they are
             # served (a restart starts warm); under other code or settings their keys are never asked.
-            _ = starting.shared_pages
+            _ = starting.catalogue.shared_pages
         except (OSError, sqlite3.Error) as exc:
             folder = settings.data_dir / "cache" / "pages"
             raise fail(f"cannot open the shared page cache in {folder}: {exc}") from None

@@ -21,9 +21,9 @@ def register(app: typer.Typer) -> None:
         """Show how many papers and listings the store holds, and from which sources; how many papers have
         a vector for meaning search (per embedding model), and when topics were built and how many."""
         c: Context = ctx.obj
-        reads = c.app.reads
-        s = reads.stats()
-        derived = reads.derived_stats()
+        store = c.app.maintenance.store
+        s = store.stats()
+        derived = store.derived_stats()
         if as_json:
             row = orjson.loads(orjson.dumps(s))
             row.update(orjson.loads(orjson.dumps(derived)))  # vectors, topics (docs/cli.md)

@@ -40,7 +40,7 @@ def build(ctx: typer.Context) -> None:
 
     def step() -> dict[str, int | float | str]:
         try:
-            summary = c.app.topics.build(lambda m: c.err.print(m, highlight=False))
+            summary = c.app.catalogue.topics.build(lambda m: c.err.print(m, highlight=False))
         except TooFewPapers as exc:
             raise StepRefused(str(exc)) from exc
         built.append(summary)
@@ -48,7 +48,7 @@ def build(ctx: typer.Context) -> None:
         return {"topics": b.topics, "papers": b.papers, "kept": summary.kept, "new": summary.new}
 
     try:
-        run = c.app.jobs.run_steps(BUILD_JOB, lambda: [Step("build", step)])
+        run = c.app.maintenance.jobs.run_steps(BUILD_JOB, lambda: [Step("build", step)])
     except LeaseBusy as exc:
         raise fail(f"a topics build is already running: {exc}") from None
     if not built:
@@ -81,7 +81,7 @@ def place(
     """Put papers embedded since the last build into the topic with the nearest centroid."""
     c: Context = ctx.obj
     try:
-        summary = c.app.topics.place(limit=limit)
+        summary = c.app.catalogue.topics.place(limit=limit)
     except LookupError as exc:
         raise fail(str(exc)) from None
     c.console.print(
@@ -97,7 +97,7 @@ def list_topics(
 ) -> None:
     """The current topics as a tree (coarse topics, their fine topics, biggest first) and what is rising."""
     c: Context = ctx.obj
-    overview = c.app.topics.overview(level=None)
+    overview = c.app.catalogue.topics.overview(level=None)
     if overview.build is None:
         raise fail("no topics yet: run `paperfeed topics build`", 1)
     b = overview.build

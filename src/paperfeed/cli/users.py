@@ -32,7 +32,7 @@ papers_app = typer.Typer(help="Hide papers from feeds, search, the API and pages
 def _set_role(ctx: typer.Context, email: str, role: str) -> None:
     c: Context = ctx.obj
     try:
-        user = c.app.accounts.set_role(email, role)
+        user = c.app.readers.accounts.set_role(email, role)
     except AccountError as exc:
         raise fail(str(exc)) from None
     c.console.print(
@@ -93,12 +93,12 @@ def add_user(
     c: Context = ctx.obj
     if link and password_stdin:
         raise fail("--link sets no password and --password-stdin reads one: choose one")
-    accounts = c.app.accounts
+    accounts = c.app.readers.accounts
     try:  # said before a password is typed for nothing
         address = accounts.check_address_free(email)
     except AccountExists as exc:
         hint = ""
-        if exc.state == "unconfirmed" and c.app.mail_is_kept:  # signed up on a site that mails nothing
+        if exc.state == "unconfirmed" and c.app.mail.kept:  # signed up on a site that mails nothing
             hint = f" Its confirmation link is in the outbox: paperfeed mail outbox --to {email.strip()}"
         raise fail(f"{exc}{hint}", code=1) from None
     except AccountError as exc:
@@ -111,7 +111,7 @@ def add_user(
     except AccountError as exc:
         raise fail(f"{exc} Nothing was created.") from None
     kind = "an administrator" if user.is_admin else "a reader"
-    site = (base_url or c.app.public_url).rstrip("/")
+    site = (base_url or c.app.core.public_url).rstrip("/")
     if not link:
         c.console.print(
             f"created {escape(user.email)}, {kind}, confirmed: sign in at {escape(site)}/signin",
@@ -138,7 +138,7 @@ def list_users(
 ) -> None:
     """Every account: id, email, name, role, state, sessions and API tokens."""
     c: Context = ctx.obj
-    users = c.app.accounts.list_users()
+    users = c.app.readers.accounts.list_users()
     if as_json:
         rows = [
             {
@@ -194,7 +194,7 @@ def hide_user(ctx: typer.Context, email: Annotated[str, typer.Argument(help="The
     """Hide an account: signed out everywhere, tokens stop working, cannot sign in."""
     c: Context = ctx.obj
     try:
-        user = c.app.accounts.hide_user(c.app.accounts.user_by_email(email).id)
+        user = c.app.readers.accounts.hide_user(c.app.readers.accounts.user_by_email(email).id)
     except AccountError as exc:
         raise fail(str(exc)) from None
     c.console.print(f"{escape(user.email)} is hidden and signed out everywhere", highlight=False)
@@ -207,7 +207,7 @@ def unhide_user(
     """Let a hidden account sign in again."""
     c: Context = ctx.obj
     try:
-        user = c.app.accounts.unhide_user(c.app.accounts.user_by_email(email).id)
+        user = c.app.readers.accounts.unhide_user(c.app.readers.accounts.user_by_email(email).id)
     except AccountError as exc:
         raise fail(str(exc)) from None
     c.console.print(f"{escape(user.email)} can sign in again", highlight=False)
@@ -224,12 +224,12 @@ def export_user(
     """Write everything kept about an account as the zip the reader gets from their account page."""
     c: Context = ctx.obj
     try:
-        archive = c.app.account_data.export(c.app.accounts.user_by_email(email))
+        archive = c.app.readers.account_data.export(c.app.readers.accounts.user_by_email(email))
     except AccountError as exc:
         raise fail(str(exc)) from None
     target = output or Path(archive.filename)
     try:
-        c.app.write_private_file(target, archive.content)  # 0600: addresses, notes, everything of theirs
+        c.app.core.write_private_file(target, archive.content)  # 0600: addresses, notes, everything of theirs
     except OSError as exc:
         raise fail(f"{target}: cannot write: {exc.strerror or exc}") from None
     c.console.print(f"wrote {escape(str(target))} ({len(archive.content):,} bytes)", highlight=False)
@@ -245,13 +245,13 @@ def delete_user(
     sessions, tokens) at once and for good; papers it put on the daily feed stay listed."""
     c: Context = ctx.obj
     try:
-        user = c.app.accounts.user_by_email(email)
+        user = c.app.readers.accounts.user_by_email(email)
     except AccountError as exc:
         raise fail(str(exc)) from None
     if not yes and not typer.confirm(f"Delete {user.email} and all its data for good?", default=False):
         raise fail("nothing deleted")
     try:
-        deleted = c.app.account_data.delete_user(user.id)
+        deleted = c.app.readers.account_data.delete_user(user.id)
     except AccountError as exc:
         raise fail(str(exc)) from None
     c.console.print(
@@ -276,7 +276,7 @@ def hide_paper(
     c: Context = ctx.obj
     pid = _paper_id(paper_id)
     try:
-        changed = c.app.accounts.hide_paper(pid, reason=reason)
+        changed = c.app.readers.accounts.hide_paper(pid, reason=reason)
     except NotFound as exc:
         raise fail(str(exc)) from None
     c.console.print(f"{pid} {'is now hidden' if changed else 'was already hidden'}", highlight=False)
@@ -289,7 +289,7 @@ def unhide_paper(
     """Show a hidden paper again."""
     c: Context = ctx.obj
     pid = _paper_id(paper_id)
-    if not c.app.accounts.unhide_paper(pid):
+    if not c.app.readers.accounts.unhide_paper(pid):
         raise fail(f"{pid} is not hidden")
     c.console.print(f"{pid} is shown again", highlight=False)
 
@@ -298,7 +298,7 @@ def unhide_paper(
 def hidden_papers(ctx: typer.Context) -> None:
     """List hidden papers with when and why."""
     c: Context = ctx.obj
-    hidden = c.app.accounts.hidden_papers()
+    hidden = c.app.readers.accounts.hidden_papers()
     if not hidden:
         c.console.print("no hidden papers")
         return

@@ -27,6 +27,7 @@ __all__ = [
     "LinkPurpose",
     "NotFound",
     "RateLimited",
+    "RateLog",
     "StoredUser",
     "User",
     "UserSummary",
@@ -177,6 +178,14 @@ def normalize_email(text: str) -> str:
         return parse_email_address(text)
     except InvalidEmailAddress as exc:
         raise InvalidEmail(f"Email: {exc}.") from None
+
+
+class RateLog(Protocol):
+    """A sliding-window log of attempts, shared by every worker through the database."""
+
+    def hit(self, bucket: str, now: datetime, window_seconds: float, limit: int) -> Hit:
+        """Count an attempt if fewer than ``limit`` were counted in the window, else refuse it."""
+        ...
 
 
 class AccountStore(Protocol):

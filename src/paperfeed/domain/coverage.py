@@ -8,10 +8,11 @@ in which case it names the command that starts one. "Still being indexed" when n
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from paperfeed.domain.indexing_status import IndexerReport
 
-__all__ = ["SearchCoverage", "describe_duration"]
+__all__ = ["PaperCount", "SearchCoverage", "describe_duration"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,3 +75,9 @@ def describe_duration(seconds: float) -> str:
     if hours < 48:
         return f"{hours} h {minutes} min" if minutes else f"{hours} h"
     return f"{round(hours / 24)} days"
+
+
+class PaperCount(Protocol):
+    """How many papers the store holds (the embedding store; on SQLite, the stdlib reader)."""
+
+    def count_papers(self) -> int: ...

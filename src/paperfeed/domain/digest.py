@@ -31,12 +31,15 @@ __all__ = [
     "DEFAULT_SECTIONS",
     "MAX_ITEMS",
     "SECTION_TITLES",
+    "AddressOwners",
     "Cadence",
     "Digest",
     "DigestEntry",
     "DigestSection",
     "DigestStatus",
     "InvalidPreferences",
+    "LatestActivity",
+    "PaperTimes",
     "Pick",
     "Preferences",
     "Recommender",
@@ -459,6 +462,10 @@ class SubscriptionRecords(Protocol):
         clear_nonce: bool = False,
     ) -> StoredSubscriptionLike | None: ...
 
+    def subscription_counts(self) -> dict[str, int]:
+        """Subscriptions by status."""
+        ...
+
 
 class SignedInUser(Protocol):
     """The account subscribing, when signed in (a verified address needs no confirmation mail)."""
@@ -480,6 +487,26 @@ class RisingSource(Protocol):
     """The topics rising in the week a digest speaks of (``services/topic_rising.py``)."""
 
     def for_digest(self, until: datetime) -> RisingWeek | None: ...
+
+
+class AddressOwners(Protocol):
+    """Which account owns an address (the library service): a subscription is linked to it."""
+
+    def user_id_for_email(self, email: str) -> int | None: ...
+
+
+class PaperTimes(Protocol):
+    """Papers published or first listed in ``[since, until)``, each with that moment (the digest records):
+    what the category sections of a window are drawn from."""
+
+    def paper_times_in_window(self, since: datetime, until: datetime) -> list[tuple[str, datetime]]: ...
+
+
+class LatestActivity(Protocol):
+    """The store's newest activity (the feed queries): a digest's window ends there when the store stops
+    earlier than the slot, so an archive still gets digests."""
+
+    def latest_activity(self) -> datetime | None: ...
 
 
 class _Recommendation(Protocol):

@@ -76,6 +76,14 @@ class DigestLedger(LeaseStore, Protocol):
 
     def subscriptions_by_id(self, ids: Sequence[int]) -> dict[int, Subscription]: ...
 
+    def ledger_counts(self) -> dict[str, int]:
+        """Digests by status."""
+        ...
+
+    def next_retry(self) -> datetime | None:
+        """When the earliest digest waiting for a retry is due."""
+        ...
+
 
 class PaperLookup(Protocol):
     """Papers by id, for rendering a composed digest (the paper store)."""

@@ -12,7 +12,7 @@ from paperfeed.domain.digest import Digest, Preferences
 from paperfeed.domain.mail import OutgoingMail
 from paperfeed.domain.models import Paper
 
-__all__ = ["DigestRenderer", "SubscriptionLinks"]
+__all__ = ["DigestRenderer", "DigestRenderers", "SubscriptionLinks"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,3 +50,10 @@ class DigestRenderer(Protocol):
     ) -> OutgoingMail: ...
 
     def already_subscribed_mail(self, email: str, subscription_id: int) -> OutgoingMail: ...
+
+
+class DigestRenderers(Protocol):
+    """The renderers of one instance by base URL: a subscription's mail links where the reader subscribed
+    (the configured public URL, or a test's server), a digest's under the public URL."""
+
+    def for_base(self, base_url: str) -> DigestRenderer: ...

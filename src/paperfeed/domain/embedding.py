@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
-from .search import VectorRecord
+from .search import Embedder, VectorRecord
 
 if TYPE_CHECKING:  # NumPy only in annotations: a keyword-only search never imports it
     import numpy as np
@@ -25,6 +25,7 @@ __all__ = [
     "MAX_WORKERS",
     "EmbedWorkers",
     "EmbeddedBatch",
+    "EmbedderOpener",
     "EmbeddingStore",
     "IndexMarks",
     "PendingPaper",
@@ -166,3 +167,16 @@ class EmbeddingStore(Protocol):
         ...
 
     def set_mark(self, name: str, value: datetime | None) -> None: ...
+
+
+class EmbedderOpener(Protocol):
+    """Builds the embedders of this instance's configuration (the composition root's adapter)."""
+
+    def open(self, backend: str | None = None) -> Embedder:
+        """The embedder of ``backend`` (None: the configured one); its model loads on first use."""
+        ...
+
+    def adopted_stamp(self) -> tuple[int, int] | None:
+        """What says which adapted model is adopted (the manifest's mtime and size; None: none is):
+        it changes when ``paperfeed model adapt`` or ``reset`` does."""
+        ...

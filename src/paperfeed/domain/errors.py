@@ -11,11 +11,15 @@ __all__ = [
     "ArxivFeedError",
     "BackupError",
     "EmbedderUnavailable",
+    "InvalidDatabaseUrl",
     "MalformedFeed",
     "OaiError",
     "SourceAnswerError",
     "SourceTimeout",
     "SourceUnavailable",
+    "StoreError",
+    "StoreUnavailable",
+    "StoreValueError",
 ]
 
 
@@ -66,3 +70,20 @@ class EmbedderUnavailable(RuntimeError):
 
 class BackupError(Exception):
     """A backup or restore that must not go ahead; the message says why and what to do."""
+
+
+class StoreError(Exception):
+    """The store's database failed (its driver's or SQL library's error translated at the adapter's
+    boundary, ``adapters/store/errors.py``): a surface catches this, never the library's own classes."""
+
+
+class StoreUnavailable(StoreError):
+    """The database cannot be reached, is busy or is restarting: worth retrying (the web answers 503)."""
+
+
+class StoreValueError(StoreError):
+    """A value the database refused as out of its range or too long (the web answers 400)."""
+
+
+class InvalidDatabaseUrl(StoreError, ValueError):
+    """A database URL that names no database this paperfeed can open (the message says what is wrong)."""

@@ -29,6 +29,7 @@ __all__ = [
     "InvalidCursor",
     "InvalidPeriod",
     "ListedPaper",
+    "NodeIndexState",
     "PaperCursor",
     "PaperDetail",
     "PapersPage",
@@ -203,6 +204,10 @@ class FeedQueries(Protocol):
 
     def latest_day(self) -> date | None:
         """The newest day with any listing."""
+        ...
+
+    def count_papers(self) -> int:
+        """Every paper in the store, listed or not."""
         ...
 
     def neighbours(self, start: date, end: date) -> tuple[date | None, date | None]:
@@ -392,3 +397,12 @@ def decode_cursor(text: str) -> PaperCursor:
             f"cursor {text[:40]!r} is not one this server handed out; start again without a cursor"
         ) from None
     return PaperCursor(published, paper_id)
+
+
+class NodeIndexState(Protocol):
+    """How far the indexes a node keeps on its own disk followed a shared (PostgreSQL) store: fingerprints
+    of their state files, None where an index is not the node's own (``adapters/node_indexes.py``)."""
+
+    def followed(self) -> tuple[str | None, str | None]:
+        """(keyword index, vector index)."""
+        ...

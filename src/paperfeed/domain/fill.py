@@ -15,17 +15,21 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any, Protocol
 
 import orjson
 
+from .ports import PaperFetcher, PaperSource
+
 __all__ = [
     "CATEGORIES_KEY",
     "SETTLE_DAYS",
     "FillReporter",
+    "FillSources",
     "ListingState",
     "SilentReporter",
     "decode_categories",
@@ -207,3 +211,25 @@ def decode_categories(text: str | None) -> tuple[tuple[str, ...], datetime | Non
         return (), None
     cats = tuple(c for c in value["categories"] if isinstance(c, str) and _CATEGORY.fullmatch(c))
     return cats, _time(value.get("derived_at"))
+
+
+class FillSources(Protocol):
+    """Where a first fill and a catch-up read papers from (the composition root's sources wing)."""
+
+    def hf_day(self, day: date) -> PaperSource:
+        """Hugging Face Daily Papers of one day."""
+        ...
+
+    def hf_probe(self, day: date, timeout: float) -> AbstractContextManager[PaperSource]:
+        """The same through a client that tries once within ``timeout`` seconds."""
+        ...
+
+    def arxiv_papers(self) -> PaperFetcher:
+        """The arXiv API for papers by id (to learn the window's categories)."""
+        ...
+
+    def arxiv_listing(
+        self, category: str, since: datetime, max_results: int, clock: Callable[[], datetime]
+    ) -> PaperSource:
+        """The newest arXiv submissions of ``category`` back to ``since``; ``clock`` stamps a pass."""
+        ...

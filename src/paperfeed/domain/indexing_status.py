@@ -18,8 +18,10 @@ __all__ = [
     "INDEXER_REPORT_CHECKPOINT",
     "STALE_AFTER",
     "IndexerReport",
+    "IndexerReportReader",
     "IndexerReports",
     "IndexerState",
+    "IndexerWatch",
     "IndexingStatus",
 ]
 
@@ -71,12 +73,23 @@ class IndexerReport:
             return None
 
 
-class IndexerReports(Protocol):
+class IndexerReportReader(Protocol):
+    """The newest report an indexing process left (the store; on SQLite also the stdlib reader)."""
+
+    def indexer_report(self) -> IndexerReport | None: ...
+
+
+class IndexerWatch(Protocol):
+    """The indexer at work, if one runs (``services/indexer_status.py``): its newest report, when its
+    process is alive and it did not stop."""
+
+    def activity(self) -> IndexerReport | None: ...
+
+
+class IndexerReports(IndexerReportReader, Protocol):
     """Where indexing processes leave their newest report (the store, so every node's admin sees it)."""
 
     def report_indexer(self, report: IndexerReport) -> None: ...
-
-    def indexer_report(self) -> IndexerReport | None: ...
 
 
 def _count(n: int) -> str:

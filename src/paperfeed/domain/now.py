@@ -21,8 +21,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from typing import Protocol
 
-__all__ = ["ARCHIVE_AFTER", "SiteNow", "site_now"]
+__all__ = ["ARCHIVE_AFTER", "SiteClock", "SiteNow", "site_now"]
 
 ARCHIVE_AFTER = timedelta(days=7)
 
@@ -83,3 +84,9 @@ def site_now(
     if newest is None or clock - newest <= archive_after:
         return SiteNow(clock, clock, newest)
     return SiteNow(newest, clock, newest)
+
+
+class SiteClock(Protocol):
+    """The site's "now" (the feed service's: the clock, or the newest activity for an archive)."""
+
+    def now(self) -> SiteNow: ...

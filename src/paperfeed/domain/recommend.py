@@ -24,16 +24,17 @@ import hashlib
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import date, datetime
 from typing import Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from .library import ReaderSignals
+from .library import ReaderSignals, SavedSearch
 from .models import Paper
 
 __all__ = [
+    "MailedPapers",
     "ModelParams",
     "ReaderModel",
     "Reason",
@@ -41,6 +42,9 @@ __all__ = [
     "RecommendQueries",
     "Recommendation",
     "SignalsSource",
+    "TrendingPapers",
+    "Upvotes",
+    "WindowMatches",
     "fit_reader_model",
     "nearest",
     "sample_ids",
@@ -256,3 +260,30 @@ class RecommendQueries(Protocol):
     def recent(self, model_id: str, since: datetime, until: datetime) -> list[tuple[str, tuple[str, ...]]]:
         """(paper id, author keys) of papers published in ``[since, until)`` with a ``model_id`` vector."""
         ...
+
+
+class WindowMatches(Protocol):
+    """A saved search's matches published within ``[first, last]``, best first (``services/alerts.py``):
+    the alerts "For you" boosts and a digest's Alerts section mails."""
+
+    def within(self, saved: SavedSearch, first: date, last: date, k: int) -> list[Paper]: ...
+
+
+class TrendingPapers(Protocol):
+    """The trending papers, best first (``FeedService.trending_papers``): "For you" before it knows a
+    reader."""
+
+    def trending_papers(self, limit: int) -> list[Paper]: ...
+
+
+class Upvotes(Protocol):
+    """The papers a reader upvoted, newest first (``CommunityService.upvoted_ids``)."""
+
+    def upvoted_ids(self, user_id: int) -> list[str]: ...
+
+
+class MailedPapers(Protocol):
+    """Every paper the reader's digest subscription already mailed them (the digest records): "For
+    you" never repeats one."""
+
+    def papers_mailed_to(self, user_id: int) -> set[str]: ...

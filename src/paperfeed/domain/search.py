@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # numpy only for the vector type: the CLI's --help imports th
 __all__ = [
     "CENTROID_SAMPLE",
     "Embedder",
+    "EmbedderSource",
     "IndexManifest",
     "IndexOpener",
     "KeywordIndex",
@@ -35,11 +36,13 @@ __all__ = [
     "SimilarSource",
     "Span",
     "SyncedKeywordIndex",
+    "TopicMembers",
     "VectorIndex",
     "VectorIndexError",
     "VectorIndexMismatch",
     "VectorIndexUnavailable",
     "VectorRecord",
+    "VectorSource",
     "distinctive_terms",
 ]
 
@@ -179,6 +182,14 @@ class Embedder(Protocol):
         ...
 
 
+class EmbedderSource(Protocol):
+    """The embedder in use now. It changes when ``paperfeed model adapt`` (or ``reset``) adopts another
+    model, so a reader asks for it at each use and keeps it no longer than that use
+    (``services/embedders.py``; a fixed one for tests and benches: ``FixedEmbedder``)."""
+
+    def current(self) -> Embedder: ...
+
+
 CENTROID_SAMPLE = 50_000  # vectors averaged for VectorIndex.centroid: a closer estimate would not move it
 
 
@@ -218,6 +229,27 @@ class VectorIndex(Protocol):
 
     def reload_if_changed(self) -> bool:
         """Pick up an index saved by another process (cheap when nothing changed); True if reloaded."""
+        ...
+
+
+class VectorSource(Protocol):
+    """The stored vector index as this process reads it: found once it exists, reloaded when another
+    process saves a newer generation (``services/vector_reader.py``)."""
+
+    def current(self) -> VectorIndex | None:
+        """The index (None: nothing embedded yet); raises :class:`VectorIndexError` when it is unusable."""
+        ...
+
+    def count(self) -> int | None:
+        """Papers in the index (0 before anything is embedded); None when it cannot be read."""
+        ...
+
+
+class TopicMembers(Protocol):
+    """A topic's papers, for search's topic filter (``TopicPickService`` implements it)."""
+
+    def members(self, topic_id: int) -> frozenset[str] | None:
+        """The paper ids of ``topic_id`` (a removed topic followed to its successor); None: no such topic."""
         ...
 
 
@@ -290,7 +322,8 @@ class IndexOpener(Protocol):
 class SyncedKeywordIndex(Protocol):
     """A :class:`~paperfeed.domain.search.KeywordIndex` the ingest service keeps in step with the store."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def search(self, query: ParsedQuery, k: int) -> list[ScoredId]: ...
 
@@ -315,5 +348,9 @@ class SyncedKeywordIndex(Protocol):
         ...
 
     def rebuild(self) -> object: ...
+
+    def __len__(self) -> int:
+        """Papers in the index."""
+        ...
 
     def close(self) -> None: ...

@@ -27,7 +27,7 @@ import re
 import secrets
 import unicodedata
 import zipfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from urllib.parse import quote
@@ -46,6 +46,7 @@ from paperfeed.domain.accounts import (
 )
 from paperfeed.domain.mail import Mailer, MailError, OutgoingMail
 from paperfeed.domain.models import Paper
+from paperfeed.domain.ports import PaperLookup
 
 __all__ = ["DELETE_LINK_LIFETIME", "AccountDataService", "ExportArchive", "WrongPassword", "export_handle"]
 
@@ -89,10 +90,10 @@ class AccountDataService:
 
     store: ReaderDataStore
     accounts: AccountStore
-    papers: Callable[[Sequence[str]], Mapping[str, Paper]]
+    papers: PaperLookup  # the saved papers' BibTeX (hidden ones too: they are the reader's own saves)
     bibtex: Callable[[Paper], str]
-    mailer: Callable[[], Mailer]
-    secret: Callable[[], bytes]
+    mailer: Mailer
+    secret: bytes
     site_name: str = "paperfeed"
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     _hasher: PasswordHasher = field(default_factory=PasswordHasher, init=False)
@@ -109,7 +110,7 @@ class AccountDataService:
         )
 
     def _zip(self, data: ReaderExport) -> bytes:
-        found = self.papers(list(data.saved_paper_ids))
+        found = self.papers.get_papers(list(data.saved_paper_ids))
         bib = "\n".join(self.bibtex(found[p]) + "\n" for p in data.saved_paper_ids if p in found)
         buffer = io.BytesIO()
         stamp = self.clock().astimezone(UTC).timetuple()[:6]
@@ -144,7 +145,7 @@ class AccountDataService:
         )
         subject = f"Confirm deleting your {self.site_name} account"
         try:
-            self.mailer().send(OutgoingMail(to=user.email, subject=subject, text=text))
+            self.mailer.send(OutgoingMail(to=user.email, subject=subject, text=text))
         except MailError as exc:
             raise AccountError(f"The confirmation mail could not be sent ({exc}). Try again later.") from None
 
@@ -191,7 +192,7 @@ class AccountDataService:
             return False
 
     def _limit(self, kind: str, user_id: int, limit: tuple[int, float]) -> int:
-        key = hmac.new(self.secret(), f"{user_id}".encode(), hashlib.sha256).hexdigest()[:40]
+        key = hmac.new(self.secret, f"{user_id}".encode(), hashlib.sha256).hexdigest()[:40]
         count, seconds = limit
         hit = self.accounts.hit(f"{kind}:{key}", self.clock(), seconds, count)
         if hit.id is None:

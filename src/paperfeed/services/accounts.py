@@ -58,6 +58,7 @@ from paperfeed.domain.accounts import (
     normalize_email,
 )
 from paperfeed.domain.mail import Mailer, MailError, OutgoingMail
+from paperfeed.services.mail_limits import Limit, MailLimits, RateLimits, bucket, count
 
 __all__ = [
     "AccountService",
@@ -89,23 +90,6 @@ def hash_secret(value: str) -> str:
 
 
 @dataclass(frozen=True)
-class Limit:
-    count: int
-    seconds: float
-
-
-@dataclass(frozen=True)
-class RateLimits:
-    """Attempts allowed per sliding window. Sign-in per account counts failures only."""
-
-    signin_ip: Limit = Limit(30, 15 * 60)
-    signin_account: Limit = Limit(10, 15 * 60)
-    signup_ip: Limit = Limit(10, 60 * 60)
-    mail_ip: Limit = Limit(10, 60 * 60)
-    mail_account: Limit = Limit(5, 60 * 60)
-
-
-@dataclass(frozen=True)
 class SignedIn:
     """A new session: ``session`` is the cookie value (shown to nobody else, stored hashed)."""
 
@@ -134,8 +118,9 @@ class AccountService:
     """Every account operation; web routes and the CLI only translate to and from it."""
 
     store: AccountStore
-    mailer: Callable[[], Mailer]
-    secret: Callable[[], bytes]
+    mailer: Mailer
+    secret: bytes
+    mail_limits: MailLimits  # shared with digest sign-ups: the mail one request may cause
     site_name: str = "paperfeed"
     limits: RateLimits = field(default_factory=RateLimits)
     session_lifetime: timedelta = timedelta(days=30)
@@ -161,7 +146,7 @@ class AccountService:
         if password:
             check_password(password, address)
         self._limit("signup:ip", client, self.limits.signup_ip)
-        self._limit("mail:account", address, self.limits.mail_account)  # each sign-up mails the address
+        self.mail_limits.address(address)  # each sign-up mails the address
         now = self.clock()
         hashed = self._hasher.hash(password) if password else None
         user = self.store.create_user(address, hashed, name, now)
@@ -224,7 +209,7 @@ class AccountService:
 
     def resend_verification(self, email: str, *, client: str, base_url: str) -> None:
         address = normalize_email(email)
-        self._limit_mail(address, client)
+        self.mail_limits.request(address, client)
         stored = self.store.user_by_email(address)
         if stored is not None and not stored.hidden and not stored.user.email_verified:
             self._mail_link(stored.user, "verify", base_url)
@@ -282,7 +267,7 @@ class AccountService:
             self.store.set_password_hash(user.id, password_hash)
         if not user.email_verified:
             try:
-                self._limit_mail(address, client)
+                self.mail_limits.request(address, client)
             except RateLimited:
                 pass  # links were sent recently; say the same thing
             else:
@@ -297,7 +282,7 @@ class AccountService:
     def request_sign_in_link(self, email: str, *, client: str, base_url: str) -> None:
         """Mail a one-time sign-in link if the address has an account (the reply never says)."""
         address = normalize_email(email)
-        self._limit_mail(address, client)
+        self.mail_limits.request(address, client)
         stored = self.store.user_by_email(address)
         if stored is not None and not stored.hidden:
             self._mail_link(stored.user, "signin", base_url)
@@ -342,7 +327,7 @@ class AccountService:
 
     def request_password_reset(self, email: str, *, client: str, base_url: str) -> None:
         address = normalize_email(email)
-        self._limit_mail(address, client)
+        self.mail_limits.request(address, client)
         stored = self.store.user_by_email(address)
         if stored is not None and not stored.hidden:
             self._mail_link(stored.user, "reset", base_url)
@@ -503,7 +488,7 @@ class AccountService:
     def _proof(self, user_id: int, password_hash: str) -> str:
         """The sign-up proof: a keyed digest of the account and its password hash (a new password, or
         another account, gives another proof; without the instance secret none can be made)."""
-        mac = hmac.new(self.secret(), f"signup-proof|{user_id}|{password_hash}".encode(), hashlib.sha256)
+        mac = hmac.new(self.secret, f"signup-proof|{user_id}|{password_hash}".encode(), hashlib.sha256)
         return base64.urlsafe_b64encode(mac.digest()).rstrip(b"=").decode()
 
     def _decoy_proof(self) -> str:
@@ -537,28 +522,12 @@ class AccountService:
         except (VerificationError, InvalidHashError):
             return False
 
-    def _key(self, value: str) -> str:
-        """A keyed digest, so the rate-limit log holds no addresses or emails in clear."""
-        return hmac.new(self.secret(), value.encode(), hashlib.sha256).hexdigest()[:40]
-
     def _hit(self, kind: str, value: str, limit: Limit) -> int:
-        hit = self.store.hit(f"{kind}:{self._key(value)}", self.clock(), limit.seconds, limit.count)
-        if hit.id is None:
-            raise RateLimited(int(-(-hit.retry_after // 1)))
-        return hit.id
+        """Count an attempt in the store's log (keyed, so it holds no addresses in clear)."""
+        return count(self.store, bucket(kind, value, self.secret), self.clock(), limit)
 
     def _limit(self, kind: str, value: str, limit: Limit) -> None:
         self._hit(kind, value, limit)
-
-    def limit_mail(self, address: str, client: str) -> None:
-        """Count a request from ``client`` that may mail ``address`` (a normalised address), in the same
-        per-client and per-address buckets as the account mails; :class:`RateLimited` when over. Other
-        mail-sending features (digest sign-up) call it so no door multiplies the mail one can cause."""
-        self._limit_mail(address, client)
-
-    def _limit_mail(self, address: str, client: str) -> None:
-        self._limit("mail:ip", client, self.limits.mail_ip)
-        self._limit("mail:account", address, self.limits.mail_account)
 
     def _maybe_purge(self) -> None:
         now = time.monotonic()
@@ -601,7 +570,7 @@ class AccountService:
 
     def _deliver(self, mail: OutgoingMail) -> None:
         try:
-            self.mailer().send(mail)
+            self.mailer.send(mail)
         except MailError as exc:
             log.error("could not send %r to %s: %s", mail.subject, mail.to, exc)
         except Exception:

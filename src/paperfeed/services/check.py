@@ -19,11 +19,11 @@ Afterwards the check runs again, and the report says what, if anything, is still
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from paperfeed.domain.consistency import ConsistencyInspector, FindingKind, Probe
-from paperfeed.services.indexing import IndexingService
+from paperfeed.domain.search import EmbedderSource
+from paperfeed.services.embedders import Indexer
 
 __all__ = ["CheckReport", "CheckService", "Probe"]
 
@@ -55,8 +55,8 @@ class CheckService:
     """Checks (and repairs) one data folder or database."""
 
     inspector: ConsistencyInspector
-    model_id: Callable[[], str]  # the configured embedder's model (cheap: no model is loaded)
-    indexing: Callable[[], IndexingService]  # built only for a repair that needs it
+    embedder: EmbedderSource  # the embedder in use: its model id is read without loading the model
+    indexer: Indexer  # the indexing service of that model, for a repair that needs it
 
     def check(self) -> CheckReport:
         started = time.monotonic()
@@ -64,7 +64,7 @@ class CheckService:
         return CheckReport(probes, time.monotonic() - started)
 
     def _probe(self) -> list[Probe]:
-        return self.inspector.probe(self.model_id())
+        return self.inspector.probe(self.embedder.current().model_id)
 
     # -- repair -------------------------------------------------------------------------------------------
 
@@ -92,12 +92,12 @@ class CheckService:
             if finding.kind is FindingKind.orphan_vector:
                 deleted = self.inspector.delete_vectors(sorted(finding.ids))
                 actions.append(f"deleted {deleted:,} vectors of deleted papers")
-        service = self.indexing()
+        service = self.indexer.current()
         backlog = any(f.kind is not FindingKind.orphan_vector for f in table.findings)
         if backlog:
             summary = service.run()
             actions.append(f"embedded {summary.embedded:,} papers that had no current vector")
-        if not self.inspector.vector_index_consistent(self.model_id()):
+        if not self.inspector.vector_index_consistent(self.embedder.current().model_id):
             synced = service.sync_index(full=True)
             actions.append(f"vector index rebuilt from the stored vectors ({synced.size:,} vectors)")
         elif not index.ok:

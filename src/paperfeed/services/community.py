@@ -15,7 +15,7 @@ A submission (an arXiv id or URL in any spelling) goes:
 4. when the paper is not in the store, fetched from the arXiv API and imported through the ingest
    service like any harvest (unknown id: :class:`UnknownArxivPaper`; arXiv down or answering garbage:
    :class:`ArxivUnreachable`, silent: :class:`ArxivTimedOut`). The client asks once with a short timeout
-   (``App.arxiv_interactive``), as a person is waiting. A paper imported here stays even if step 5
+   (``app.sources.arxiv_interactive``), as a person is waiting. A paper imported here stays even if step 5
    refuses: that is harmless;
 5. the submission and its listing on today's (UTC) feed written in one transaction, with the cap checked
    again inside it, so concurrent submissions cannot exceed it.
@@ -44,11 +44,9 @@ from paperfeed.domain.community import (
     VoteState,
     check_comment,
     submission_cap_reached,
-    with_local_counts,
 )
 from paperfeed.domain.errors import SourceAnswerError, SourceTimeout, SourceUnavailable
 from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id, parse_arxiv_id
-from paperfeed.domain.models import Paper
 from paperfeed.domain.ports import PaperFetcher
 from paperfeed.services.ingest import IngestService
 
@@ -69,8 +67,8 @@ class CommunityService:
     def __init__(
         self,
         store: CommunityStore,
-        ingest: Callable[[], IngestService],  # both built on first use: most requests never fetch, and
-        fetcher: Callable[[], PaperFetcher],  # the ingest service opens the keyword index (the arXiv API)
+        ingest: IngestService,
+        fetcher: PaperFetcher,  # the arXiv API, asked once with a short timeout (a person is waiting)
         limits: CommunityLimits,
         clock: Callable[[], datetime] = _utc_now,
     ) -> None:
@@ -130,17 +128,6 @@ class CommunityService:
         """Every paper the reader upvoted, newest first (positives for recommendations)."""
         return self.store.voted_papers(user_id)
 
-    def with_counts(self, papers: Sequence[Paper]) -> list[Paper]:
-        """``papers`` with the shown counts (imported + local) in ``upvotes`` and ``num_comments``.
-
-        For surfaces that read papers from the store directly (search, similar papers); the feed queries
-        add the same counts in SQL.
-        """
-        ids = [p.id for p in papers]
-        votes = self.store.vote_counts(ids)
-        comments = self.store.comment_counts(ids)
-        return [with_local_counts(p, votes.get(p.id), comments.get(p.id)) for p in papers]
-
     # -- submissions --------------------------------------------------------------------------------
 
     def submission(self, paper_id: str) -> Submission | None:
@@ -194,7 +181,7 @@ class CommunityService:
     def _fetch(self, pid: str) -> None:
         """Import the paper from the arXiv API through the ingest service."""
         try:
-            summary = self.ingest().run(self.fetcher().papers((pid,)))
+            summary = self.ingest.run(self.fetcher.papers((pid,)))
         except SourceTimeout as exc:
             raise ArxivTimedOut(
                 f"arXiv did not answer within {exc.timeout:g} seconds when looking up {pid}. Nothing was "

@@ -3,7 +3,7 @@
 Counting the papers is a full count on the store, so it is taken at most once per ``ttl`` seconds (or
 afresh after an import, :meth:`CoverageService.forget`). The vector index's size is read on every call:
 the index is kept current by its reader, and the notice must go away within seconds of the indexer
-finishing, not half a minute later. What the indexer is doing comes from ``activity``.
+finishing, not half a minute later. What the indexer is doing comes from ``indexer``.
 """
 
 from __future__ import annotations
@@ -13,20 +13,21 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from paperfeed.domain.coverage import SearchCoverage
-from paperfeed.domain.indexing_status import IndexerReport
+from paperfeed.domain.coverage import PaperCount, SearchCoverage
+from paperfeed.domain.indexing_status import IndexerWatch
+from paperfeed.domain.search import VectorSource
 
 __all__ = ["CoverageService"]
 
 
 @dataclass
 class CoverageService:
-    """``papers`` counts the store's papers, ``indexed`` the vector index's (None: it cannot be read,
-    and the search itself says so)."""
+    """``papers`` counts the store's papers, ``vectors`` the vector index's (None: it cannot be read,
+    and the search itself says so); ``indexer`` says what the indexer is doing, if one runs."""
 
-    papers: Callable[[], int]
-    indexed: Callable[[], int | None]
-    activity: Callable[[], IndexerReport | None]  # the running indexer's newest report, if one runs
+    papers: PaperCount
+    vectors: VectorSource
+    indexer: IndexerWatch
     ttl: float = 30.0
     clock: Callable[[], float] = time.monotonic
     _cached: tuple[float, int] | None = field(default=None, init=False)  # (when, papers)
@@ -35,14 +36,14 @@ class CoverageService:
     def coverage(self) -> SearchCoverage | None:
         """The current counts (the papers' at most ``ttl`` seconds old), or None when the vector index is
         unreadable (the search itself says so)."""
-        indexed = self.indexed()
+        indexed = self.vectors.count()
         if indexed is None:
             return None
         now = self.clock()
         with self._lock:
             cached = self._cached
         if cached is None or now - cached[0] >= self.ttl:
-            cached = (now, self.papers())
+            cached = (now, self.papers.count_papers())
             with self._lock:
                 self._cached = cached
         return SearchCoverage(indexed, cached[1])
@@ -52,7 +53,7 @@ class CoverageService:
         found = self.coverage()
         if found is None or not found.building:
             return None
-        return found.note(self.activity())
+        return found.note(self.indexer.activity())
 
     def forget(self) -> None:
         """Count afresh next time (after an import added papers)."""

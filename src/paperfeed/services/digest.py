@@ -5,10 +5,10 @@ used (double opt-in). A signed-in user with a verified address subscribing that 
 confirmation. Replies never reveal whether an address is already subscribed: an active subscriber who is
 subscribed again gets a mail with their preferences link instead, and the page says "check your inbox"
 either way. Confirmation mails to one address go out at most once per ``resend_after``, and every
-request that may mail is counted by ``limit_mail`` (the account mails' store-backed limiter: per client
-and per address, in the same buckets) before anything is written; over it, :class:`RateLimited` and no
-mail. The web surface hands ``defer`` its background tasks, so mail goes out after the reply and a new
-address answers as fast as a pending or confirmed one.
+request that may mail is counted by ``limits`` (:class:`~paperfeed.services.mail_limits.MailLimits`,
+shared with the account mails: per client and per address, in the same buckets) before anything is
+written; over it, :class:`RateLimited` and no mail. The web surface hands ``defer`` its background
+tasks, so mail goes out after the reply and a new address answers as fast as a pending or confirmed one.
 
 The preferences and unsubscribe pages are opened by signed links from every mail (no sign-in needed);
 see :mod:`paperfeed.domain.digest_links` for the tokens.
@@ -24,6 +24,7 @@ from typing import Literal
 
 from paperfeed.domain.accounts import RateLimited
 from paperfeed.domain.digest import (
+    AddressOwners,
     InvalidPreferences,
     Preferences,
     SignedInUser,
@@ -34,8 +35,9 @@ from paperfeed.domain.digest import (
     normalize_email,
 )
 from paperfeed.domain.digest_links import InvalidToken, LinkSigner
-from paperfeed.domain.digest_mail import DigestRenderer, SubscriptionLinks
+from paperfeed.domain.digest_mail import DigestRenderer, DigestRenderers, SubscriptionLinks
 from paperfeed.domain.mail import Mailer, MailError, MailPermanentError, OutgoingMail
+from paperfeed.services.mail_limits import MailLimits
 
 __all__ = [
     "InvalidPreferences",
@@ -67,27 +69,31 @@ class SubscriptionService:
     def __init__(
         self,
         records: SubscriptionRecords,
-        mailer: Callable[[], Mailer],
-        signer: Callable[[], LinkSigner],
-        renderer: Callable[[str], DigestRenderer],
+        mailer: Mailer,
+        signer: LinkSigner,
+        renderers: DigestRenderers,
         *,
-        user_for_email: Callable[[str], int | None] | None = None,
-        limit_mail: Callable[[str, str], None] | None = None,
+        owners: AddressOwners | None = None,
+        limits: MailLimits | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         resend_after: timedelta = timedelta(minutes=10),
     ) -> None:
         self.records = records
-        self._mailer = mailer
-        self._signer = signer
-        self._renderer = renderer
-        self.user_for_email = user_for_email
-        self.limit_mail = limit_mail  # (address, client); raises RateLimited
+        self.mailer = mailer
+        self.signer = signer
+        self.renderers = renderers
+        self.owners = owners  # links a subscription to the account of its address
+        self.limits = limits  # the mail one request may cause, shared with the account mails
         self.clock = clock
         self.resend_after = resend_after
 
+    def counts(self) -> dict[str, int]:
+        """Subscriptions by status (``paperfeed digest status``, /admin/jobs)."""
+        return self.records.subscription_counts()
+
     def renderer(self, base_url: str) -> DigestRenderer:
         """The mail renderer whose links point under ``base_url``."""
-        return self._renderer(base_url)
+        return self.renderers.for_base(base_url)
 
     def links(self, subscription: Subscription, base_url: str) -> SubscriptionLinks:
         return self.renderer(base_url).links(subscription.id)
@@ -113,8 +119,8 @@ class SubscriptionService:
         prefs = prefs.checked()
         address = normalize_email(email)
         own_address = user is not None and user.email_verified and user.email.lower() == address
-        if not own_address and self.limit_mail is not None:
-            self.limit_mail(address, client)  # counted whatever the address's state: the reply tells nothing
+        if not own_address and self.limits is not None:
+            self.limits.request(address, client)  # counted whatever the address's state: replies tell nothing
         now = self.clock()
         existing = self.records.subscription_by_email(address)
         if user is not None and own_address:
@@ -185,7 +191,7 @@ class SubscriptionService:
 
     def _deliver(self, mail: OutgoingMail) -> None:
         try:
-            self._mailer().send(mail)
+            self.mailer.send(mail)
         except MailPermanentError as exc:
             log.warning("confirmation mail to %s refused: %s", mail.to, exc)
             raise SubscriptionMailFailed(
@@ -202,7 +208,7 @@ class SubscriptionService:
     def _by_token(
         self, purpose: Literal["confirm", "preferences", "unsubscribe"], token: str
     ) -> tuple[StoredSubscriptionLike, str]:
-        sub_id, nonce = self._signer().verify(purpose, token)
+        sub_id, nonce = self.signer.verify(purpose, token)
         stored = self.records.subscription(sub_id)
         if stored is None:
             raise InvalidToken("this subscription no longer exists")
@@ -224,7 +230,7 @@ class SubscriptionService:
             return sub  # a second click changes nothing
         if stored.confirm_nonce != nonce:
             raise InvalidToken("this confirmation link was replaced by a newer one: use the latest mail")
-        user_id = self.user_for_email(sub.email) if self.user_for_email is not None else None
+        user_id = self.owners.user_id_for_email(sub.email) if self.owners is not None else None
         updated = self.records.update_subscription(
             sub.id, now=self.clock(), status=SubscriptionStatus.active, user_id=user_id, clear_nonce=True
         )

@@ -7,12 +7,13 @@ or the followed author who wrote it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from datetime import UTC, date, datetime
+from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from paperfeed.domain.digest import Pick, Recommender, Section, SectionRequest
-from paperfeed.domain.library import FollowedAuthor, SavedSearch
 from paperfeed.domain.models import Paper
+from paperfeed.domain.recommend import WindowMatches
+from paperfeed.services.library import LibraryService
 
 __all__ = ["AlertsSection", "AuthorsSection", "ForYouSection"]
 
@@ -33,7 +34,7 @@ class ForYouSection:
 
     section = Section.for_you
 
-    def __init__(self, recommender: Callable[[], Recommender]) -> None:
+    def __init__(self, recommender: Recommender) -> None:
         self.recommender = recommender
 
     def title(self, request: SectionRequest) -> str:
@@ -44,7 +45,7 @@ class ForYouSection:
         if user is None:
             return []
         limit = max(1, min(request.limit, 200))
-        recs = self.recommender().for_you(user, limit=limit, exclude=request.exclude)
+        recs = self.recommender.for_you(user, limit=limit, exclude=request.exclude)
         return [Pick(r.paper, r.reason or "recommended for you") for r in recs]
 
 
@@ -53,13 +54,9 @@ class AlertsSection:
 
     section = Section.alerts
 
-    def __init__(
-        self,
-        searches: Callable[[int], Sequence[SavedSearch]],
-        matches: Callable[[SavedSearch, date, date, int], Sequence[Paper]],
-    ) -> None:
-        self.searches = searches
-        self.matches = matches
+    def __init__(self, library: LibraryService, alerts: WindowMatches) -> None:
+        self.library = library
+        self.alerts = alerts
 
     def title(self, request: SectionRequest) -> str:
         return "Your saved-search alerts"
@@ -71,9 +68,9 @@ class AlertsSection:
         first, last = request.since.date(), request.until.date()
         out: list[Pick] = []
         seen: set[str] = set()
-        for saved in self.searches(user):
+        for saved in self.library.searches(user):
             label = saved.name or saved.query
-            for paper in self.matches(saved, first, last, request.limit):
+            for paper in self.alerts.within(saved, first, last, request.limit):
                 if paper.id in seen or paper.id in request.exclude or not _in_window(paper, request):
                     continue
                 seen.add(paper.id)
@@ -86,13 +83,8 @@ class AuthorsSection:
 
     section = Section.authors
 
-    def __init__(
-        self,
-        followed: Callable[[int], Sequence[FollowedAuthor]],
-        papers_by: Callable[[str, int], Sequence[Paper]],
-    ) -> None:
-        self.followed = followed
-        self.papers_by = papers_by
+    def __init__(self, library: LibraryService) -> None:
+        self.library = library
 
     def title(self, request: SectionRequest) -> str:
         return "From authors you follow"
@@ -103,8 +95,8 @@ class AuthorsSection:
             return []
         out: list[Pick] = []
         seen: set[str] = set()
-        for author in self.followed(user):
-            for paper in self.papers_by(author.name, request.limit):
+        for author in self.library.followed(user):
+            for paper in self.library.author(author.name, limit=request.limit).papers:
                 if paper.id in seen or paper.id in request.exclude or not _in_window(paper, request):
                     continue
                 seen.add(paper.id)

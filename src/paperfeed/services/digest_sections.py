@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import heapq
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from paperfeed.domain.digest import Pick, Section, SectionRequest
+from paperfeed.domain.digest import PaperTimes, Pick, Section, SectionRequest
 from paperfeed.domain.models import Paper
 from paperfeed.services.feed import FeedService
+from paperfeed.services.visible import VisiblePapers
 
 __all__ = ["CategorySection", "TrendingSection"]
 
@@ -67,23 +68,23 @@ SPAN_DAYS = 8  # one read covers every window ending on a day: a week (+1 for ho
 class CategorySection:
     """Papers new in the subscriber's categories during the digest's window, most upvoted first.
 
-    ``window_times(since, until)`` lists the papers published or first listed in ``[since, until)`` with
-    that moment, and ``load(ids)`` fetches them. The papers of the ``SPAN_DAYS`` days before the end of a
-    window's last day are read once, indexed by category (best first), and every subscriber whose window
-    ends that day is served from that index: a handful of reads for 10,000 digests.
+    ``window`` lists the papers published or first listed in ``[since, until)`` with that moment, and
+    ``papers`` reads them as shown (hidden ones left out). The papers of the ``SPAN_DAYS`` days before
+    the end of a window's last day are read once, indexed by category (best first), and every subscriber
+    whose window ends that day is served from that index: a handful of reads for 10,000 digests.
     """
 
     section = Section.categories
 
     def __init__(
         self,
-        window_times: Callable[[datetime, datetime], list[tuple[str, datetime]]],
-        load: Callable[[Sequence[str]], Mapping[str, Paper]],
+        window: PaperTimes,
+        papers: VisiblePapers,
         *,
         cache_spans: int = 16,
     ) -> None:
-        self.window_times = window_times
-        self.load = load
+        self.window = window
+        self.papers = papers
         self.cache_spans = cache_spans
         self._lock = threading.Lock()
         self._spans: dict[datetime, dict[str, list[tuple[tuple[int, int, str, str], Paper, datetime]]]] = {}
@@ -99,8 +100,8 @@ class CategorySection:
             found = self._spans.get(end)
         if found is not None:
             return found
-        times = dict(self.window_times(end - timedelta(days=SPAN_DAYS), end))
-        papers = self.load(list(times))
+        times = dict(self.window.paper_times_in_window(end - timedelta(days=SPAN_DAYS), end))
+        papers = self.papers.get(list(times))
         index: dict[str, list[tuple[tuple[int, int, str, str], Paper, datetime]]] = {}
         for paper in papers.values():
             item = (_popularity(paper), paper, times[paper.id])

@@ -34,6 +34,7 @@ from paperfeed.domain.digest import (
     Digest,
     DigestSection,
     DigestStatus,
+    LatestActivity,
     Pick,
     Preferences,
     RisingSource,
@@ -47,7 +48,7 @@ from paperfeed.domain.digest import (
     window_days,
     zone,
 )
-from paperfeed.domain.digest_ledger import DigestLedger, LedgerEntry, NewDigest, PaperLookup
+from paperfeed.domain.digest_ledger import DigestLedger, LedgerEntry, NewDigest
 from paperfeed.domain.digest_mail import DigestRenderer
 from paperfeed.domain.mail import (
     MailDeliveryUnknown,
@@ -61,6 +62,7 @@ from paperfeed.domain.mail import (
 from paperfeed.domain.models import Paper
 from paperfeed.domain.topic_rising import rising_heading
 from paperfeed.services.jobs import Lease
+from paperfeed.services.visible import VisiblePapers
 
 __all__ = [
     "ComposeSummary",
@@ -135,27 +137,36 @@ class DigestService:
     def __init__(
         self,
         ledger: DigestLedger,
-        papers: PaperLookup,
+        papers: VisiblePapers,
         providers: Mapping[Section, SectionProvider],
-        mailer: Callable[[], SessionMailer],
-        renderer: Callable[[], DigestRenderer],
+        mailer: SessionMailer,
+        renderer: DigestRenderer,
         settings: DigestSettings,
         *,
-        latest_activity: Callable[[], datetime | None] = lambda: None,
-        hidden: Callable[[], Collection[str]] = frozenset,
+        activity: LatestActivity | None = None,
         rising: RisingSource | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.ledger = ledger
         self.papers = papers
         self.providers = dict(providers)
-        self._mailer = mailer
-        self._renderer = renderer
+        self.mailer = mailer
+        self.renderer = renderer
         self.settings = settings
-        self.latest_activity = latest_activity
-        self.hidden = hidden
+        self.activity = activity
         self.rising = rising
         self.clock = clock
+
+    def _latest(self) -> datetime | None:
+        return self.activity.latest_activity() if self.activity is not None else None
+
+    def ledger_counts(self) -> dict[str, int]:
+        """Digests in the send ledger by status (``paperfeed digest status``, /admin/jobs)."""
+        return self.ledger.ledger_counts()
+
+    def next_retry(self) -> datetime | None:
+        """When the next digest waiting for a retry is due (None: none waits)."""
+        return self.ledger.next_retry()
 
     def missing_sections(self) -> list[Section]:
         """Sections subscribers can choose that this instance cannot fill (their service is absent)."""
@@ -226,8 +237,8 @@ class DigestService:
         """Add a ledger row for every active subscription whose current period has none."""
         started = time.perf_counter()
         now = self.clock()
-        latest = self.latest_activity()
-        hidden = set(self.hidden())
+        latest = self._latest()
+        hidden = set(self.papers.hidden())
         summary = ComposeSummary()
         for page in self.ledger.active_subscriptions():
             summary.subscriptions += len(page)
@@ -274,10 +285,10 @@ class DigestService:
         period = period_of(subscription.preferences, slot)
         already = self.ledger.sent_papers([subscription.id]).get(subscription.id, set()) if mark else set()
         digest = self.compose_for(
-            subscription, slot, already, latest=self.latest_activity(), hidden=set(self.hidden())
+            subscription, slot, already, latest=self._latest(), hidden=set(self.papers.hidden())
         )
-        papers = self.papers.get_papers(digest.paper_ids)
-        mail = self._renderer().digest_mail(
+        papers = self.papers.get(digest.paper_ids)
+        mail = self.renderer.digest_mail(
             digest_id=0,
             email=subscription.email,
             subscription_id=subscription.id,
@@ -301,13 +312,13 @@ class DigestService:
         started = time.perf_counter()
         summary = SendSummary()
         summary.recovered_pending, summary.recovered_unconfirmed = self.ledger.recover(self.clock())
-        renderer = self._renderer()
+        renderer = self.renderer
         # handed → sent is recorded for up to 50 messages at a time: a crash before that turns them into
         # "unconfirmed", which is never resent either, so batching costs nothing but saves a commit each.
         accepted: list[int] = []
         try:
             self._send_batches(
-                session_of=self._mailer(),
+                session_of=self.mailer,
                 renderer=renderer,
                 lease=lease,
                 limit=limit,
@@ -351,7 +362,7 @@ class DigestService:
                 batch = [e for e in batch if e.id in claimed]
                 subs = self.ledger.subscriptions_by_id(sorted({e.subscription_id for e in batch}))
                 bouncing = self.ledger.bounced([e.email for e in batch])
-                papers = self.papers.get_papers(sorted({p for e in batch for p in e.digest.paper_ids}))
+                papers = self.papers.get(sorted({p for e in batch for p in e.digest.paper_ids}))
                 for entry in batch:
                     if limit is not None and handled >= limit:
                         break

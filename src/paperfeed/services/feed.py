@@ -4,7 +4,7 @@ Surfaces (HTML pages, the JSON API, RSS/Atom) call :class:`FeedService`; it read
 :class:`FeedQueries` port (``adapters/store/feed_queries.py`` implements it over the SQL store) and never
 renders anything. All dates are UTC calendar days. Typical use from a page handler::
 
-    feeds: FeedService = request.state.app.feeds
+    feeds: FeedService = request.state.app.catalogue.feeds
     today = feeds.day(None)                 # latest day that has papers
     for item in today.items:                # ranked by upvotes, best first
         item.rank, item.upvotes, item.paper.title
@@ -50,6 +50,7 @@ from paperfeed.domain.feed import (
     trending_score,
 )
 from paperfeed.domain.ids import normalize_paper_id
+from paperfeed.domain.models import Paper
 from paperfeed.domain.now import SiteNow, site_now
 
 __all__ = ["MAX_LIMIT", "FeedService"]
@@ -108,6 +109,10 @@ class FeedService:
         return self.queries.data_version()
 
     # days ------------------------------------------------------------------------------------------
+
+    def count_papers(self) -> int:
+        """Every paper in the store, listed or not (a first start's page says how many wait for a feed)."""
+        return self.queries.count_papers()
 
     def latest_day(self) -> date | None:
         """Newest day that has papers (None for an empty store)."""
@@ -254,6 +259,10 @@ class FeedService:
                 self._trend_cache.clear()
             self._trend_cache[key] = (stamp, version, ranked, since, until)
         return ranked, since, until
+
+    def trending_papers(self, limit: int) -> list[Paper]:
+        """The ``limit`` best trending papers (:class:`~paperfeed.domain.recommend.TrendingPapers`)."""
+        return [item.paper for item in self.trending(limit=limit).items]
 
     # papers ----------------------------------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from paperfeed.domain.errors import SourceAnswerError, SourceUnavailable
 from paperfeed.domain.fill import (
     CATEGORIES_KEY,
     FillReporter,
+    FillSources,
     ListingState,
     decode_categories,
     encode_categories,
@@ -38,7 +39,7 @@ from paperfeed.domain.fill import (
     window_days,
 )
 from paperfeed.domain.ingest import Batch, IngestSummary
-from paperfeed.domain.ports import PaperFetcher, PaperSource, PaperStore
+from paperfeed.domain.ports import PaperSource, PaperStore
 
 if TYPE_CHECKING:
     from paperfeed.services.ingest import IngestService
@@ -155,12 +156,8 @@ class FillService:
     """Fills the window and catches up what is missing (see the module docstring)."""
 
     store: PaperStore
-    ingest: Callable[[], IngestService]
-    hf_day: Callable[[date], PaperSource]  # Hugging Face Daily Papers of one day
-    hf_probe: Callable[[date, float], AbstractContextManager[PaperSource]]  # the same, one quick try
-    arxiv_papers: Callable[[], PaperFetcher]  # papers by id (to learn the window's categories)
-    # category, window start, max entries, the clock stamping a completed pass
-    arxiv_listing: Callable[[str, datetime, int, Callable[[], datetime]], PaperSource]
+    ingest: IngestService
+    sources: FillSources  # Hugging Face days, arXiv papers by id and category listings
     settings: FillSettings
     now: Callable[[], datetime] = _utc_now
 
@@ -203,12 +200,12 @@ class FillService:
             mark = (hf_day_key(day), self.now().isoformat()) if is_settled(day, today) else None
             opened: AbstractContextManager[PaperSource]
             if probe_timeout is not None and done == 1:  # the first request tells whether we are online
-                opened = self.hf_probe(day, probe_timeout)
+                opened = self.sources.hf_probe(day, probe_timeout)
             else:
-                opened = nullcontext(self.hf_day(day))
+                opened = nullcontext(self.sources.hf_day(day))
             before = out.summary.listings
             with opened as source:
-                self.ingest().run(_Marked(source, mark), summary=out.summary)
+                self.ingest.run(_Marked(source, mark), summary=out.summary)
             out.fetched.append(day)
             if not begun:
                 reporter.begin(HF_STAGE, len(todo))
@@ -220,7 +217,7 @@ class FillService:
 
     def _window_hf_ids(self) -> list[str]:
         """The window's most-upvoted Daily Papers (at most ``derive_sample``)."""
-        source = self.hf_day(self.today()).name
+        source = self.sources.hf_day(self.today()).name
         best: dict[str, int] = {}
         for day in window_days(self.today(), self.settings.days):
             for item in self.store.listings_for_day(day, source):
@@ -247,9 +244,9 @@ class FillService:
                 "none yet: no Daily Papers in the window to derive them from; set PAPERFEED_ARXIV_CATEGORIES"
             )
             return stored, how if not stored else "derived earlier (no Daily Papers to refresh them)"
-        asked = _Watched(self.arxiv_papers().papers(ids))
+        asked = _Watched(self.sources.arxiv_papers().papers(ids))
         try:
-            self.ingest().run(asked)
+            self.ingest.run(asked)
         except (SourceUnavailable, SourceAnswerError) as exc:
             reporter.note(f"could not ask arXiv for the Daily Papers' categories: {exc}")
             if stored:
@@ -294,8 +291,8 @@ class FillService:
         for done, category in enumerate(todo, 1):
             before = out.summary.added + out.summary.updated + out.summary.unchanged
             try:
-                self.ingest().run(
-                    self.arxiv_listing(category, since, self.settings.listing_max, self.now),
+                self.ingest.run(
+                    self.sources.arxiv_listing(category, since, self.settings.listing_max, self.now),
                     summary=out.summary,
                 )
             except SourceAnswerError as exc:

@@ -154,6 +154,10 @@ class IndexingService:
         self._followed = False  # follow_index(): looked at least once
         self._followed_signal: datetime | None = None
 
+    def stored_vectors(self) -> int:
+        """Papers with a stored vector of this service's model."""
+        return self.store.model_counts().get(self.embedder.model_id, 0)
+
     def plan(self, *, rebuild: bool = False) -> IndexPlan:
         model_id = self.embedder.model_id
         papers = self.store.count_papers()

@@ -123,6 +123,14 @@ class IngestService:
     listeners: list[ChangeListener] = field(default_factory=list)
     indexes: list[DerivedIndex] = field(default_factory=list)
 
+    def checkpoint(self, name: str) -> str | None:
+        """Where the source checkpointed as ``name`` got to (``paperfeed harvest hf`` resumes there)."""
+        return self.store.get_checkpoint(name)
+
+    def clear_checkpoint(self, name: str) -> None:
+        """Forget the checkpoint ``name`` (a source that finished: the next run starts afresh)."""
+        self.store.clear_checkpoint(name)
+
     def run(
         self,
         source: PaperSource,

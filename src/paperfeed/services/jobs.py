@@ -260,6 +260,18 @@ class JobService:
     def names(self) -> list[str]:
         return list(self.jobs)
 
+    def lease(self, name: str) -> tuple[str, datetime] | None:
+        """Who holds the lease ``name`` (``scheduler``, ``job:daily``, ...) and until when, if anyone."""
+        return self.store.lease(name)
+
+    def recent(self, limit: int = 20) -> list[JobRun]:
+        """The newest runs as recorded (reads only: /admin/jobs shows a dead run as such)."""
+        return self.store.runs(limit=limit)
+
+    def interrupt_dead(self) -> int:
+        """Record the runs whose process is gone (killed, machine restarted) as interrupted."""
+        return self.store.interrupt_dead_runs(holder_is_dead, self.clock())
+
     def run(
         self,
         job: str,

@@ -33,10 +33,10 @@ from paperfeed.domain.library import (
     tag_key,
 )
 from paperfeed.domain.models import Paper
-from paperfeed.domain.ports import PaperStore
 from paperfeed.domain.reference_formats import Reference
 from paperfeed.domain.results import PaperSearch
 from paperfeed.domain.search import SearchFilters
+from paperfeed.services.visible import VisiblePapers
 
 __all__ = [
     "AlertPage",
@@ -128,9 +128,8 @@ def _page(limit: int, offset: int) -> tuple[int, int]:
 @dataclass
 class LibraryService:
     records: LibraryRecords
-    papers: PaperStore
-    search: Callable[[], PaperSearch]
-    hidden_papers: Callable[[Sequence[str]], set[str]] | None = None  # default: the admins' hidden list
+    papers: VisiblePapers  # hidden papers left out, the shown counts added
+    search: PaperSearch
     now: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
 
     # -- helpers -----------------------------------------------------------------------------------------
@@ -139,8 +138,7 @@ class LibraryService:
         """The canonical id of a paper this instance shows; a hidden paper is refused exactly like an
         unknown one, so saving or tagging cannot tell that an administrator hid it."""
         canonical = _paper_id(paper_id)
-        hidden = self.hidden_papers or self.records.hidden_among
-        if not self.records.existing_papers([canonical]) or hidden([canonical]):
+        if not self.records.existing_papers([canonical]) or canonical in self.papers.hidden():
             raise LibraryNotFound(f"no paper with id {canonical} is in this instance")
         return canonical
 
@@ -158,9 +156,7 @@ class LibraryService:
 
     def _visible(self, paper_ids: Sequence[str]) -> dict[str, Paper]:
         """The papers among ``paper_ids`` that exist and are not hidden by an admin."""
-        found = self.papers.get_papers(list(paper_ids))
-        hidden = (self.hidden_papers or self.records.hidden_among)(list(found))
-        return {pid: p for pid, p in found.items() if pid not in hidden}
+        return self.papers.get(paper_ids)
 
     # -- tags and saves ----------------------------------------------------------------------------------
 
@@ -378,7 +374,7 @@ class LibraryService:
         clean = check_author(name)
         key = author_key(clean)
         quoted = clean.replace('"', " ")
-        hits = self.search().search(f'author:"{quoted}"', limit=AUTHOR_POOL).hits
+        hits = self.search.search(f'author:"{quoted}"', limit=AUTHOR_POOL).hits
         ids = [h.paper.id for h in hits if any(author_key(a) == key for a in h.paper.authors if a.strip())]
         visible = self._visible(ids)
         newest = sorted(
@@ -435,7 +431,7 @@ class LibraryService:
         return self._alert(found)
 
     def _alert(self, saved: SavedSearch) -> AlertPage:
-        page = self.search().search(saved.query, saved.filters, limit=ALERT_POOL)
+        page = self.search.search(saved.query, saved.filters, limit=ALERT_POOL)
         visible = self._visible([h.paper.id for h in page.hits])
         ranked = [h.paper for h in page.hits if h.paper.id in visible]
         since = saved.seen_since

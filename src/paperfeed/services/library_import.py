@@ -197,7 +197,7 @@ class _Progress:
 class LibraryImporter:
     library: LibraryService
     ingest: IngestService
-    fetcher: Callable[[], PaperFetcher]  # built on first use: an import of known papers needs no network
+    fetcher: PaperFetcher  # the arXiv API, asked only for papers this instance does not have
     parse: BibliographyParser
     jobs: ImportJobs | None = None  # the site's background fetches; None: the command line's imports only
 
@@ -267,7 +267,7 @@ class LibraryImporter:
             wanted = missing if max_fetch is None else missing[: max(0, max_fetch)]
             skipped = set(missing[len(wanted) :])
             if wanted:
-                self.ingest.run(self.fetcher().papers(wanted), progress)
+                self.ingest.run(self.fetcher.papers(wanted), progress)
                 arrived = self.library.records.existing_papers(wanted)
                 report.fetched = len(arrived)
                 present |= arrived
@@ -409,7 +409,7 @@ class LibraryImporter:
         """The background job: fetch ``wanted``, save what arrived to its tags, record the outcome."""
         jobs = progress.jobs
         try:
-            self.ingest.run(self.fetcher().papers(wanted), progress)
+            self.ingest.run(self.fetcher.papers(wanted), progress)
             arrived = self.library.records.existing_papers(list(wanted))
             report = ImportReport(source="", tag=tag_name)
             self._save(user_id, works, arrived, tag_name, with_tags, report)

@@ -12,7 +12,7 @@ out-of-range ``offset``/``limit`` (400).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
@@ -26,6 +26,7 @@ from paperfeed.domain.paper_graph import (
     work_key,
 )
 from paperfeed.domain.related_work import RelatedRules, RelatedWork, UnknownPaper, rank_related
+from paperfeed.services.visible import VisiblePapers
 
 __all__ = [
     "MAX_LIMIT",
@@ -98,16 +99,14 @@ class PaperGraphService:
     def __init__(
         self,
         records: CitationRecords,
+        papers: VisiblePapers,  # the instance's papers as shown (hidden ones are not in the graph's pages)
         *,
-        paper: Callable[[str], Paper | None],
-        papers: Callable[[Sequence[str]], dict[str, Paper]],
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         rules: RelatedRules | None = None,
         related_pool: int = RELATED_POOL,
     ) -> None:
         self.records = records
-        self._paper = paper
-        self._papers = papers
+        self.papers = papers
         self.clock = clock
         self.rules = rules or RelatedRules()
         self.related_pool = related_pool
@@ -115,7 +114,7 @@ class PaperGraphService:
     def find(self, paper_id: str) -> Paper:
         """The paper of this instance with id ``paper_id`` (any spelling), or :class:`UnknownPaper`."""
         base = normalize_paper_id(paper_id).base
-        found = self._paper(base)
+        found = self.papers.paper(base)
         if found is None:
             raise UnknownPaper(base)
         return found
@@ -162,7 +161,7 @@ class PaperGraphService:
         counts = self.records.related_counts(key, limit=self.related_pool)
         published = paper.published.date() if paper.published else None
         related = rank_related(key, counts, published=published, rules=rules)
-        shown = self._papers([e.key for e in related.all() if e.in_store])
+        shown = self.papers.get([e.key for e in related.all() if e.in_store])
         return RelatedListing(paper, related, shown)
 
     def _listing(
@@ -181,6 +180,6 @@ class PaperGraphService:
         paper = self.find(paper_id)
         read = self.records.references if references else self.records.citations
         page = read(paper_key(paper), sort=sort, in_store_only=in_store_only, offset=offset, limit=limit)
-        shown = self._papers([row.work.key for row in page.rows if row.in_store])
+        shown = self.papers.get([row.work.key for row in page.rows if row.in_store])
         entries = tuple(GraphEntry(row, shown.get(row.work.key)) for row in page.rows)
         return GraphListing(paper, entries, page.total, offset, limit, sort, in_store_only)

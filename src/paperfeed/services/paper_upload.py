@@ -9,11 +9,12 @@ invalid one is a reject naming ``file:line`` and why; embedding is left to the b
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from paperfeed.domain.paper_upload import HEAD_BYTES, UploadKind, UploadReport, detect_upload_kind
 from paperfeed.domain.ports import PaperSource
+from paperfeed.services.coverage import CoverageService
 from paperfeed.services.ingest import IngestService
 
 __all__ = ["PaperUploads"]
@@ -26,7 +27,7 @@ SourceOpener = Callable[[Path, UploadKind, str], PaperSource]
 class PaperUploads:
     ingest: IngestService
     open_source: SourceOpener
-    after_import: Callable[[], None] = field(default=lambda: None)  # e.g. recount search coverage
+    coverage: CoverageService | None = None  # recounted after an import (the search's coverage note)
 
     def import_file(self, path: Path, name: str) -> UploadReport:
         """Import ``path`` (uploaded as ``name``); :class:`~paperfeed.domain.paper_upload.UnsupportedUpload`
@@ -37,5 +38,6 @@ class PaperUploads:
         try:
             summary = self.ingest.run(self.open_source(path, kind, name))
         finally:
-            self.after_import()
+            if self.coverage is not None:
+                self.coverage.forget()
         return UploadReport.of(name, kind, gzipped, summary)

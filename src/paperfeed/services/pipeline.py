@@ -39,8 +39,8 @@ from paperfeed.services.jobs import Step, StepCounts
 if TYPE_CHECKING:
     from paperfeed.services.citations import CitationHarvest
     from paperfeed.services.digest_send import DigestService
+    from paperfeed.services.embedders import Indexer
     from paperfeed.services.fill import FillService
-    from paperfeed.services.indexing import IndexingService
     from paperfeed.services.ingest import IngestService
     from paperfeed.services.topics import TopicService
 
@@ -72,28 +72,28 @@ def _ingested(summary: IngestSummary) -> StepCounts:
 class DailyPipeline:
     """The steps of this instance's jobs, each an idempotent call into a service."""
 
-    ingest: Callable[[], IngestService]
-    arxiv_harvest: Callable[[], PaperSource]  # continues from where the last completed harvest ended
-    fill: Callable[[], FillService]  # the window's Hugging Face days and arXiv category listings
-    indexing: Callable[[], IndexingService]
-    digests: Callable[[], DigestService]
+    ingest: IngestService
+    arxiv_harvest: Callable[[], PaperSource]  # a harvest planned per run: from where the last one ended
+    fill: FillService  # the window's Hugging Face days and arXiv category listings
+    indexer: Indexer  # embedding with the model in use
+    digests: DigestService
     daily_steps: Sequence[str]  # PAPERFEED_JOBS_DAILY_STEPS
     citation_sources: Sequence[str]  # PAPERFEED_CITATION_SOURCES
-    citations: Callable[[], CitationHarvest] | None = None
-    topic_service: Callable[[], TopicService] | None = None
+    citations: CitationHarvest | None = None
+    topic_service: TopicService | None = None
 
     def harvest_arxiv(self) -> StepCounts:
-        return _ingested(self.ingest().run(self.arxiv_harvest(), resume=True))
+        return _ingested(self.ingest.run(self.arxiv_harvest(), resume=True))
 
     def harvest_hf(self) -> StepCounts:
         """Every day of the window not complete yet (a missed day is caught up here)."""
-        out = self.fill().catch_up_hf(SilentReporter())
+        out = self.fill.catch_up_hf(SilentReporter())
         return {**_ingested(out.summary), "days": len(out.fetched)}
 
     def harvest_listings(self) -> StepCounts:
         """The followed categories' newest arXiv submissions; a category arXiv refuses fails the step
         (after the others ran), so the run shows as partial with arXiv's own message."""
-        out = self.fill().catch_up_arxiv(SilentReporter())
+        out = self.fill.catch_up_arxiv(SilentReporter())
         if out.refused:
             raise RuntimeError("; ".join(f"arXiv refused {cat}: {why}" for cat, why in out.refused))
         return {**_ingested(out.summary), "categories": len(out.fetched), "fresh": len(out.fresh)}
@@ -104,7 +104,7 @@ class DailyPipeline:
         answers with something malformed fails the step after the others ran."""
         if self.citations is None:
             raise RuntimeError("no citation harvest is configured")
-        reports = self.citations().daily(self.citation_sources, lambda _plan: _Quiet())
+        reports = self.citations.daily(self.citation_sources, lambda _plan: _Quiet())
         counts: dict[str, int | float | str] = {}
         failed: list[str] = []
         for r in reports:
@@ -124,17 +124,17 @@ class DailyPipeline:
         return counts
 
     def index(self) -> StepCounts:
-        summary = self.indexing().run()
+        summary = self.indexer.current().run()
         return {"embedded": summary.embedded, "remaining": summary.remaining}
 
     def topics(self, report: Callable[[str], None] | None = None) -> StepCounts:
         """Place newly embedded papers into the topics; rebuild them when due (``TopicService.daily``)."""
         if self.topic_service is None:
             raise RuntimeError("no topic service is configured")
-        return self.topic_service().daily(report)
+        return self.topic_service.daily(report)
 
     def send_digests(self) -> StepCounts:
-        composed, sent = self.digests().run()
+        composed, sent = self.digests.run()
         counts: dict[str, int | float | str] = {"composed": composed.composed, "empty": composed.empty}
         if sent is not None:
             counts.update(sent=sent.sent, retry=sent.retry_later, bounced=sent.bounced, failed=sent.failed)

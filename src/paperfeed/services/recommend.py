@@ -1,6 +1,6 @@
 """The "For you" feed: recent papers ranked for one reader (or one of their tags), each with its reasons.
 
-    recs: RecommendationService = app.recommendations
+    recs: RecommendationService = app.readers.recommendations
     for rec in recs.for_you(user_id, limit=20):             # list[Recommendation]
         rec.paper.title, rec.score, rec.reason               # "similar to 'X' you saved · by Y (followed)"
     page = recs.feed(user_id, limit=20, tag="Diffusion")     # ForYou: items + mode + cold-start message
@@ -32,44 +32,43 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Literal
 
 import numpy as np
 
 from paperfeed.domain.embedding import EmbeddingStore
-from paperfeed.domain.library import ReaderSignals, SavedSearch
-from paperfeed.domain.models import Paper
+from paperfeed.domain.library import ReaderSignals
 from paperfeed.domain.now import site_now
-from paperfeed.domain.ports import PaperStore
 from paperfeed.domain.recommend import (
+    MailedPapers,
     ModelParams,
     ReaderModel,
     Reason,
     Recommendation,
     RecommendQueries,
     SignalsSource,
+    TrendingPapers,
+    Upvotes,
+    WindowMatches,
     fit_reader_model,
     nearest,
     sample_ids,
 )
-from paperfeed.domain.search import SearchFilters, VectorIndex, VectorIndexError, Vectors
+from paperfeed.domain.search import EmbedderSource, SearchFilters, VectorIndexError, Vectors, VectorSource
 from paperfeed.domain.topic_picks import PickedTopicSource, rank_candidates
+from paperfeed.services.visible import VisiblePapers
 
 __all__ = [
-    "AlertMatcher",
     "ForYou",
     "Mode",
     "RecommendSettings",
     "RecommendationService",
     "UnknownTag",
-    "with_window",
 ]
 
 Mode = Literal["model", "similarity", "topics", "trending"]
-AlertMatcher = Callable[[SavedSearch, date, date, int], Sequence[str]]  # search, first day, last day, k
-TrendingSource = Callable[[int], Sequence[Paper]]  # limit -> trending papers, best first
 
 
 class UnknownTag(LookupError):
@@ -140,17 +139,16 @@ class RecommendationService:
     """Per-reader ranking of recent papers; thread-safe. See the module docstring."""
 
     signals: SignalsSource
-    store: PaperStore
+    papers: VisiblePapers  # hidden papers are never recommended; items carry the shown counts
     embeddings: EmbeddingStore
     queries: RecommendQueries
-    vectors: Callable[[], VectorIndex | None]
-    model_id: Callable[[], str]
-    trending: TrendingSource
+    vectors: VectorSource
+    embedder: EmbedderSource  # its model names the vector space (read without loading the model)
+    trending: TrendingPapers
     settings: RecommendSettings
-    alerts: AlertMatcher | None = None
-    upvoted: Callable[[int], Collection[str]] | None = None  # community upvotes, once they exist
-    hidden: Callable[[], Collection[str]] | None = None  # papers an admin hid: never recommended
-    shown: Callable[[int], Collection[str]] | None = None  # papers the reader's digests already carried
+    alerts: WindowMatches | None = None
+    upvotes: Upvotes | None = None  # community upvotes, once they exist
+    mailed: MailedPapers | None = None  # papers the reader's digests already carried
     topics: PickedTopicSource | None = None  # the topics the reader picked (cold start)
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
     _models: OrderedDict[tuple[object, ...], ReaderModel] = field(default_factory=OrderedDict, init=False)
@@ -174,7 +172,7 @@ class RecommendationService:
         if not 1 <= limit <= 200:
             raise ValueError(f"limit must be between 1 and 200, got {limit}")
         signals = self.signals.signals(user_id)
-        upvoted = tuple(self.upvoted(user_id)) if self.upvoted is not None else ()
+        upvoted = tuple(self.upvotes.upvoted_ids(user_id)) if self.upvotes is not None else ()
         if tag is not None:
             positive_ids = signals.in_tag(tag)
             if not positive_ids:
@@ -183,11 +181,11 @@ class RecommendationService:
         else:
             positive_ids = tuple(dict.fromkeys((*(s.paper_id for s in signals.saved), *upvoted)))
         excluded = signals.excluded_ids | frozenset(upvoted) | frozenset(exclude)
-        if self.hidden is not None:
-            excluded |= frozenset(self.hidden())
-        if self.shown is not None:
-            excluded |= frozenset(self.shown(user_id))
-        model_id = self.model_id()
+        hidden = self.papers.hidden()
+        excluded |= hidden
+        if self.mailed is not None:
+            excluded |= frozenset(self.mailed.papers_mailed_to(user_id))
+        model_id = self.embedder.current().model_id
         version = self.queries.version(model_id)
         first, last, since, until = self._bounds()
         recent = self._recent(model_id, since, until, version)
@@ -222,7 +220,7 @@ class RecommendationService:
 
         total = {p: scores.get(p, 0.0) + boosts.get(p, 0.0) for p in set(scores) | set(boosts)}
         ranked = sorted(total, key=lambda p: (-total[p], p))[:limit]
-        titles = self.store.get_papers([*ranked, *{nearest_of.get(p, "") for p in ranked} - {""}])
+        titles = self.papers.get([*ranked, *{nearest_of.get(p, "") for p in ranked} - {""}])
         upvoted_set = frozenset(upvoted)
         items: list[Recommendation] = []
         for paper_id in ranked:
@@ -328,7 +326,7 @@ class RecommendationService:
         last: date,
     ) -> tuple[dict[str, float], dict[str, str]]:
         """Exact scores of the best ``pool`` recent papers along the model, and each one's nearest saved."""
-        index = self.vectors()
+        index = self.vectors.current()
         pool: list[str] | None = None
         if index is not None:
             try:
@@ -395,7 +393,7 @@ class RecommendationService:
         if self.alerts is None:
             return
         for search in signals.saved_searches:
-            for paper_id in self.alerts(search, first, last, self.settings.alert_hits):
+            for paper_id in (p.id for p in self.alerts.within(search, first, last, self.settings.alert_hits)):
                 if paper_id in excluded:
                     continue
                 reasons = why.setdefault(paper_id, [])
@@ -437,7 +435,7 @@ class RecommendationService:
 
     def _trending(self, count: int, excluded: Collection[str]) -> list[Recommendation]:
         out: list[Recommendation] = []
-        for paper in self.trending(min(count + len(excluded), 1000)):
+        for paper in self.trending.trending_papers(min(count + len(excluded), 1000)):
             if paper.id in excluded:
                 continue
             out.append(Recommendation(paper, 0.0, (Reason("trending", "trending"),)))
@@ -457,10 +455,3 @@ def _author_key(name: str) -> str:
         return author_key(name)
     except InvalidLibraryInput:
         return ""
-
-
-def with_window(filters: SearchFilters, first: date, last: date) -> SearchFilters:
-    """A saved search's own filters restricted to ``[first, last]`` (for matching alerts in the window)."""
-    start = max(first, filters.date_from) if filters.date_from else first
-    end = min(last, filters.date_to) if filters.date_to else last
-    return replace(filters, date_from=start, date_to=end)

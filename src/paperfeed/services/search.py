@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -36,20 +36,22 @@ from paperfeed.domain.embedding import embedding_text
 from paperfeed.domain.fusion import WeightedList, fuse_weighted, reciprocal_rank_fusion
 from paperfeed.domain.models import Paper
 from paperfeed.domain.neighbourhood import rerank_by_neighbourhood
-from paperfeed.domain.ports import PaperLookup
 from paperfeed.domain.query import parse_query, with_filters
 from paperfeed.domain.results import SearchHit, SearchPage
 from paperfeed.domain.search import (
-    Embedder,
+    EmbedderSource,
     KeywordIndex,
     KeywordIndexUnavailable,
     ParsedQuery,
     ScoredId,
     SearchFilters,
     SimilarSource,
+    TopicMembers,
     VectorIndex,
     VectorIndexError,
+    VectorSource,
 )
+from paperfeed.services.visible import VisiblePapers
 
 if TYPE_CHECKING:  # the vector type needs NumPy, which a keyword-only search never imports
     from paperfeed.domain.search import Vectors
@@ -101,20 +103,20 @@ class SimilarSettings:
 class HybridSearch:
     """:class:`~paperfeed.domain.results.PaperSearch` over a keyword index, a vector index and an embedder.
 
-    ``vectors`` and ``embedder`` are factories: loading a model or a large index is slow, so it happens
-    on first use, and a failure there only disables dense search.
+    Papers are read through ``papers``, the visible-papers lookup: hidden papers never rank, hits carry
+    the counts pages show. ``vectors`` and ``embedder`` are asked at each use: loading a model or a
+    large index is slow, so it happens on first use (inside them), and a failure there only disables
+    dense search. No ``embedder``: keyword search only.
     """
 
-    store: PaperLookup
+    papers: VisiblePapers
     keyword: KeywordIndex
-    vectors: Callable[[], VectorIndex | None]
-    embedder: Callable[[], Embedder | None]
+    vectors: VectorSource
+    embedder: EmbedderSource | None
     settings: HybridSettings
     similar_settings: SimilarSettings
-    hidden: Callable[[], frozenset[str]] = field(default=frozenset)  # ids an administrator hid
     similar_sources: tuple[tuple[SimilarSource, float], ...] = ()  # further lists, each with its weight
-    # a topic's paper ids (a removed topic followed to its successor), None for an unknown topic
-    topic_members: Callable[[int], frozenset[str] | None] | None = None
+    topics: TopicMembers | None = None  # a topic filter's papers (None: every topic is unknown)
     # query text -> (the model that embedded it, its vector): an adopted model makes the old ones stale
     _query_cache: OrderedDict[str, tuple[str, Vectors]] = field(default_factory=OrderedDict, init=False)
     _pending: dict[str, Future[_Embedded]] = field(default_factory=dict, init=False)
@@ -157,11 +159,11 @@ class HybridSearch:
         lists = [keyword] if dense is None else [keyword, dense]
         weights = [self.settings.keyword_weight] + ([] if dense is None else [self.settings.dense_weight])
         fused = reciprocal_rank_fusion(lists, weights, k=self.settings.rrf_k)
-        hidden = self.hidden()
+        hidden = self.papers.hidden()
         if hidden:
             fused = [f for f in fused if f.paper_id not in hidden]
         window = fused[offset : offset + limit]
-        papers = self.store.get_papers([f.paper_id for f in window])
+        papers = self.papers.get([f.paper_id for f in window])
         hits = []
         for f in window:
             paper = papers.get(f.paper_id)
@@ -183,15 +185,28 @@ class HybridSearch:
     def similar(
         self, paper_id: str, limit: int = 10, filters: SearchFilters | None = None
     ) -> list[SearchHit]:
-        """Papers most like ``paper_id``: its named lists fused (see the module doc), best first; never
-        the paper itself, its duplicates (same text, or embeddings this close) or hidden papers.
+        """Papers most like ``paper_id`` (:meth:`similar_to`); none for an unknown or hidden paper."""
+        hidden = self.papers.hidden()
+        paper = self.papers.get([paper_id]).get(paper_id)
+        return [] if paper is None else self.similar_to(paper, limit, filters, hidden=hidden)
+
+    def similar_to(
+        self,
+        paper: Paper,
+        limit: int = 10,
+        filters: SearchFilters | None = None,
+        *,
+        hidden: frozenset[str] | None = None,
+    ) -> list[SearchHit]:
+        """Papers most like ``paper`` (a visible paper the caller read): its named lists fused (see the
+        module doc), best first; never the paper itself, its duplicates (same text, or embeddings this
+        close) or hidden papers (``hidden``: their ids, when the caller read them already).
 
         ``score`` is the fused score; ``similarity`` the cosine of the two papers' embeddings when both
         are embedded; ``dense_rank``/``keyword_rank`` the ranks in those lists.
         """
-        paper = self.store.get_paper(paper_id)
-        hidden = self.hidden()
-        if paper is None or paper.id in hidden or limit <= 0:
+        hidden = self.papers.hidden() if hidden is None else hidden
+        if paper.id in hidden or limit <= 0:
             return []
         s = self.similar_settings
         pool = max(s.candidates, limit + 10)
@@ -220,7 +235,7 @@ class HybridSearch:
             f for f in fuse_weighted(lists, k=s.rrf_k) if f.paper_id not in same and f.paper_id not in hidden
         ]
         window = fused[: limit + 10]  # room for duplicates found by their text below
-        papers = self.store.get_papers([f.paper_id for f in window])
+        papers = self.papers.get([f.paper_id for f in window])
         cosines = self._cosines(index, vector, [f.paper_id for f in window], read)
         hits: list[SearchHit] = []
         for f in window:
@@ -333,7 +348,7 @@ class HybridSearch:
         topic = parsed.filters.topic
         if topic is None:
             return parsed
-        members = self.topic_members(topic) if self.topic_members is not None else None
+        members = self.topics.members(topic) if self.topics is not None else None
         if members is None:
             notes.append(f"there is no topic {topic}; nothing matches topic:{topic}")
             members = frozenset()
@@ -387,7 +402,7 @@ class HybridSearch:
     def _vector_index(self, notes: list[str]) -> VectorIndex | None:
         """The vector index, kept current by ``vectors`` (a saved newer generation is picked up there)."""
         try:
-            index = self.vectors()
+            index = self.vectors.current()
         except VectorIndexError as exc:
             log.warning("vector index unavailable: %s", exc)
             notes.append("semantic search is unavailable (run `paperfeed index`); showing keyword matches")
@@ -413,9 +428,9 @@ class HybridSearch:
 
     def _compute(self, text: str) -> _Embedded:
         try:
-            embedder = self.embedder()
-            if embedder is None:
+            if self.embedder is None:
                 return _Embedded(None, None, None)
+            embedder = self.embedder.current()
             import numpy as np
 
             vector = np.asarray(embedder.embed([text])[0], dtype=np.float32)
@@ -433,7 +448,7 @@ class HybridSearch:
             cached = self._query_cache.get(text)
             future = self._pending.pop(text, None)
         if cached is not None and future is None:
-            embedder = self.embedder()
+            embedder = self.embedder.current() if self.embedder is not None else None
             if embedder is not None and embedder.model_id == cached[0]:
                 with self._lock:
                     if text in self._query_cache:

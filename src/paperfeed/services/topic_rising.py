@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 
-from paperfeed.domain.now import SiteNow
+from paperfeed.domain.now import SiteClock, SiteNow
 from paperfeed.domain.topic_rising import MIN_LIFT, PREVIOUS_WEEKS, SHOWN, RisingWeek, rising_entries
 from paperfeed.domain.topics import TopicRecords, week_of
 
@@ -28,19 +28,19 @@ class RisingService:
         min_lift: float = MIN_LIFT,
         ttl: float = 60.0,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-        now: Callable[[], SiteNow] | None = None,
+        site: SiteClock | None = None,
     ) -> None:
-        """``now``: the site's "now" (domain/now.py), whose week is "this week"; without it, ``clock``."""
+        """``site``: the site's "now" (domain/now.py), whose week is "this week"; without it, ``clock``."""
         self.records = records
         self.limit, self.min_lift, self.ttl, self.clock = limit, min_lift, ttl, clock
-        self._now = now
+        self.site = site
         self._lock = threading.Lock()
         self._cache: dict[tuple[date, int], tuple[float, RisingWeek | None]] = {}
 
     def now(self) -> SiteNow:
         """The site's "now": the clock, or the newest paper's time for an archive."""
-        if self._now is not None:
-            return self._now()
+        if self.site is not None:
+            return self.site.now()
         clock = self.clock()
         return SiteNow(clock, clock, None)
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from paperfeed.domain.embedding import EmbeddingStore
 from paperfeed.domain.models import Paper
-from paperfeed.domain.now import SiteNow
+from paperfeed.domain.now import SiteClock, SiteNow
 from paperfeed.domain.topics import (
     Placement,
     RisingTopic,
@@ -176,10 +176,10 @@ class TopicService:
         rebuild_after: timedelta,
         rebuild_growth: float | None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-        now: Callable[[], SiteNow] | None = None,
+        site: SiteClock | None = None,
     ) -> None:
-        """``clock`` stamps builds; ``now`` is the site's "now" the pages' weeks end at (the feed
-        service's: the clock, or the newest paper's time for an archive); without it, the clock."""
+        """``clock`` stamps builds; ``site`` gives the site's "now" the pages' weeks end at (the feed
+        service: the clock, or the newest paper's time for an archive); without it, the clock."""
         self.records, self.embeddings, self.papers = records, embeddings, papers
         self.modeller, self.counter = modeller, counter
         self.settings = settings
@@ -187,12 +187,12 @@ class TopicService:
         # rebuild (rather than place) once this many times the build's papers have a vector of its model:
         # placing 10,000 imported papers into topics found among 300 would keep the 300's topics
         self.rebuild_growth = rebuild_growth
-        self._now = now
+        self.site = site
 
     def now(self) -> SiteNow:
         """The site's "now" (see :mod:`paperfeed.domain.now`)."""
-        if self._now is not None:
-            return self._now()
+        if self.site is not None:
+            return self.site.now()
         clock = self.clock()
         return SiteNow(clock, clock, None)
 
@@ -517,6 +517,21 @@ class TopicService:
 
     def successor(self, topic_id: int) -> int | None:
         return self.records.successor(topic_id)
+
+    def paper_ids(self, topic_id: int, *, limit: int) -> list[str]:
+        """The topic's visible papers, ranked as its page ranks them."""
+        return self.records.paper_ids(topic_id, limit=limit)
+
+    def topics(self, level: int | None = 0) -> list[Topic]:
+        """The topics of ``level`` (0 fine, 1 coarse, ``None`` both) of the current build."""
+        return self.records.topics(level)
+
+    def current_build(self) -> TopicBuild | None:
+        return self.records.current()
+
+    def unplaced(self, build: TopicBuild) -> int:
+        """Papers with a vector of the build's model not placed into a topic yet (/admin/jobs)."""
+        return self.records.count_unplaced(build.model_id)
 
     def topic_of(self, paper_id: str) -> Topic | None:
         return self.records.topic_of(paper_id)

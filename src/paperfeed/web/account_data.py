@@ -35,7 +35,7 @@ _DELETED = "Your account and everything kept with it are deleted, and you are si
 
 
 def _service(request: Request) -> AccountDataService:
-    return app_of(request).account_data
+    return app_of(request).readers.account_data
 
 
 def _download(archive: ExportArchive) -> Response:

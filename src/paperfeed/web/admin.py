@@ -106,9 +106,9 @@ def admin_jobs(request: Request, admin: Admin, app: AppDep, n: int = 0) -> HTMLR
     ``paperfeed topics build``), locks, subscriptions and the send ledger. Reads only: a run whose process
     is gone is shown as such, and the page's button (:func:`interrupt_dead_runs`) records it as
     interrupted."""
-    store, jobs = app.digest_store, app.job_store
-    runs = jobs.runs(limit=50)
-    build = app.topics.records.current()
+    jobs, topics = app.maintenance.jobs, app.catalogue.topics
+    runs = jobs.recent(limit=50)
+    build = topics.current_build()
     done = request.query_params.get("done", "")
     message = _JOBS_DONE[done].format(n=n, s="" if n == 1 else "s") if done in _JOBS_DONE else None
     return rendering.page(
@@ -120,18 +120,18 @@ def admin_jobs(request: Request, admin: Admin, app: AppDep, n: int = 0) -> HTMLR
         done=message,
         runs=runs,
         dead={run.id for run in runs if run.status == "running" and holder_is_dead(run.holder)},
-        ledger=store.ledger_counts(),
-        subscriptions=store.subscription_counts(),
+        ledger=app.digests.sender.ledger_counts(),
+        subscriptions=app.digests.subscriptions.counts(),
         leases=[(name, jobs.lease(name)) for name in LEASE_NAMES],
-        supervisors=describe_supervisors(app.supervisor_status.read_all(), holder_is_dead),
-        indexing=app.indexing_status.status(),
+        supervisors=describe_supervisors(app.maintenance.supervisors.read_all(), holder_is_dead),
+        indexing=app.indexes.status.status(),
         build=build,
-        unplaced=app.topics.records.count_unplaced(build.model_id) if build is not None else 0,
+        unplaced=topics.unplaced(build) if build is not None else 0,
     )
 
 
 @router.post("/admin/jobs/interrupt-dead", response_model=None, dependencies=[CsrfChecked])
 def interrupt_dead_runs(admin: Admin, app: AppDep) -> Response:
     """Record the runs whose process is gone (killed, machine restarted) as interrupted."""
-    count = app.job_store.interrupt_dead_runs(holder_is_dead, app.digests.clock())
+    count = app.maintenance.jobs.interrupt_dead()
     return RedirectResponse(f"/admin/jobs?done=interrupted&n={count}", status_code=303)

@@ -39,14 +39,13 @@ from pydantic import BaseModel, ConfigDict
 from paperfeed.domain.citation_trend import CitedItem
 from paperfeed.domain.feed import FeedItem, Period, parse_day, parse_month, parse_week
 from paperfeed.domain.ids import normalize_paper_id
-from paperfeed.domain.models import Paper
 from paperfeed.domain.results import SearchHit
 from paperfeed.domain.search import SearchFilters
+from paperfeed.mcp.paper_markdown import GraphMarkdown, paper_markdown
 
 from .deps import app_of, feeds_of, search_of
 from .errors import ApiError, JsonResponse
 from .hf_json import daily_item, highlight, paper_object
-from .paper_markdown import GraphMarkdown, paper_markdown
 from .rendering import search_notes_headers
 
 __all__ = ["MAX_QUERY_CHARS", "base_url", "checked_query", "router"]
@@ -197,7 +196,7 @@ def daily_papers(
     if sort == "cited":
         if given:
             raise ApiError(400, f"sort=cited ranks the whole store; give no {given[0]}")
-        cited = app_of(request).cited_trending.page(limit, offset)
+        cited = app_of(request).catalogue.cited_trending.page(limit, offset)
         return JsonResponse([_cited_item(t) for t in cited.items])
     feeds = feeds_of(request)
     order: Literal["upvotes", "trending"] = "trending" if sort == "trending" else "upvotes"
@@ -243,7 +242,7 @@ def search_papers(
     text = checked_query(q)
     filters = None
     if topic is not None:
-        found = app_of(request).topic_picks.resolve(topic)
+        found = app_of(request).catalogue.topic_picks.resolve(topic)
         if found is None:
             message = f"there is no topic {topic} (GET /api/topics lists them)"
             raise ApiError(400, f"topic: {message}", errors=[{"param": "topic", "message": message}])
@@ -252,24 +251,23 @@ def search_papers(
             return RedirectResponse(f"/api/papers/search?{query}", status_code=301)
         filters = SearchFilters(topic=found.id)
         if not text:  # no words: the topic's papers, ranked like its page
-            ids = app_of(request).topics.records.paper_ids(found.id, limit=limit)
-            found_papers = app_of(request).store.get_papers(ids)
-            shown = [found_papers[i] for i in ids if i in found_papers]
-            return JsonResponse([daily_item(p) for p in app_of(request).community.with_counts(shown)])
+            catalogue = app_of(request).catalogue
+            ids = catalogue.topics.paper_ids(found.id, limit=limit)
+            found_papers = catalogue.visible.get(ids)
+            return JsonResponse([daily_item(found_papers[i]) for i in ids if i in found_papers])
     if not text:
         return JsonResponse(_items(feeds_of(request).recent(limit=limit)))
     page = search_of(request).search(text, filters, limit=limit)
-    coverage = app_of(request).coverage.note()
+    coverage = app_of(request).indexes.coverage.note()
     notes = [*page.notes, *filter(None, [coverage])]
     kept = search_notes_headers(bool(page.notes), coverage)
     headers = {"X-Search-Notes": "; ".join(notes)[:500], **kept} if kept is not None else None
-    shown = app_of(request).community.with_counts([hit.paper for hit in page.hits])
-    return JsonResponse([_search_item(h, p) for h, p in zip(page.hits, shown, strict=True)], headers=headers)
+    return JsonResponse([_search_item(h) for h in page.hits], headers=headers)
 
 
-def _search_item(hit: SearchHit, paper: Paper) -> dict[str, Any]:
-    """A search hit; ``paper`` is ``hit.paper`` with the shown counts (community votes and comments)."""
-    item = daily_item(paper)
+def _search_item(hit: SearchHit) -> dict[str, Any]:
+    """A search hit (its paper read through the visible-papers lookup: with the shown counts)."""
+    item = daily_item(hit.paper)
     item["highlightedTitle"] = highlight(hit.paper.title, hit.title_spans)
     item["highlightedSummary"] = highlight(hit.paper.abstract, hit.abstract_spans)
     return item
@@ -310,10 +308,10 @@ def similar_papers(
     detail = feeds_of(request).paper(paper_id)
     if detail is None:
         raise ApiError(404, f"paper {_canonical_id(paper_id)} is not in this paperfeed instance")
-    hits = search_of(request).similar(detail.paper.id, limit=limit)
+    hits = app_of(request).search.similar.of(detail.paper, limit=limit)
     out = []
-    for hit, paper in zip(hits, app_of(request).community.with_counts([h.paper for h in hits]), strict=True):
-        item = daily_item(paper)
+    for hit in hits:
+        item = daily_item(hit.paper)
         item["similarity"] = None if hit.similarity is None else round(hit.similarity, 6)
         out.append(item)
     return JsonResponse(out)
@@ -331,10 +329,10 @@ def paper_info(request: Request, paper_id: str) -> Response:
         raise ApiError(404, f"paper {_canonical_id(paper_id)} is not in this paperfeed instance")
     first = detail.listed_on[0] if detail.listed_on else None
     out = paper_object(detail.paper, listed_on=first)
-    submission = app_of(request).community.submission(detail.paper.id)
+    submission = app_of(request).readers.community.submission(detail.paper.id)
     if submission is not None and submission.name:
         out["submittedOnDailyBy"] = {"name": submission.name, "fullname": submission.name}
-    placed = app_of(request).topic_picks.paper_topic(detail.paper.id)
+    placed = app_of(request).catalogue.topic_picks.paper_topic(detail.paper.id)
     out["topic"] = None
     if placed is not None:
         t, parent = placed.topic, placed.parent
@@ -358,7 +356,7 @@ def paper_md(request: Request, paper_id: str) -> Response:
     if detail is None:
         raise ApiError(404, f"paper {_canonical_id(paper_id)} is not in this paperfeed instance")
     base = base_url(request)
-    graph = app_of(request).paper_graph
+    graph = app_of(request).catalogue.paper_graph
     summary = graph.summary(detail.paper.id)
     extra = None
     if summary.has_data:
@@ -369,7 +367,7 @@ def paper_md(request: Request, paper_id: str) -> Response:
             base,
         )
     page = f"{base}/papers/{detail.paper.id}"
-    topic = app_of(request).topic_picks.paper_topic(detail.paper.id)
+    topic = app_of(request).catalogue.topic_picks.paper_topic(detail.paper.id)
     return Response(
         paper_markdown(detail, page, extra, topic, base), media_type="text/markdown; charset=utf-8"
     )

@@ -11,6 +11,7 @@ from starlette.routing import Route
 
 from paperfeed import __version__
 from paperfeed.bootstrap import App, build_app
+from paperfeed.mcp.server import HttpEndpoint
 
 from . import (
     account_data,
@@ -25,7 +26,6 @@ from . import (
     library,
     library_api,
     library_export,
-    mcp_server,
     pages_feed,
     pages_paper,
     pages_search,
@@ -60,14 +60,14 @@ def create_app(
     (:func:`freeze_start_up_heap`); an app made inside a test process leaves the collector alone.
     """
 
-    mcp = mcp_server.HttpEndpoint()  # MCP over streamable HTTP at /mcp (docs/mcp.md)
+    mcp = HttpEndpoint(errors.error_response)  # MCP over streamable HTTP at /mcp (docs/mcp.md)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[dict[str, App]]:
         container = build()
         try:
-            container.open_local_keyword_index()  # SQLite: a missing index is built before serving
-            container.start_index_follower()  # PostgreSQL with node-local indexes: build, then follow
+            container.indexes.open_local_keyword_index()  # SQLite: a missing index is built before serving
+            container.indexes.start_follower()  # PostgreSQL with node-local indexes: build, then follow
             if serving and container.settings.web_gc_freeze:
                 freeze_start_up_heap(container, renderer)
             async with mcp.running():
@@ -141,7 +141,7 @@ def freeze_start_up_heap(container: App, renderer: Renderer) -> None:
     Frozen objects are never traversed again; the import does the same for its own run
     (services/ingest.py). bench/first_requests.py measures the first 100 requests with and without.
     """
-    container.feeds.data_version()  # opens the store: the engine, its dialect and the schema's tables
+    container.catalogue.feeds.data_version()  # opens the store: the engine, its dialect, the schema's tables
     for name in renderer.env.list_templates(extensions=["html"]):
         renderer.env.get_template(name)
     gc.collect()

@@ -87,7 +87,7 @@ def account_page(
     context = {
         "done": _DONE.get(request.query_params.get("done", "")),
         "error": None,
-        "mail_kept": app_of(request).mail_is_kept,  # no mail server: the pages say where mail goes
+        "mail_kept": app_of(request).mail.kept,  # no mail server: the pages say where mail goes
         **context,
     }
     return page(
@@ -161,7 +161,7 @@ def _mail_link(
         return account_page(request, name, title, status=400, error=str(exc), **fields)
     # Without a mail server the message is kept for the administrator (paperfeed mail outbox): the page
     # says so, and never shows the link, which only the address's owner may get.
-    title = "Message kept for the administrator" if app_of(request).mail_is_kept else "Check your inbox"
+    title = "Message kept for the administrator" if app_of(request).mail.kept else "Check your inbox"
     return account_page(request, "check_email", title, email=fields["email"].strip(), purpose=purpose)
 
 

@@ -179,7 +179,7 @@ def upvoters_page(request: Request, paper_id: str, page: PageNumber = 1) -> HTML
     pid, voters, total = community.upvoters(
         paper_id, limit=UPVOTERS_PAGE, offset=(number - 1) * UPVOTERS_PAGE
     )
-    paper = app_of(request).feeds.paper(pid)
+    paper = app_of(request).catalogue.feeds.paper(pid)
     title = paper.paper.title if paper else pid
     state = community.votes(pid)
     last = max(1, -(-total // UPVOTERS_PAGE))

@@ -199,7 +199,7 @@ def upvoters(
 )
 def submit(request: Request, user: SignedIn, body: SubmitBody) -> Response:
     result = community_of(request).submit(user, body.id)
-    detail = app_of(request).feeds.paper(result.paper_id)
+    detail = app_of(request).catalogue.feeds.paper(result.paper_id)
     if detail is None:  # hidden or gone between the two calls
         raise ApiError(404, f"paper {result.paper_id} is not in this paperfeed instance")
     out = {

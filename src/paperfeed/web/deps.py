@@ -40,28 +40,27 @@ def app_of(request: Request) -> App:
 
 
 def feeds_of(request: Request) -> FeedService:
-    return app_of(request).feeds
+    return app_of(request).catalogue.feeds
 
 
 def search_of(request: Request) -> PaperSearch:
-    search: PaperSearch = app_of(request).search
-    return search
+    return app_of(request).search.hybrid
 
 
 def accounts_of(request: Request) -> AccountService:
-    return app_of(request).accounts
+    return app_of(request).readers.accounts
 
 
 def community_of(request: Request) -> CommunityService:
-    return app_of(request).community
+    return app_of(request).readers.community
 
 
 def library_of(request: Request) -> LibraryService:
-    return app_of(request).library
+    return app_of(request).readers.library
 
 
 def topics_of(request: Request) -> TopicService:
-    return app_of(request).topics
+    return app_of(request).catalogue.topics
 
 
 AppDep = Annotated[App, Depends(app_of)]

@@ -20,10 +20,10 @@ from typing import Any
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from sqlalchemy import exc as sa_exc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import HTMLResponse, Response
 
+from paperfeed.domain.errors import StoreUnavailable, StoreValueError
 from paperfeed.domain.feed import InvalidCursor, InvalidPeriod
 from paperfeed.domain.ids import InvalidPaperId
 
@@ -143,10 +143,8 @@ async def _out_of_range(request: Request, exc: Exception) -> Response:
 
 
 async def _database_unavailable(request: Request, exc: Exception) -> Response:
-    """Connection refused/reset, a server shutting down, SQLite busy, pool exhausted: retryable, not a bug."""
-    retryable = (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError)
-    if not isinstance(exc, retryable) and not getattr(exc, "connection_invalidated", False):
-        return await _unexpected(request, exc)  # an integrity or programming error is a bug: 500
+    """Connection refused/reset, a server shutting down, SQLite busy, pool exhausted: retryable, not a bug
+    (the store says so with :class:`StoreUnavailable`; an integrity or programming error stays a 500)."""
     log.warning("database unavailable on %s %s: %s", request.method, request.url.path, str(exc)[:300])
     return error_response(
         request,
@@ -169,12 +167,6 @@ def install(app: FastAPI) -> None:
     for bad_input in (InvalidPeriod, InvalidCursor, InvalidPaperId):
         app.add_exception_handler(bad_input, _bad_input)
     app.add_exception_handler(OverflowError, _out_of_range)  # sqlite3: int beyond 64 bits
-    app.add_exception_handler(sa_exc.DataError, _out_of_range)  # PostgreSQL: out of range, too long
-    for unavailable in (
-        sa_exc.OperationalError,
-        sa_exc.InterfaceError,
-        sa_exc.TimeoutError,
-        sa_exc.DBAPIError,
-    ):
-        app.add_exception_handler(unavailable, _database_unavailable)
+    app.add_exception_handler(StoreValueError, _out_of_range)  # PostgreSQL: out of range, too long
+    app.add_exception_handler(StoreUnavailable, _database_unavailable)
     app.add_exception_handler(Exception, _unexpected)

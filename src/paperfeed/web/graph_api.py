@@ -113,7 +113,7 @@ Sort = Literal["citations", "date"]
 
 
 def _graph(request: Request) -> PaperGraphService:
-    return app_of(request).paper_graph
+    return app_of(request).catalogue.paper_graph
 
 
 def _counts(counts: LinkCounts) -> dict[str, Any]:
@@ -125,9 +125,9 @@ def _counts(counts: LinkCounts) -> dict[str, Any]:
     }
 
 
-def _shown(request: Request, papers: list[Paper]) -> dict[str, Paper]:
-    """The papers with the counts readers see elsewhere (this instance's votes and comments added)."""
-    return {p.id: p for p in app_of(request).community.with_counts(papers)}
+def _shown(papers: list[Paper]) -> dict[str, Paper]:
+    """The papers by id (read through the visible-papers lookup: with the counts readers see elsewhere)."""
+    return {p.id: p for p in papers}
 
 
 def _list(request: Request, paper_id: str, references: bool, **page: Any) -> Response:
@@ -138,7 +138,7 @@ def _list(request: Request, paper_id: str, references: bool, **page: Any) -> Res
         listing: GraphListing = read(summary.paper.id, **page)
     except UnknownPaper as exc:
         raise ApiError(404, str(exc)) from None
-    shown = _shown(request, [e.paper for e in listing.entries if e.paper is not None])
+    shown = _shown([e.paper for e in listing.entries if e.paper is not None])
     items = [graph_item(e.row, shown.get(e.paper.id) if e.paper else None) for e in listing.entries]
     return JsonResponse(
         {
@@ -218,7 +218,7 @@ def related(
         found = _graph(request).related(paper_id, per_list=limit)
     except UnknownPaper as exc:
         raise ApiError(404, str(exc)) from None
-    shown = _shown(request, list(found.papers.values()))
+    shown = _shown(list(found.papers.values()))
 
     def items(entries: tuple[RelatedEntry, ...]) -> list[dict[str, Any]]:
         return [related_item(e, shown.get(e.key)) for e in entries]

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
 
-from paperfeed.domain.ids import InvalidPaperId, parse_arxiv_id
+from paperfeed.domain.links import arxiv_of, external_link
 from paperfeed.domain.models import Paper
 from paperfeed.domain.paper_graph import GraphRow, WorkRef
 from paperfeed.domain.related_work import RelatedEntry
@@ -32,33 +31,6 @@ __all__ = [
 ]
 
 CONTEXT_CHARS = 280
-
-
-def _arxiv_of(work: WorkRef) -> str | None:
-    for candidate in (work.arxiv_id, work.key):
-        if candidate:
-            try:
-                return parse_arxiv_id(candidate).base
-            except InvalidPaperId:
-                continue
-    return None
-
-
-def external_link(work: WorkRef) -> tuple[str, str] | None:
-    """(URL, site name) of a work outside this instance, from the best id it has."""
-    arxiv = _arxiv_of(work)
-    if arxiv:
-        return f"https://arxiv.org/abs/{arxiv}", "arXiv"
-    doi = work.doi or (work.key[4:] if work.key.startswith("doi:") else None)
-    if doi:
-        return "https://doi.org/" + quote(doi, safe="/"), "DOI"
-    s2 = work.s2_id or (work.key[3:] if work.key.startswith("s2:") else None)
-    if s2:
-        return "https://www.semanticscholar.org/paper/" + quote(s2, safe=""), "Semantic Scholar"
-    openalex = work.openalex_id or (work.key[9:] if work.key.startswith("openalex:") else None)
-    if openalex:
-        return "https://openalex.org/" + quote(openalex.rsplit("/", 1)[-1], safe=""), "OpenAlex"
-    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +111,7 @@ def related_view(entry: RelatedEntry, paper: Paper | None) -> RelatedEntryView:
 def _work_object(work: WorkRef, in_instance: bool) -> dict[str, Any]:
     """The minimal shape of a work (every item carries it; works outside the store have only this)."""
     ids = {
-        "arXiv": _arxiv_of(work),
+        "arXiv": arxiv_of(work),
         "DOI": work.doi or (work.key[4:] if work.key.startswith("doi:") else None),
         "S2": work.s2_id,
         "OpenAlex": work.openalex_id,

@@ -419,7 +419,7 @@ def _import_page(
 ) -> HTMLResponse:
     """The import form, what the last upload did, and the reader's background fetch (the page reloads
     itself every few seconds while one runs)."""
-    job = app_of(request).library_import.status(user.id)
+    job = app_of(request).readers.library_import.status(user.id)
     settings = app_of(request).settings
     return _page(
         request,

@@ -471,7 +471,7 @@ async def import_library(
 def import_status(request: Request, user: SignedIn) -> JsonResponse:
     """The papers your latest import is fetching from arXiv: ``state`` (running, ok, failed, interrupted),
     ``done`` of ``total`` asked, ``saved``, and ``notFound`` with a sample; ``{"job": null}`` when none."""
-    return JsonResponse({"job": status_json(app_of(request).library_import.status(user.id))})
+    return JsonResponse({"job": status_json(app_of(request).readers.library_import.status(user.id))})
 
 
 @router.get("/collections/{tag_id}", summary="A public collection", response_class=JsonResponse)

@@ -69,7 +69,7 @@ def _download(fmt: ExportFormat, refs: Sequence[Reference], stem: str, *, cache:
 def _with_references(request: Request, refs: Sequence[Reference], stem: str) -> Response:
     """The papers and every work they cite (the citation graph), once each, as one BibTeX file whose keys
     are unique across it; the papers' tags and notes are left out (see docs/citations.md)."""
-    entries = app_of(request).reference_bibliography.bibtex([ref.paper for ref in refs])
+    entries = app_of(request).catalogue.references.bibtex([ref.paper for ref in refs])
     return _attachment("".join(entry + "\n\n" for entry in entries), "bibtex", stem + "-with-references")
 
 

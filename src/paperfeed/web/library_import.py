@@ -35,7 +35,7 @@ async def start_import(
     name = (file.filename or "upload").rsplit("/", 1)[-1][:100] or "upload"
     try:
         return await run_in_threadpool(
-            app.library_import.start,
+            app.readers.library_import.start,
             user.id,
             file.file,
             name,
@@ -46,7 +46,7 @@ async def start_import(
             max_fetch=settings.library_import_max_fetch,
         )
     finally:  # the parse's objects are gone: hand their pages back (bench/bounded_import.py: -17 MiB)
-        await run_in_threadpool(app.release_free_memory)
+        await run_in_threadpool(app.core.release_free_memory)
 
 
 def report_json(report: ImportReport) -> dict[str, Any]:

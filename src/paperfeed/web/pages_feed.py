@@ -247,7 +247,7 @@ def _day_response(
     view.last_iso = latest.isoformat() if latest else None
     view.store_empty = latest is None
     if latest is None:
-        view.unlisted_papers = app_of(request).embeddings.count_papers()
+        view.unlisted_papers = feeds.count_papers()
     rss = f"/rss/daily?date={day.isoformat()}" if day else "/rss/daily"
     label = f"Papers of {_short(day)}" if day else "Daily papers"
     return _feed_response(request, view, f"Daily Papers, {_short(feed.day)}", path, ((label, rss),))
@@ -420,7 +420,7 @@ def trending_page(request: Request, feeds: Feeds, sort: str = "") -> HTMLRespons
     if sort not in ("", "score", "cited"):
         return error_page(request, 400, "Unknown order", f"sort must be score or cited, not {sort[:40]!r}.")
     if sort == "cited":
-        cited = app_of(request).cited_trending
+        cited = app_of(request).catalogue.cited_trending
         view = _cited_view(cited.page(limit=TRENDING_SIZE), cited.params)
         what = "Papers ranked by how fast they are cited now (citations per month, last 12 months)."
     else:

@@ -11,7 +11,6 @@ Its route is a catch-all: register this router after every other ``/papers/...``
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, Literal
 from urllib.parse import quote, urlencode
@@ -23,8 +22,8 @@ from paperfeed.domain.citation import bibtex
 from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
 from paperfeed.domain.models import Paper
 from paperfeed.domain.paper_graph import CitationSort
-from paperfeed.domain.results import PaperSearch
 from paperfeed.services.paper_graph import GraphListing, PaperGraphService
+from paperfeed.services.similar import SimilarPapers
 
 from . import rendering, topic_map
 from .deps import AppDep
@@ -136,14 +135,12 @@ def _paper_links(
     return links
 
 
-def _similar(
-    search: PaperSearch, paper_id: str, shown: Callable[[list[Paper]], list[Paper]] = list
-) -> tuple[list[PaperView], str | None]:
-    """The paper's similar papers (:meth:`PaperSearch.similar`), or why there are none to show."""
-    hits = search.similar(paper_id, limit=SIMILAR_SIZE)
+def _similar(similar: SimilarPapers, paper: Paper) -> tuple[list[PaperView], str | None]:
+    """The paper's similar papers, or why there are none to show."""
+    hits = similar.of(paper, limit=SIMILAR_SIZE)
     if not hits:
         return [], "No similar papers found yet: more appear once papers are embedded (paperfeed index)."
-    return [paper_view(paper, with_abstract=False) for paper in shown([hit.paper for hit in hits])], None
+    return [paper_view(hit.paper, with_abstract=False) for hit in hits], None
 
 
 def _graph_list(
@@ -193,7 +190,7 @@ def _graph_list(
 
 def _graph(app: AppDep, paper: Paper, state: GraphState) -> dict[str, Any]:
     """The graph's part of the page: counts, and the three sections when there is any data."""
-    graph = app.paper_graph
+    graph = app.catalogue.paper_graph
     summary = graph.summary(paper.id)
     if not summary.has_data:
         return {"graph": None, "harvest_hint": f"{HARVEST_HINT} {paper.id}"}
@@ -248,7 +245,7 @@ def paper_page(
     if paper_id != canonical:
         query = f"?{request.url.query}" if request.url.query else ""
         return RedirectResponse(paper_url(canonical) + query, status_code=301)
-    detail = app.feeds.paper(canonical)
+    detail = app.catalogue.feeds.paper(canonical)
     if detail is None:
         arxiv = None if ":" in parsed.base else f"https://arxiv.org/abs/{canonical}"
         return error_page(
@@ -263,7 +260,7 @@ def paper_page(
     view = paper_view(paper)
     github = safe_url(paper.github_repo)
     project = safe_url(paper.project_page)
-    similar, similar_note = _similar(app.search, paper.id, app.community.with_counts)
+    similar, similar_note = _similar(app.search.similar, paper)
     abstract_text = plain_text(paper.abstract) if paper.abstract else ""
     description = clip(abstract_text or f"{view.title_text} by {', '.join(paper.authors[:3])}")
     meta = PageMeta(
@@ -290,7 +287,9 @@ def paper_page(
         "stars_label": count_label(paper.github_stars),
         "license_url": safe_url(paper.license),
         "doi_url": "https://doi.org/" + quote(paper.doi, safe="/") if paper.doi else None,
-        "paper_topic": app.topic_picks.paper_topic(paper.id),  # None: topics not built or not placed
+        "paper_topic": app.catalogue.topic_picks.paper_topic(
+            paper.id
+        ),  # None: topics not built or not placed
     }
     state = GraphState(
         ListState(refs_page, refs_sort, refs_instance), ListState(cited_page, cited_sort, cited_instance)

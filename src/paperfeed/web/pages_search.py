@@ -9,7 +9,6 @@ as ``/topics/{id}`` does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date
 from urllib.parse import urlencode
@@ -19,7 +18,6 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from paperfeed.domain.arxiv_subjects import SUBJECT_CODES
 from paperfeed.domain.feed import InvalidPeriod, PeriodOutOfRange, parse_day
-from paperfeed.domain.models import Paper
 from paperfeed.domain.query import parse_query
 from paperfeed.domain.results import PaperSearch
 from paperfeed.domain.search import SearchFilters
@@ -142,14 +140,13 @@ def search_view(
     cat: str,
     code: str,
     page: int,
-    shown: Callable[[list[Paper]], list[Paper]] = list,
     topic: int | None = None,
     topic_choices: list[tuple[int, str]] | None = None,
 ) -> SearchView:
     """Run the search the form describes; bad filter values become messages, not errors.
 
-    ``shown`` gives the papers the counts pages show (community votes and comments added); ``topic`` is
-    a live topic's id (the route checked it).
+    The hits' papers carry the counts pages show (search reads through the visible-papers lookup);
+    ``topic`` is a live topic's id (the route checked it).
     """
     q = q.strip()[:1000]
     problems: list[str] = []
@@ -193,13 +190,13 @@ def search_view(
     view.offset = offset
     view.items = [
         paper_view(
-            paper,
+            hit.paper,
             title_spans=hit.title_spans,
             abstract_spans=hit.abstract_spans,
             with_abstract=False,
             with_snippet=True,
         )
-        for hit, paper in zip(result.hits, shown([hit.paper for hit in result.hits]), strict=True)
+        for hit in result.hits
     ]
     if view.items:
         noun = "result" if result.total == 1 else "results"
@@ -246,7 +243,7 @@ def search_page(
             return error_page(
                 request, 400, "Bad topic", f"topic must be a topic number such as 12 (got “{clip(raw, 40)}”)."
             )
-        found = app.topic_picks.resolve(int(raw))
+        found = app.catalogue.topic_picks.resolve(int(raw))
         if found is None:
             return error_page(
                 request, 400, "No such topic", f"topic: there is no topic {int(raw)} (any more)."
@@ -256,21 +253,20 @@ def search_page(
             moved = _search_url(q, date_from, date_to, cat, flag, page, topic=found.id)
             return RedirectResponse(moved, status_code=301)
         topic_id = found.id
-    choices = [(t.id, t.label) for t in sorted(app.topics.records.topics(), key=lambda t: t.label)]
+    choices = [(t.id, t.label) for t in sorted(app.catalogue.topics.topics(), key=lambda t: t.label)]
     view = search_view(
-        app.search,
+        app.search.hybrid,
         q,
         date_from,
         date_to,
         cat,
         code,
         page,
-        app.community.with_counts,
         topic=topic_id,
         topic_choices=choices,
     )
     degraded = bool(view.notes)  # a part of search failed (rendering.search_notes_headers)
-    coverage = app.coverage.note()  # after the search, which reloads a vector index saved meanwhile
+    coverage = app.indexes.coverage.note()  # after the search, which reloads a vector index saved meanwhile
     if coverage:
         view.notes.append(coverage)
     if view.q:

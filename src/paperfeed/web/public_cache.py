@@ -13,7 +13,7 @@ JSON API's reads). For each it
 - keeps the rendered answer in a bounded in-process cache (:class:`cachetools.TLRUCache`, sized in bytes
   by ``PAPERFEED_PAGE_CACHE_MB``) keyed by scheme, ``Host``, path, normalised query and ``Accept``,
   and stamped with the **data version** (:class:`~paperfeed.domain.feed.DataVersion`, from
-  :meth:`~paperfeed.bootstrap.App.page_version`: it moves with every import, vote, comment, harvest,
+  :class:`~paperfeed.services.page_version.PageVersions`: it moves with every import, vote, comment, harvest,
   moderation action, topics build, vector index save and finished job run, and on a node whose indexes
   follow a PostgreSQL store, when they catch up). An entry lives at most its policy's ``max-age``.
 
@@ -87,6 +87,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from paperfeed import __version__
+from paperfeed.bootstrap import App
 from paperfeed.domain.feed import DataVersion
 from paperfeed.domain.page_cache import SharedPageCache
 
@@ -375,7 +376,7 @@ class PublicCacheMiddleware:
                 await self.app(scope, receive, send)
             finally:
                 self._writes += 1  # it may have changed the data: read the version anew
-                container = scope.get("state", {}).get("app")
+                container: App | None = scope.get("state", {}).get("app")
                 if _credentialed(scope) and container is not None:
                     self._configure(container)  # a worker's first request may be this change
                     await self._note_writer(_credential(scope))
@@ -658,7 +659,7 @@ class PublicCacheMiddleware:
 
     async def _current_version(self, state: dict[str, Any]) -> DataVersion | None:
         """The data version, read again when older than the check interval; None: cache nothing."""
-        container = state.get("app")
+        container: App | None = state.get("app")
         if container is None:
             return None
         self._configure(container)
@@ -671,7 +672,8 @@ class PublicCacheMiddleware:
                 return self._version
             started, writes = self.clock(), self._writes
             try:
-                version: DataVersion = await anyio.to_thread.run_sync(container.page_version)
+                versions = container.catalogue.page_versions
+                version: DataVersion = await anyio.to_thread.run_sync(versions.current)
             except Exception:  # a cache must never turn a readable page into an error: cache nothing
                 self._version = None
                 return None
@@ -701,7 +703,7 @@ class PublicCacheMiddleware:
             self._version, self._checked, self._read_at_writes = version, started, writes
             return version
 
-    def _configure(self, container: Any) -> None:
+    def _configure(self, container: App) -> None:
         """Read the page cache's settings from the app's container, once (the first request brings it)."""
         if self._max_bytes < 0:
             settings = container.settings
@@ -710,7 +712,7 @@ class PublicCacheMiddleware:
             self._grace = float(settings.page_cache_grace_seconds)
             self._import_grace = float(settings.page_cache_import_grace_seconds)
             self._refresh = float(settings.page_cache_refresh_seconds)
-            self._shared = container.shared_pages if self._max_bytes > 0 else None
+            self._shared = container.catalogue.shared_pages if self._max_bytes > 0 else None
             if self._shared is not None:
                 self._fingerprint = render_fingerprint(settings)
             if self._max_bytes > 0:

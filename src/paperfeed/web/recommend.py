@@ -39,7 +39,7 @@ Signed = Annotated[User, Depends(require_user)]
 def _feed(request: Request, user: User, limit: int, tag: str) -> ForYou:
     app = app_of(request)
     name = " ".join(tag.split()) or None
-    return app.recommendations.feed(user.id, limit=limit, tag=name)
+    return app.readers.recommendations.feed(user.id, limit=limit, tag=name)
 
 
 # -- page -----------------------------------------------------------------------------------------------
@@ -93,7 +93,7 @@ def for_you_page(request: Request, user: Signed, tag: str = "") -> HTMLResponse:
         feed=feed,
         items=items,
         mode_line=_mode_line(feed),
-        picked=app_of(request).topic_picks.picked(user.id),
+        picked=app_of(request).catalogue.topic_picks.picked(user.id),
     )
 
 

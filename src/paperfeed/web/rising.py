@@ -42,7 +42,7 @@ api_router = APIRouter(tags=["topics"])
 
 
 def rising_of(request: Request) -> RisingService:
-    return app_of(request).topic_rising
+    return app_of(request).catalogue.topic_rising
 
 
 Rising = Annotated[RisingService, Depends(rising_of)]

@@ -230,7 +230,7 @@ class SearchRateLimitMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         state = scope.get("state") or {}
-        container = state.get("app")
+        container: App | None = state.get("app")
         if (
             scope["type"] != "http"
             or container is None
@@ -247,7 +247,7 @@ class SearchRateLimitMiddleware:
         ):
             await self.app(scope, receive, send)
             return
-        wait = container.search_limiter.wait(client_address(request))
+        wait = container.search.limiter.wait(client_address(request))
         if wait > 0:
             await search_refused(request, wait)(scope, receive, send)
             return
@@ -285,7 +285,7 @@ def client_address(request: Request) -> str:
 def link_base_url(request: Request) -> str:
     """Where mailed links point: the configured public URL, never the URL this request came to (a
     forged Host header must not steer password-reset links elsewhere; see :mod:`paperfeed.public_url`)."""
-    return app_of(request).public_url
+    return app_of(request).core.public_url
 
 
 def safe_next(value: str | None, default: str = "/") -> str:
@@ -348,7 +348,7 @@ def csrf_token(request: Request) -> str:
     if not browser:
         browser = secrets.token_urlsafe(24)
         state[_NEW_CSRF] = browser  # SecurityMiddleware sets the cookie on the response
-    return _csrf_for(app_of(request).secret_key, browser, request.cookies.get(SESSION_COOKIE, ""))
+    return _csrf_for(app_of(request).core.secret_key, browser, request.cookies.get(SESSION_COOKIE, ""))
 
 
 def personal(state: Mapping[str, Any]) -> bool:

@@ -191,11 +191,10 @@ def subscribe_form(request: Request) -> HTMLResponse:
     existing: Subscription | None = None
     manage_url = None
     if user is not None:
-        existing = _app(request).subscriptions.of_user(user.id) or _app(request).subscriptions.by_email(
-            user.email
-        )
+        subscriptions = _app(request).digests.subscriptions
+        existing = subscriptions.of_user(user.id) or subscriptions.by_email(user.email)
         if existing is not None and existing.status == SubscriptionStatus.active:
-            links = _app(request).subscriptions.links(existing, link_base_url(request))
+            links = _app(request).digests.subscriptions.links(existing, link_base_url(request))
             manage_url = links.preferences
     return _page(
         request,
@@ -206,7 +205,7 @@ def subscribe_form(request: Request) -> HTMLResponse:
         signed_in=user is not None,
         verified=user is not None and user.email_verified,
         manage_url=manage_url,
-        missing=[s.value for s in _app(request).digests.missing_sections()],
+        missing=[s.value for s in _app(request).digests.sender.missing_sections()],
     )
 
 
@@ -221,11 +220,11 @@ async def subscribe(request: Request, background: BackgroundTasks) -> Response:
         "signed_in": user is not None,
         "verified": user is not None and user.email_verified,
         "manage_url": None,
-        "missing": [s.value for s in _app(request).digests.missing_sections()],
+        "missing": [s.value for s in _app(request).digests.sender.missing_sections()],
     }
     try:
         prefs = _form_prefs(form, sections)
-        result = _app(request).subscriptions.subscribe(
+        result = _app(request).digests.subscriptions.subscribe(
             email,
             prefs,
             base_url=link_base_url(request),
@@ -258,7 +257,7 @@ async def subscribe(request: Request, background: BackgroundTasks) -> Response:
             **common,
         )
     if result.outcome == "subscribed" and result.subscription is not None:
-        links = _app(request).subscriptions.links(result.subscription, link_base_url(request))
+        links = _app(request).digests.subscriptions.links(result.subscription, link_base_url(request))
         return _page(
             request,
             "message",
@@ -268,7 +267,7 @@ async def subscribe(request: Request, background: BackgroundTasks) -> Response:
             "or stop them.",
             links=[(links.preferences, "Change your digest")],
         )
-    if _app(request).mail_is_kept:  # no mail server: the confirmation waits in the outbox (never shown here)
+    if _app(request).mail.kept:  # no mail server: the confirmation waits in the outbox (never shown here)
         return _page(
             request,
             "message",
@@ -297,7 +296,7 @@ async def subscribe(request: Request, background: BackgroundTasks) -> Response:
 @router.get("/digest/confirm", response_class=HTMLResponse)
 def confirm_page(request: Request, t: str = "") -> HTMLResponse:
     try:
-        sub = _app(request).subscriptions.pending_confirmation(t)
+        sub = _app(request).digests.subscriptions.pending_confirmation(t)
     except InvalidToken as exc:
         return _invalid_link(request, exc)
     return _page(request, "confirm", "Confirm your digest", token=t, subscription=sub)
@@ -308,10 +307,10 @@ async def confirm(request: Request) -> HTMLResponse:
     form, _ = await _form(request)
     token = str(form.get("t", ""))
     try:
-        sub = _app(request).subscriptions.confirm(token)
+        sub = _app(request).digests.subscriptions.confirm(token)
     except InvalidToken as exc:
         return _invalid_link(request, exc)
-    links = _app(request).subscriptions.links(sub, link_base_url(request))
+    links = _app(request).digests.subscriptions.links(sub, link_base_url(request))
     return _page(
         request,
         "message",
@@ -329,7 +328,7 @@ async def confirm(request: Request) -> HTMLResponse:
 @router.get("/digest/preferences", response_class=HTMLResponse)
 def preferences_page(request: Request, t: str = "") -> HTMLResponse:
     try:
-        sub = _app(request).subscriptions.by_link("preferences", t)
+        sub = _app(request).digests.subscriptions.by_link("preferences", t)
     except InvalidToken as exc:
         return _invalid_link(request, exc)
     return _preferences(request, sub, t)
@@ -345,7 +344,7 @@ def _preferences(
     error: str | None = None,
     done: str | None = None,
 ) -> HTMLResponse:
-    links = _app(request).subscriptions.links(sub, link_base_url(request))
+    links = _app(request).digests.subscriptions.links(sub, link_base_url(request))
     return _page(
         request,
         "preferences",
@@ -356,7 +355,7 @@ def _preferences(
         values=values or _values(sub.preferences),
         has_account=sub.user_id is not None,
         unsubscribe_url=links.unsubscribe,
-        missing=[s.value for s in _app(request).digests.missing_sections()],
+        missing=[s.value for s in _app(request).digests.sender.missing_sections()],
         error=error,
         done=done,
     )
@@ -366,7 +365,7 @@ def _preferences(
 async def save_preferences(request: Request) -> HTMLResponse:
     form, sections = await _form(request)
     token = str(form.get("t", ""))
-    service = _app(request).subscriptions
+    service = _app(request).digests.subscriptions
     try:
         sub = service.by_link("preferences", token)
     except InvalidToken as exc:
@@ -387,7 +386,7 @@ async def save_preferences(request: Request) -> HTMLResponse:
 def unsubscribe_page(request: Request, t: str = "") -> HTMLResponse:
     """Shows what the link would do; changes nothing (mail scanners open links)."""
     try:
-        sub = _app(request).subscriptions.by_link("unsubscribe", t)
+        sub = _app(request).digests.subscriptions.by_link("unsubscribe", t)
     except InvalidToken as exc:
         return _invalid_link(request, exc)
     return _page(request, "unsubscribe", "Unsubscribe", token=t, subscription=sub)
@@ -403,10 +402,10 @@ async def unsubscribe(request: Request, t: str = "") -> Response:
         form, _ = await _form(request)
         token = str(form.get("t", ""))
     try:
-        sub = _app(request).subscriptions.unsubscribe(token)
+        sub = _app(request).digests.subscriptions.unsubscribe(token)
     except InvalidToken as exc:
         return _invalid_link(request, exc)
-    links = _app(request).subscriptions.links(sub, link_base_url(request))
+    links = _app(request).digests.subscriptions.links(sub, link_base_url(request))
     return _page(
         request,
         "message",

@@ -52,7 +52,7 @@ WAITING_SECONDS = 10
 
 
 def _service(request: Request) -> TopicMapService:
-    return app_of(request).topic_map
+    return app_of(request).catalogue.topic_map
 
 
 def _topic_json(t: MapTopic) -> dict[str, Any]:

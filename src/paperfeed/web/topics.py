@@ -60,7 +60,7 @@ def _id(raw: str) -> int | None:
 
 
 def _picks_of(request: Request) -> TopicPickService:
-    return app_of(request).topic_picks
+    return app_of(request).catalogue.topic_picks
 
 
 def _picked_ids(request: Request) -> frozenset[int] | None:

@@ -254,7 +254,9 @@ async def import_upload(request: Request, admin: Admin, app: AppDep) -> Response
                 raise UploadProblem(400, "The upload holds no file: choose or drop a JSONL or BibTeX file.")
             if received.size == 0:
                 raise UploadProblem(400, f"{received.name} is empty: nothing was imported.")
-            report = await run_in_threadpool(app.paper_uploads.import_file, received.path, received.name)
+            report = await run_in_threadpool(
+                app.sources.paper_uploads.import_file, received.path, received.name
+            )
         except UploadProblem as problem:
             return _answer(request, problem.status, error=problem.message)
         except UnsupportedUpload as exc:

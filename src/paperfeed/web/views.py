@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from functools import lru_cache
 from typing import Annotated
-from urllib.parse import quote, quote_plus, urlsplit
+from urllib.parse import quote_plus, urlsplit
 
 from fastapi import Query
 from markupsafe import Markup
 
+from paperfeed.domain.links import paper_url
 from paperfeed.domain.models import Paper
 from paperfeed.domain.search import Span
 
@@ -126,11 +127,6 @@ def safe_url(value: str | None) -> str | None:
     if parts.scheme.lower() not in ("http", "https") or not parts.netloc or any(c.isspace() for c in text):
         return None
     return text
-
-
-def paper_url(paper_id: str) -> str:
-    """Site path of a paper page; old-style ids keep their slash (``/papers/hep-th/9901001``)."""
-    return "/papers/" + quote(paper_id, safe="/:")
 
 
 @lru_cache(maxsize=8192)

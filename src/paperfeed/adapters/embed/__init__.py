@@ -6,11 +6,12 @@ imported only when a backend is built.
 """
 
 from .base import ModelSource, resolve_model
-from .factory import BACKENDS, EmbedderConfig, open_embedder
+from .factory import BACKENDS, EmbedderConfig, EmbedderFactory, open_embedder
 
 __all__ = [
     "BACKENDS",
     "EmbedderConfig",
+    "EmbedderFactory",
     "ModelSource",
     "open_embedder",
     "resolve_model",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from paperfeed.domain.errors import EmbedderUnavailable
@@ -12,7 +12,7 @@ from paperfeed.domain.search import Embedder
 from .adapted import active_model_source
 from .base import ModelSource, resolve_model
 
-__all__ = ["BACKENDS", "EmbedderConfig", "open_embedder"]
+__all__ = ["BACKENDS", "EmbedderConfig", "EmbedderFactory", "open_embedder"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,3 +103,26 @@ def open_embedder(config: EmbedderConfig) -> Embedder:
     if config.bf16 and config.backend != "torch":
         raise EmbedderUnavailable("PAPERFEED_TORCH_BF16 applies to the torch backend only")
     return build(config)
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedderFactory:
+    """:class:`~paperfeed.domain.embedding.EmbedderOpener` for one configuration: its embedder by backend
+    (None: the configured one), and the stamp of the adopted-model manifest it reads."""
+
+    config: EmbedderConfig
+
+    def config_for(self, backend: str | None = None) -> EmbedderConfig:
+        """The configuration with ``backend`` (None: the configured one)."""
+        return self.config if backend is None else replace(self.config, backend=backend)
+
+    def open(self, backend: str | None = None) -> Embedder:
+        return open_embedder(self.config_for(backend))
+
+    def adopted_stamp(self) -> tuple[int, int] | None:
+        manifest = self.config.adapted_manifest
+        try:
+            found = manifest.stat() if manifest is not None else None
+        except OSError:
+            return None
+        return None if found is None else (found.st_mtime_ns, found.st_size)

@@ -12,6 +12,7 @@ links, plus the ``List-Unsubscribe`` and ``List-Unsubscribe-Post`` headers of RF
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,7 +30,7 @@ from paperfeed.domain.topic_rising import SHOWN, lift_words, shares_alt
 
 from .plot_png import MAX_PNG_BYTES, bar_png
 
-__all__ = ["JinjaDigestRenderer"]
+__all__ = ["JinjaDigestRenderer", "JinjaDigestRenderers"]
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 _SUMMARY_CHARS = 300
@@ -278,3 +279,22 @@ class JinjaDigestRenderer:
             html=self._html.get_template(f"{name}.html").render(context),
             headers={"Auto-Submitted": "auto-generated", **(headers or {})},
         )
+
+
+class JinjaDigestRenderers:
+    """:class:`~paperfeed.domain.digest_mail.DigestRenderers`: one :class:`JinjaDigestRenderer` per base
+    URL, made on first use and kept (its templates are compiled once)."""
+
+    def __init__(self, signer: LinkSigner) -> None:
+        self.signer = signer
+        self._made: dict[str, JinjaDigestRenderer] = {}
+        self._lock = threading.Lock()
+
+    def for_base(self, base_url: str) -> JinjaDigestRenderer:
+        with self._lock:
+            found = self._made.get(base_url)
+            if found is None:
+                if len(self._made) >= 16:  # base URLs come from configuration and tests: a handful
+                    self._made.clear()
+                found = self._made[base_url] = JinjaDigestRenderer(base_url, self.signer)
+            return found

@@ -15,8 +15,7 @@ parts of paperfeed add are copied without this module knowing them), a keyset-pa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,23 +24,15 @@ from sqlalchemy import Column, Table, and_, func, inspect, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
+from paperfeed.domain.store_admin import CopyProgress, CopySummary
+
 from .schema import checkpoints, metadata
 
 __all__ = ["CopySummary", "Progress", "copy_store"]
 
 _PREFIX = "copy:"
 
-Progress = Callable[[str, int, int], None]  # (table, rows copied so far, rows in the source table)
-
-
-@dataclass
-class CopySummary:
-    """Rows copied per table (in this run), and the tables the source does not have."""
-
-    tables: dict[str, int] = field(default_factory=dict)
-    missing: list[str] = field(default_factory=list)
-    resumed: list[str] = field(default_factory=list)
-    vector_index: str | None = None  # what was built on the target, if anything
+Progress = CopyProgress
 
 
 def _after(key: Sequence[Column[Any]], last: Sequence[Any]) -> Any:

@@ -327,6 +327,15 @@ class SqlDigestStore(SqlLeases):
                 )
         return len(created)
 
+    def papers_mailed_to(self, user_id: int) -> set[str]:
+        """Every paper the reader's digest subscription already mailed them
+        (:class:`~paperfeed.domain.recommend.MailedPapers`: "For you" never repeats one)."""
+        stored = self.subscription_of_user(user_id)
+        if stored is None:
+            return set()
+        sid = stored.subscription.id
+        return self.sent_papers([sid]).get(sid, set())
+
     def paper_times_in_window(self, since: datetime, until: datetime) -> list[tuple[str, datetime]]:
         """Papers published, or listed, in ``[since, until)``, each with the earlier of those moments
         (a listing counts from the start of its day): the candidates of category sections."""

@@ -8,6 +8,7 @@ papers newest first. Papers an administrator hid (``hidden_papers``) are left ou
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
@@ -60,6 +61,9 @@ def _ranked(agg: Any, *, by_day: bool) -> Select[Any]:
         .limit(bindparam("lim", type_=Integer))
         .offset(bindparam("off", type_=Integer))
     )
+
+
+_CHUNK = 900  # ids per IN (...): under every SQLite build's variable limit
 
 
 class SqlFeedQueries:
@@ -121,6 +125,10 @@ class SqlFeedQueries:
         )
 
     # -- days ---------------------------------------------------------------------------------------
+
+    def count_papers(self) -> int:
+        with self.engine.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(papers)).scalar_one())
 
     def latest_day(self) -> date | None:
         with self.engine.connect() as conn:
@@ -298,12 +306,25 @@ class SqlFeedQueries:
     # -- papers -------------------------------------------------------------------------------------
 
     def paper(self, paper_id: str) -> Paper | None:
-        query: Select[Any] = select(*_PAPER_COLUMNS, *_local_counts()).where(
-            papers.c.id == paper_id, not_hidden(papers.c.id)
-        )
+        return self.visible_papers([paper_id]).get(paper_id)
+
+    def visible_papers(self, paper_ids: Sequence[str]) -> dict[str, Paper]:
+        """:class:`~paperfeed.domain.visible.VisibleReads`: the papers among ``paper_ids`` an administrator
+        did not hide, with the counts pages show, in one query per chunk of ids."""
+        found: dict[str, Paper] = {}
+        ids = list(dict.fromkeys(paper_ids))
         with self.engine.connect() as conn:
-            row = conn.execute(query).first()
-        return None if row is None else _shown(row)
+            for start in range(0, len(ids), _CHUNK):
+                query: Select[Any] = select(*_PAPER_COLUMNS, *_local_counts()).where(
+                    papers.c.id.in_(ids[start : start + _CHUNK]), not_hidden(papers.c.id)
+                )
+                found.update((row.id, _shown(row)) for row in conn.execute(query))
+        return found
+
+    def hidden_paper_ids(self) -> frozenset[str]:
+        """The ids of hidden papers (a small table: read whole, for filters applied outside SQL)."""
+        with self.engine.connect() as conn:
+            return frozenset(conn.execute(select(hidden_papers.c.paper_id)).scalars())
 
     def listing_days(self, paper_id: str) -> list[date]:
         query: Select[Any] = (

@@ -8,6 +8,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from paperfeed.adapters.migration_head import MIGRATIONS, plain_head
+from paperfeed.domain.errors import StoreError
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -50,7 +51,7 @@ def _is_current(engine: Engine) -> bool:
     try:
         with engine.connect() as conn:
             rows = conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
-    except SQLAlchemyError:  # no table yet: a new database
+    except (SQLAlchemyError, StoreError):  # no table yet: a new database (SQLite's error is translated)
         return False
     return rows == [head]
 

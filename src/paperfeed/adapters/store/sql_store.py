@@ -16,7 +16,8 @@ from typing import Any
 import orjson
 from sqlalchemy import DateTime, bindparam, case, create_engine, event, func, select, text
 from sqlalchemy.engine import Connection, Dialect, Engine, Row
-from sqlalchemy.pool import ConnectionPoolEntry
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.pool import ConnectionPoolEntry, QueuePool
 
 from paperfeed.domain.ingest import Batch, BatchResult
 from paperfeed.domain.merge import merge_paper
@@ -25,6 +26,7 @@ from paperfeed.domain.ports import BeforeWrite, DerivedStats, StoreStats
 
 from . import migrate
 from .columns import UtcDateTime
+from .errors import TranslatingQueuePool, invalid_url, translate_errors
 from .schema import checkpoints, listings, papers, source_records
 from .schema_accounts import hidden_papers
 
@@ -71,7 +73,8 @@ def normalise_url(url: str) -> str:
 
 
 def make_engine(url: str) -> Engine:
-    """Create an engine with the pragmas and JSON codec paperfeed relies on."""
+    """Create an engine with the pragmas and JSON codec paperfeed relies on, raising the domain's store
+    errors (``errors.py``; a URL it cannot use: :class:`~paperfeed.domain.errors.InvalidDatabaseUrl`)."""
     url = normalise_url(url)
     options: dict[str, Any] = {}
     if url.startswith("postgresql"):
@@ -79,7 +82,20 @@ def make_engine(url: str) -> Engine:
         # arithmetic in SQL agrees with Python's. pre_ping: a server restart costs one failed checkout,
         # not a pool of dead connections.
         options = {"connect_args": {"options": "-c timezone=UTC"}, "pool_pre_ping": True}
-    engine = create_engine(url, json_serializer=_json_dumps, json_deserializer=orjson.loads, **options)
+    try:
+        engine = create_engine(url, json_serializer=_json_dumps, json_deserializer=orjson.loads, **options)
+        if type(engine.pool) is QueuePool:  # the same pool, saying "unavailable" in the domain's words
+            engine.dispose()
+            engine = create_engine(
+                url,
+                json_serializer=_json_dumps,
+                json_deserializer=orjson.loads,
+                poolclass=TranslatingQueuePool,
+                **options,
+            )
+    except ArgumentError as exc:  # an unknown driver, a URL that does not parse
+        raise invalid_url(exc) from exc
+    translate_errors(engine)
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _on_sqlite_connect)
     return engine
@@ -429,6 +445,10 @@ class SqlPaperStore:
         with self.engine.connect() as conn:
             value = conn.execute(select(checkpoints.c.value).where(checkpoints.c.name == name)).scalar()
         return value
+
+    def count_papers(self) -> int:
+        with self.engine.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(papers)).scalar_one())
 
     def stats(self) -> StoreStats:
         with self.engine.connect() as conn:

@@ -9,6 +9,7 @@ database by a watermark kept next to it, see :class:`FolderMarks`).
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KINDS",
+    "DeploymentVectors",
     "VectorIndexChoice",
     "check_stored_model",
     "open_deployment_index",
@@ -120,3 +122,46 @@ def open_deployment_index(
     if fresh and folder.exists():
         shutil.rmtree(folder)
     return open_vector_index(folder, kind="auto", model_id=model_id, dimension=dimension)
+
+
+class DeploymentVectors:
+    """The vector index of this deployment: an :class:`~paperfeed.domain.search.IndexOpener` for
+    ``paperfeed index`` (call it) and the opener search reads through (:meth:`open_for_reading`).
+
+    ``engine`` gives the store's engine, asked only when the index may live in the store: on a SQLite
+    store with ``PAPERFEED_VECTOR_INDEX`` auto or local the folder index is found and checked without
+    it, so ``paperfeed search`` starts without SQLAlchemy (docs/cli.md)."""
+
+    def __init__(
+        self, engine: Callable[[], Engine], folder: Path, choice: VectorIndexChoice, *, folder_only: bool
+    ) -> None:
+        self.engine = engine
+        self.folder = folder
+        self.choice = choice
+        self.folder_only = folder_only  # a SQLite store whose vectors can only be a folder index
+
+    def __call__(self, *, model_id: str, dimension: int, fresh: bool) -> VectorIndex:
+        return open_deployment_index(
+            self.engine(),
+            self.folder,
+            model_id=model_id,
+            dimension=dimension,
+            fresh=fresh,
+            choice=self.choice,
+        )
+
+    def open_for_reading(self, model_id: str) -> VectorIndex | None:
+        """The stored index of ``model_id``, opened for reading; None while nothing has been embedded.
+        Another model's index is refused from its manifest, before NumPy and faiss are loaded."""
+        if self.folder_only:
+            dimension = folder_dimension(self.folder)
+            if dimension is None:
+                return None
+            check_folder_model(self.folder, model_id=model_id)
+            return open_vector_index(self.folder, kind="auto", model_id=model_id, dimension=dimension)
+        engine = self.engine()
+        dimension = stored_dimension(engine, self.folder, self.choice)
+        if dimension is None:
+            return None  # nothing embedded yet: keyword search only
+        check_stored_model(engine, self.folder, model_id=model_id, choice=self.choice)
+        return self(model_id=model_id, dimension=dimension, fresh=False)

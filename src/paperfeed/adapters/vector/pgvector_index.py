@@ -41,6 +41,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
 from paperfeed.adapters.vector.base import unit_rows
+from paperfeed.domain.errors import StoreError
 from paperfeed.domain.search import (
     CENTROID_SAMPLE,
     IndexManifest,
@@ -165,10 +166,10 @@ class PgVectorIndex:
         try:
             with self.engine.begin() as conn:
                 conn.execute(sql("CREATE EXTENSION IF NOT EXISTS vector"))
-        except DBAPIError as exc:
+        except (DBAPIError, StoreError) as exc:
             raise VectorIndexUnavailable(
                 "pgvector is not enabled in this database and paperfeed's role may not enable it: "
-                f"run `CREATE EXTENSION vector;` in it as a superuser ({exc.orig})"
+                f"run `CREATE EXTENSION vector;` in it as a superuser ({getattr(exc, 'orig', exc)})"
             ) from exc
 
     def _check(self, row: Any) -> None:
@@ -394,8 +395,10 @@ class PgVectorIndex:
                     found = conn.execute(sampled, {"percent": percent, "n": CENTROID_SAMPLE}).scalar_one()
                 if found is None:  # small enough, or no page drawn
                     found = conn.execute(whole, {"n": CENTROID_SAMPLE}).scalar_one()
-        except DBAPIError as exc:
-            raise VectorIndexUnavailable(f"PostgreSQL table {self._target}: {exc.orig}") from exc
+        except (DBAPIError, StoreError) as exc:
+            raise VectorIndexUnavailable(
+                f"PostgreSQL table {self._target}: {getattr(exc, 'orig', exc)}"
+            ) from exc
         mean = None if found is None else np.asarray(found, dtype=np.float32)
         self._centroid = (key, mean)
         return mean

@@ -14,13 +14,11 @@ import re
 from dataclasses import dataclass
 
 from paperfeed.domain.feed import PaperDetail
+from paperfeed.domain.links import external_link, paper_url
 from paperfeed.domain.models import Paper
 from paperfeed.domain.paper_graph import LinkCounts, WorkRef
 from paperfeed.services.paper_graph import GraphListing, RelatedListing
 from paperfeed.services.topic_picks import PaperTopic
-
-from .graph_views import external_link
-from .views import paper_url
 
 __all__ = ["GraphMarkdown", "paper_markdown"]
 

@@ -7,7 +7,7 @@ One :class:`~mcp.server.mcpserver.MCPServer` definition, two transports:
   the process;
 * **streamable HTTP** at ``/mcp`` of the web app (remote agents): :class:`HttpEndpoint` is the ASGI route
   ``create_app`` mounts; each request brings its own token (``Authorization: Bearer …``) and finds the App
-  in the web app's lifespan state, exactly as :mod:`.deps` does. Stateless and JSON-answering, so it
+  in the web app's lifespan state, as ``web/deps.py`` does. Stateless and JSON-answering, so it
   works under several uvicorn workers without session affinity.
 
 Tools about a reader (``for_you``, ``library_*``, ``subscribe_alert``) need a personal API token; the
@@ -19,7 +19,7 @@ whose text says what to do; nothing else of ours is imported here but services, 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -32,6 +32,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 from starlette.requests import Request
+from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from paperfeed import __version__
@@ -45,10 +46,18 @@ from paperfeed.domain.search import SearchFilters
 from paperfeed.services.library import LibraryNotFound, PaperState
 from paperfeed.services.recommend import UnknownTag
 
-from .errors import error_response
 from .paper_markdown import paper_markdown
 
 __all__ = ["HttpEndpoint", "build_server", "stdio_server"]
+
+
+class Refusal(Protocol):
+    """An error reply for a request (status, message, extra headers), as the web answers its errors."""
+
+    def __call__(
+        self, request: Request, status: int, message: str, headers: Mapping[str, str] | None = None
+    ) -> Response: ...
+
 
 INSTRUCTIONS = (
     "paperfeed: research papers (mostly arXiv) with daily feeds, hybrid keyword+semantic search, similar "
@@ -105,7 +114,7 @@ class _Stdio:
         return self.the_token
 
     def site(self, ctx: Context, app: App) -> str:
-        return app.public_url.rstrip("/")
+        return app.core.public_url.rstrip("/")
 
     def anonymous_client(self, ctx: Context) -> str | None:
         return None  # the person who started the process
@@ -357,7 +366,7 @@ def build_server(surface: Surface) -> MCPServer:
                 f"this tool needs a personal API token: create one at {site}/account (API tokens) and "
                 f"{surface.token_hint}"
             )
-        user = app.accounts.user_for_api_token(token)
+        user = app.readers.accounts.user_for_api_token(token)
         if user is None:
             raise ToolError(
                 "the personal API token is invalid or has been revoked: create a new one at "
@@ -396,16 +405,16 @@ def build_server(surface: Surface) -> MCPServer:
         abstract and details."""
         app, site = open_app(ctx)
         client = surface.anonymous_client(ctx)
-        wait = app.search_limiter.wait(client) if client is not None else 0.0
+        wait = app.search.limiter.wait(client) if client is not None else 0.0
         if wait > 0:
             raise ToolError(
                 f"too many searches from your address: try again in {max(1, int(wait + 0.999))} seconds "
                 f"(with a personal API token from {site}/account there is no such limit)"
             )
         filters = _filters(date_from, date_to, categories or (), has_code)
-        page = app.search.search(query.strip(), filters, limit=limit, offset=offset)
-        papers = app.community.with_counts([h.paper for h in page.hits])
-        notes = [*page.notes, *filter(None, [app.coverage.note()])]
+        page = app.search.hybrid.search(query.strip(), filters, limit=limit, offset=offset)
+        papers = [h.paper for h in page.hits]
+        notes = [*page.notes, *filter(None, [app.indexes.coverage.note()])]
         result = PaperList(
             papers=[_item(p, site) for p in papers], total=page.total, offset=offset, notes=notes
         )
@@ -417,10 +426,10 @@ def build_server(surface: Surface) -> MCPServer:
         """One paper as Markdown: title, authors, dates, links (arXiv, PDF, code), categories, upvotes,
         the days it was on the daily feed, the abstract and, when known, an AI summary and keywords."""
         app, site = open_app(ctx)
-        detail = _guard(lambda: app.feeds.paper(paper_id))
+        detail = _guard(lambda: app.catalogue.feeds.paper(paper_id))
         if detail is None:
             raise _unknown_paper(paper_id)
-        p = app.community.with_counts([detail.paper])[0]
+        p = detail.paper
         page = f"{site}/papers/{p.id}"
         info = PaperInfo(
             id=p.id,
@@ -458,14 +467,14 @@ def build_server(surface: Surface) -> MCPServer:
         given = [name for name, value in (("date", date), ("week", week), ("month", month)) if value]
         if len(given) > 1:
             raise ToolError(f"give only one of date, week and month (got {', '.join(given)})")
-        feeds = app.feeds
+        feeds = app.catalogue.feeds
 
         def read() -> tuple[str, int, Sequence[FeedItem]]:
             if week or month:
                 period = parse_week(week) if week else parse_month(month or "")
                 feed = feeds.period(period, limit, offset, sort)
                 return feed.period.label, feed.total, feed.items
-            day = parse_day(date) if date else (feeds.latest_day() or app.feeds.clock().date())
+            day = parse_day(date) if date else (feeds.latest_day() or app.catalogue.feeds.clock().date())
             if sort == "trending":
                 feed = feeds.period(Period.of("day", day), limit, offset, "trending")
                 return feed.period.label, feed.total, feed.items
@@ -486,7 +495,7 @@ def build_server(surface: Surface) -> MCPServer:
     def trending(ctx: Context, limit: Limit = 20, offset: Offset = 0) -> Annotated[CallToolResult, PaperList]:
         """Papers trending now: upvotes and GitHub stars, decayed by age since they first appeared."""
         app, site = open_app(ctx)
-        page = app.feeds.trending(limit, offset)
+        page = app.catalogue.feeds.trending(limit, offset)
         result = PaperList(
             papers=[_item(t.paper, site, score=round(t.score, 4)) for t in page.items],
             total=page.total,
@@ -502,14 +511,13 @@ def build_server(surface: Surface) -> MCPServer:
         """Papers most like one paper: embedding neighbours re-ranked by their small neighbourhoods, blended
         with their own cosine; its own words when it has no vector yet."""
         app, site = open_app(ctx)
-        detail = _guard(lambda: app.feeds.paper(paper_id))
+        detail = _guard(lambda: app.catalogue.feeds.paper(paper_id))
         if detail is None:
             raise _unknown_paper(paper_id)
-        hits = app.search.similar(detail.paper.id, limit=limit)
-        papers = app.community.with_counts([h.paper for h in hits])
+        hits = app.search.similar.of(detail.paper, limit=limit)
         items = [
-            _item(p, site, similarity=None if h.similarity is None else round(h.similarity, 4))
-            for h, p in zip(hits, papers, strict=True)
+            _item(h.paper, site, similarity=None if h.similarity is None else round(h.similarity, 4))
+            for h in hits
         ]
         result = PaperList(papers=items)
         return _answer(
@@ -527,7 +535,7 @@ def build_server(surface: Surface) -> MCPServer:
         """The reader's "For you" feed: recent papers ranked by a model of what they saved, followed and
         searched for, each with one line on why. Needs a personal API token."""
         app, site, user = signed_in(ctx)
-        feed = _guard(lambda: app.recommendations.feed(user.id, limit=limit, tag=tag or None))
+        feed = _guard(lambda: app.readers.recommendations.feed(user.id, limit=limit, tag=tag or None))
         result = ForYouList(
             papers=[_item(r.paper, site, score=round(r.score, 3), reason=r.reason) for r in feed.items],
             mode=feed.mode,
@@ -551,7 +559,7 @@ def build_server(surface: Surface) -> MCPServer:
         """The reader's saved papers (their library), last saved first, with their tags. Needs a personal
         API token."""
         app, site, user = signed_in(ctx)
-        lib = app.library
+        lib = app.readers.library
         tag_id = None
         if tag:
             tags = lib.tags(user.id)
@@ -587,7 +595,7 @@ def build_server(surface: Surface) -> MCPServer:
         """Save a paper to the reader's library under these tags (added to any it already has). Saved
         papers teach the reader's "For you" feed. Needs a personal API token."""
         app, _, user = signed_in(ctx)
-        state = _guard(lambda: app.library.save(user.id, paper_id, tags or [DEFAULT_TAG]))
+        state = _guard(lambda: app.readers.library.save(user.id, paper_id, tags or [DEFAULT_TAG]))
         return state_answer("Saved", state)
 
     @server.tool(
@@ -600,7 +608,7 @@ def build_server(surface: Surface) -> MCPServer:
         removes the paper from the library). To add tags without removing any, use library_add. Needs a
         personal API token."""
         app, _, user = signed_in(ctx)
-        state = _guard(lambda: app.library.set_tags(user.id, paper_id, tags))
+        state = _guard(lambda: app.readers.library.set_tags(user.id, paper_id, tags))
         return state_answer("Tagged", state)
 
     @server.tool(annotations=CHANGES)
@@ -622,7 +630,7 @@ def build_server(surface: Surface) -> MCPServer:
         feed. Needs a personal API token."""
         app, site, user = signed_in(ctx)
         filters = _filters(date_from, date_to, categories or (), has_code)
-        lib = app.library
+        lib = app.readers.library
         saved = _guard(lambda: lib.add_search(user.id, name, query, filters))
         secret = lib.feed_token(user.id, saved.id)
         alert = Alert(
@@ -659,7 +667,7 @@ def build_server(surface: Surface) -> MCPServer:
     def paper_resource(paper_id: str, ctx: Context) -> str:
         try:
             app, site = open_app(ctx)
-            detail = _guard(lambda: app.feeds.paper(paper_id))
+            detail = _guard(lambda: app.catalogue.feeds.paper(paper_id))
         except ToolError as exc:
             raise ResourceError(str(exc)) from None
         if detail is None:
@@ -680,8 +688,11 @@ class HttpEndpoint:
     ``create_app`` mounts it and enters :meth:`running` in its lifespan; each lifespan gets a fresh session
     manager (the SDK's runs once), so a web app can be started again (tests do)."""
 
-    def __init__(self) -> None:
+    def __init__(self, refuse: Refusal) -> None:
+        """``refuse`` answers a request this endpoint does not take (the web's error reply, so a 405
+        here has the shape and headers of every other error of the site)."""
         self.server = build_server(_Http())
+        self._refuse = refuse
         self._manager: StreamableHTTPSessionManager | None = None
 
     @asynccontextmanager
@@ -710,15 +721,14 @@ class HttpEndpoint:
             # Stateless and JSON-answering: every message is a POST. The SDK would answer a GET with a
             # server-sent event stream that stays open (for server-initiated messages this server never
             # sends), so anyone could hold connections open for free; the spec allows a 405 instead.
-            await _only_post(scope, receive, send)
+            await self._only_post(scope, receive, send)
             return
         await self._manager.handle_request(scope, receive, send)
 
-
-async def _only_post(scope: Scope, receive: Receive, send: Send) -> None:
-    request = Request(scope, receive)
-    message = (
-        f"{request.method} is not used here: send each JSON-RPC message to /mcp with POST (this endpoint "
-        "is stateless and answers in JSON, without event streams or sessions)"
-    )
-    await error_response(request, 405, message, {"Allow": "POST"})(scope, receive, send)
+    async def _only_post(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        message = (
+            f"{request.method} is not used here: send each JSON-RPC message to /mcp with POST (this "
+            "endpoint is stateless and answers in JSON, without event streams or sessions)"
+        )
+        await self._refuse(request, 405, message, {"Allow": "POST"})(scope, receive, send)

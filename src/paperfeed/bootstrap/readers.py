@@ -1,0 +1,143 @@
+"""The readers wing: accounts, a reader's data (export, deletion), the library and its import, the
+community (votes, submissions, comments) and the "For you" recommendations."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from paperfeed.bootstrap.catalogue import CatalogueWing
+from paperfeed.bootstrap.core import Core
+from paperfeed.bootstrap.indexes import IndexesWing
+from paperfeed.bootstrap.mail import MailWing
+from paperfeed.bootstrap.search import SearchWing
+from paperfeed.bootstrap.sources import SourcesWing
+
+if TYPE_CHECKING:
+    from paperfeed.services.account_data import AccountDataService
+    from paperfeed.services.accounts import AccountService
+    from paperfeed.services.community import CommunityService
+    from paperfeed.services.library import LibraryService
+    from paperfeed.services.library_import import LibraryImporter, ReaderWork
+    from paperfeed.services.recommend import RecommendationService, RecommendSettings
+    from paperfeed.settings_model import SettingsModel
+
+__all__ = ["ReadersWing", "recommend_settings"]
+
+
+def recommend_settings(s: SettingsModel) -> RecommendSettings:
+    """The "For you" feed's window (``PAPERFEED_RECOMMEND_WINDOW_DAYS``)."""
+    from paperfeed.services.recommend import RecommendSettings
+
+    return RecommendSettings(window_days=s.recommend_window_days)
+
+
+class ReadersWing:
+    def __init__(
+        self,
+        core: Core,
+        mail: MailWing,
+        indexes: IndexesWing,
+        catalogue: CatalogueWing,
+        sources: SourcesWing,
+        search: SearchWing,
+    ) -> None:
+        self.core = core
+        self.mail = mail
+        self.indexes = indexes
+        self.catalogue = catalogue
+        self.sources = sources
+        self.search = search
+
+    @cached_property
+    def accounts(self) -> AccountService:
+        """Sign-up, sign-in, sessions, API tokens and moderation; mail goes out through the mail wing."""
+        from paperfeed.adapters.store.accounts import SqlAccountStore
+        from paperfeed.services.accounts import AccountService
+
+        core = self.core
+        store = SqlAccountStore(core.engine())
+        return core.closing(AccountService(store, self.mail.mailer, core.secret_key, self.mail.limits))
+
+    @cached_property
+    def account_data(self) -> AccountDataService:
+        """A reader's data export (a zip) and self-service account deletion."""
+        from paperfeed.adapters.store.account_data import SqlReaderDataStore
+        from paperfeed.domain.citation import bibtex
+        from paperfeed.services.account_data import AccountDataService
+
+        core = self.core
+        return AccountDataService(
+            SqlReaderDataStore(core.engine()),
+            self.accounts.store,
+            papers=core.store,
+            bibtex=bibtex,
+            mailer=self.mail.mailer,
+            secret=core.secret_key,
+        )
+
+    @cached_property
+    def library(self) -> LibraryService:
+        """Readers' tags, saves, notes, marks, followed authors and saved searches."""
+        from paperfeed.adapters.store.library import SqlLibraryStore
+        from paperfeed.services.library import LibraryService
+
+        return LibraryService(SqlLibraryStore(self.core.engine()), self.catalogue.visible, self.search.hybrid)
+
+    @cached_property
+    def reader_work(self) -> ReaderWork:
+        """The thread that runs readers' slow work one job at a time; closing the App stops it first (its
+        jobs use the store and the HTTP clients)."""
+        from paperfeed.services.library_import import ReaderWork
+
+        return self.core.closing_first(ReaderWork())
+
+    @cached_property
+    def library_import(self) -> LibraryImporter:
+        """BibTeX / CSL-JSON / id-list import into a library; missing papers come from the arXiv API (for
+        the site's imports in the background, on :attr:`reader_work`, followed as job runs)."""
+        from datetime import UTC, datetime
+
+        from paperfeed.adapters.sources.bibliography import read_bibliography_stream
+        from paperfeed.services.library_import import ImportJobs, LibraryImporter
+
+        jobs = ImportJobs(self.core.job_runs, self.reader_work, lambda: datetime.now(UTC))
+        sources = self.sources
+        return LibraryImporter(
+            self.library, sources.ingest, sources.arxiv_api, read_bibliography_stream, jobs
+        )
+
+    @cached_property
+    def community(self) -> CommunityService:
+        """Upvotes, submissions to the daily feed (fetched from the arXiv API) and comments."""
+        from paperfeed.adapters.store.community import SqlCommunityStore
+        from paperfeed.services.community import CommunityLimits, CommunityService
+
+        s = self.core.settings
+        limits = CommunityLimits(s.submissions_per_day, s.comments_per_hour)
+        store = SqlCommunityStore(self.core.engine())
+        return CommunityService(store, self.sources.ingest, self.sources.arxiv_interactive, limits)
+
+    @cached_property
+    def recommendations(self) -> RecommendationService:
+        """The "For you" feed: recent papers ranked per reader by a linear model on their vectors."""
+        from paperfeed.adapters.store.digests import SqlDigestStore
+        from paperfeed.adapters.store.recommend_queries import SqlRecommendQueries
+        from paperfeed.services.recommend import RecommendationService
+
+        engine = self.core.engine()
+        indexes, catalogue = self.indexes, self.catalogue
+        return RecommendationService(
+            signals=self.library,
+            papers=catalogue.visible,
+            embeddings=indexes.embeddings,
+            queries=SqlRecommendQueries(engine),
+            vectors=indexes.vectors,
+            embedder=indexes.embedders,
+            trending=catalogue.feeds,
+            alerts=self.search.alerts,
+            upvotes=self.community,
+            mailed=SqlDigestStore(engine),  # what the reader's digests already carried: never again
+            topics=catalogue.topic_picks,
+            settings=recommend_settings(self.core.settings),
+        )

@@ -1,0 +1,119 @@
+"""The embedder an instance uses, and the indexing service of its model.
+
+Which embedder: the configured backend, or for ``PAPERFEED_EMBEDDING_BACKEND=auto`` the one the
+:class:`~paperfeed.services.calibration.BackendChooser` resolves (a stored calibration, else the stored
+vectors' space, else -- when the caller may wait -- one measured now). Its model loads on first use.
+
+Which model: the configured one, or the one ``paperfeed model adapt`` adopted (a manifest in the data
+folder). A running process notices an adoption (or a ``reset``) at most once per
+``PAPERFEED_VECTOR_RELOAD_SECONDS`` and then makes its embedder afresh, so a running server embeds
+queries, and a running indexer papers, with the model the vectors are now being made of. Everything that
+depends on the model (the vector index search reads, the indexing service) asks :class:`Embedders` at
+each use and compares :attr:`Embedders.generation`, rather than being rebuilt from the outside.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from paperfeed.domain.embedding import EmbedderOpener, EmbeddingStore, IndexMarks
+from paperfeed.domain.indexing_status import IndexerReports
+from paperfeed.domain.search import Embedder, IndexOpener
+
+if TYPE_CHECKING:  # NumPy comes with them, which a keyword-only ``paperfeed search`` never loads
+    from paperfeed.services.calibration import BackendChooser, Resolution
+    from paperfeed.services.indexing import IndexingService
+
+__all__ = ["Embedders", "FixedEmbedder", "Indexer"]
+
+
+@dataclass
+class Embedders:
+    """:class:`~paperfeed.domain.search.EmbedderSource` of a process (see the module doc). ``chooser``:
+    only for ``auto`` (None: the configured backend as it is)."""
+
+    opener: EmbedderOpener
+    chooser: BackendChooser | None
+    reload_seconds: float  # PAPERFEED_VECTOR_RELOAD_SECONDS: how often an adoption is looked for
+    clock: Callable[[], float] = time.monotonic
+    choice: Resolution | None = field(default=None, init=False)  # why the embedder is that one (auto)
+    generation: int = field(default=0, init=False)  # moves each time another model was adopted
+    _embedder: Embedder | None = field(default=None, init=False)
+    _stamp: tuple[int, int] | None = field(default=None, init=False)  # the manifest as the embedder saw it
+    _checked: float = field(default=0.0, init=False)
+
+    def resolve(self, *, calibrate: bool) -> Embedder:
+        """The configured embedder; ``auto`` resolves through the chooser (``calibrate``: it may measure
+        now, for a process that may wait -- ``paperfeed index`` -- never for a web request). A provisional
+        guess is not kept: it is asked again next time."""
+        if self._embedder is not None:
+            return self._embedder
+        self._stamp = self.opener.adopted_stamp()
+        choice = self.chooser.resolve(calibrate=calibrate) if self.chooser is not None else None
+        embedder = self.opener.open(choice.backend if choice is not None else None)
+        if choice is None or choice.final:
+            self._embedder, self.choice = embedder, choice
+        return embedder
+
+    def current(self) -> Embedder:
+        """The embedder for reading (queries, model ids): follows an adoption, never waits for a
+        calibration."""
+        self.follow()
+        return self.resolve(calibrate=False)
+
+    def follow(self) -> bool:
+        """Notice ``paperfeed model adapt`` (or ``reset``) changing the adopted model since this process
+        made its embedder (looked at once per ``reload_seconds``); then forget the embedder, so the next
+        use makes it afresh. True when it did."""
+        now = self.clock()
+        if self._embedder is None or now - self._checked < self.reload_seconds:
+            return False
+        self._checked = now
+        if self.opener.adopted_stamp() == self._stamp:
+            return False
+        self._embedder, self.choice = None, None
+        self.generation += 1
+        return True
+
+
+@dataclass(frozen=True)
+class FixedEmbedder:
+    """An :class:`~paperfeed.domain.search.EmbedderSource` that never changes (tests, benches)."""
+
+    embedder: Embedder
+
+    def current(self) -> Embedder:
+        return self.embedder
+
+
+@dataclass
+class Indexer:
+    """The :class:`IndexingService` of the embedder in use: one per model, made afresh after an adoption
+    (a running service keeps its embedder for the whole of a run: a batch is never embedded with one
+    model and stored as another's). Resolving the embedder here may calibrate (``auto``)."""
+
+    store: EmbeddingStore
+    embedders: Embedders
+    open_index: IndexOpener | None
+    batch_size: int  # PAPERFEED_EMBEDDING_BATCH_SIZE
+    marks: IndexMarks | None  # a node-local index's sync point (None: in the store)
+    reports: IndexerReports | None
+    _service: IndexingService | None = field(default=None, init=False)
+
+    def current(self) -> IndexingService:
+        from paperfeed.services.indexing import IndexingService
+
+        embedder = self.embedders.resolve(calibrate=True)
+        if self._service is None or self._service.embedder is not embedder:
+            self._service = IndexingService(
+                self.store,
+                embedder,
+                self.open_index,
+                batch_size=self.batch_size,
+                marks=self.marks,
+                reports=self.reports,
+            )
+        return self._service
