@@ -12,21 +12,20 @@ from paperfeed.adapters.store.citations import SqlCitationRecords
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Paper
 from paperfeed.domain.paper_graph import Citation, PaperLinks, WorkRef
+from tests.support.papers import paper as make_paper
 
 HARVESTED = datetime(2026, 11, 20, 6, 0, tzinfo=UTC)
 
 
 def paper(paper_id: str, day: str) -> Paper:
-    published = datetime.fromisoformat(day).replace(tzinfo=UTC)
-    return Paper(
-        id=paper_id,
-        title=f"Paper {paper_id}",
+    return make_paper(
+        paper_id,
+        day=day,
+        updated=True,
+        source=day,
         abstract="A synthetic abstract.",
         authors=("Ada Lovelace",),
         categories=("cs.LG",),
-        published=published,
-        updated=published,
-        sources={"test": day},
     )
 
 

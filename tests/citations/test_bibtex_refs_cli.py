@@ -4,7 +4,6 @@ work they cite, each once, as BibTeX that parses back with unique keys."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from paperfeed.domain.paper_graph import WorkRef
 from paperfeed.settings import Settings
 from paperfeed.web import create_app
 from paperfeed.web.security import SESSION_COOKIE
+from tests.support.papers import paper as make_paper
 
 from .conftest import HARVESTED, cite, links
 
@@ -29,8 +29,7 @@ A, B, C = "2401.00001", "2402.00002", "2403.00003"
 
 
 def paper(pid: str, title: str, author: str) -> Paper:
-    at = datetime(2024, 1, 2, tzinfo=UTC)
-    return Paper(id=pid, title=title, abstract="An abstract.", authors=(author,), published=at, updated=at)
+    return make_paper(pid, title, day="2024-01-02", updated=True, abstract="An abstract.", authors=(author,))
 
 
 @pytest.fixture

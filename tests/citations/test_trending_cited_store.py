@@ -20,13 +20,13 @@ from paperfeed.domain.paper_graph import PaperLinks
 from paperfeed.services.citation_trend import CitedTrending
 from paperfeed.settings import Settings
 from paperfeed.web import create_app
+from tests.support.papers import paper as make_paper
 
 from .conftest import HARVESTED, cite, links, work
 
 
 def dated(paper_id: str, day: date) -> Paper:
-    at = datetime.combine(day, datetime.min.time(), UTC)
-    return Paper(id=paper_id, title=f"Paper {paper_id}", abstract="An abstract.", published=at, updated=at)
+    return make_paper(paper_id, day=day, updated=True, abstract="An abstract.")
 
 
 def graph(today: date) -> tuple[list[Paper], list[PaperLinks]]:

@@ -20,7 +20,7 @@ from paperfeed.domain.digest import (
     window_days,
 )
 from paperfeed.domain.digest_links import InvalidToken, LinkSigner
-from paperfeed.domain.models import Paper
+from tests.support.papers import paper
 
 
 def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0) -> datetime:
@@ -99,10 +99,6 @@ def test_email_addresses_are_normalised_or_refused() -> None:
     ):
         with pytest.raises(InvalidPreferences):
             normalize_email(bad)
-
-
-def paper(pid: str) -> Paper:
-    return Paper(id=pid, title=f"Paper {pid}")
 
 
 def test_compose_dedupes_skips_sent_and_caps() -> None:

@@ -2,20 +2,22 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
 from paperfeed.domain.merge import merge_paper
 from paperfeed.domain.models import Paper
+from tests.support.papers import paper as make_paper
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 
-def paper(**kw: object) -> Paper:
-    base: dict[str, object] = {"id": "2401.00001", "title": "T", "abstract": "A"}
-    base.update(kw)
-    return Paper(**base)  # type: ignore[arg-type]
+def paper(**kw: Any) -> Paper:
+    return make_paper(
+        kw.pop("id", "2401.00001"), kw.pop("title", "T"), abstract=kw.pop("abstract", "A"), **kw
+    )
 
 
 def test_newer_version_overwrites_older_never() -> None:

@@ -5,7 +5,6 @@ nesting did."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -16,21 +15,22 @@ from paperfeed.adapters.store import open_store
 from paperfeed.domain.models import Paper
 from paperfeed.domain.query import parse_query
 from paperfeed.services.ingest import IngestService
+from tests.support.papers import paper as make_paper
 
 from .corpus import batches
 from .sources import ListSource
 
 
 def _p(pid: str, title: str, abstract: str) -> Paper:
-    return Paper(
-        id=pid,
-        title=title,
+    return make_paper(
+        pid,
+        title,
+        day="2022-06-15",
+        source="2026-01-01T00:00:00+00:00",
         abstract=abstract,
         authors=("Jo Doe",),
         categories=("cs.LG",),
-        published=datetime(2022, 6, 15, tzinfo=UTC),
         version=1,
-        sources={"test": "2026-01-01T00:00:00+00:00"},
     )
 
 

@@ -15,6 +15,7 @@ from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Paper
 from paperfeed.settings import Settings
 from tests.support.http_server import ReplayServer
+from tests.support.papers import paper as make_paper
 
 DATA = Path(__file__).resolve().parent / "data"
 API_PATH = "/api/query"
@@ -24,16 +25,15 @@ RECORDED = "arxiv_atom_api/new_format_2026_lukasschwab_arxiv.py_recorded_json"
 def paper(
     paper_id: str, title: str, authors: tuple[str, ...] = ("Ada Lovelace",), day: str = "2024-01-02"
 ) -> Paper:
-    published = datetime.fromisoformat(day).replace(tzinfo=UTC)
-    return Paper(
-        id=paper_id,
-        title=title,
+    return make_paper(
+        paper_id,
+        title,
+        day=day,
+        updated=True,
+        source=day,
         abstract=f"{title}. A synthetic abstract about graph neural networks and diffusion.",
         authors=authors,
         categories=("cs.LG",),
-        published=published,
-        updated=published,
-        sources={"test": day},
     )
 
 

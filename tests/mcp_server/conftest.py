@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import date
 from pathlib import Path
 
 import anyio
@@ -24,22 +24,22 @@ from paperfeed.domain.models import Listing, Paper
 from paperfeed.settings import Settings
 from tests.library.conftest import add_user
 from tests.support.live_server import live_server
+from tests.support.papers import paper as make_paper
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _paper(pid: str, title: str, day: str, authors: tuple[str, ...], **extra: object) -> Paper:
-    published = datetime.fromisoformat(day).replace(tzinfo=UTC)
-    return Paper(
-        id=pid,
-        title=title,
+    return make_paper(
+        pid,
+        title,
+        day=day,
+        updated=True,
+        source=day,
         abstract=f"{title}. We study this with graph neural networks and diffusion; results improve.",
         authors=authors,
         categories=("cs.LG",),
-        published=published,
-        updated=published,
-        sources={"test": day},
-        **extra,  # type: ignore[arg-type]
+        **extra,
     )
 
 

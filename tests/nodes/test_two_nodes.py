@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from paperfeed.domain.models import Paper
 from paperfeed.settings import Settings
 from paperfeed.web import create_app
 from tests.keyword.sources import ListSource
+from tests.support.papers import paper as make_paper
 
 pytestmark = pytest.mark.postgres
 
@@ -61,13 +61,13 @@ def _app(data_dir: Path, url: str) -> App:
 
 
 def _paper(pid: str, title: str) -> Paper:
-    return Paper(
-        id=pid,
-        title=title,
+    return make_paper(
+        pid,
+        title,
+        day="2025-03-01",
         abstract=f"{title}. We study it carefully.",
         authors=("Ada Lovelace",),
         categories=("cs.LG",),
-        published=datetime(2025, 3, 1, tzinfo=UTC),
     )
 
 

@@ -4,8 +4,8 @@ following the store, pgvector's swap-in rebuilds, and the whole app (import, ind
 from __future__ import annotations
 
 import threading
-from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -25,19 +25,20 @@ from paperfeed.domain.search import VectorIndexMismatch, VectorRecord
 from paperfeed.settings import Settings
 from tests.keyword.sources import ListSource
 from tests.support import postgres
+from tests.support.papers import paper as make_paper
 
 pytestmark = pytest.mark.postgres
 
 
-def paper(pid: str, title: str, abstract: str = "Filler text about nothing.", **kw: object) -> Paper:
-    return Paper(
-        id=pid,
-        title=title,
+def paper(pid: str, title: str, abstract: str = "Filler text about nothing.", **kw: Any) -> Paper:
+    return make_paper(
+        pid,
+        title,
+        day="2024-05-01",
         abstract=abstract,
         authors=("Ada Lovelace",),
         categories=("cs.LG",),
-        published=datetime(2024, 5, 1, tzinfo=UTC),
-        **kw,  # type: ignore[arg-type]
+        **kw,
     )
 
 

@@ -21,6 +21,7 @@ from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Listing, Paper
 from paperfeed.settings import Settings
 from tests.keyword.sources import ListSource
+from tests.support.papers import paper as make_paper
 
 pytestmark = pytest.mark.postgres
 
@@ -30,15 +31,15 @@ N = 120
 
 def _paper(i: int) -> Paper:
     topic = TOPICS[i % len(TOPICS)]
-    return Paper(
-        id=f"2402.{i:05d}",
-        title=f"{topic.title()} number {i}",
+    return make_paper(
+        f"2402.{i:05d}",
+        f"{topic.title()} number {i}",
+        day=datetime(2024, 1, 1 + i % 28, 9, 30, tzinfo=UTC),
+        source="2024-02-01T00:00:00+00:00",
         abstract=f"We study {topic}. Résumé {i}.",
         authors=(f"Author {i}", "Ada Lovelace"),
         categories=("cs.LG", "stat.ML") if i % 2 else ("astro-ph.CO",),
-        published=datetime(2024, 1, 1 + i % 28, 9, 30, tzinfo=UTC),
         upvotes=i,
-        sources={"test": "2024-02-01T00:00:00+00:00"},
     )
 
 

@@ -18,6 +18,7 @@ from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Paper
 from paperfeed.domain.search import SearchFilters
 from paperfeed.settings import Settings
+from tests.support.papers import paper as make_paper
 
 CORPUS = [
     (
@@ -78,17 +79,9 @@ CORPUS = [
 
 
 def _paper(row: tuple) -> Paper:  # type: ignore[type-arg]
-    from datetime import UTC, datetime
-
     pid, title, abstract, authors, cats, day, repo = row
-    return Paper(
-        id=pid,
-        title=title,
-        abstract=abstract,
-        authors=authors,
-        categories=cats,
-        published=datetime.fromisoformat(day).replace(tzinfo=UTC),
-        github_repo=repo,
+    return make_paper(
+        pid, title, day=day, abstract=abstract, authors=authors, categories=cats, github_repo=repo
     )
 
 

@@ -19,10 +19,11 @@ from sqlalchemy import text
 from paperfeed.adapters.store import SqlPaperStore, migrate, open_store
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Listing, Paper
+from tests.support.papers import paper as make_paper
 
 
 def p(pid: str, **sources: str) -> Paper:
-    return Paper(id=pid, title=f"Title {pid}", abstract="Abstract", authors=("A B",), sources=sources)
+    return make_paper(pid, f"Title {pid}", abstract="Abstract", authors=("A B",), sources=sources)
 
 
 def recount(store: SqlPaperStore) -> dict[str, int]:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import inspect, text
@@ -10,19 +11,16 @@ from paperfeed.adapters.store import SqlPaperStore, migrate, open_store
 from paperfeed.adapters.store.schema import metadata
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Listing, Paper
+from tests.support.papers import paper as make_paper
 
 T = datetime(2025, 3, 1, 12, tzinfo=UTC)
 
 
-def p(pid: str, **kw: object) -> Paper:
-    fields: dict[str, object] = {
-        "id": pid,
-        "title": f"Title {pid}",
-        "abstract": "Abstract",
-        "authors": ("A B",),
-    }
-    fields.update(kw)
-    return Paper(**fields)  # type: ignore[arg-type]
+def p(pid: str, **kw: Any) -> Paper:
+    kw.setdefault("title", f"Title {pid}")
+    kw.setdefault("abstract", "Abstract")
+    kw.setdefault("authors", ("A B",))
+    return make_paper(pid, **kw)
 
 
 def test_round_trip_keeps_every_field(store: SqlPaperStore) -> None:

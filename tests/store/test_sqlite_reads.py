@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,13 +18,13 @@ from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Listing, Paper
 from paperfeed.domain.ports import DerivedStats
 from paperfeed.domain.topics import Topic, TopicAssignment, TopicGeneration
+from tests.support.papers import paper as make_paper
 
 T = datetime(2025, 3, 1, 12, 30, 15, 123456, tzinfo=UTC)
 
 
-def _full(pid: str, **kw: object) -> Paper:
-    fields: dict[str, object] = {
-        "id": pid,
+def _full(pid: str, **kw: Any) -> Paper:
+    fields: dict[str, Any] = {
         "title": "A title, with “quotes”",
         "abstract": "Abstract ∑ text",
         "authors": ("Ada Lovelace", "Émile Borel"),
@@ -46,7 +47,7 @@ def _full(pid: str, **kw: object) -> Paper:
         "sources": {"hf-daily": "2025-03-02T00:00:00Z", "file:x": "2025-03-01T00:00:00Z"},
     }
     fields.update(kw)
-    return Paper(**fields)  # type: ignore[arg-type]
+    return make_paper(pid, **fields)
 
 
 @pytest.fixture

@@ -30,6 +30,7 @@ from paperfeed.domain.models import Paper
 from paperfeed.domain.paper_graph import Citation, PaperLinks, WorkRef
 from paperfeed.settings import Settings
 from tests.support import postgres
+from tests.support.papers import paper as make_paper
 
 ME = "2401.00001"
 LONELY = "2401.00099"
@@ -43,13 +44,13 @@ HARVESTED_AT = datetime(2024, 6, 1, tzinfo=UTC)
 
 
 def _paper(pid: str, title: str, day: str) -> Paper:
-    return Paper(
-        id=pid,
-        title=title,
+    return make_paper(
+        pid,
+        title,
+        day=day,
         abstract=f"The abstract of {title.lower()}.",
         authors=("Ada Lovelace", "Alan Turing"),
         categories=("cs.LG",),
-        published=datetime.fromisoformat(day).replace(tzinfo=UTC),
     )
 
 

@@ -24,6 +24,7 @@ from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Paper, content_hash
 from paperfeed.services.topics import TopicService
 from tests.support.defaults import DEFAULTS, topic_modeller
+from tests.support.papers import paper as make_paper
 
 MODEL = "test-model"
 DIM = 16
@@ -36,16 +37,16 @@ NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)  # a Thursday
 
 
 def paper(pid: str, group: str, published: datetime, upvotes: int | None = None) -> Paper:
-    return Paper(
-        id=pid,
-        title=f"{GROUPS[group].split()[0].title()} study {pid}",
+    return make_paper(
+        pid,
+        f"{GROUPS[group].split()[0].title()} study {pid}",
+        day=published,
+        updated=True,
+        source=pid,
         abstract=f"We study {GROUPS[group]} in depth.",
         authors=("Ada Lovelace",),
         categories=("cs.LG",),
-        published=published,
-        updated=published,
         upvotes=upvotes,
-        sources={"test": pid},
     )
 
 

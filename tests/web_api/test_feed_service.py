@@ -27,6 +27,7 @@ from paperfeed.domain.ids import InvalidPaperId
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Listing, Paper
 from paperfeed.services.feed import FeedService
+from tests.support.papers import paper as make_paper
 
 pytestmark = pytest.mark.shared
 
@@ -205,14 +206,7 @@ def test_iso_week_53_exists_only_in_long_years() -> None:
 def _paper(
     pid: str, published: datetime | None, upvotes: int | None = None, stars: int | None = None
 ) -> Paper:
-    return Paper(
-        id=pid,
-        title=f"Paper {pid}",
-        abstract="Text.",
-        published=published,
-        upvotes=upvotes,
-        github_stars=stars,
-    )
+    return make_paper(pid, day=published, abstract="Text.", upvotes=upvotes, github_stars=stars)
 
 
 T0 = datetime(2025, 3, 10, 12, tzinfo=UTC)

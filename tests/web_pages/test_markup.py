@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from html.parser import HTMLParser
+from typing import Any
 
 import lxml.html
 import pytest
@@ -15,6 +16,7 @@ from paperfeed.domain.models import Paper
 from paperfeed.domain.search import Span
 from paperfeed.web.markup import plain_text, render_text, segments, snippet
 from paperfeed.web.views import count_label, page_links, paper_url, safe_url
+from tests.support.papers import paper as make_paper
 
 MATHML = {
     "math", "mrow", "mi", "mn", "mo", "ms", "mtext", "mspace", "msup", "msub", "msubsup", "mfrac", "msqrt",
@@ -159,16 +161,11 @@ def test_with_math_only_our_markup_appears(text: str) -> None:
         assert not [a for a, _ in attrs if a.startswith("on") or a in ("href", "src", "style")]
 
 
-def _paper(**kw: object) -> Paper:
-    base: dict[str, object] = {
-        "id": "1706.03762",
-        "title": "Attention Is All You Need",
-        "authors": ("Ashish Vaswani", "Noam Shazeer"),
-        "categories": ("cs.CL", "cs.LG"),
-        "published": datetime(2017, 6, 12, tzinfo=UTC),
-    }
-    base.update(kw)
-    return Paper(**base)  # type: ignore[arg-type]
+def _paper(**kw: Any) -> Paper:
+    kw.setdefault("authors", ("Ashish Vaswani", "Noam Shazeer"))
+    kw.setdefault("categories", ("cs.CL", "cs.LG"))
+    kw.setdefault("day", kw.pop("published", datetime(2017, 6, 12, tzinfo=UTC)))
+    return make_paper(kw.pop("id", "1706.03762"), kw.pop("title", "Attention Is All You Need"), **kw)
 
 
 def test_bibtex_entry() -> None:
