@@ -74,3 +74,28 @@ def test_follow_embeds_new_papers_as_they_arrive_and_stops_on_sigterm(tmp_path: 
     expect("indexer stopped", timeout=5)
     assert proc.returncode == 0
     assert not any("Traceback" in line for line in seen)
+
+
+def test_a_stop_while_the_model_is_still_loading_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    """Ctrl+C in the first seconds of `paperfeed run` reached the indexer while it was importing torch to
+    measure the backends; the stop handler then asked for the indexing service again, which began loading
+    the model once more and died with two tracebacks (seen by tests/first_hour in CI)."""
+    data = tmp_path / "data"
+    env = {  # auto: the first start measures the backends, which imports torch
+        **os.environ,
+        "PAPERFEED_EMBEDDING_BACKEND": "auto",
+        "PAPERFEED_MODEL_CACHE": str(tmp_path / "models"),
+        "HF_HUB_OFFLINE": "1",
+    }
+    command = [sys.executable, "-m", "paperfeed", "--data-dir", str(data), "index", "--follow"]
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 120
+    while "libtorch" not in Path(f"/proc/{proc.pid}/maps").read_text():  # torch is being imported
+        assert proc.poll() is None, "index --follow exited before torch was loaded"
+        assert time.monotonic() < deadline, "torch was never loaded"
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out
+    assert "Traceback" not in out
+    assert "indexer stopped" in out

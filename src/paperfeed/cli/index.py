@@ -27,7 +27,7 @@ from .progress import RichProgress
 
 if TYPE_CHECKING:
     from paperfeed.domain.calibration import Calibration
-    from paperfeed.services.indexing import IndexingSummary
+    from paperfeed.services.indexing import IndexingService, IndexingSummary
 
 FOLLOW_SLICE = 2000
 
@@ -55,6 +55,7 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
 
     from paperfeed.services.jobs import holder_is_dead
 
+    service: IndexingService | None = None  # until built: a stop while the model loads has nothing to report
     try:
         service = c.app.indexes.indexer.current()
         say(service.plan().message())
@@ -95,7 +96,8 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
     except EmbedderUnavailable as exc:
         raise fail(str(exc)) from None
     except _Stop:
-        c.app.indexes.indexer.current().report("stopped", force=True)
+        if service is not None:
+            service.report("stopped", force=True)
         say("indexer stopped; the next start resumes where it left off")
 
 
