@@ -32,6 +32,10 @@ def _message(error: BaseException) -> str:
 def _translate(context: ExceptionContext) -> BaseException | None:
     if context.is_pre_ping:  # the pool reconnects on its own after a failed ping
         return None
+    if not isinstance(context.original_exception, Exception):
+        # an exit exception (Ctrl+C, a stop signal's, SystemExit) raised while a statement ran: the
+        # library calls it a disconnect, but it is no database error and must reach its handler as itself
+        return None
     error = context.sqlalchemy_exception
     if isinstance(error, sa_exc.DataError):
         return StoreValueError(_message(error))
