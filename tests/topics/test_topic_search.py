@@ -84,7 +84,7 @@ def test_the_instance_has_three_topics_on_the_expected_engines(inst: Instance) -
     assert len(inst.members) == 3
     app = build_app(inst.settings)
     try:
-        engine = type(app.indexes.keyword).__name__.lower()
+        engine = type(app.indexes.keyword.opened()).__name__.lower()  # the engine's, not the lazy wrapper
         vectors = type(app.indexes.vectors.current()).__name__.lower()
     finally:
         app.close()
