@@ -83,7 +83,7 @@ def test_points_after_a_build(built: tuple[TestClient, Any]) -> None:
     # each paper's topic index names the topic the store gives it, its day its published date
     for i in (0, 57, 119):
         pid = points["ids"][i]
-        assert header["topics"][points["topic"][i]]["id"] == app.topics.topic_of(pid).id
+        assert header["topics"][points["topic"][i]]["id"] == app.catalogue.topics.topic_of(pid).id
         published = app.core.store.get_papers([pid])[pid].published
         assert points["day"][i] == (published.date() - datetime(1970, 1, 1, tzinfo=UTC).date()).days
     assert min(points["x"]) == 0
@@ -159,7 +159,7 @@ def test_map_page_and_the_paper_pages_small_map(built: tuple[TestClient, Any]) -
     assert tinted.count("h0") == 40  # its topic's papers
     assert 'class="paper"' in svg
     assert 'href="/map?paper=pp:graph-0003"' in paper.text
-    topic = app.topics.topic_of("pp:graph-0003")
+    topic = app.catalogue.topics.topic_of("pp:graph-0003")
     assert f'href="/topics/{topic.id}"' in paper.text.split('id="place-title"', 1)[1]
 
 
@@ -226,10 +226,10 @@ def test_small_maps_read_the_topics_once_per_build(built: tuple[TestClient, Any]
     assert second is not None
     assert records.topic_reads == 1
     assert first.topic is not None
-    assert first.topic.id == app.topics.topic_of("pp:graph-0003").id
-    app.topics.build()  # a new generation: its topics, not the kept ones
+    assert first.topic.id == app.catalogue.topics.topic_of("pp:graph-0003").id
+    app.catalogue.topics.build()  # a new generation: its topics, not the kept ones
     again = service.place("pp:graph-0003")
     assert records.topic_reads == 2
     assert again is not None
     assert again.topic is not None
-    assert again.topic.id == app.topics.topic_of("pp:graph-0003").id
+    assert again.topic.id == app.catalogue.topics.topic_of("pp:graph-0003").id
