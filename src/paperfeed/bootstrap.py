@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from paperfeed.services.digest_send import DigestService
     from paperfeed.services.feed import FeedService
     from paperfeed.services.fill import FillService
+    from paperfeed.services.groups import GroupService
     from paperfeed.services.index_follow import IndexFollower
     from paperfeed.services.indexing import IndexingService
     from paperfeed.services.ingest import IngestService
@@ -187,6 +188,30 @@ class App:
         from paperfeed.services.library import LibraryService
 
         return LibraryService(SqlLibraryStore(self.store.engine), self.store, lambda: self.search)
+
+    @cached_property
+    def groups(self) -> GroupService:
+        """Reading groups: members, invitations, the shared queue, journal-club sessions (docs/groups.md)."""
+        from datetime import timedelta
+
+        from paperfeed.adapters.store.groups import SqlGroupStore
+        from paperfeed.services.groups import GroupService
+
+        return GroupService(
+            SqlGroupStore(self.store.engine),
+            self._visible_papers,
+            mailer=lambda: self.mailer,
+            limit_mail=lambda address, client: self.accounts.limit_mail(address, client),
+            invite_lifetime=timedelta(days=self.settings.group_invite_days),
+        )
+
+    def _visible_papers(self, ids: Sequence[str]) -> dict[str, Paper]:
+        """The papers among ``ids`` that exist and that no administrator hid."""
+        from paperfeed.adapters.store.accounts import hidden_paper_ids
+
+        found = self.store.get_papers(ids) if ids else {}
+        hidden = hidden_paper_ids(self.store.engine) if found else frozenset()
+        return {pid: paper for pid, paper in found.items() if pid not in hidden}
 
     @cached_property
     def library_import(self) -> LibraryImporter:

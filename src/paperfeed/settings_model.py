@@ -406,6 +406,12 @@ class SettingsModel(BaseModel):
     comments_per_hour: int = Field(
         default=30, ge=0, le=10_000, description="Comments one reader may post within any 60 minutes."
     )
+    group_invite_days: int = Field(
+        default=7,
+        ge=1,
+        le=60,
+        description="How many days a mailed invitation to a reading group works (once; docs/groups.md).",
+    )
     mcp_require_token: bool = Field(
         default=False,
         description="The MCP endpoint (/mcp) answers only requests with a personal API token, the read-only "

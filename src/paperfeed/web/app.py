@@ -21,6 +21,8 @@ from . import (
     errors,
     feeds,
     graph_api,
+    groups,
+    groups_api,
     library,
     library_api,
     library_export,
@@ -87,6 +89,7 @@ def create_app(build: Callable[[], App], *, comment_renderer: CommentRenderer | 
     web.add_middleware(BodyLimitMiddleware)  # outside the routes: bodies are bounded before any is parsed
     renderer.add_globals(library.TEMPLATE_GLOBALS, library.TEMPLATE_FILTERS)
     renderer.add_globals(community.TEMPLATE_GLOBALS)
+    renderer.add_globals(groups.TEMPLATE_GLOBALS)
     web.add_middleware(PublicCacheMiddleware)  # outside security's cookie, inside the shared headers
     web.add_middleware(ServerTimingMiddleware)
     web.add_middleware(ResponseHeadersMiddleware)
@@ -113,6 +116,8 @@ def create_app(build: Callable[[], App], *, comment_renderer: CommentRenderer | 
     web.include_router(uploads.router)
     web.include_router(library_api.router)
     web.include_router(library.router)
+    web.include_router(groups_api.router)
+    web.include_router(groups.router)
     web.include_router(feeds.router)
     # The HTML pages last: /papers/date|week|month/… (feeds) before the paper page's /papers/{id:path}.
     web.include_router(pages_feed.router)
