@@ -55,6 +55,10 @@ __all__ = [
 
 log = logging.getLogger("paperfeed.groups")
 
+_UNUSABLE = (
+    "this invitation link is unknown, already used, expired or sent to another address: sign in with the "
+    "address it was sent to"
+)
 PAST_ON_PAGE = 5  # past sessions on the group page (the archive has them all)
 ARCHIVE_SIZE = 500
 
@@ -264,24 +268,23 @@ class GroupService:
     def _open_invitation(self, token: str) -> Invitation:
         found = self.records.invitation(hash_token(token)) if token else None
         if found is None or found.used_at is not None or found.expires_at <= self.now():
-            raise GroupNotFound("this invitation link is unknown, already used or expired")
+            raise GroupNotFound(_UNUSABLE)
         return found
 
-    def invitation(self, token: str) -> InvitationPage:
-        """What an invitation link shows before it is accepted (GroupNotFound when it cannot be)."""
+    def invitation(self, token: str, email: str) -> InvitationPage:
+        """What an invitation link shows its addressee before they accept (GroupNotFound otherwise: to
+        whoever else holds the link it is the same unknown link, naming no group)."""
         found = self._open_invitation(token)
+        if email.strip().lower() != found.email:
+            raise GroupNotFound(_UNUSABLE)
         return InvitationPage(self._group(found.group_id), found)
 
     def accept(self, user_id: int, email: str, token: str) -> Group:
         """Join through an invitation: once, before it expires, as the reader it was sent to."""
-        found = self._open_invitation(token)
-        if email.strip().lower() != found.email:
-            raise GroupNotFound(
-                "this invitation was sent to another address: sign in with the address it was sent to"
-            )
+        self.invitation(token, email)
         group_id = self.records.use_invitation(hash_token(token), user_id, self.now())
         if group_id is None:  # another request used it meanwhile
-            raise GroupNotFound("this invitation link is unknown, already used or expired")
+            raise GroupNotFound(_UNUSABLE)
         self.records.add_member(group_id, user_id, secrets.token_urlsafe(24))
         return self._group(group_id)
 

@@ -202,13 +202,10 @@ def create_group_form(
 def invitation_page(request: Request, user: SignedIn, token: str) -> HTMLResponse:
     """What the mailed link opens: who invites whom to which group, and a button (a GET changes nothing)."""
     try:
-        shown = groups_of(request).invitation(token[:200])
+        shown = groups_of(request).invitation(token[:200], user.email)
     except GroupNotFound as exc:
         return _problem(request, exc)
-    mismatch = shown.invitation.email != user.email.lower()
-    return _page(
-        request, "invitation", f"Join {shown.group.name}", shown=shown, token=token[:200], mismatch=mismatch
-    )
+    return _page(request, "invitation", f"Join {shown.group.name}", shown=shown, token=token[:200])
 
 
 @router.post("/groups/invitations/accept", response_model=None, dependencies=[CsrfChecked])
