@@ -38,6 +38,7 @@ from paperfeed import __version__
 from paperfeed.bootstrap import App
 from paperfeed.domain.accounts import User
 from paperfeed.domain.feed import FeedItem, InvalidPeriod, Period, parse_day, parse_month, parse_week
+from paperfeed.domain.groups import GroupForbidden, GroupNotFound, InvalidGroupInput
 from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
 from paperfeed.domain.library import DEFAULT_TAG, MAX_QUERY_CHARS, InvalidLibraryInput
 from paperfeed.domain.models import Paper
@@ -54,7 +55,7 @@ INSTRUCTIONS = (
     "papers and trending. Paper ids are arXiv ids such as 2503.10613 (a version suffix or an arXiv URL is "
     'accepted). search_papers understands author:Name, cat:cs.CL, year:2024, after:/before:, "phrases" and '
     "-exclusions. get_paper (or the paper://{id} resource) gives one paper as Markdown. Tools about the "
-    "reader (for_you, library_list, library_add, library_tag, subscribe_alert) need a personal API token."
+    "reader (for_you, library_*, group_*, subscribe_alert) need a personal API token."
 )
 MAX_AUTHORS_SHOWN = 3
 READER = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -205,6 +206,24 @@ class Alert(BaseModel):
     atom: str
 
 
+class GroupInfo(BaseModel):
+    id: int
+    name: str
+    role: str = Field(description="owner | member")
+    url: str
+
+
+class GroupList(BaseModel):
+    groups: list[GroupInfo]
+
+
+class QueuedPaper(BaseModel):
+    group_id: int
+    paper_id: str
+    added_by: str = Field(description="Who queued it first (queueing again keeps the first note).")
+    votes: int
+
+
 def _day(value: datetime | date | None) -> str | None:
     return None if value is None else value.strftime("%Y-%m-%d")
 
@@ -273,6 +292,10 @@ def _guard(call: Callable[[], T]) -> T:
         raise ToolError(str(exc).strip("'\"")) from None
     except InvalidLibraryInput as exc:
         raise ToolError(f"{exc.field}: {exc}") from None
+    except (GroupNotFound, GroupForbidden) as exc:
+        raise ToolError(str(exc).strip("'\"")) from None
+    except InvalidGroupInput as exc:
+        raise ToolError(str(exc)) from None
 
 
 def _unknown_paper(paper_id: str) -> ToolError:
@@ -307,6 +330,7 @@ PaperId = Annotated[
 Categories = Annotated[
     list[str], Field(max_length=20, description="Only papers in any of these arXiv categories, e.g. cs.CL.")
 ]
+GroupId = Annotated[int, Field(ge=1, description="A group id (group_list gives them).")]
 TagNames = Annotated[list[str], Field(max_length=50, description="Tag names (created when new).")]
 
 
@@ -625,6 +649,51 @@ def build_server(surface: Surface) -> MCPServer:
             f"{alert.page} (feed: {alert.rss})."
         )
         return _result(text, alert)
+
+    @server.tool(annotations=READER)
+    def group_list(ctx: Context) -> Annotated[CallToolResult, GroupList]:
+        """The reader's reading groups (id, name, their role), to pass a group_id to the group tools.
+        Needs a personal API token."""
+        app, site, user = signed_in(ctx)
+        found = [
+            GroupInfo(id=g.id, name=g.name, role=m.role, url=f"{site}/groups/{g.id}")
+            for g, m in app.groups.groups(user.id)
+        ]
+        lines = [f"{g.id}. {g.name} ({g.role})" for g in found] or ["(you are in no group)"]
+        return _result("Your groups:\n" + "\n".join(lines), GroupList(groups=found))
+
+    @server.tool(annotations=READER)
+    def group_queue(ctx: Context, group_id: GroupId) -> Annotated[CallToolResult, PaperList]:
+        """A group's shared queue of papers, most voted first, with who added each and why. Needs a
+        personal API token of a member."""
+        app, site, user = signed_in(ctx)
+        shown = _guard(lambda: app.groups.page(user.id, group_id))
+        items = [
+            _item(
+                q.paper,
+                site,
+                score=float(q.entry.votes),
+                reason=f"added by {q.entry.added_by_name}" + (f": {q.entry.note}" if q.entry.note else ""),
+            )
+            for q in shown.by_votes
+        ]
+        return _answer(f"The queue of “{shown.group.name}” (score = votes):", PaperList(papers=items))
+
+    @server.tool(annotations=CHANGES)
+    def group_queue_add(
+        ctx: Context,
+        group_id: GroupId,
+        paper_id: PaperId,
+        note: Annotated[str, Field(max_length=2000, description="Why the group should read it.")] = "",
+    ) -> Annotated[CallToolResult, QueuedPaper]:
+        """Queue a paper for one of the reader's reading groups, with a note; the members vote on the
+        queue for the next journal club. Needs a personal API token of a member."""
+        app, _, user = signed_in(ctx)
+        entry = _guard(lambda: app.groups.queue_add(user.id, group_id, paper_id, note))
+        out = QueuedPaper(
+            group_id=group_id, paper_id=entry.paper_id, added_by=entry.added_by_name, votes=entry.votes
+        )
+        return _result(f"Queued {entry.paper_id} for group {group_id} ({entry.votes} votes).", out)
 
     @server.resource(
         "paper://{+paper_id}",
