@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from paperfeed.services.library import LibraryService
     from paperfeed.services.library_import import LibraryImporter
     from paperfeed.services.library_references import ReferenceBibliography
+    from paperfeed.services.mutes import MuteService
     from paperfeed.services.paper_graph import PaperGraphService
     from paperfeed.services.paper_upload import PaperUploads
     from paperfeed.services.recommend import RecommendationService
@@ -187,7 +188,12 @@ class App:
         from paperfeed.adapters.store.library import SqlLibraryStore
         from paperfeed.services.library import LibraryService
 
-        return LibraryService(SqlLibraryStore(self.store.engine), self.store, lambda: self.search)
+        return LibraryService(
+            SqlLibraryStore(self.store.engine),
+            self.store,
+            lambda: self.search,
+            mutes=lambda user_id: self.mutes.filter_for(user_id).muted,
+        )
 
     @cached_property
     def groups(self) -> GroupService:
@@ -203,7 +209,16 @@ class App:
             mailer=lambda: self.mailer,
             limit_mail=lambda address, client: self.accounts.limit_mail(address, client),
             invite_lifetime=timedelta(days=self.settings.group_invite_days),
+            group_mutes=lambda group_id: self.mutes.group_filter(group_id).muted,
         )
+
+    @cached_property
+    def mutes(self) -> MuteService:
+        """Readers' and groups' mute rules (authors, categories, words), compiled once per request."""
+        from paperfeed.adapters.store.mutes import SqlMuteStore
+        from paperfeed.services.mutes import MuteService
+
+        return MuteService(SqlMuteStore(self.store.engine))
 
     def _visible_papers(self, ids: Sequence[str]) -> dict[str, Paper]:
         """The papers among ``ids`` that exist and that no administrator hid."""
@@ -879,6 +894,7 @@ class App:
             latest_activity=self.feeds.queries.latest_activity,
             hidden=lambda: hidden_paper_ids(self.store.engine),
             rising=self.topic_rising,
+            mutes=lambda user_id: self.mutes.filter_for(user_id).muted,
         )
 
     @cached_property

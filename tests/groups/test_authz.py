@@ -29,10 +29,12 @@ from paperfeed.adapters.store.schema_accounts import rate_limit_hits
 from paperfeed.adapters.store.schema_groups import (
     group_invitations,
     group_members,
+    group_mutes,
     group_queue,
     group_sessions,
     group_votes,
     groups,
+    reader_mutes,
 )
 from paperfeed.bootstrap import App, build_app
 from paperfeed.domain.accounts import User
@@ -88,6 +90,9 @@ def _make(w: World) -> Ctx:
     mail = g.invite(u["owner"].id, group.id, u["stranger"].email, base_url="http://testserver", client="m")
     token = re.findall(r"/groups/invitations/(\S+)", mail.text)[0]
     other = g.create(u["stranger"].id, "Stranger's own")
+    for actor in SIGNED_IN:
+        w.app.mutes.add(u[actor].id, "word", "matrix")
+    w.app.mutes.add_group(group.id, "word", "matrix")
     return Ctx(
         group.id, session.id, token, g.calendar_token(u["member"].id, group.id), removed_calendar, other.id
     )
@@ -368,6 +373,67 @@ ROUTES = [
         form=lambda w, c: {},
         changed=_session_gone,
     ),
+    Route(
+        "the group's mute rules: add",
+        "POST",
+        lambda c: f"/groups/{c.gid}/mutes",
+        page_change(member=403),
+        form=lambda w, c: {"kind": "author", "value": "Ada Fishwick"},
+        changed=lambda w, c: len(w.app.mutes.group_rules(c.gid)) == 2,
+    ),
+    Route(
+        "the group's mute rules: remove",
+        "POST",
+        lambda c: f"/groups/{c.gid}/mutes/remove",
+        page_change(member=403),
+        form=lambda w, c: {"kind": "word", "value": "matrix"},
+        changed=lambda w, c: not w.app.mutes.group_rules(c.gid),
+    ),
+    # -- a reader's own mute rules (everyone signed in has their own) ---------------------------------------
+    Route(
+        "my mute rules",
+        "GET",
+        lambda c: "/mutes",
+        _expect(anonymous=SIGNIN, outsider=200, member=200, owner=200),
+    ),
+    Route(
+        "mute a word",
+        "POST",
+        lambda c: "/mutes",
+        _expect(anonymous=SIGNIN, outsider=303, member=303, owner=303),
+        form=lambda w, c: {"kind": "word", "value": "sheep"},
+        changed=lambda w, c: any(len(w.app.mutes.rules(w.users[a].id)) == 2 for a in SIGNED_IN),
+    ),
+    Route(
+        "unmute a word",
+        "POST",
+        lambda c: "/mutes/remove",
+        _expect(anonymous=SIGNIN, outsider=303, member=303, owner=303),
+        form=lambda w, c: {"kind": "word", "value": "matrix"},
+        changed=lambda w, c: any(not w.app.mutes.rules(w.users[a].id) for a in SIGNED_IN),
+    ),
+    Route(
+        "API: my mute rules",
+        "GET",
+        lambda c: "/api/me/mutes",
+        _expect(anonymous=401, outsider=200, member=200, owner=200),
+    ),
+    Route(
+        "API: mute a word",
+        "POST",
+        lambda c: "/api/me/mutes",
+        _expect(anonymous=401, outsider=201, member=201, owner=201),
+        json=lambda w, c: {"kind": "word", "value": "sheep"},
+        changed=lambda w, c: any(len(w.app.mutes.rules(w.users[a].id)) == 2 for a in SIGNED_IN),
+    ),
+    Route(
+        "API: unmute a word",
+        "DELETE",
+        lambda c: "/api/me/mutes?kind=word&value=matrix",
+        _expect(anonymous=401, outsider=200, member=200, owner=200),
+        json=lambda w, c: {},
+        changed=lambda w, c: any(not w.app.mutes.rules(w.users[a].id) for a in SIGNED_IN),
+    ),
     # -- JSON API -------------------------------------------------------------------------------------------
     Route(
         "API: my groups",
@@ -510,7 +576,10 @@ def world(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 def _fresh(w: World) -> Ctx:
     with w.app.store.engine.begin() as conn:
         conn.execute(delete(rate_limit_hits))
-        for table in (group_votes, group_queue, group_sessions, group_invitations, group_members, groups):
+        for table in (
+            group_votes, group_queue, group_sessions, group_invitations, group_members, group_mutes, groups,
+            reader_mutes,
+        ):  # fmt: skip
             conn.execute(delete(table))
     return _make(w)
 

@@ -7,7 +7,7 @@ from mcp import Client
 
 from paperfeed.bootstrap import build_app
 from tests.mcp_server.conftest import Instance
-from tests.mcp_server.test_http import run, text
+from tests.mcp_server.test_http import ids, run, text
 
 
 def test_a_member_queues_a_paper_and_a_stranger_learns_nothing(http_url: str, instance: Instance) -> None:
@@ -60,3 +60,40 @@ def test_a_member_queues_a_paper_and_a_stranger_learns_nothing(http_url: str, in
 
     run(http_url, member, token=instance.token)
     run(http_url, stranger, token=instance.other_token)
+
+
+def test_the_readers_mute_rules_hold_over_mcp(http_url: str, instance: Instance) -> None:
+    """Bob mutes an author: his token's searches, feeds and trending leave her papers out and say so;
+    Ada's (no rules) and anonymous calls are unchanged."""
+    app = build_app(instance.settings)
+    try:
+        bob = app.accounts.user_for_api_token(instance.other_token)
+        assert bob is not None
+        app.mutes.add(bob.id, "author", "Grace Hopper")  # 2503.00002
+    finally:
+        app.close()
+
+    async def muted(client: Client) -> None:
+        found = await client.call_tool("search_papers", {"query": "sparse attention long documents"})
+        assert "2503.00002" not in ids(found)
+        assert "papers hidden by your mute rules" in text(found)
+        day = await client.call_tool("daily_papers", {"date": "2025-03-10"})
+        assert ids(day) == ["2503.00001"]
+        assert "2503.00002" not in ids(await client.call_tool("trending", {}))
+
+    async def unmuted(client: Client) -> None:
+        assert "2503.00002" in ids(
+            await client.call_tool("search_papers", {"query": "sparse attention long documents"})
+        )
+        assert "2503.00002" in ids(await client.call_tool("daily_papers", {"date": "2025-03-10"}))
+
+    try:
+        run(http_url, muted, token=instance.other_token)
+        run(http_url, unmuted, token=instance.token)
+        run(http_url, unmuted)
+    finally:
+        app = build_app(instance.settings)
+        try:
+            app.mutes.remove(bob.id, "author", "Grace Hopper")
+        finally:
+            app.close()

@@ -144,6 +144,7 @@ class DigestService:
         latest_activity: Callable[[], datetime | None] = lambda: None,
         hidden: Callable[[], Collection[str]] = frozenset,
         rising: RisingSource | None = None,
+        mutes: Callable[[int], Callable[[Paper], bool]] | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.ledger = ledger
@@ -155,6 +156,7 @@ class DigestService:
         self.latest_activity = latest_activity
         self.hidden = hidden
         self.rising = rising
+        self.mutes = mutes  # a reader's mute rules: their digest leaves those papers out
         self.clock = clock
 
     def missing_sections(self) -> list[Section]:
@@ -202,6 +204,9 @@ class DigestService:
             request = SectionRequest(sub, slot, since, until, per_section * 2, already_sent)
             title = provider.title(request)
             parts.append((section, title, provider.picks(request)))
+        if sub.user_id is not None and self.mutes is not None:
+            muted = self.mutes(sub.user_id)
+            hidden = {*hidden, *(p.paper.id for _, _, picks in parts for p in picks if muted(p.paper))}
         digest = compose(
             parts, already_sent, cap=min(prefs.max_items, MAX_ITEMS), per_section=per_section, hidden=hidden
         )

@@ -227,6 +227,10 @@ class GroupService:
         self.records.set_digest(group_id, user_id, on)
         return self.membership(user_id, group_id)
 
+    def check_owner(self, user_id: int, group_id: int) -> None:
+        """GroupNotFound for a non-member, GroupForbidden for a member who is not the owner."""
+        self._owner(user_id, group_id)
+
     # -- invitations -----------------------------------------------------------------------------------------
 
     def invite(self, user_id: int, group_id: int, email: str, *, base_url: str, client: str) -> OutgoingMail:

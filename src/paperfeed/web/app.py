@@ -27,6 +27,7 @@ from . import (
     library_api,
     library_export,
     mcp_server,
+    mutes,
     pages_feed,
     pages_paper,
     pages_search,
@@ -118,6 +119,8 @@ def create_app(build: Callable[[], App], *, comment_renderer: CommentRenderer | 
     web.include_router(library.router)
     web.include_router(groups_api.router)
     web.include_router(groups.router)
+    web.include_router(mutes.api_router)
+    web.include_router(mutes.router)
     web.include_router(feeds.router)
     # The HTML pages last: /papers/date|week|month/… (feeds) before the paper page's /papers/{id:path}.
     web.include_router(pages_feed.router)

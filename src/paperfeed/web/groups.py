@@ -29,6 +29,7 @@ from paperfeed.domain.groups import (
     InvalidGroupInput,
     Membership,
 )
+from paperfeed.domain.mutes import InvalidMuteRule
 from paperfeed.services.groups import GroupService
 
 from . import rendering
@@ -260,6 +261,7 @@ def group_page(request: Request, user: SignedIn, group_id: int) -> HTMLResponse:
         ],
         top=[q for q in shown.by_votes if q.entry.votes > 0][:3],
         calendar_path=f"/groups/calendar/{token}.ics",
+        group_mutes=app_of(request).mutes.group_rules(group_id),
         others=[m for m in shown.members if m.user_id != user.id],
     )
 
@@ -447,3 +449,42 @@ def archive_page(request: Request, user: SignedIn, group_id: int) -> HTMLRespons
     except GroupNotFound as exc:
         return _problem(request, exc)
     return _page(request, "archive", f"{group.name}: past sessions", group=group, past=past)
+
+
+# -- the group's mute rules (its pages and digest; the owner's to change) -------------------------------
+
+
+@router.post("/groups/{group_id}/mutes", response_model=None, dependencies=[CsrfChecked])
+def group_mute_form(
+    request: Request,
+    user: SignedIn,
+    group_id: int,
+    kind: Annotated[str, Form(max_length=20)] = "",
+    value: Annotated[str, Form(max_length=400)] = "",
+) -> Response:
+    def add(s: GroupService) -> None:
+        s.check_owner(user.id, group_id)
+        try:
+            app_of(request).mutes.add_group(group_id, kind, value)
+        except InvalidMuteRule as exc:
+            raise InvalidGroupInput(exc.field, exc.reason) from None
+
+    return _change(request, add, f"/groups/{group_id}", done="saved")
+
+
+@router.post("/groups/{group_id}/mutes/remove", response_model=None, dependencies=[CsrfChecked])
+def group_unmute_form(
+    request: Request,
+    user: SignedIn,
+    group_id: int,
+    kind: Annotated[str, Form(max_length=20)] = "",
+    value: Annotated[str, Form(max_length=400)] = "",
+) -> Response:
+    def remove(s: GroupService) -> None:
+        s.check_owner(user.id, group_id)
+        try:
+            app_of(request).mutes.remove_group(group_id, kind, value)
+        except InvalidMuteRule as exc:
+            raise InvalidGroupInput(exc.field, exc.reason) from None
+
+    return _change(request, remove, f"/groups/{group_id}", done="saved")

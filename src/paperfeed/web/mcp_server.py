@@ -379,6 +379,20 @@ def build_server(surface: Surface) -> MCPServer:
         app, site = open_app(ctx, reader_tool=True)
         return app, site, reader(ctx, app, site)
 
+    def unmuted(
+        ctx: Context, app: App, items: Sequence[T], paper_of: Callable[[T], Paper]
+    ) -> tuple[list[T], list[str]]:
+        """``items`` without the token's reader's muted papers, and a note of how many were left out."""
+        token = surface.token(ctx)
+        user = app.accounts.user_for_api_token(token) if token else None
+        rules = app.mutes.filter_for(user.id if user else None)
+        kept, hidden = rules.split(items, paper_of)
+        return kept, (
+            [f"{hidden} papers hidden by your mute rules (see {surface.site(ctx, app)}/mutes)"]
+            if hidden
+            else []
+        )
+
     @server.tool(annotations=READER)
     def search_papers(
         ctx: Context,
@@ -407,8 +421,9 @@ def build_server(surface: Surface) -> MCPServer:
         app, site = open_app(ctx)
         filters = _filters(date_from, date_to, categories or (), has_code)
         page = app.search.search(query.strip(), filters, limit=limit, offset=offset)
-        papers = app.community.with_counts([h.paper for h in page.hits])
-        notes = [*page.notes, *filter(None, [app.coverage.note()])]
+        hits, muted = unmuted(ctx, app, page.hits, lambda h: h.paper)
+        papers = app.community.with_counts([h.paper for h in hits])
+        notes = [*page.notes, *filter(None, [app.coverage.note()]), *muted]
         result = PaperList(
             papers=[_item(p, site) for p in papers], total=page.total, offset=offset, notes=notes
         )
@@ -474,13 +489,15 @@ def build_server(surface: Surface) -> MCPServer:
             got = feeds.day(day, limit=limit, offset=offset)
             return got.day.isoformat(), got.total, got.items
 
-        label, total, items = _guard(read)
+        label, total, found = _guard(read)
+        items, muted = unmuted(ctx, app, found, lambda i: i.paper)
         result = FeedList(
             papers=[_item(i.paper, site, listed_on=i.day.isoformat()) for i in items],
             total=total,
             offset=offset,
             period=label,
             sort=sort,
+            notes=muted,
         )
         return _answer(f"Daily papers of {label}, by {sort}: {total} papers.", result)
 
@@ -489,11 +506,12 @@ def build_server(surface: Surface) -> MCPServer:
         """Papers trending now: upvotes and GitHub stars, decayed by age since they first appeared."""
         app, site = open_app(ctx)
         page = app.feeds.trending(limit, offset)
+        kept, muted = unmuted(ctx, app, page.items, lambda t: t.paper)
         result = PaperList(
-            papers=[_item(t.paper, site, score=round(t.score, 4)) for t in page.items],
+            papers=[_item(t.paper, site, score=round(t.score, 4)) for t in kept],
             total=page.total,
             offset=offset,
-            notes=[f"score = {page.formula}"],
+            notes=[f"score = {page.formula}", *muted],
         )
         return _answer(f"Trending as of {page.reference_time:%Y-%m-%d %H:%M} UTC.", result)
 
@@ -506,13 +524,13 @@ def build_server(surface: Surface) -> MCPServer:
         detail = _guard(lambda: app.feeds.paper(paper_id))
         if detail is None:
             raise _unknown_paper(paper_id)
-        hits = app.search.similar(detail.paper.id, limit=limit)
+        hits, muted = unmuted(ctx, app, app.search.similar(detail.paper.id, limit=limit), lambda h: h.paper)
         papers = app.community.with_counts([h.paper for h in hits])
         items = [
             _item(p, site, similarity=None if h.similarity is None else round(h.similarity, 4))
             for h, p in zip(hits, papers, strict=True)
         ]
-        result = PaperList(papers=items)
+        result = PaperList(papers=items, notes=muted)
         return _answer(
             f"Papers similar to {detail.paper.id} “{' '.join(detail.paper.title.split())}”:", result
         )
@@ -528,13 +546,14 @@ def build_server(surface: Surface) -> MCPServer:
         """The reader's "For you" feed: recent papers ranked by a model of what they saved, followed and
         searched for, each with one line on why. Needs a personal API token."""
         app, site, user = signed_in(ctx)
-        feed = _guard(lambda: app.recommendations.feed(user.id, limit=limit, tag=tag or None))
+        feed = _guard(lambda: app.recommendations.feed(user.id, limit=limit * 2, tag=tag or None))
+        recs, muted = unmuted(ctx, app, feed.items, lambda r: r.paper)
         result = ForYouList(
-            papers=[_item(r.paper, site, score=round(r.score, 3), reason=r.reason) for r in feed.items],
+            papers=[_item(r.paper, site, score=round(r.score, 3), reason=r.reason) for r in recs[:limit]],
             mode=feed.mode,
             message=feed.message,
             tags=list(feed.tags),
-            notes=[feed.message] if feed.message else [],
+            notes=[*([feed.message] if feed.message else []), *muted],
         )
         first, last = feed.window
         return _answer(f"For you ({feed.mode}), papers of {first} … {last}:", result)
