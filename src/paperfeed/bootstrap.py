@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from paperfeed.domain.embedding import EmbedWorkers, IndexMarks
     from paperfeed.domain.feed import DataVersion
     from paperfeed.domain.library import SavedSearch
+    from paperfeed.domain.library_search import Vectors
     from paperfeed.domain.mail import OutgoingMail, SessionMailer
     from paperfeed.domain.models import Paper
     from paperfeed.domain.page_cache import SharedPageCache
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
     from paperfeed.services.library import LibraryService
     from paperfeed.services.library_import import LibraryImporter
     from paperfeed.services.library_references import ReferenceBibliography
+    from paperfeed.services.library_search import LibrarySearch
     from paperfeed.services.mutes import MuteService
     from paperfeed.services.paper_graph import PaperGraphService
     from paperfeed.services.paper_upload import PaperUploads
@@ -227,6 +229,24 @@ class App:
         found = self.store.get_papers(ids) if ids else {}
         hidden = hidden_paper_ids(self.store.engine) if found else frozenset()
         return {pid: paper for pid, paper in found.items() if pid not in hidden}
+
+    @cached_property
+    def library_search(self) -> LibrarySearch:
+        """Search my library: a reader's saved papers, tags and notes, by words and by meaning."""
+        from paperfeed.adapters.store.library import SqlLibraryStore
+        from paperfeed.services.library_search import LibrarySearch
+
+        def embed(texts: Sequence[str]) -> Vectors | None:
+            import numpy as np
+
+            return np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
+
+        return LibrarySearch(
+            SqlLibraryStore(self.store.engine),
+            self._visible_papers,
+            embed=embed,
+            vectors=lambda ids: self.embeddings.vectors(self.embedder.model_id, ids),
+        )
 
     @cached_property
     def library_import(self) -> LibraryImporter:

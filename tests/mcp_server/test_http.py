@@ -23,6 +23,7 @@ READER = {
     "group_list",
     "group_queue",
     "group_queue_add",
+    "library_search",
 }
 READER_ARGS: dict[str, dict[str, Any]] = {
     "for_you": {},
@@ -31,6 +32,7 @@ READER_ARGS: dict[str, dict[str, Any]] = {
     "library_tag": {"paper_id": "2503.00004", "tags": ["x"]},
     "subscribe_alert": {"name": "never", "query": "protein"},
     "group_list": {},
+    "library_search": {"query": "graphs"},
     "group_queue": {"group_id": 1},
     "group_queue_add": {"group_id": 1, "paper_id": "2503.00004"},
 }
@@ -364,7 +366,7 @@ def test_a_private_instance_answers_only_with_a_token(private_url: str, instance
             )
         with pytest.raises(MCPError, match="only requests with a personal API token"):
             await client.read_resource("paper://2503.00002")
-        assert len((await client.list_tools()).tools) == 13  # what it offers is no secret
+        assert len((await client.list_tools()).tools) == 14  # what it offers is no secret
 
     async def signed(client: Client) -> None:
         assert ids(await client.call_tool("daily_papers", {"date": "2025-03-10"})) == [

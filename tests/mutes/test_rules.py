@@ -54,3 +54,13 @@ def test_bad_rules_are_refused_saying_why(kind: str, value: str, field: str) -> 
     with pytest.raises(InvalidMuteRule) as caught:
         check_rule(kind, value)
     assert caught.value.field == field
+
+
+@pytest.mark.parametrize(
+    "name", ["Ada Lovelace", "  ada   LOVELACE ", "José García", "O'Brien-Smith, Jr.", "Zoë\tK", "a\x00b"]
+)
+def test_the_fast_author_key_agrees_with_the_librarys(name: str) -> None:
+    from paperfeed.domain.library import author_key
+    from paperfeed.domain.mutes import _author_key
+
+    assert _author_key(name) == author_key(name)

@@ -57,9 +57,19 @@ class MuteRule:
 
 
 def _fold(text: str) -> str:
-    """Accent- and case-insensitive form of a word or text."""
+    """Accent- and case-insensitive form of a word or text (plain ASCII, most titles and abstracts, is
+    only lower-cased: the same result, a hundred times faster)."""
+    if text.isascii():
+        return text.lower()
     decomposed = unicodedata.normalize("NFKD", text)
     return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+
+
+def _author_key(name: str) -> str:
+    """:func:`~.library.author_key`, with the same fast path for printable ASCII names."""
+    if name.isascii() and name.isprintable():
+        return " ".join(name.split()).lower()
+    return author_key(name)
 
 
 def check_rule(kind: str, value: str) -> MuteRule:
@@ -100,7 +110,7 @@ class MuteFilter:
                 folded = cat.casefold()
                 if folded in self.categories or folded.split(".", 1)[0] in self.categories:
                     return True
-        if self.authors and any(author_key(a) in self.authors for a in paper.authors if a.strip()):
+        if self.authors and any(_author_key(a) in self.authors for a in paper.authors if a.strip()):
             return True
         if self.words is not None:
             return self.words.search(_fold(f"{paper.title}\n{paper.abstract}")) is not None

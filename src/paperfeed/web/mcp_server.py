@@ -585,6 +585,32 @@ def build_server(surface: Surface) -> MCPServer:
         result = PaperList(papers=items, total=page.total, offset=offset)
         return _answer(f"Your library{f' (tag {tag.strip()})' if tag else ''}: {page.total} papers.", result)
 
+    @server.tool(annotations=READER)
+    def library_search(
+        ctx: Context,
+        query: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=250,
+                description="Words of a private note, a tag, a title or an author, or what a paper is about.",
+            ),
+        ],
+        limit: Limit = 10,
+    ) -> Annotated[CallToolResult, PaperList]:
+        """Search the reader's own library: their saved papers, tag names and private notes, by words and by
+        meaning (hybrid, like search_papers). Each result says what matched. Needs a personal API token."""
+        app, site, user = signed_in(ctx)
+        found = _guard(lambda: app.library_search.search(user.id, query, limit=limit))
+        items = [
+            _item(h.paper, site, tags=list(h.tags), reason="matched: " + ", ".join(h.matched))
+            for h in found.hits
+        ]
+        result = PaperList(papers=items, total=len(items), notes=list(found.notes))
+        return _answer(
+            f"{len(items)} of the {found.searched} papers of your library match “{found.query}”.", result
+        )
+
     def state_answer(verb: str, state: PaperState) -> CallToolResult:
         out = LibraryState(
             paper_id=state.paper_id,
