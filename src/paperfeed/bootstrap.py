@@ -53,6 +53,7 @@ if TYPE_CHECKING:
     from paperfeed.services.digest_send import DigestService
     from paperfeed.services.feed import FeedService
     from paperfeed.services.fill import FillService
+    from paperfeed.services.group_digest import GroupDigests
     from paperfeed.services.groups import GroupService
     from paperfeed.services.index_follow import IndexFollower
     from paperfeed.services.indexing import IndexingService
@@ -915,6 +916,31 @@ class App:
             hidden=lambda: hidden_paper_ids(self.store.engine),
             rising=self.topic_rising,
             mutes=lambda user_id: self.mutes.filter_for(user_id).muted,
+            groups=lambda: self.group_digests,
+        )
+
+    @cached_property
+    def group_digests(self) -> GroupDigests:
+        """Reading groups' weekly digests, composed into the digest send ledger (docs/groups.md)."""
+        from paperfeed.adapters.store.groups import SqlGroupStore
+        from paperfeed.domain.search import SearchFilters
+        from paperfeed.services.group_digest import GroupDigests, GroupDigestSettings
+
+        def matches(query: str, since: datetime, until: datetime, k: int) -> list[Paper]:
+            window = SearchFilters(date_from=since.date(), date_to=until.date())
+            page = self.search.search(query, window, limit=k)
+            return [h.paper for h in page.hits if h.paper.published and since <= h.paper.published < until]
+
+        s = self.settings
+        return GroupDigests(
+            SqlGroupStore(self.store.engine),
+            self.digest_store,
+            self._visible_papers,
+            matches,
+            group_mutes=self.mutes.group_filter,
+            reader_mutes=self.mutes.filter_for,
+            signer=lambda: self.digest_links,
+            settings=GroupDigestSettings(self.public_url, s.group_digest_weekday, s.group_digest_hour),
         )
 
     @cached_property

@@ -32,7 +32,7 @@ from paperfeed.domain.digest import (
     Section,
     SubscriptionStatus,
 )
-from paperfeed.domain.digest_ledger import NewDigest
+from paperfeed.domain.digest_ledger import NewDigest, NewGroupDigest
 from paperfeed.domain.mutes import check_rule
 from paperfeed.domain.search import SearchFilters
 from paperfeed.services.ingest import IngestService
@@ -86,6 +86,8 @@ def _reader(store: SqlPaperStore, email: str, *, other_paper: str) -> dict[str, 
             group_searches.insert().values(group_id=alone.id, query="q", created_by=uid, created_at=NOW)
         )
     SqlMuteStore(store.engine).add(("reader", uid), check_rule("word", "glacier"), NOW)
+    weekly = NewGroupDigest(own.id, uid, "2026-W02", NOW, email, Digest(()))
+    assert SqlDigestStore(store.engine).add_group_digests([weekly], NOW) == 1
 
     # The account's digest goes to another address of theirs (linked by user id, not by address).
     digest_store = SqlDigestStore(store.engine)

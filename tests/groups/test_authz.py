@@ -31,6 +31,7 @@ from paperfeed.adapters.store.schema_groups import (
     group_members,
     group_mutes,
     group_queue,
+    group_searches,
     group_sessions,
     group_votes,
     groups,
@@ -72,6 +73,8 @@ class Ctx:
     calendar: str  # the member's calendar token
     removed_calendar: str  # the removed member's old calendar token
     other_gid: int  # a group of the stranger's own
+    search_id: int = 0  # a search the group follows
+    unsubscribe: str = ""  # the member's one-click unsubscribe token of the weekly digest
 
 
 def _make(w: World) -> Ctx:
@@ -93,9 +96,12 @@ def _make(w: World) -> Ctx:
     for actor in SIGNED_IN:
         w.app.mutes.add(u[actor].id, "word", "matrix")
     w.app.mutes.add_group(group.id, "word", "matrix")
-    return Ctx(
-        group.id, session.id, token, g.calendar_token(u["member"].id, group.id), removed_calendar, other.id
-    )
+    search = g.add_search(u["member"].id, group.id, "zebrafish")
+    g.set_digest(u["member"].id, group.id, True)
+    g.set_digest(u["owner"].id, group.id, True)
+    stop = w.app.digest_links.sign("group-unsubscribe", group.id, str(u["member"].id))
+    calendar = g.calendar_token(u["member"].id, group.id)
+    return Ctx(group.id, session.id, token, calendar, removed_calendar, other.id, search.id, stop)
 
 
 @dataclass(frozen=True)
@@ -107,6 +113,7 @@ class Route:
     form: Callable[[World, Ctx], dict[str, Any]] | None = None
     json: Callable[[World, Ctx], dict[str, Any]] | None = None
     changed: Callable[[World, Ctx], bool] | None = None
+    csrf_exempt: bool = False  # RFC 8058 one-click unsubscribe: its signed token is the authorisation
 
     @property
     def api(self) -> bool:
@@ -195,9 +202,9 @@ def _session_gone(w: World, c: Ctx) -> bool:
     return _groups(w).session(c.sid) is None
 
 
-def _digest_on(w: World, c: Ctx) -> bool:
+def _digest_off(w: World, c: Ctx) -> bool:
     return any(
-        (m := _groups(w).membership(c.gid, w.users[a].id)) is not None and m.digest
+        (m := _groups(w).membership(c.gid, w.users[a].id)) is not None and not m.digest
         for a in ("member", "owner")
     )
 
@@ -310,12 +317,12 @@ ROUTES = [
         changed=_member_owns,
     ),
     Route(
-        "weekly digest on",
+        "weekly digest off",
         "POST",
         lambda c: f"/groups/{c.gid}/digest",
         page_change(),
-        form=lambda w, c: {"on": "1"},
-        changed=_digest_on,
+        form=lambda w, c: {"on": "0"},
+        changed=_digest_off,
     ),
     Route(
         "queue a paper",
@@ -388,6 +395,46 @@ ROUTES = [
         page_change(member=403),
         form=lambda w, c: {"kind": "word", "value": "matrix"},
         changed=lambda w, c: not w.app.mutes.group_rules(c.gid),
+    ),
+    Route(
+        "follow a search for the group",
+        "POST",
+        lambda c: f"/groups/{c.gid}/searches",
+        page_change(),
+        form=lambda w, c: {"q": "glacier"},
+        changed=lambda w, c: len(_groups(w).searches(c.gid)) == 2,
+    ),
+    Route(
+        "stop following the group's search",
+        "POST",
+        lambda c: f"/groups/{c.gid}/searches/{c.search_id}/delete",
+        page_change(),
+        form=lambda w, c: {},
+        changed=lambda w, c: not _groups(w).searches(c.gid),
+    ),
+    Route(
+        "the digest's unsubscribe page (the signed link)",
+        "GET",
+        lambda c: f"/groups/digest/unsubscribe?t={c.unsubscribe}",
+        dict.fromkeys(ACTORS, 200),
+    ),
+    Route(
+        "one-click unsubscribe (RFC 8058: the signed link authorises it)",
+        "POST",
+        lambda c: f"/groups/digest/unsubscribe?t={c.unsubscribe}",
+        dict.fromkeys(ACTORS, 200),
+        form=lambda w, c: {"List-Unsubscribe": "One-Click"},
+        changed=lambda w, c: not _groups(w).membership(c.gid, w.users["member"].id).digest,
+        csrf_exempt=True,
+    ),
+    Route(
+        "one-click unsubscribe with a forged link",
+        "POST",
+        lambda c: f"/groups/digest/unsubscribe?t={c.unsubscribe[:-4]}AAAA",
+        dict.fromkeys(ACTORS, 404),
+        form=lambda w, c: {},
+        changed=lambda w, c: not _groups(w).membership(c.gid, w.users["member"].id).digest,
+        csrf_exempt=True,
     ),
     # -- a reader's own mute rules (everyone signed in has their own) ---------------------------------------
     Route(
@@ -577,8 +624,8 @@ def _fresh(w: World) -> Ctx:
     with w.app.store.engine.begin() as conn:
         conn.execute(delete(rate_limit_hits))
         for table in (
-            group_votes, group_queue, group_sessions, group_invitations, group_members, group_mutes, groups,
-            reader_mutes,
+            group_votes, group_queue, group_sessions, group_invitations, group_members, group_mutes,
+            group_searches, groups, reader_mutes,
         ):  # fmt: skip
             conn.execute(delete(table))
     return _make(w)
@@ -653,7 +700,7 @@ def test_every_actor_gets_what_they_may(world: World, route: Route) -> None:
             assert "Matrix group" not in reply.text  # nothing about the group leaks
 
 
-CHANGES = [r for r in ROUTES if r.changes]
+CHANGES = [r for r in ROUTES if r.changes and not r.csrf_exempt]
 
 
 @pytest.mark.parametrize("route", CHANGES, ids=[r.name for r in CHANGES])

@@ -1,7 +1,8 @@
 """Two readers run a reading group in Debian's chromium (Playwright) against the real app under uvicorn,
 mail going to the recording SMTP server: create a group, invite by address, accept the mailed link, queue
 papers (from a paper page and from the group page), vote, schedule the most voted paper, keep notes, and
-read the calendar feed over HTTP with an independent iCalendar parser. Fails on any console or page
+read the calendar feed over HTTP with an independent iCalendar parser, and the weekly group digest goes
+out once through the digest ledger and the SMTP server (not again after a restart). Fails on any console or page
 error. Screenshots go to ``test-artifacts/groups/``."""
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ def test_two_readers_run_a_journal_club(
     tmp_path: Path, smtp_server: SmtpTestServer, contexts: tuple[Any, Any, list[str]]
 ) -> None:
     owner, member, _ = contexts
+    smtp_server.clear()
     settings = make_settings(tmp_path / "data", smtp_server)
     app = build_app(settings)
     try:
@@ -142,6 +144,23 @@ def test_two_readers_run_a_journal_club(
             assert len(events) == 1
             assert events[0].begin.datetime == when
             assert "Zebrafish locomotion" in events[0].name
+
+            # the member asks for the weekly digest; the digests job sends it once, and not again after a
+            # restart (each run a new App on the same store, as `paperfeed digest send` is a new process)
+            member.goto(group_url)
+            member.click("#digest-toggle")
+            member.wait_for_url(re.compile(r".*done=saved"))
+            assert "You get the weekly group digest" in member.content()
+            for _ in range(2):
+                job = build_app(settings.model_copy(update={"base_url": url}))
+                try:
+                    job.digests.run()
+                finally:
+                    job.close()
+            weekly = [m for m in smtp_server.to(MEMBER) if "the week in your reading group" in m.subject]
+            assert len(weekly) == 1
+            assert "Next session:" in weekly[0].text
+            assert not [m for m in smtp_server.to(OWNER) if "the week in your reading group" in m.subject]
     finally:
         app.close()
 

@@ -28,6 +28,7 @@ __all__ = [
     "GroupForbidden",
     "GroupNotFound",
     "GroupRecords",
+    "GroupSearch",
     "GroupSession",
     "InvalidGroupInput",
     "Invitation",
@@ -202,6 +203,16 @@ class Invitation:
     used_at: datetime | None
 
 
+@dataclass(frozen=True, slots=True)
+class GroupSearch:
+    """A search the group follows: its new matches go into the weekly group digest."""
+
+    id: int
+    group_id: int
+    query: str
+    created_at: datetime
+
+
 class GroupRecords(Protocol):
     """What the group service needs from the store (``adapters/store/groups.py``)."""
 
@@ -245,3 +256,7 @@ class GroupRecords(Protocol):
     def set_session_notes(self, session_id: int, body: str, user_id: int, now: datetime) -> None: ...
     def delete_session(self, session_id: int) -> None: ...
     def existing_papers(self, paper_ids: Sequence[str]) -> set[str]: ...
+    def groups_with_digest(self) -> list[int]: ...
+    def searches(self, group_id: int) -> list[GroupSearch]: ...
+    def add_search(self, group_id: int, query: str, user_id: int, now: datetime) -> GroupSearch: ...
+    def delete_search(self, group_id: int, search_id: int) -> bool: ...

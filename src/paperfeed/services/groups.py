@@ -28,6 +28,7 @@ from paperfeed.domain.groups import (
     GroupForbidden,
     GroupNotFound,
     GroupRecords,
+    GroupSearch,
     GroupSession,
     InvalidGroupInput,
     Invitation,
@@ -41,6 +42,7 @@ from paperfeed.domain.groups import (
     check_session_start,
 )
 from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
+from paperfeed.domain.library import InvalidLibraryInput, check_query
 from paperfeed.domain.mail import Mailer, MailError, OutgoingMail
 from paperfeed.domain.models import Paper
 
@@ -59,6 +61,7 @@ _UNUSABLE = (
     "this invitation link is unknown, already used, expired or sent to another address: sign in with the "
     "address it was sent to"
 )
+MAX_GROUP_SEARCHES = 20
 PAST_ON_PAGE = 5  # past sessions on the group page (the archive has them all)
 ARCHIVE_SIZE = 500
 
@@ -379,6 +382,28 @@ class GroupService:
         past = self.records.sessions(group_id, before=self.now(), limit=ARCHIVE_SIZE)
         shown = self._visible([s.paper_id for s in past])
         return self._group(group_id), tuple(SessionItem(s, shown.get(s.paper_id)) for s in past)
+
+    # -- the group's searches (their new matches go into the weekly digest) -------------------------------
+
+    def searches(self, user_id: int, group_id: int) -> list[GroupSearch]:
+        self.membership(user_id, group_id)
+        return self.records.searches(group_id)
+
+    def add_search(self, user_id: int, group_id: int, query: str) -> GroupSearch:
+        """Any member adds a search the group follows (at most 20)."""
+        self.membership(user_id, group_id)
+        try:
+            text = check_query(query)
+        except InvalidLibraryInput as exc:
+            raise InvalidGroupInput("query", exc.reason) from None
+        if len(self.records.searches(group_id)) >= MAX_GROUP_SEARCHES:
+            raise InvalidGroupInput("query", f"a group follows at most {MAX_GROUP_SEARCHES} searches")
+        return self.records.add_search(group_id, text, user_id, self.now())
+
+    def delete_search(self, user_id: int, group_id: int, search_id: int) -> None:
+        self.membership(user_id, group_id)
+        if not self.records.delete_search(group_id, search_id):
+            raise GroupNotFound(f"no search {search_id} in this group")
 
     # -- the calendar feed -----------------------------------------------------------------------------------
 

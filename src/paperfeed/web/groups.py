@@ -20,6 +20,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import pass_context
 
 from paperfeed.domain.accounts import User
+from paperfeed.domain.digest_links import InvalidToken
 from paperfeed.domain.groups import (
     MAX_QUEUE_NOTE_CHARS,
     MAX_SESSION_NOTES_CHARS,
@@ -35,6 +36,7 @@ from paperfeed.services.groups import GroupService
 from . import rendering
 from .deps import app_of
 from .errors import error_response
+from .forms import read_form
 from .group_calendar import calendar_bytes
 from .rendering import error_page
 from .security import (
@@ -218,6 +220,35 @@ def accept_form(
     )
 
 
+# -- the weekly digest's one-click unsubscribe (a signed link; no sign-in, no CSRF: RFC 8058) -------------
+
+
+@router.get("/groups/digest/unsubscribe", response_class=HTMLResponse)
+def digest_unsubscribe_page(request: Request, t: str = "") -> HTMLResponse:
+    """What the mail's link opens: a button (a GET changes nothing, so mail scanners stop nothing)."""
+    try:
+        app_of(request).digest_links.verify("group-unsubscribe", t[:300])
+    except InvalidToken as exc:
+        return error_page(request, 404, "Not found", str(exc), headers={"Cache-Control": PRIVATE})
+    return _page(request, "unsubscribe", "Stop the group digest", token=t[:300], stopped=False)
+
+
+@router.post("/groups/digest/unsubscribe", response_class=HTMLResponse)
+async def digest_unsubscribe(request: Request, t: str = "") -> HTMLResponse:
+    """RFC 8058 one-click (``List-Unsubscribe=One-Click`` posted to the link) and the page's button: the
+    signed token authorises it, and it can only stop this member's digest of this group."""
+    token = t
+    if not token and request.headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):
+        form = await read_form(request)
+        value = form.get("t")
+        token = value if isinstance(value, str) else ""
+    try:
+        app_of(request).group_digests.unsubscribe(token[:300])
+    except InvalidToken as exc:
+        return error_page(request, 404, "Not found", str(exc), headers={"Cache-Control": PRIVATE})
+    return _page(request, "unsubscribe", "Stopped", token="", stopped=True)
+
+
 # -- the iCalendar feed (a member's private URL; no cookie needed) -------------------------------------------
 
 
@@ -262,6 +293,7 @@ def group_page(request: Request, user: SignedIn, group_id: int) -> HTMLResponse:
         top=[q for q in shown.by_votes if q.entry.votes > 0][:3],
         calendar_path=f"/groups/calendar/{token}.ics",
         group_mutes=app_of(request).mutes.group_rules(group_id),
+        searches=service.searches(user.id, group_id),
         others=[m for m in shown.members if m.user_id != user.id],
     )
 
@@ -488,3 +520,22 @@ def group_unmute_form(
             raise InvalidGroupInput(exc.field, exc.reason) from None
 
     return _change(request, remove, f"/groups/{group_id}", done="saved")
+
+
+# -- the group's searches (their new matches go into the weekly digest) ----------------------------------
+
+
+@router.post("/groups/{group_id}/searches", response_model=None, dependencies=[CsrfChecked])
+def group_search_form(
+    request: Request, user: SignedIn, group_id: int, q: Annotated[str, Form(max_length=1000)] = ""
+) -> Response:
+    return _change(request, lambda s: s.add_search(user.id, group_id, q), f"/groups/{group_id}", done="saved")
+
+
+@router.post(
+    "/groups/{group_id}/searches/{search_id}/delete", response_model=None, dependencies=[CsrfChecked]
+)
+def group_search_delete_form(request: Request, user: SignedIn, group_id: int, search_id: int) -> Response:
+    return _change(
+        request, lambda s: s.delete_search(user.id, group_id, search_id), f"/groups/{group_id}", done="saved"
+    )

@@ -16,6 +16,7 @@ from sqlalchemy.engine import Connection, Engine, Row
 
 from paperfeed.domain.groups import (
     Group,
+    GroupSearch,
     GroupSession,
     Invitation,
     Member,
@@ -491,6 +492,48 @@ class SqlGroupStore:
     def delete_session(self, session_id: int) -> None:
         with self.engine.begin() as conn:
             conn.execute(delete(group_sessions).where(group_sessions.c.id == session_id))
+
+    # -- the weekly digest and the group's searches -------------------------------------------------------
+
+    def groups_with_digest(self) -> list[int]:
+        """Groups with at least one member who wants the weekly digest."""
+        with self.engine.connect() as conn:
+            return list(
+                conn.execute(
+                    select(group_members.c.group_id)
+                    .where(group_members.c.digest.is_(True))
+                    .distinct()
+                    .order_by(group_members.c.group_id)
+                ).scalars()
+            )
+
+    def searches(self, group_id: int) -> list[GroupSearch]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(group_searches)
+                .where(group_searches.c.group_id == group_id)
+                .order_by(group_searches.c.id)
+            ).all()
+        return [GroupSearch(r.id, r.group_id, r.query, r.created_at) for r in rows]
+
+    def add_search(self, group_id: int, query: str, user_id: int, now: datetime) -> GroupSearch:
+        with self.engine.begin() as conn:
+            sid = conn.execute(
+                group_searches.insert()
+                .values(group_id=group_id, query=query, created_by=user_id, created_at=now)
+                .returning(group_searches.c.id)
+            ).scalar_one()
+        return GroupSearch(int(sid), group_id, query, now)
+
+    def delete_search(self, group_id: int, search_id: int) -> bool:
+        with self.engine.begin() as conn:
+            return bool(
+                conn.execute(
+                    delete(group_searches).where(
+                        group_searches.c.group_id == group_id, group_searches.c.id == search_id
+                    )
+                ).rowcount
+            )
 
     # -- papers ----------------------------------------------------------------------------------------------
 
