@@ -2,8 +2,8 @@
 mail going to the recording SMTP server: create a group, invite by address, accept the mailed link, queue
 papers (from a paper page and from the group page), vote, schedule the most voted paper, keep notes, and
 read the calendar feed over HTTP with an independent iCalendar parser, and the weekly group digest goes
-out once through the digest ledger and the SMTP server (not again after a restart). Fails on any console or page
-error. Screenshots go to ``test-artifacts/groups/``."""
+out once through the digest ledger and the SMTP server (not again after a restart). Fails on any console
+or page error. Screenshots go to ``test-artifacts/groups/``."""
 
 from __future__ import annotations
 
