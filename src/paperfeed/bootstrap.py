@@ -213,6 +213,30 @@ class App:
             limit_mail=lambda address, client: self.accounts.limit_mail(address, client),
             invite_lifetime=timedelta(days=self.settings.group_invite_days),
             group_mutes=lambda group_id: self.mutes.group_filter(group_id).muted,
+            recommend=lambda group_id, limit: self.group_recommendations.feed(group_id, limit=limit),
+        )
+
+    @cached_property
+    def group_recommendations(self) -> RecommendationService:
+        """ "For the group": the "For you" model over a group's queue and sessions (signals by group id)."""
+        from paperfeed.adapters.store.recommend_queries import SqlRecommendQueries
+        from paperfeed.services.recommend import RecommendationService, RecommendSettings, with_window
+
+        def alerts(saved: SavedSearch, first: date, last: date, k: int) -> list[str]:
+            page = self.search.search(saved.query, with_window(saved.filters, first, last), limit=k)
+            return [hit.paper.id for hit in page.hits]
+
+        return RecommendationService(
+            signals=self.groups,
+            store=self.store,
+            embeddings=self.embeddings,
+            queries=SqlRecommendQueries(self.store.engine),
+            vectors=self._search_vectors,
+            model_id=lambda: self.embedder.model_id,
+            trending=lambda n: [t.paper for t in self.feeds.trending(limit=n).items],
+            alerts=alerts,
+            hidden=lambda: [h.paper_id for h in self.accounts.hidden_papers()],
+            settings=RecommendSettings(window_days=self.settings.recommend_window_days),
         )
 
     @cached_property

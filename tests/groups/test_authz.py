@@ -241,6 +241,8 @@ ROUTES = [
         _expect(anonymous=SIGNIN, member=404, owner=404),
     ),
     Route("archive", "GET", lambda c: f"/groups/{c.gid}/archive", page_read()),
+    Route("for the group", "GET", lambda c: f"/groups/{c.gid}/for-the-group", page_read()),
+    Route("API: for the group", "GET", lambda c: f"/api/groups/{c.gid}/recommendations", api(200, 200)),
     Route(
         "invitation page",
         "GET",

@@ -19,6 +19,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 from urllib.parse import quote
 
 from paperfeed.domain.accounts import InvalidEmail, normalize_email
@@ -42,12 +43,22 @@ from paperfeed.domain.groups import (
     check_session_start,
 )
 from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
-from paperfeed.domain.library import InvalidLibraryInput, check_query
+from paperfeed.domain.library import (
+    InvalidLibraryInput,
+    ReaderSignals,
+    SavedPaper,
+    SavedSearch,
+    check_query,
+)
 from paperfeed.domain.mail import Mailer, MailError, OutgoingMail
 from paperfeed.domain.models import Paper
+from paperfeed.domain.recommend import Recommendation
+from paperfeed.domain.search import SearchFilters
 
 __all__ = [
+    "ForTheGroup",
     "GroupPage",
+    "GroupPick",
     "GroupService",
     "InvitationPage",
     "QueueItem",
@@ -64,6 +75,19 @@ _UNUSABLE = (
 MAX_GROUP_SEARCHES = 20
 PAST_ON_PAGE = 5  # past sessions on the group page (the archive has them all)
 ARCHIVE_SIZE = 500
+
+
+class RankedFeed(Protocol):
+    """What "For the group" reads of a "For you" feed (``services/recommend.py``'s ``ForYou``)."""
+
+    @property
+    def items(self) -> tuple[Recommendation, ...]: ...
+
+    @property
+    def mode(self) -> str: ...
+
+    @property
+    def positives(self) -> int: ...
 
 
 def hash_token(token: str) -> str:
@@ -103,6 +127,21 @@ class GroupPage:
 
 
 @dataclass(frozen=True, slots=True)
+class GroupPick:
+    paper: Paper
+    score: float
+    why: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ForTheGroup:
+    group: Group
+    items: tuple[GroupPick, ...]
+    mode: str  # model | similarity | trending: how "For you" ranked them
+    positives: int  # the group's papers it learnt from
+
+
+@dataclass(frozen=True, slots=True)
 class InvitationPage:
     group: Group
     invitation: Invitation
@@ -117,6 +156,7 @@ class GroupService:
     invite_lifetime: timedelta = timedelta(days=7)
     site_name: str = "paperfeed"
     group_mutes: Callable[[int], Callable[[Paper], bool]] | None = None  # group id -> "is muted"
+    recommend: Callable[[int, int], RankedFeed] | None = None  # (group id, limit): "For you" over its papers
     now: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
 
     # -- who may ---------------------------------------------------------------------------------------------
@@ -424,6 +464,57 @@ class GroupService:
         sessions = self.records.sessions(found.group_id, limit=ARCHIVE_SIZE)
         shown = self._visible([s.paper_id for s in sessions])
         return self._group(found.group_id), tuple(SessionItem(s, shown.get(s.paper_id)) for s in sessions)
+
+    # -- for the group: "For you" over the group's papers ---------------------------------------------------
+
+    def signals(self, group_id: int) -> ReaderSignals:
+        """The group as the recommender sees a reader: its queued papers and its sessions' papers as what
+        it "saved", its searches as alerts (no membership check: :meth:`for_the_group` made one)."""
+        queue = self.records.queue(group_id)
+        sessions = self.records.sessions(group_id, limit=ARCHIVE_SIZE)
+        saved: dict[str, SavedPaper] = {}
+        for e in queue:
+            saved[e.paper_id] = SavedPaper(e.paper_id, ("queue",), e.added_at)
+        for session in sessions:
+            saved.setdefault(session.paper_id, SavedPaper(session.paper_id, ("sessions",), session.starts_at))
+        searches = tuple(
+            SavedSearch(s.id, group_id, s.query, s.query, SearchFilters(), s.created_at)
+            for s in self.records.searches(group_id)
+        )
+        ordered = tuple(sorted(saved.values(), key=lambda p: (p.saved_at, p.paper_id), reverse=True))
+        return ReaderSignals(group_id, saved=ordered, saved_searches=searches, taken_at=self.now())
+
+    def for_the_group(self, user_id: int, group_id: int, *, limit: int = 20) -> ForTheGroup:
+        """Recent papers ranked by the "For you" model trained on the group's queue and past sessions,
+        each with why (the queued or presented paper it resembles, the group's search it matches)."""
+        self.membership(user_id, group_id)
+        if self.recommend is None:
+            raise GroupNotFound("recommendations are not available on this instance")
+        feed = self.recommend(group_id, limit * 2)
+        queued = {e.paper_id for e in self.records.queue(group_id)}
+        sessions = {s.paper_id: s for s in self.records.sessions(group_id, limit=ARCHIVE_SIZE)}
+        muted = self.group_mutes(group_id) if self.group_mutes is not None else None
+        items: list[GroupPick] = []
+        for rec in feed.items:
+            if muted is not None and muted(rec.paper):
+                continue
+            why = []
+            for reason in rec.reasons:
+                if reason.kind == "similar" and reason.paper_id:
+                    title = reason.paper_title or reason.paper_id
+                    if reason.paper_id in queued:
+                        why.append(f"similar to “{title}” in the group's queue")
+                    elif reason.paper_id in sessions:
+                        when = sessions[reason.paper_id].starts_at
+                        why.append(f"similar to “{title}”, read in the session of {when:%d %b %Y}")
+                    else:
+                        why.append(f"similar to “{title}”")
+                elif reason.kind == "alert":
+                    why.append(reason.text.replace("matches your alert", "matches the group's search"))
+                else:
+                    why.append(reason.text)
+            items.append(GroupPick(rec.paper, rec.score, tuple(why)))
+        return ForTheGroup(self._group(group_id), tuple(items[:limit]), feed.mode, feed.positives)
 
     # -- for other services ----------------------------------------------------------------------------------
 

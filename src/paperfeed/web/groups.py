@@ -38,6 +38,7 @@ from .deps import app_of
 from .errors import error_response
 from .forms import read_form
 from .group_calendar import calendar_bytes
+from .mutes import apply_mutes
 from .rendering import error_page
 from .security import (
     client_address,
@@ -471,6 +472,24 @@ def cancel_form(request: Request, user: SignedIn, group_id: int, session_id: int
         lambda s: s.cancel_session(user.id, group_id, session_id),
         f"/groups/{group_id}",
         done="saved",
+    )
+
+
+@router.get("/groups/{group_id}/for-the-group", response_class=HTMLResponse)
+def for_the_group_page(request: Request, user: SignedIn, group_id: int) -> HTMLResponse:
+    """Recent papers for the group: "For you" trained on its queue and past sessions, with reasons."""
+    try:
+        found = groups_of(request).for_the_group(user.id, group_id, limit=30)
+    except GroupNotFound as exc:
+        return _problem(request, exc)
+    items, muted = apply_mutes(request, found.items, lambda p: p.paper)  # the reader's own rules too
+    return _page(
+        request,
+        "for_group",
+        f"{found.group.name}: for the group",
+        found=found,
+        items=[(pick, paper_view(pick.paper, with_abstract=False)) for pick in items],
+        muted=muted,
     )
 
 

@@ -14,6 +14,8 @@
 ``POST /api/groups/{id}/leave``                      leave (a member)
 ``DELETE /api/groups/{id}/members/{user_id}``        remove a member (owner)
 ``PUT /api/groups/{id}/owner``                       ``{"user_id"}``: hand ownership over (owner)
+``GET /api/groups/{id}/recommendations``             for the group: recent papers ranked by "For you" trained
+                                                     on its queue and sessions, each with its reasons
 ===================================================  =========================================================
 
 A group the reader is not a member of is a 404, like one that does not exist; an owner's action asked by
@@ -27,7 +29,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
-from fastapi import APIRouter, BackgroundTasks, Depends, Request
+from fastapi import APIRouter, BackgroundTasks, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from paperfeed.domain.accounts import User
@@ -48,6 +50,7 @@ from .deps import app_of
 from .errors import ApiError, JsonResponse
 from .hf_json import paper_object
 from .library_notes import render_note
+from .mutes import apply_mutes
 from .security import client_address, link_base_url, require_user, verify_csrf
 
 __all__ = ["router"]
@@ -328,3 +331,20 @@ def remove(request: Request, user: SignedIn, group_id: int, member_id: int) -> J
 def hand_over(request: Request, user: SignedIn, group_id: int, body: OwnerIn) -> JsonResponse:
     _call(request, lambda s: s.hand_over(user.id, group_id, body.user_id))
     return _json({"owner": body.user_id})
+
+
+@router.get(
+    "/groups/{group_id}/recommendations",
+    summary="For the group: recent papers ranked on its queue and past sessions, with reasons",
+    response_class=JsonResponse,
+)
+def recommendations(
+    request: Request, user: SignedIn, group_id: int, limit: Annotated[int, Query(ge=1, le=100)] = 20
+) -> JsonResponse:
+    found = _call(request, lambda s: s.for_the_group(user.id, group_id, limit=limit))
+    kept, muted = apply_mutes(request, found.items, lambda p: p.paper)
+    items = [
+        {"paper": paper_object(p.paper), "score": round(p.score, 4), "reasons": list(p.why)} for p in kept
+    ]
+    hidden = 0 if muted is None or muted.shown else muted.hidden
+    return _json({"mode": found.mode, "learntFrom": found.positives, "items": items, "mutedHidden": hidden})
