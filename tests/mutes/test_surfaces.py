@@ -121,6 +121,7 @@ def test_an_alerts_rss_feed(app: App, reader: TestClient) -> None:
 
 
 def test_the_json_api(app: App, reader: TestClient, new_browser: Callable[[], TestClient]) -> None:
+    app.accounts.sign_up("unmuted@example.org", None, None, client="t", base_url="http://t")
     token = app.accounts.create_api_token(app.accounts.user_by_email(READER), "t")[1]
     script = new_browser()
     bearer = {"authorization": f"Bearer {token}"}
@@ -133,13 +134,22 @@ def test_the_json_api(app: App, reader: TestClient, new_browser: Callable[[], Te
     found = script.get("/api/papers/search?q=zebrafish", headers=bearer)
     assert [i["paper"]["id"] for i in found.json()] == [KEPT]
     assert found.headers["x-muted-hidden"] == "1"
-    # the same requests anonymously: everything, and cacheable
-    anonymous = new_browser().get("/api/daily_papers?date=2025-01-06")
-    assert len(anonymous.json()) == 3
+    # the same request anonymously, through the same app (its page cache): everything, and shared ...
+    url = "/api/daily_papers?date=2025-01-07"
+    anonymous = script.get(url)
+    assert [i["paper"]["id"] for i in anonymous.json()] == [WORD]
+    assert script.get(url).headers["x-paperfeed-cache"] == "hit"
     assert "x-muted-hidden" not in anonymous.headers
-    # after an anonymous answer was cached, the reader still gets theirs
-    again = script.get("/api/daily_papers?date=2025-01-06", headers=bearer)
-    assert [i["paper"]["id"] for i in again.json()] == [KEPT]
+    # ... but the reader, asking after it was kept, still gets their own list, private
+    mine = script.get(url, headers=bearer)
+    assert mine.json() == []
+    assert mine.headers["x-muted-hidden"] == "1"
+    assert "private" in mine.headers["cache-control"]
+    # while a reader who mutes nothing is given the shared copy, as any script with a token is
+    other = app.accounts.create_api_token(app.accounts.user_by_email("unmuted@example.org"), "t")[1]
+    theirs = script.get(url, headers={"authorization": f"Bearer {other}"})
+    assert theirs.headers["x-paperfeed-cache"] == "hit"
+    assert theirs.content == anonymous.content
 
 
 def test_a_groups_rules_apply_to_its_pages(

@@ -7,6 +7,7 @@ A page that left papers out says how many and links to itself with ``?muted=show
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
@@ -15,19 +16,29 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.types import Scope
 
 from paperfeed.domain.accounts import User
 from paperfeed.domain.models import Paper
 from paperfeed.domain.mutes import KINDS, NO_MUTES, InvalidMuteRule, MuteFilter, MuteRule
 
 from . import rendering
-from .deps import app_of
+from .deps import accounts_of, app_of
 from .errors import ApiError, JsonResponse
 from .rendering import error_page
-from .security import AuthProblem, current_user, redirect_back, require_user, verify_csrf
+from .security import SESSION_COOKIE, AuthProblem, current_user, redirect_back, require_user, verify_csrf
 from .views import PageMeta
 
-__all__ = ["MuteNote", "api_router", "apply_mutes", "reader_mutes", "router", "showing_muted"]
+__all__ = [
+    "MUTABLE",
+    "MuteNote",
+    "api_router",
+    "apply_mutes",
+    "reader_has_mutes",
+    "reader_mutes",
+    "router",
+    "showing_muted",
+]
 
 router = APIRouter(include_in_schema=False)
 api_router = APIRouter(prefix="/api", tags=["mutes"])
@@ -35,6 +46,7 @@ SignedIn = Annotated[User, Depends(require_user)]
 PRIVATE = "private, no-store"
 T = TypeVar("T")
 _STATE = "pf_mute_filter"
+MUTABLE = "pf_mute_filtered"  # request-state key: the answer is a list a reader's mute rules would filter
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,17 +58,44 @@ class MuteNote:
     url: str  # the same page with the muted papers shown, or hidden again
 
 
+def _peek_reader(request: Request) -> User | None:
+    """The reader the request's credentials name, looked up without recording it in the request's state
+    (so an answer that turns out the same for them as for anyone stays shareable); None for none or an
+    invalid one (the handler's own sign-in check answers that)."""
+    accounts = accounts_of(request)
+    scheme, _, value = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer":
+        return accounts.user_for_api_token(value.strip()) if value.strip() else None
+    session = request.cookies.get(SESSION_COOKIE, "")
+    return accounts.user_for_session(session) if session else None
+
+
 def reader_mutes(request: Request) -> MuteFilter:
-    """The asking reader's rules, compiled once per request (none for an anonymous visitor)."""
+    """The asking reader's rules, compiled once per request (none for an anonymous visitor).
+
+    Marks the request's state :data:`MUTABLE`: its answer is a list a reader's rules filter. A reader
+    with rules is then recorded as the one who asked (their answer is their own: private, never kept);
+    a reader without any gets what anyone gets, which the page cache may share (:mod:`.public_cache`
+    asks :func:`reader_has_mutes` before it gives such a copy to a signed-in request)."""
     state = request.scope.setdefault("state", {})
     if _STATE not in state:
-        try:
-            user = current_user(request)
-        except AuthProblem:
-            user = None  # an invalid token: the handler's own sign-in check answers it
-        state[_STATE] = app_of(request).mutes.filter_for(user.id if user else None) if user else NO_MUTES
+        state[MUTABLE] = True
+        user = _peek_reader(request)
+        rules = app_of(request).mutes.filter_for(user.id) if user else NO_MUTES
+        if rules:
+            with contextlib.suppress(AuthProblem):  # none for a reader just found
+                current_user(request)
+        state[_STATE] = rules
     found: MuteFilter = state[_STATE]
     return found
+
+
+def reader_has_mutes(scope: Scope) -> bool:
+    """Whether the reader a request's credentials name has mute rules (for the page cache: a shared copy
+    of a list they would filter is not theirs). Blocking: run it in a thread."""
+    request = Request(scope)
+    user = _peek_reader(request)
+    return bool(user is not None and app_of(request).mutes.filter_for(user.id))
 
 
 def showing_muted(request: Request) -> bool:
