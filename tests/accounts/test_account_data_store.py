@@ -224,6 +224,14 @@ def test_export_holds_the_readers_rows_and_no_secret(store: SqlPaperStore) -> No
     ):
         assert secret not in text, secret
     assert "bob@example.org" not in text  # nothing of Bob's
+    groups = docs["groups"]
+    assert {m["group"] for m in groups["memberships"]} == {"ann@example.org's group", "ann@example.org alone"}
+    assert groups["queued"] == [
+        {"group": "ann@example.org's group", "paperId": P1, "note": "read this", "addedAt": NOW.isoformat()}
+    ]
+    assert groups["votes"] == [{"group": "ann@example.org's group", "paperId": P1}]
+    assert groups["muteRules"] == [{"kind": "word", "value": "glacier"}]
+    assert "cal-own-" not in text  # a calendar token is a secret
     account = docs["account"]
     assert account["email"] == "ann@example.org"
     assert account["hasPassword"] is True

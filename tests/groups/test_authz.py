@@ -483,6 +483,19 @@ ROUTES = [
         json=lambda w, c: {},
         changed=lambda w, c: any(not w.app.mutes.rules(w.users[a].id) for a in SIGNED_IN),
     ),
+    # -- search my library (every signed-in reader searches their own) -----------------------------------
+    Route(
+        "search my library",
+        "GET",
+        lambda c: "/library/search?q=zebrafish",
+        _expect(anonymous=SIGNIN, outsider=200, member=200, owner=200),
+    ),
+    Route(
+        "API: search my library",
+        "GET",
+        lambda c: "/api/me/library/search?q=zebrafish",
+        _expect(anonymous=401, outsider=200, member=200, owner=200),
+    ),
     # -- JSON API -------------------------------------------------------------------------------------------
     Route(
         "API: my groups",

@@ -80,7 +80,14 @@ def reader_mutes(request: Request) -> MuteFilter:
     state = request.scope.setdefault("state", {})
     if _STATE not in state:
         state[MUTABLE] = True
-        user = _peek_reader(request)
+        if "text/html" in request.headers.get("accept", ""):
+            # a page names its reader in its header anyway: resolve them once, for both
+            try:
+                user = current_user(request)
+            except AuthProblem:
+                user = None
+        else:
+            user = _peek_reader(request)
         rules = app_of(request).mutes.filter_for(user.id) if user else NO_MUTES
         if rules:
             with contextlib.suppress(AuthProblem):  # none for a reader just found

@@ -599,3 +599,53 @@ def forget_reader(conn: Connection, user_id: int) -> dict[str, int]:
     ):
         run("group_records", update(table).where(table.c[column] == user_id).values({column: None}))
     return counts
+
+
+def reader_groups_export(conn: Connection, user_id: int) -> dict[str, Any]:
+    """A reader's part of their groups, for their data export (docs/accounts.md, "Your data"): their
+    memberships, the papers they queued and why, their votes, and their mute rules. What others wrote for
+    a group is theirs, not this reader's, and stays out."""
+
+    def iso(value: datetime | None) -> str | None:
+        return (
+            None
+            if value is None
+            else value.astimezone(UTC).isoformat()
+            if value.tzinfo
+            else value.isoformat()
+        )
+
+    names = {
+        r.id: r.name
+        for r in conn.execute(
+            select(groups.c.id, groups.c.name)
+            .join(group_members, group_members.c.group_id == groups.c.id)
+            .where(group_members.c.user_id == user_id)
+        )
+    }
+    members = conn.execute(select(group_members).where(group_members.c.user_id == user_id)).all()
+    queued = conn.execute(select(group_queue).where(group_queue.c.added_by == user_id)).all()
+    votes = conn.execute(select(group_votes).where(group_votes.c.user_id == user_id)).all()
+    rules = conn.execute(select(reader_mutes).where(reader_mutes.c.user_id == user_id)).all()
+    return {
+        "memberships": [
+            {
+                "group": names.get(m.group_id),
+                "role": m.role,
+                "joinedAt": iso(m.joined_at),
+                "weeklyDigest": m.digest,
+            }
+            for m in members
+        ],
+        "queued": [
+            {
+                "group": names.get(q.group_id),
+                "paperId": q.paper_id,
+                "note": q.note,
+                "addedAt": iso(q.added_at),
+            }
+            for q in queued
+        ],
+        "votes": [{"group": names.get(v.group_id), "paperId": v.paper_id} for v in votes],
+        "muteRules": [{"kind": r.kind, "value": r.value} for r in rules],
+    }
