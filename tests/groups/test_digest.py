@@ -5,6 +5,9 @@ member's muted papers; RFC 8058 one-click unsubscribe stops it; a member who lef
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -156,3 +159,36 @@ def test_one_click_unsubscribe_stops_next_weeks(
         assert forged.status_code == 404
     _run(settings, SLOT + timedelta(days=7, hours=1))
     assert _digests(smtp_server) == {OWNER: 2, MEMBER: 1, LEAVER: 2}
+
+
+def test_two_runs_of_the_real_command_send_each_members_digest_once(
+    world: tuple[Settings, dict[str, int], int], smtp_server: SmtpTestServer
+) -> None:
+    """`paperfeed digest send` twice, each a new process (a restart between them): one mail a member."""
+    settings = world[0]
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERFEED_")}
+    env.update(
+        smtp_server.environ(),
+        PYTHONPATH=str(root / "src"),
+        PAPERFEED_DATA_DIR=str(settings.data_dir),
+        PAPERFEED_EMBEDDING_BACKEND="fake",
+        PAPERFEED_BASE_URL="https://papers.example.org",
+    )
+    when = (SLOT + timedelta(hours=2)).isoformat()
+    outputs = []
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-m", "paperfeed", "digest", "send", "--now", when],
+            env=env,
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        outputs.append(done.stdout)
+    assert "composed 3 reading groups' weekly digests" in outputs[0]
+    assert "reading groups" not in outputs[1]
+    assert _digests(smtp_server) == {OWNER: 1, MEMBER: 1, LEAVER: 1}
