@@ -203,6 +203,15 @@ def test_bad_input_is_a_clear_4xx(app: App, site: TestClient) -> None:
     )
     assert api.status_code == 400
     assert api.json()["field"] == "starts_at"
+    session = app.groups.schedule(me, gid, datetime.now(UTC) + timedelta(days=1), me, None)
+    notes = site.put(
+        f"/api/groups/{gid}/sessions/{session.id}/notes",
+        json={"body": "n" * 20_001},
+        headers={"X-CSRF-Token": _csrf(site)},
+    )
+    assert notes.status_code == 400
+    assert "20,000" in notes.json()["error"]
+    assert site.get(f"/api/groups/{gid}/sessions/999999").status_code == 404
     assert site.get("/groups/calendar/nope.ics").status_code == 404
     assert site.get("/groups/calendar/" + "a" * 500 + ".ics").status_code == 404
     assert site.get("/groups/calendar/%00%ff.ics").status_code == 404
