@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from paperfeed.domain.feed import DataVersion
     from paperfeed.domain.indexing_status import IndexerReport
     from paperfeed.domain.library import SavedSearch
+    from paperfeed.domain.library_search import Vectors
     from paperfeed.domain.mail import KeptMail, OutgoingMail, SessionMailer
     from paperfeed.domain.models import Paper
     from paperfeed.domain.page_cache import SharedPageCache
@@ -56,6 +57,8 @@ if TYPE_CHECKING:
     from paperfeed.services.digest_send import DigestService
     from paperfeed.services.feed import FeedService
     from paperfeed.services.fill import FillService
+    from paperfeed.services.group_digest import GroupDigests
+    from paperfeed.services.groups import GroupService
     from paperfeed.services.index_follow import IndexFollower
     from paperfeed.services.indexer_status import IndexingStatusService
     from paperfeed.services.indexing import IndexingService
@@ -64,6 +67,8 @@ if TYPE_CHECKING:
     from paperfeed.services.library import LibraryService
     from paperfeed.services.library_import import LibraryImporter, ReaderWork
     from paperfeed.services.library_references import ReferenceBibliography
+    from paperfeed.services.library_search import LibrarySearch
+    from paperfeed.services.mutes import MuteService
     from paperfeed.services.paper_graph import PaperGraphService
     from paperfeed.services.paper_upload import PaperUploads
     from paperfeed.services.rate_limits import ClientRateLimiter
@@ -351,7 +356,87 @@ class App:
         from paperfeed.adapters.store.library import SqlLibraryStore
         from paperfeed.services.library import LibraryService
 
-        return LibraryService(SqlLibraryStore(self.store.engine), self.store, lambda: self.search)
+        return LibraryService(
+            SqlLibraryStore(self.store.engine),
+            self.store,
+            lambda: self.search,
+            mutes=lambda user_id: self.mutes.filter_for(user_id).muted,
+        )
+
+    @cached_property
+    def groups(self) -> GroupService:
+        """Reading groups: members, invitations, the shared queue, journal-club sessions (docs/groups.md)."""
+        from datetime import timedelta
+
+        from paperfeed.adapters.store.groups import SqlGroupStore
+        from paperfeed.services.groups import GroupService
+
+        return GroupService(
+            SqlGroupStore(self.store.engine),
+            self._visible_papers,
+            mailer=lambda: self.mailer,
+            limit_mail=lambda address, client: self.accounts.limit_mail(address, client),
+            invite_lifetime=timedelta(days=self.settings.group_invite_days),
+            group_mutes=lambda group_id: self.mutes.group_filter(group_id).muted,
+            recommend=lambda group_id, limit: self.group_recommendations.feed(group_id, limit=limit),
+        )
+
+    @cached_property
+    def group_recommendations(self) -> RecommendationService:
+        """ "For the group": the "For you" model over a group's queue and sessions (signals by group id)."""
+        from paperfeed.adapters.store.recommend_queries import SqlRecommendQueries
+        from paperfeed.services.recommend import RecommendationService, RecommendSettings, with_window
+
+        def alerts(saved: SavedSearch, first: date, last: date, k: int) -> list[str]:
+            page = self.search.search(saved.query, with_window(saved.filters, first, last), limit=k)
+            return [hit.paper.id for hit in page.hits]
+
+        return RecommendationService(
+            signals=self.groups,
+            store=self.store,
+            embeddings=self.embeddings,
+            queries=SqlRecommendQueries(self.store.engine),
+            vectors=self._search_vectors,
+            model_id=lambda: self.embedder.model_id,
+            trending=lambda n: [t.paper for t in self.feeds.trending(limit=n).items],
+            alerts=alerts,
+            hidden=lambda: [h.paper_id for h in self.accounts.hidden_papers()],
+            settings=RecommendSettings(window_days=self.settings.recommend_window_days),
+        )
+
+    @cached_property
+    def mutes(self) -> MuteService:
+        """Readers' and groups' mute rules (authors, categories, words), compiled once per request."""
+        from paperfeed.adapters.store.mutes import SqlMuteStore
+        from paperfeed.services.mutes import MuteService
+
+        return MuteService(SqlMuteStore(self.store.engine))
+
+    def _visible_papers(self, ids: Sequence[str]) -> dict[str, Paper]:
+        """The papers among ``ids`` that exist and that no administrator hid."""
+        from paperfeed.adapters.store.accounts import hidden_paper_ids
+
+        found = self.store.get_papers(ids) if ids else {}
+        hidden = hidden_paper_ids(self.store.engine) if found else frozenset()
+        return {pid: paper for pid, paper in found.items() if pid not in hidden}
+
+    @cached_property
+    def library_search(self) -> LibrarySearch:
+        """Search my library: a reader's saved papers, tags and notes, by words and by meaning."""
+        from paperfeed.adapters.store.library import SqlLibraryStore
+        from paperfeed.services.library_search import LibrarySearch
+
+        def embed(texts: Sequence[str]) -> Vectors | None:
+            import numpy as np
+
+            return np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
+
+        return LibrarySearch(
+            SqlLibraryStore(self.store.engine),
+            self._visible_papers,
+            embed=embed,
+            vectors=lambda ids: self.embeddings.vectors(self.embedder.model_id, ids),
+        )
 
     @cached_property
     def library_import(self) -> LibraryImporter:
@@ -1103,6 +1188,32 @@ class App:
             latest_activity=self.feeds.queries.latest_activity,
             hidden=lambda: hidden_paper_ids(self.store.engine),
             rising=self.topic_rising,
+            mutes=lambda user_id: self.mutes.filter_for(user_id).muted,
+            groups=lambda: self.group_digests,
+        )
+
+    @cached_property
+    def group_digests(self) -> GroupDigests:
+        """Reading groups' weekly digests, composed into the digest send ledger (docs/groups.md)."""
+        from paperfeed.adapters.store.groups import SqlGroupStore
+        from paperfeed.domain.search import SearchFilters
+        from paperfeed.services.group_digest import GroupDigests, GroupDigestSettings
+
+        def matches(query: str, since: datetime, until: datetime, k: int) -> list[Paper]:
+            window = SearchFilters(date_from=since.date(), date_to=until.date())
+            page = self.search.search(query, window, limit=k)
+            return [h.paper for h in page.hits if h.paper.published and since <= h.paper.published < until]
+
+        s = self.settings
+        return GroupDigests(
+            SqlGroupStore(self.store.engine),
+            self.digest_store,
+            self._visible_papers,
+            matches,
+            group_mutes=self.mutes.group_filter,
+            reader_mutes=self.mutes.filter_for,
+            signer=lambda: self.digest_links,
+            settings=GroupDigestSettings(self.public_url, s.group_digest_weekday, s.group_digest_hour),
         )
 
     @cached_property

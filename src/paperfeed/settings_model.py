@@ -463,6 +463,22 @@ class SettingsModel(BaseModel):
     comments_per_hour: int = Field(
         default=30, ge=0, le=10_000, description="Comments one reader may post within any 60 minutes."
     )
+    group_invite_days: int = Field(
+        default=7,
+        ge=1,
+        le=60,
+        description="How many days a mailed invitation to a reading group works (once; docs/groups.md).",
+    )
+    group_digest_weekday: int = Field(
+        default=0,
+        ge=0,
+        le=6,
+        description="The day reading groups' weekly digests are composed and sent (0 = Monday … 6 = Sunday), "
+        "by the digests job at its next run from PAPERFEED_GROUP_DIGEST_HOUR on.",
+    )
+    group_digest_hour: int = Field(
+        default=8, ge=0, le=23, description="The hour (UTC) of that day from which the group digests go out."
+    )
     mcp_require_token: bool = Field(
         default=False,
         description="The MCP endpoint (/mcp) answers only requests with a personal API token, the read-only "

@@ -16,13 +16,27 @@ from mcp_types import CallToolResult, TextContent
 from tests.mcp_server.conftest import Instance, http_client, run_async
 
 READ_ONLY = {"search_papers", "get_paper", "daily_papers", "trending", "similar_papers"}
-READER = {"for_you", "library_list", "library_add", "library_tag", "subscribe_alert"}
+READER = {
+    "for_you",
+    "library_list",
+    "library_add",
+    "library_tag",
+    "subscribe_alert",
+    "group_list",
+    "group_queue",
+    "group_queue_add",
+    "library_search",
+}
 READER_ARGS: dict[str, dict[str, Any]] = {
     "for_you": {},
     "library_list": {},
     "library_add": {"paper_id": "2503.00004"},
     "library_tag": {"paper_id": "2503.00004", "tags": ["x"]},
     "subscribe_alert": {"name": "never", "query": "protein"},
+    "group_list": {},
+    "library_search": {"query": "graphs"},
+    "group_queue": {"group_id": 1},
+    "group_queue_add": {"group_id": 1, "paper_id": "2503.00004"},
 }
 
 
@@ -400,7 +414,7 @@ def test_a_private_instance_answers_only_with_a_token(private_url: str, instance
             )
         with pytest.raises(MCPError, match="only requests with a personal API token"):
             await client.read_resource("paper://2503.00002")
-        assert len((await client.list_tools()).tools) == 10  # what it offers is no secret
+        assert len((await client.list_tools()).tools) == 14  # what it offers is no secret
 
     async def signed(client: Client) -> None:
         assert ids(await client.call_tool("daily_papers", {"date": "2025-03-10"})) == [

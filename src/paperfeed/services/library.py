@@ -132,6 +132,7 @@ class LibraryService:
     search: Callable[[], PaperSearch]
     hidden_papers: Callable[[Sequence[str]], set[str]] | None = None  # default: the admins' hidden list
     now: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    mutes: Callable[[int], Callable[[Paper], bool]] | None = None  # a reader's mute rules (alerts)
 
     # -- helpers -----------------------------------------------------------------------------------------
 
@@ -438,6 +439,9 @@ class LibraryService:
         page = self.search().search(saved.query, saved.filters, limit=ALERT_POOL)
         visible = self._visible([h.paper.id for h in page.hits])
         ranked = [h.paper for h in page.hits if h.paper.id in visible]
+        if self.mutes is not None:  # the alert's page and private feed are its owner's: their mute rules
+            muted = self.mutes(saved.user_id)
+            ranked = [p for p in ranked if not muted(p)]
         since = saved.seen_since
         new = sorted(
             (p for p in ranked if p.published is not None and p.published > since),

@@ -29,7 +29,8 @@ Counts (``upvotes``, ``numComments``) are Hugging Face's imported ones plus this
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
@@ -46,6 +47,7 @@ from paperfeed.domain.search import SearchFilters
 from .deps import app_of, feeds_of, search_of
 from .errors import ApiError, JsonResponse
 from .hf_json import daily_item, highlight, paper_object
+from .mutes import apply_mutes
 from .paper_markdown import GraphMarkdown, paper_markdown
 from .rendering import search_notes_headers
 
@@ -58,6 +60,7 @@ MAX_PAGE = 10_000
 MARKDOWN_REFERENCES = 100  # the Markdown lists this many references (most cited first), then points on
 
 router = APIRouter(tags=["api"])
+T = TypeVar("T")
 
 
 # -- documentation models (responses are built as dicts; these describe them for /docs) -----------------
@@ -198,7 +201,8 @@ def daily_papers(
         if given:
             raise ApiError(400, f"sort=cited ranks the whole store; give no {given[0]}")
         cited = app_of(request).cited_trending.page(limit, offset)
-        return JsonResponse([_cited_item(t) for t in cited.items])
+        kept_cited, muted = _unmuted(request, cited.items, lambda t: t.paper)
+        return JsonResponse([_cited_item(t) for t in kept_cited], headers=muted)
     feeds = feeds_of(request)
     order: Literal["upvotes", "trending"] = "trending" if sort == "trending" else "upvotes"
     items: tuple[FeedItem, ...] | list[FeedItem]
@@ -217,7 +221,19 @@ def daily_papers(
         items = [FeedItem(t.rank, t.paper, t.upvotes, t.first_seen.date()) for t in page.items]
     else:
         items = feeds.recent(limit=limit, offset=offset)
-    return JsonResponse(_items(items))
+    kept, headers = _unmuted(request, items, lambda i: i.paper)
+    return JsonResponse(_items(kept), headers=headers)
+
+
+def _unmuted(
+    request: Request, items: Sequence[T], paper_of: Callable[[T], Paper]
+) -> tuple[list[T], dict[str, str]]:
+    """``items`` without the asking reader's muted papers (``?muted=show`` keeps them), and the header
+    that says how many were left out (docs/groups.md, "Mute rules")."""
+    kept, note = apply_mutes(request, items, paper_of)
+    if note is None or note.shown:
+        return kept, {}
+    return kept, {"X-Muted-Hidden": str(note.hidden)}
 
 
 @router.get(
@@ -263,8 +279,11 @@ def search_papers(
     notes = [*page.notes, *filter(None, [coverage])]
     kept = search_notes_headers(bool(page.notes), coverage)
     headers = {"X-Search-Notes": "; ".join(notes)[:500], **kept} if kept is not None else None
-    shown = app_of(request).community.with_counts([hit.paper for hit in page.hits])
-    return JsonResponse([_search_item(h, p) for h, p in zip(page.hits, shown, strict=True)], headers=headers)
+    hits, muted = _unmuted(request, page.hits, lambda h: h.paper)
+    shown = app_of(request).community.with_counts([hit.paper for hit in hits])
+    return JsonResponse(
+        [_search_item(h, p) for h, p in zip(hits, shown, strict=True)], headers={**(headers or {}), **muted}
+    )
 
 
 def _search_item(hit: SearchHit, paper: Paper) -> dict[str, Any]:
@@ -310,13 +329,15 @@ def similar_papers(
     detail = feeds_of(request).paper(paper_id)
     if detail is None:
         raise ApiError(404, f"paper {_canonical_id(paper_id)} is not in this paperfeed instance")
-    hits = search_of(request).similar(detail.paper.id, limit=limit)
+    hits, muted = _unmuted(
+        request, search_of(request).similar(detail.paper.id, limit=limit), lambda h: h.paper
+    )
     out = []
     for hit, paper in zip(hits, app_of(request).community.with_counts([h.paper for h in hits]), strict=True):
         item = daily_item(paper)
         item["similarity"] = None if hit.similarity is None else round(hit.similarity, 6)
         out.append(item)
-    return JsonResponse(out)
+    return JsonResponse(out, headers=muted)
 
 
 @router.get(

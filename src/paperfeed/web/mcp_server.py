@@ -38,6 +38,7 @@ from paperfeed import __version__
 from paperfeed.bootstrap import App
 from paperfeed.domain.accounts import User
 from paperfeed.domain.feed import FeedItem, InvalidPeriod, Period, parse_day, parse_month, parse_week
+from paperfeed.domain.groups import GroupForbidden, GroupNotFound, InvalidGroupInput
 from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
 from paperfeed.domain.library import DEFAULT_TAG, MAX_QUERY_CHARS, InvalidLibraryInput
 from paperfeed.domain.models import Paper
@@ -55,7 +56,7 @@ INSTRUCTIONS = (
     "papers and trending. Paper ids are arXiv ids such as 2503.10613 (a version suffix or an arXiv URL is "
     'accepted). search_papers understands author:Name, cat:cs.CL, year:2024, after:/before:, "phrases" and '
     "-exclusions. get_paper (or the paper://{id} resource) gives one paper as Markdown. Tools about the "
-    "reader (for_you, library_list, library_add, library_tag, subscribe_alert) need a personal API token."
+    "reader (for_you, library_*, group_*, subscribe_alert) need a personal API token."
 )
 MAX_AUTHORS_SHOWN = 3
 READER = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -219,6 +220,24 @@ class Alert(BaseModel):
     atom: str
 
 
+class GroupInfo(BaseModel):
+    id: int
+    name: str
+    role: str = Field(description="owner | member")
+    url: str
+
+
+class GroupList(BaseModel):
+    groups: list[GroupInfo]
+
+
+class QueuedPaper(BaseModel):
+    group_id: int
+    paper_id: str
+    added_by: str = Field(description="Who queued it first (queueing again keeps the first note).")
+    votes: int
+
+
 def _day(value: datetime | date | None) -> str | None:
     return None if value is None else value.strftime("%Y-%m-%d")
 
@@ -287,6 +306,10 @@ def _guard(call: Callable[[], T]) -> T:
         raise ToolError(str(exc).strip("'\"")) from None
     except InvalidLibraryInput as exc:
         raise ToolError(f"{exc.field}: {exc}") from None
+    except (GroupNotFound, GroupForbidden) as exc:
+        raise ToolError(str(exc).strip("'\"")) from None
+    except InvalidGroupInput as exc:
+        raise ToolError(str(exc)) from None
 
 
 def _unknown_paper(paper_id: str) -> ToolError:
@@ -321,6 +344,7 @@ PaperId = Annotated[
 Categories = Annotated[
     list[str], Field(max_length=20, description="Only papers in any of these arXiv categories, e.g. cs.CL.")
 ]
+GroupId = Annotated[int, Field(ge=1, description="A group id (group_list gives them).")]
 TagNames = Annotated[list[str], Field(max_length=50, description="Tag names (created when new).")]
 
 
@@ -369,6 +393,20 @@ def build_server(surface: Surface) -> MCPServer:
         app, site = open_app(ctx, reader_tool=True)
         return app, site, reader(ctx, app, site)
 
+    def unmuted(
+        ctx: Context, app: App, items: Sequence[T], paper_of: Callable[[T], Paper]
+    ) -> tuple[list[T], list[str]]:
+        """``items`` without the token's reader's muted papers, and a note of how many were left out."""
+        token = surface.token(ctx)
+        user = app.accounts.user_for_api_token(token) if token else None
+        rules = app.mutes.filter_for(user.id if user else None)
+        kept, hidden = rules.split(items, paper_of)
+        return kept, (
+            [f"{hidden} papers hidden by your mute rules (see {surface.site(ctx, app)}/mutes)"]
+            if hidden
+            else []
+        )
+
     @server.tool(annotations=READER)
     def search_papers(
         ctx: Context,
@@ -404,8 +442,9 @@ def build_server(surface: Surface) -> MCPServer:
             )
         filters = _filters(date_from, date_to, categories or (), has_code)
         page = app.search.search(query.strip(), filters, limit=limit, offset=offset)
-        papers = app.community.with_counts([h.paper for h in page.hits])
-        notes = [*page.notes, *filter(None, [app.coverage.note()])]
+        hits, muted = unmuted(ctx, app, page.hits, lambda h: h.paper)
+        papers = app.community.with_counts([h.paper for h in hits])
+        notes = [*page.notes, *filter(None, [app.coverage.note()]), *muted]
         result = PaperList(
             papers=[_item(p, site) for p in papers], total=page.total, offset=offset, notes=notes
         )
@@ -472,13 +511,15 @@ def build_server(surface: Surface) -> MCPServer:
             got = feeds.day(day, limit=limit, offset=offset)
             return got.day.isoformat(), got.total, got.items
 
-        label, total, items = _guard(read)
+        label, total, found = _guard(read)
+        items, muted = unmuted(ctx, app, found, lambda i: i.paper)
         result = FeedList(
             papers=[_item(i.paper, site, listed_on=i.day.isoformat()) for i in items],
             total=total,
             offset=offset,
             period=label,
             sort=sort,
+            notes=muted,
         )
         return _answer(f"Daily papers of {label}, by {sort}: {total} papers.", result)
 
@@ -487,11 +528,12 @@ def build_server(surface: Surface) -> MCPServer:
         """Papers trending now: upvotes and GitHub stars, decayed by age since they first appeared."""
         app, site = open_app(ctx)
         page = app.feeds.trending(limit, offset)
+        kept, muted = unmuted(ctx, app, page.items, lambda t: t.paper)
         result = PaperList(
-            papers=[_item(t.paper, site, score=round(t.score, 4)) for t in page.items],
+            papers=[_item(t.paper, site, score=round(t.score, 4)) for t in kept],
             total=page.total,
             offset=offset,
-            notes=[f"score = {page.formula}"],
+            notes=[f"score = {page.formula}", *muted],
         )
         return _answer(f"Trending as of {page.reference_time:%Y-%m-%d %H:%M} UTC.", result)
 
@@ -505,13 +547,13 @@ def build_server(surface: Surface) -> MCPServer:
         detail = _guard(lambda: app.feeds.paper(paper_id))
         if detail is None:
             raise _unknown_paper(paper_id)
-        hits = app.search.similar(detail.paper.id, limit=limit)
+        hits, muted = unmuted(ctx, app, app.search.similar(detail.paper.id, limit=limit), lambda h: h.paper)
         papers = app.community.with_counts([h.paper for h in hits])
         items = [
             _item(p, site, similarity=None if h.similarity is None else round(h.similarity, 4))
             for h, p in zip(hits, papers, strict=True)
         ]
-        result = PaperList(papers=items)
+        result = PaperList(papers=items, notes=muted)
         return _answer(
             f"Papers similar to {detail.paper.id} “{' '.join(detail.paper.title.split())}”:", result
         )
@@ -527,13 +569,14 @@ def build_server(surface: Surface) -> MCPServer:
         """The reader's "For you" feed: recent papers ranked by a model of what they saved, followed and
         searched for, each with one line on why. Needs a personal API token."""
         app, site, user = signed_in(ctx)
-        feed = _guard(lambda: app.recommendations.feed(user.id, limit=limit, tag=tag or None))
+        feed = _guard(lambda: app.recommendations.feed(user.id, limit=limit * 2, tag=tag or None))
+        recs, muted = unmuted(ctx, app, feed.items, lambda r: r.paper)
         result = ForYouList(
-            papers=[_item(r.paper, site, score=round(r.score, 3), reason=r.reason) for r in feed.items],
+            papers=[_item(r.paper, site, score=round(r.score, 3), reason=r.reason) for r in recs[:limit]],
             mode=feed.mode,
             message=feed.message,
             tags=list(feed.tags),
-            notes=[feed.message] if feed.message else [],
+            notes=[*([feed.message] if feed.message else []), *muted],
         )
         first, last = feed.window
         return _answer(f"For you ({feed.mode}), papers of {first} … {last}:", result)
@@ -564,6 +607,32 @@ def build_server(surface: Surface) -> MCPServer:
         items = [_item(e.paper, site, tags=list(e.item.tags), read=e.item.read) for e in page.entries]
         result = PaperList(papers=items, total=page.total, offset=offset)
         return _answer(f"Your library{f' (tag {tag.strip()})' if tag else ''}: {page.total} papers.", result)
+
+    @server.tool(annotations=READER)
+    def library_search(
+        ctx: Context,
+        query: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=250,
+                description="Words of a private note, a tag, a title or an author, or what a paper is about.",
+            ),
+        ],
+        limit: Limit = 10,
+    ) -> Annotated[CallToolResult, PaperList]:
+        """Search the reader's own library: their saved papers, tag names and private notes, by words and by
+        meaning (hybrid, like search_papers). Each result says what matched. Needs a personal API token."""
+        app, site, user = signed_in(ctx)
+        found = _guard(lambda: app.library_search.search(user.id, query, limit=limit))
+        items = [
+            _item(h.paper, site, tags=list(h.tags), reason="matched: " + ", ".join(h.matched))
+            for h in found.hits
+        ]
+        result = PaperList(papers=items, total=len(items), notes=list(found.notes))
+        return _answer(
+            f"{len(items)} of the {found.searched} papers of your library match “{found.query}”.", result
+        )
 
     def state_answer(verb: str, state: PaperState) -> CallToolResult:
         out = LibraryState(
@@ -648,6 +717,51 @@ def build_server(surface: Surface) -> MCPServer:
             f"{alert.page} (feed: {alert.rss})."
         )
         return _result(text, alert)
+
+    @server.tool(annotations=READER)
+    def group_list(ctx: Context) -> Annotated[CallToolResult, GroupList]:
+        """The reader's reading groups (id, name, their role), to pass a group_id to the group tools.
+        Needs a personal API token."""
+        app, site, user = signed_in(ctx)
+        found = [
+            GroupInfo(id=g.id, name=g.name, role=m.role, url=f"{site}/groups/{g.id}")
+            for g, m in app.groups.groups(user.id)
+        ]
+        lines = [f"{g.id}. {g.name} ({g.role})" for g in found] or ["(you are in no group)"]
+        return _result("Your groups:\n" + "\n".join(lines), GroupList(groups=found))
+
+    @server.tool(annotations=READER)
+    def group_queue(ctx: Context, group_id: GroupId) -> Annotated[CallToolResult, PaperList]:
+        """A group's shared queue of papers, most voted first, with who added each and why. Needs a
+        personal API token of a member."""
+        app, site, user = signed_in(ctx)
+        shown = _guard(lambda: app.groups.page(user.id, group_id))
+        items = [
+            _item(
+                q.paper,
+                site,
+                score=float(q.entry.votes),
+                reason=f"added by {q.entry.added_by_name}" + (f": {q.entry.note}" if q.entry.note else ""),
+            )
+            for q in shown.by_votes
+        ]
+        return _answer(f"The queue of “{shown.group.name}” (score = votes):", PaperList(papers=items))
+
+    @server.tool(annotations=CHANGES)
+    def group_queue_add(
+        ctx: Context,
+        group_id: GroupId,
+        paper_id: PaperId,
+        note: Annotated[str, Field(max_length=2000, description="Why the group should read it.")] = "",
+    ) -> Annotated[CallToolResult, QueuedPaper]:
+        """Queue a paper for one of the reader's reading groups, with a note; the members vote on the
+        queue for the next journal club. Needs a personal API token of a member."""
+        app, _, user = signed_in(ctx)
+        entry = _guard(lambda: app.groups.queue_add(user.id, group_id, paper_id, note))
+        out = QueuedPaper(
+            group_id=group_id, paper_id=entry.paper_id, added_by=entry.added_by_name, votes=entry.votes
+        )
+        return _result(f"Queued {entry.paper_id} for group {group_id} ({entry.votes} votes).", out)
 
     @server.resource(
         "paper://{+paper_id}",

@@ -6,6 +6,7 @@ from . import (  # noqa: F401
     schema_citations,
     schema_community,
     schema_digests,
+    schema_groups,
     schema_jobs,
     schema_library,
     schema_topics,
