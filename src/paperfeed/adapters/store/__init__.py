@@ -8,6 +8,7 @@ from . import (  # noqa: F401
     schema_digests,
     schema_jobs,
     schema_library,
+    schema_sentences,
     schema_topics,
 )
 from .sql_store import SqlPaperStore, open_store
