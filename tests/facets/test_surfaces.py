@@ -81,8 +81,19 @@ def test_page_switch_in_a_browser(url: str, chromium_browser: Any) -> None:
         page.locator(".similar-switch").get_by_role("link", name="result").click()
         page.wait_for_url("**?similar=result#similar-title")
         assert page.locator("ol.similar > li a").first.get_attribute("href") == f"/papers/{RESULT}"
-        page.goto(f"{url}/papers/{NO_RESULT}?similar=result")
-        assert "states its result" in page.locator(".similar-note").inner_text()
+        page.goto(f"{url}/papers/{NO_RESULT}")
+        overall = [a.get_attribute("href") for a in page.locator("ol.similar > li > a").all()]
+        assert page.locator(".similar-note").count() == 0  # no note on the list asked for
+        page.locator(".similar-switch").get_by_role("link", name="result").click()
+        page.wait_for_url(f"**/papers/{NO_RESULT}?similar=result#similar-title")
+        note = page.locator(".similar-note")
+        assert note.is_visible()  # the reader sees why the list did not change
+        assert "No sentence of this paper's abstract states its result" in note.inner_text()
+        assert "overall similar papers" in note.inner_text()
+        assert page.locator(".similar-switch [aria-current]").inner_text() == "result"
+        assert [a.get_attribute("href") for a in page.locator("ol.similar > li > a").all()] == overall
+        assert overall  # a real list, not an empty one
+        assert page.locator("q.similar-match").count() == 0  # no facet sentence is claimed to match
         assert problems == []
     finally:
         page.close()
