@@ -4,10 +4,10 @@ role, after the papers themselves are embedded (issue #33, part 4).
 It is a second pass of the indexer, not a job of its own: ``paperfeed index`` runs it once the papers'
 vectors are done, and ``paperfeed index --follow`` (what ``paperfeed run`` keeps going) runs it in slices
 whenever no paper waits for its vector, so the paper vectors that search needs always come first and
-the sentences, which cost about seven times the embedding, fill in behind them. The backlog is a join
-(``SentenceStore``), each batch one transaction: a killed run resumes where it stopped. Changing the
-embedding model makes every row stale (another ``model_id``), and the role model is trained again for
-the new vector space before any sentence is classified.
+the sentences, about as much CPU again as the papers (bench/facet_cost.py), fill in behind them. The
+backlog is a join (``SentenceStore``), each batch one transaction: a killed run resumes where it stopped.
+Changing the embedding model makes every row stale (another ``model_id``), and the role model is trained
+again for the new vector space before any sentence is classified.
 """
 
 from __future__ import annotations
