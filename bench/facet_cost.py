@@ -62,7 +62,8 @@ class CachedRoles:
         for sentences, labels in abstracts:
             rows.append((vectors[at : at + len(sentences)], labels))
             at += len(sentences)
-        self.model = LinearRoleModel.fit(rows, embedding_model=embed.model_id)
+        texts = [sentences for sentences, _ in abstracts]
+        self.model = LinearRoleModel.fit(rows, embedding_model=embed.model_id, texts=texts)
         return self.model
 
 

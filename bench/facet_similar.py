@@ -103,7 +103,8 @@ def role_model(cache: VectorCache) -> LinearRoleModel:
     for sents, labels in abstracts:
         rows.append((vectors[at : at + len(sents)], labels))
         at += len(sents)
-    return LinearRoleModel.fit(rows, embedding_model=cache.embedder.model_id)
+    texts = [sentences for sentences, _ in abstracts]
+    return LinearRoleModel.fit(rows, embedding_model=cache.embedder.model_id, texts=texts)
 
 
 def split_and_classify(
@@ -121,7 +122,7 @@ def split_and_classify(
         n = len(spans[d.id])
         v = vectors[at : at + n]
         at += n
-        p = model.probabilities(v, [])
+        p = model.probabilities(v, [d.abstract[a:b] for a, b in spans[d.id]])
         sentences = [
             Sentence(a, b, ROLES[int(row.argmax())], tuple(float(x) for x in row))
             for (a, b), row in zip(spans[d.id], p, strict=True)

@@ -20,6 +20,7 @@ from paperfeed.adapters.sentences.roles import (
     RoleModelFolder,
     read_training,
     role_features,
+    word_buckets,
 )
 from paperfeed.domain.sentences import ROLES
 
@@ -50,6 +51,23 @@ def test_features_carry_the_neighbours_the_abstract_and_the_place() -> None:
     np.testing.assert_allclose(x[0, 12:16], e.mean(axis=0))
     assert x[2, 16] == 1.0  # relative place of the last
     assert role_features(np.zeros((0, 4), dtype=np.float32)).shape == (0, 28)
+
+
+def test_the_words_of_a_sentence_decide_what_its_vector_cannot() -> None:
+    """Two abstracts whose sentence vectors are the same: only the words tell a method from a result."""
+    assert word_buckets("We propose X.") == word_buckets("we  PROPOSE x .")  # lower-cased, stable
+    assert word_buckets("We propose X.") != word_buckets("Results show X.")
+    v = np.ones((2, 8), dtype=np.float32) / np.sqrt(8)
+    texts = [["We propose a graph network.", "Results show higher accuracy."]] * 30
+    texts += [["Results show higher accuracy.", "We propose a graph network."]] * 30
+    labels = [["method", "result"]] * 30 + [["result", "method"]] * 30
+    model = LinearRoleModel.fit(list(zip([v] * 60, labels, strict=True)), embedding_model="m", texts=texts)
+    found = model.probabilities(v, ["Results show it works.", "We propose a new loss."]).argmax(axis=1)
+    assert [ROLES[int(i)] for i in found] == ["result", "method"]
+    blind = model.probabilities(v, [])  # without texts only the vectors and places count: a coin toss
+    np.testing.assert_allclose(blind[0], blind[1], atol=1e-3)
+    with pytest.raises(ValueError, match="texts"):
+        LinearRoleModel.fit([(v, ["method", "result"])], embedding_model="m", texts=[["one"]])
 
 
 def test_trained_saved_loaded_and_retrained_for_another_model(tmp_path: Path) -> None:
