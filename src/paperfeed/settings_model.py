@@ -373,19 +373,20 @@ class SettingsModel(BaseModel):
         "papers nearest the facet's sentences, each.",
     )
     similar_facet_blend: float = Field(
-        default=0.3,
+        default=0.0,
         ge=0,
         le=1,
         description="Similar papers by facet: share of the two papers' overall cosine in a candidate's "
-        "score; the rest is how well their sentences of the facet match.",
+        "score; the rest is how well their sentences of the facet match (0: the facet alone, so the list "
+        "differs from the overall one; docs/search.md#similar-by-facet).",
     )
     similar_facet_role_floor: float = Field(
-        default=0.3,
+        default=1.0,
         ge=0,
         le=1,
         description="Similar papers by facet: least weight of a candidate's sentence that the role "
-        "classifier puts in another role (1: every sentence counts the same; 0: only the facet's own "
-        "sentences).",
+        "classifier puts in another role (1: every sentence of the candidate counts the same and the facet "
+        "chooses only this paper's sentences; 0: only the candidate's sentences of the facet's roles).",
     )
     similar_facet_aggregate: Literal["meanmax", "max", "mean"] = Field(
         default="meanmax",

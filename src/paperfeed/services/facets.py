@@ -5,12 +5,12 @@ role classifier, :mod:`paperfeed.domain.sentences`) are matched against each can
 
 1. **Candidates**: the paper's overall similar list and the papers nearest to the mean of its facet
    sentences (a method described in a paper on another subject is still found), ``candidates`` each.
-2. **Match**: each query sentence takes its best match among the candidate's sentences, each candidate
-   sentence weighted by its probability of having the facet's role (never below ``role_floor``, so a
-   sentence the classifier got wrong still counts a little); the matches are averaged (``meanmax``:
-   every part of the facet should be met, not one sentence alone).
-3. **Score**: ``(1 - blend) × match + blend × cosine of the two papers``, so that among equal matches of
-   the facet the paper closer overall comes first.
+2. **Match**: each query sentence takes its best match among the candidate's sentences and the matches
+   are averaged (``meanmax``: every part of the facet should be met, not one sentence alone). A
+   candidate sentence may be weighted by its probability of having the facet's role, never below
+   ``role_floor``; the default floor, 1, weighs them all the same (role weighting lost on SciFact).
+3. **Score**: ``(1 - blend) × match + blend × cosine of the two papers``; the default blend, 0, keeps the
+   list apart from the overall one.
 
 Where the query paper has no sentence of the facet (or its sentences are not indexed yet), the overall
 list is shown and the answer says so. Every choice above was measured (bench/facet_similar.py,
