@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from paperfeed.adapters.backup import BackupInfo
     from paperfeed.adapters.embed import EmbedderConfig
     from paperfeed.adapters.mail import SmtpConfig
+    from paperfeed.adapters.sentences.roles import RoleModelFolder
     from paperfeed.adapters.sources.arxiv_api import ArxivApiClient, ArxivApiSource, ArxivListingSource
     from paperfeed.adapters.sources.arxiv_oai import ArxivOaiSource
     from paperfeed.adapters.sources.hf_daily import HfDailySource
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from paperfeed.adapters.store.digests import SqlDigestStore
     from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
     from paperfeed.adapters.store.job_runs import SqlJobStore
+    from paperfeed.adapters.store.sentences import SqlSentenceStore
     from paperfeed.domain.citation_harvest import HarvestSettings
     from paperfeed.domain.digest_links import LinkSigner
     from paperfeed.domain.digest_mail import DigestRenderer
@@ -55,6 +57,7 @@ if TYPE_CHECKING:
     from paperfeed.services.coverage import CoverageService
     from paperfeed.services.digest import SubscriptionService
     from paperfeed.services.digest_send import DigestService
+    from paperfeed.services.facets import FacetedSimilar, FacetSettings
     from paperfeed.services.feed import FeedService
     from paperfeed.services.fill import FillService
     from paperfeed.services.group_digest import GroupDigests
@@ -74,6 +77,7 @@ if TYPE_CHECKING:
     from paperfeed.services.rate_limits import ClientRateLimiter
     from paperfeed.services.recommend import RecommendationService, RecommendSettings
     from paperfeed.services.search import HybridSearch, HybridSettings, SimilarSettings
+    from paperfeed.services.sentences import SentenceIndexer
     from paperfeed.services.topic_map import TopicMapService
     from paperfeed.services.topic_picks import TopicPickService
     from paperfeed.services.topic_rising import RisingService
@@ -85,6 +89,7 @@ __all__ = [
     "App",
     "build_app",
     "embedder_config",
+    "facet_settings",
     "harvest_settings",
     "recommend_settings",
     "search_settings",
@@ -126,6 +131,18 @@ def similar_settings(s: SettingsModel) -> SimilarSettings:
         neighbourhood=s.similar_neighbourhood,
         neighbourhood_power=s.similar_neighbourhood_power,
         neighbourhood_blend=s.similar_neighbourhood_blend,
+    )
+
+
+def facet_settings(s: SettingsModel) -> FacetSettings:
+    """How similar papers by facet match sentences (``PAPERFEED_SIMILAR_FACET_*``)."""
+    from paperfeed.services.facets import FacetSettings
+
+    return FacetSettings(
+        candidates=s.similar_facet_candidates,
+        blend=s.similar_facet_blend,
+        role_floor=s.similar_facet_role_floor,
+        aggregate=s.similar_facet_aggregate,
     )
 
 
@@ -658,7 +675,7 @@ class App:
         if self._adopted_stamp() == self._model_stamp:
             return False
         self._embedder, self.embedding_choice = None, None
-        for made in ("indexing", "_vector_reader"):
+        for made in ("indexing", "sentence_indexing", "_vector_reader"):
             self.__dict__.pop(made, None)
         return True
 
@@ -932,6 +949,45 @@ class App:
         from paperfeed.services.similar_graph import GraphSimilar
 
         return ((GraphSimilar(self.citation_records, self.store), self.settings.similar_graph_weight),)
+
+    # -- sentences and similar papers by facet (issue #33, parts 4-5) --------------------------------------
+
+    @cached_property
+    def sentence_store(self) -> SqlSentenceStore:
+        """Papers' sentences, their roles and vectors (``paper_sentences``)."""
+        from paperfeed.adapters.store.sentences import SqlSentenceStore
+
+        return SqlSentenceStore(self.store.engine)
+
+    @cached_property
+    def role_models(self) -> RoleModelFolder:
+        """The sentence-role classifier, kept in ``<data>/models/sentence-roles`` for the current model."""
+        from paperfeed.adapters.sentences.roles import RoleModelFolder
+
+        return RoleModelFolder(self.settings.data_dir / "models" / "sentence-roles")
+
+    @cached_property
+    def sentence_indexing(self) -> SentenceIndexer:
+        """The indexer's second pass: abstracts split into sentences, embedded and given their roles."""
+        from paperfeed.adapters.sentences.splitter import SentencexSplitter
+        from paperfeed.services.sentences import SentenceIndexer
+
+        return SentenceIndexer(
+            self.sentence_store,
+            self.resolve_embedder(calibrate=True),
+            SentencexSplitter(),
+            self.role_models,
+            batch_size=self.settings.sentences_batch_size,
+        )
+
+    @cached_property
+    def facets(self) -> FacetedSimilar:
+        """Similar papers by background, method or result (``overall``: :attr:`search`'s own list)."""
+        from paperfeed.services.facets import FacetedSimilar
+
+        return FacetedSimilar(
+            self.search, self.sentence_store, lambda: self.embedder.model_id, facet_settings(self.settings)
+        )
 
     @cached_property
     def cited_trending(self) -> CitedTrending:

@@ -364,6 +364,42 @@ class SettingsModel(BaseModel):
         "coupling, Salton's cosine; only papers with stored citations have one). 0 (the default): off, "
         "because no offline judgments can show it does not hurt (docs/citations.md).",
     )
+    # Similar papers by facet (background, method, result; docs/search.md, bench/facet_similar.py)
+    similar_facet_candidates: int = Field(
+        default=100,
+        ge=1,
+        le=1000,
+        description="Similar papers by facet: candidates taken from the overall similar list and from the "
+        "papers nearest the facet's sentences, each.",
+    )
+    similar_facet_blend: float = Field(
+        default=0.0,
+        ge=0,
+        le=1,
+        description="Similar papers by facet: share of the two papers' overall cosine in a candidate's "
+        "score; the rest is how well their sentences of the facet match (0: the facet alone, so the list "
+        "differs from the overall one; docs/search.md#similar-by-facet).",
+    )
+    similar_facet_role_floor: float = Field(
+        default=1.0,
+        ge=0,
+        le=1,
+        description="Similar papers by facet: least weight of a candidate's sentence that the role "
+        "classifier puts in another role (1: every sentence of the candidate counts the same and the facet "
+        "chooses only this paper's sentences; 0: only the candidate's sentences of the facet's roles).",
+    )
+    similar_facet_aggregate: Literal["meanmax", "max", "mean"] = Field(
+        default="meanmax",
+        description="Similar papers by facet: how sentence matches make a score (meanmax: each of the "
+        "paper's facet sentences takes its best match, averaged; max: the best pair; mean: all pairs).",
+    )
+    sentences_batch_size: int = Field(
+        default=64,
+        ge=1,
+        le=10_000,
+        description="Papers whose abstracts' sentences are split, embedded and classified per committed "
+        "batch (the indexer's second pass, after the papers' vectors).",
+    )
     topics_method: Literal["kmeans", "hdbscan"] = Field(
         default="kmeans",
         description="How papers are clustered into topics: kmeans (measured best, docs/topics.md) or "

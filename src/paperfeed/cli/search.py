@@ -144,20 +144,37 @@ def register(app: typer.Typer) -> None:
         limit: Annotated[int, typer.Option(min=1, max=100, help="Papers to show.")] = 10,
         fmt: FormatOption = OutputFormat.table,
         as_json: JsonOption = False,
+        facet: Annotated[
+            str,
+            typer.Option(
+                "--facet",
+                help="overall (default), background, method or result: papers whose sentences of that "
+                "role match this paper's (docs/search.md).",
+            ),
+        ] = "overall",
     ) -> None:
         """Papers most similar to one paper: embedding neighbours re-ranked by their small neighbourhoods,
-        blended with their own cosine; its own words when it has no vector yet."""
+        blended with their own cosine; its own words when it has no vector yet. With --facet, papers
+        with the same background, method or result."""
         from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
+        from paperfeed.domain.sentences import parse_facet
 
         c: Context = ctx.obj
         fmt = _output_format(fmt, as_json)
         try:
             key = normalize_paper_id(paper_id).base
-        except InvalidPaperId as exc:
+            chosen = parse_facet(facet)
+        except (InvalidPaperId, ValueError) as exc:
             raise fail(str(exc)) from None
         if c.app.store.get_paper(key) is None:
             raise fail(f"paper {key} is not in the store (paperfeed fetch {key} adds it)", code=1)
-        hits = c.app.search.similar(key, limit)
+        if chosen == "overall":
+            hits = c.app.search.similar(key, limit)
+        else:
+            page = c.app.facets.similar(key, chosen, limit)
+            hits = page.hits
+            if page.note:
+                c.err.print(f"[yellow]note:[/] {escape(page.note)}", highlight=False)
         if fmt is not OutputFormat.table:
             sys.stdout.write(render(fmt, hits))
             return
@@ -167,4 +184,5 @@ def register(app: typer.Typer) -> None:
                 highlight=False,
             )
             return
-        c.console.print(_table(hits, f"similar to {key}"))
+        by = "" if chosen == "overall" else f" by {chosen}"
+        c.console.print(_table(hits, f"similar to {key}{by}"))

@@ -11,7 +11,9 @@
                                    URL is in the ``Link: <…>; rel="next"`` header, as HF paginates
 ``GET /api/papers/{id}``           one paper object (HfApi.paper_info); any id spelling, 404 if unknown
 ``GET /api/papers/{id}/similar``   ``limit`` ≤ 50 → daily items with ``similarity`` (cosine of the
-                                   embeddings; null if either paper is not embedded yet), best first
+                                   embeddings; null if either paper is not embedded yet), best first;
+                                   ``facet`` overall | background | method | result: by that part of the
+                                   abstracts, each item with ``facet`` and ``matchedSentence``
 ``GET /papers/{id}.md``            the paper page as Markdown (HfApi.read_paper), with its citation graph
 ``GET /api/papers/{id}/…``         ``references``, ``citations``, ``related``: the citation graph, in
                                    ``graph_api.py``
@@ -43,6 +45,7 @@ from paperfeed.domain.ids import normalize_paper_id
 from paperfeed.domain.models import Paper
 from paperfeed.domain.results import SearchHit
 from paperfeed.domain.search import SearchFilters
+from paperfeed.domain.sentences import parse_facet
 
 from .deps import app_of, feeds_of, search_of
 from .errors import ApiError, JsonResponse
@@ -118,6 +121,8 @@ class SearchItem(DailyItem):
 
 class SimilarItem(DailyItem):
     similarity: float | None  # cosine of the two papers' embeddings; the order is the fused ranking
+    facet: str | None = None  # with ?facet=: what the list was ranked by ("overall" when it fell back)
+    matchedSentence: str | None = None  # with ?facet=: the item's sentence that best matches the facet
 
 
 class ErrorModel(_Open):
@@ -325,19 +330,42 @@ def similar_papers(
     request: Request,
     paper_id: str,
     limit: Annotated[int, Query(ge=1, le=50)] = 10,
+    facet: Annotated[
+        str | None,
+        Query(
+            max_length=20,
+            description="overall (default), background, method or result: similar by that part of the "
+            "abstracts (docs/search.md); the list falls back to overall, saying so in the Paperfeed-Note "
+            "header, when the paper has no sentence of that role.",
+        ),
+    ] = None,
 ) -> Response:
+    try:
+        chosen = parse_facet(facet)
+    except ValueError as exc:
+        raise ApiError(400, f"facet: {exc}") from None
     detail = feeds_of(request).paper(paper_id)
     if detail is None:
         raise ApiError(404, f"paper {_canonical_id(paper_id)} is not in this paperfeed instance")
-    hits, muted = _unmuted(
-        request, search_of(request).similar(detail.paper.id, limit=limit), lambda h: h.paper
-    )
+    headers: dict[str, str] = {}
+    if facet is None:
+        hits, matched, shown = search_of(request).similar(detail.paper.id, limit=limit), {}, None
+    else:
+        page = app_of(request).facets.similar(detail.paper.id, chosen, limit)
+        hits, matched, shown = page.hits, page.matched, page.facet
+        if page.note:
+            headers["Paperfeed-Note"] = page.note
+    hits, muted = _unmuted(request, hits, lambda h: h.paper)
+    headers.update(muted)
     out = []
     for hit, paper in zip(hits, app_of(request).community.with_counts([h.paper for h in hits]), strict=True):
         item = daily_item(paper)
         item["similarity"] = None if hit.similarity is None else round(hit.similarity, 6)
+        if shown is not None:
+            item["facet"] = shown
+            item["matchedSentence"] = matched.get(paper.id)
         out.append(item)
-    return JsonResponse(out, headers=muted)
+    return JsonResponse(out, headers=headers)
 
 
 @router.get(

@@ -43,6 +43,7 @@ from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
 from paperfeed.domain.library import DEFAULT_TAG, MAX_QUERY_CHARS, InvalidLibraryInput
 from paperfeed.domain.models import Paper
 from paperfeed.domain.search import SearchFilters
+from paperfeed.domain.sentences import Facet
 from paperfeed.services.library import LibraryNotFound, PaperState
 from paperfeed.services.recommend import UnknownTag
 
@@ -539,23 +540,40 @@ def build_server(surface: Surface) -> MCPServer:
 
     @server.tool(annotations=READER)
     def similar_papers(
-        ctx: Context, paper_id: PaperId, limit: Limit = 10
+        ctx: Context,
+        paper_id: PaperId,
+        limit: Limit = 10,
+        facet: Annotated[
+            Facet,
+            Field(
+                description="overall (the default), or background, method or result: papers whose "
+                "sentences of that role match this paper's (same problem, same method, same finding)."
+            ),
+        ] = "overall",
     ) -> Annotated[CallToolResult, PaperList]:
         """Papers most like one paper: embedding neighbours re-ranked by their small neighbourhoods, blended
-        with their own cosine; its own words when it has no vector yet."""
+        with their own cosine; its own words when it has no vector yet. With a facet, papers with the same
+        background, method or result, each with the sentence that matched."""
         app, site = open_app(ctx)
         detail = _guard(lambda: app.feeds.paper(paper_id))
         if detail is None:
             raise _unknown_paper(paper_id)
-        hits, muted = unmuted(ctx, app, app.search.similar(detail.paper.id, limit=limit), lambda h: h.paper)
+        page = _guard(lambda: app.facets.similar(detail.paper.id, facet, limit))
+        hits, muted = unmuted(ctx, app, page.hits, lambda h: h.paper)
         papers = app.community.with_counts([h.paper for h in hits])
         items = [
-            _item(p, site, similarity=None if h.similarity is None else round(h.similarity, 4))
+            _item(
+                p,
+                site,
+                similarity=None if h.similarity is None else round(h.similarity, 4),
+                reason=f"{page.facet}: “{page.matched[p.id]}”" if p.id in page.matched else None,
+            )
             for h, p in zip(hits, papers, strict=True)
         ]
-        result = PaperList(papers=items, notes=muted)
+        result = PaperList(papers=items, notes=([page.note] if page.note else []) + muted)
+        by = "" if page.facet == "overall" else f" by {page.facet}"
         return _answer(
-            f"Papers similar to {detail.paper.id} “{' '.join(detail.paper.title.split())}”:", result
+            f"Papers similar to {detail.paper.id} “{' '.join(detail.paper.title.split())}”{by}:", result
         )
 
     @server.tool(annotations=READER)

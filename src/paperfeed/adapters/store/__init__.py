@@ -9,6 +9,7 @@ from . import (  # noqa: F401
     schema_groups,
     schema_jobs,
     schema_library,
+    schema_sentences,
     schema_topics,
 )
 from .sql_store import SqlPaperStore, open_store
