@@ -74,6 +74,8 @@ def _table(hits: list[SearchHit], title: str) -> Table:
         body.append("\n" + authors, style="dim")
         body.append("\n")
         body.append_text(_marked(p.abstract, hit.abstract_spans, 300))
+        if hit.reasons:  # similar papers: their links in the citation graph
+            body.append("\nwhy: " + "; ".join(r.text for r in hit.reasons), style="italic")
         day = p.published.date().isoformat() if p.published else ""
         table.add_row(str(i), body, day, p.id)
     return table
@@ -134,7 +136,7 @@ def register(app: typer.Typer) -> None:
         fmt: FormatOption = OutputFormat.table,
         as_json: JsonOption = False,
     ) -> None:
-        """Papers most similar to one paper (embedding neighbours and a keyword query of its text, fused)."""
+        """Papers most similar to one paper (embedding neighbours fused with its citation graph)."""
         from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
 
         c: Context = ctx.obj

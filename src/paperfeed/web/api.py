@@ -11,7 +11,9 @@
                                    URL is in the ``Link: <…>; rel="next"`` header, as HF paginates
 ``GET /api/papers/{id}``           one paper object (HfApi.paper_info); any id spelling, 404 if unknown
 ``GET /api/papers/{id}/similar``   ``limit`` ≤ 50 → daily items with ``similarity`` (cosine of the
-                                   embeddings; null if either paper is not embedded yet), best first
+                                   embeddings; null if either paper is not embedded yet) and
+                                   ``reasons`` (from the citation graph: ``kind``, ``count``, ``text``
+                                   such as "shares 8 references"; empty if none), best first
 ``GET /papers/{id}.md``            the paper page as Markdown (HfApi.read_paper), with its citation graph
 ``GET /api/papers/{id}/…``         ``references``, ``citations``, ``related``: the citation graph, in
                                    ``graph_api.py``
@@ -113,8 +115,15 @@ class SearchItem(DailyItem):
     highlightedSummary: str
 
 
+class SimilarReason(_Open):
+    kind: str  # co_cited | shared_references | cites | cited_by | cited_by_references | cites_citers
+    count: int
+    text: str  # e.g. "cited together with it by 12 papers"
+
+
 class SimilarItem(DailyItem):
     similarity: float | None  # cosine of the two papers' embeddings; the order is the fused ranking
+    reasons: list[SimilarReason]  # why it is listed, from the citation graph (empty: by its text alone)
 
 
 class ErrorModel(_Open):
@@ -300,7 +309,8 @@ def list_papers(
     "/api/papers/{paper_id:path}/similar",
     response_model=list[SimilarItem],
     responses=_ERRORS,
-    summary="Papers most similar to one paper (embedding neighbours and a keyword query of its text, fused)",
+    summary="Papers most similar to one paper (embedding neighbours fused with its citation graph, "
+    "each with its reasons)",
 )
 def similar_papers(
     request: Request,
@@ -315,6 +325,7 @@ def similar_papers(
     for hit, paper in zip(hits, app_of(request).community.with_counts([h.paper for h in hits]), strict=True):
         item = daily_item(paper)
         item["similarity"] = None if hit.similarity is None else round(hit.similarity, 6)
+        item["reasons"] = [{"kind": r.kind, "count": r.count, "text": r.text} for r in hit.reasons]
         out.append(item)
     return JsonResponse(out)
 

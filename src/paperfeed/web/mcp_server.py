@@ -41,7 +41,7 @@ from paperfeed.domain.feed import FeedItem, InvalidPeriod, Period, parse_day, pa
 from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
 from paperfeed.domain.library import DEFAULT_TAG, MAX_QUERY_CHARS, InvalidLibraryInput
 from paperfeed.domain.models import Paper
-from paperfeed.domain.search import SearchFilters
+from paperfeed.domain.search import SearchFilters, reasons_text
 from paperfeed.services.library import LibraryNotFound, PaperState
 from paperfeed.services.recommend import UnknownTag
 
@@ -148,7 +148,9 @@ class PaperItem(BaseModel):
     listed_on: str | None = Field(default=None, description="Day it was on the daily feed, YYYY-MM-DD.")
     similarity: float | None = Field(default=None, description="Cosine similarity of the embeddings.")
     score: float | None = Field(default=None, description="Ranking score (trending / for-you).")
-    reason: str | None = Field(default=None, description="Why it is recommended.")
+    reason: str | None = Field(
+        default=None, description="Why it is recommended; similar papers: their links in the citation graph."
+    )
     tags: list[str] | None = Field(default=None, description="The reader's tags on it (library).")
     read: bool | None = Field(default=None, description="Marked read by the reader (library).")
 
@@ -477,7 +479,8 @@ def build_server(surface: Surface) -> MCPServer:
     def similar_papers(
         ctx: Context, paper_id: PaperId, limit: Limit = 10
     ) -> Annotated[CallToolResult, PaperList]:
-        """Papers most like one paper (embedding neighbours fused with a keyword query of its text)."""
+        """Papers most like one paper: embedding neighbours fused with its citation-graph neighbours; each
+        paper's ``reason`` says what links them in the graph ("cited together with it by 12 papers")."""
         app, site = open_app(ctx)
         detail = _guard(lambda: app.feeds.paper(paper_id))
         if detail is None:
@@ -485,7 +488,12 @@ def build_server(surface: Surface) -> MCPServer:
         hits = app.search.similar(detail.paper.id, limit=limit)
         papers = app.community.with_counts([h.paper for h in hits])
         items = [
-            _item(p, site, similarity=None if h.similarity is None else round(h.similarity, 4))
+            _item(
+                p,
+                site,
+                similarity=None if h.similarity is None else round(h.similarity, 4),
+                reason=reasons_text(h.reasons),
+            )
             for h, p in zip(hits, papers, strict=True)
         ]
         result = PaperList(papers=items)

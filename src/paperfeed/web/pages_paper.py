@@ -24,6 +24,7 @@ from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
 from paperfeed.domain.models import Paper
 from paperfeed.domain.paper_graph import CitationSort
 from paperfeed.domain.results import PaperSearch
+from paperfeed.domain.search import reasons_text
 from paperfeed.services.paper_graph import GraphListing, PaperGraphService
 
 from . import rendering, topic_map
@@ -139,12 +140,16 @@ def _paper_links(
 def _similar(
     search: PaperSearch, paper_id: str, shown: Callable[[list[Paper]], list[Paper]] = list
 ) -> tuple[list[PaperView], str | None]:
-    """The paper's similar papers (embedding neighbours and a keyword query of its text, fused), or why
-    there are none to show."""
+    """The paper's similar papers (embedding neighbours fused with its citation-graph neighbours), each
+    with its reasons from the graph, or why there are none to show."""
     hits = search.similar(paper_id, limit=SIMILAR_SIZE)
     if not hits:
         return [], "No similar papers found yet: more appear once papers are embedded (paperfeed index)."
-    return [paper_view(paper, with_abstract=False) for paper in shown([hit.paper for hit in hits])], None
+    papers = shown([hit.paper for hit in hits])
+    return [
+        replace(paper_view(paper, with_abstract=False), why=reasons_text(hit.reasons))
+        for hit, paper in zip(hits, papers, strict=True)
+    ], None
 
 
 def _graph_list(
