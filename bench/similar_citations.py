@@ -34,11 +34,13 @@ Steps (each reuses what the earlier ones built):
   test queries through ``GET /api/papers/{id}/similar`` of a real ``paperfeed serve`` process.
 * ``text --model FOLDER``: text only (the graph off), the bundled model against another (an adapted model
   of ``paperfeed model adapt``, issue #33 part 3), the latter in a copy of the instance with its vectors.
+  ``--pool judged``: by plain cosine among the judged papers only (3,413: the queries and their
+  relevant papers), which embeds those only (a quarter of the store's text) rather than the whole store.
 
     .venv/bin/python -m bench.similar_citations prepare [--threads 2]   # ~35 min the first time (embedding)
     .venv/bin/python -m bench.similar_citations grid [--fresh]
     .venv/bin/python -m bench.similar_citations report --served
-    .venv/bin/python -m bench.similar_citations text --model DATA/models/adapted/adapted-…
+    .venv/bin/python -m bench.similar_citations text --model DATA/models/adapted/adapted-… [--pool judged]
 """
 
 from __future__ import annotations
@@ -682,6 +684,67 @@ def text_models(
             )
 
 
+def text_models_judged(
+    folder: Path,
+    engine: str,
+    threads: int | None,
+    model: str,
+    qrels: dict[str, dict[str, int]],
+    split: dict[str, list[str]],
+) -> None:
+    """Text only, the bundled model against ``model``, by plain cosine among the judged papers (every
+    query and every paper relevant to one: 3,413): the cheap form of :func:`text_models` for a CPU that
+    cannot re-embed the whole store. Fewer distractors than the store, so the figures are higher than the
+    service's over the whole store; both models rank the same pool, so the change is what compares."""
+    from bench.vector_cache import Doc, VectorCache
+    from paperfeed.bootstrap import build_app
+
+    pool_ids = sorted(set(qrels) | {p for rel in qrels.values() for p in rel})
+    app = build_app(settings_for(prepare(folder, engine, threads), engine))
+    try:
+        wanted = set(pool_ids)
+        stored = {p.id: p for batch in app.store.iter_papers() for p in batch if p.id in wanted}
+    finally:
+        app.close()
+    docs = [Doc(pid, stored[pid].title, stored[pid].abstract) for pid in pool_ids]
+    at = {pid: i for i, pid in enumerate(pool_ids)}
+    print(f"\ntext only by plain cosine among the {len(docs):,} judged papers (queries and relevant papers)")
+
+    def runs_of(name: str, spec: str | None) -> dict[str, list[str]]:
+        cache = VectorCache.default("torch", threads, spec)
+        wall, cpu = time.perf_counter(), time.process_time()
+        vectors = cache.vectors(
+            CORPUS, docs, report=lambda m: print(time.strftime("%H:%M:%S"), m, flush=True)
+        )
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        print(f"  {name}: vectors of {cache.embedder.model_id} in {wall:.0f} s wall, {cpu:.0f} s CPU")
+        vectors = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        runs: dict[str, list[str]] = {}
+        for q in qrels:
+            sims = vectors @ vectors[at[q]]
+            sims[at[q]] = -np.inf
+            top = np.argpartition(-sims, DEPTH)[:DEPTH]
+            runs[q] = [pool_ids[t] for t in top[np.argsort(-sims[top], kind="stable")]]
+        return runs
+
+    before, after = runs_of("bundled", None), runs_of("adapted", model)
+    header = f"  {'':34s} {'nDCG@10':>23s} {'recall@50':>23s} {'MRR (first 50)':>23s}"
+    for name, queries in split.items():
+        print(f"\n{name} queries ({len(queries):,}), 95 % bootstrap intervals:\n{header}")
+        mb, ma = Measures.of(before, qrels, queries), Measures.of(after, qrels, queries)
+        show("bundled all-MiniLM-L6-v2", mb)
+        show(f"adapted ({Path(model).name})", ma)
+        for what, a, b in (
+            ("nDCG@10", ma.ndcg, mb.ndcg),
+            ("recall@50", ma.recall, mb.recall),
+            ("MRR", ma.mrr, mb.mrr),
+        ):
+            change, low, high = paired_interval(a, b)
+            print(
+                f"  adapted vs bundled, {what}: {change * 100:+.1f} % [{low * 100:+.1f}, {high * 100:+.1f}]"
+            )
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -695,6 +758,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--model", default=None, help="text: a model folder to compare with the bundled one")
+    parser.add_argument(
+        "--pool",
+        default="store",
+        choices=["store", "judged"],
+        help="text: rank the whole store through the service (re-embeds it with --model), or the judged "
+        "papers by plain cosine (embeds those only)",
+    )
     args = parser.parse_args(argv)
     from paperfeed.adapters.embed.cpu import cpu_info
 
@@ -728,7 +798,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.step == "text":
         if args.model is None:
             raise SystemExit("text: --model names the model folder to compare with the bundled one")
-        text_models(cache_folder(), args.engine, args.threads, args.model, qrels, split)
+        if args.pool == "judged":
+            text_models_judged(cache_folder(), args.engine, args.threads, args.model, qrels, split)
+        else:
+            text_models(cache_folder(), args.engine, args.threads, args.model, qrels, split)
 
 
 if __name__ == "__main__":
