@@ -938,12 +938,12 @@ class App:
             search_settings(self.settings),
             similar_settings(self.settings),
             hidden=hidden,
-            similar_sources=self._similar_sources() if similar else (),
+            similar_evidence=self._similar_evidence() if similar else (),
             topic_members=lambda topic_id: self.topic_picks.members(topic_id),
         )
 
-    def _similar_sources(self) -> tuple[tuple[SimilarSource, float], ...]:
-        """Further lists for "similar papers": the citation graph, when its weight is above 0."""
+    def _similar_evidence(self) -> tuple[tuple[SimilarSource, float], ...]:
+        """What "similar papers" adds to the cosine: the citation graph, when its weight is above 0."""
         if self.settings.similar_graph_weight <= 0:
             return ()
         from paperfeed.services.similar_graph import GraphSimilar

@@ -358,11 +358,13 @@ class SettingsModel(BaseModel):
         "neighbourhood alone; 0: plain cosine.",
     )
     similar_graph_weight: float = Field(
-        default=0.0,
+        default=0.2,
         ge=0,
-        description="Similar papers: weight of the citation-graph list (co-citation + bibliographic "
-        "coupling, Salton's cosine; only papers with stored citations have one). 0 (the default): off, "
-        "because no offline judgments can show it does not hurt (docs/citations.md).",
+        description="Similar papers: weight of the citation graph. A paper with stored citations ranks its "
+        "text neighbours and the papers linked to it in the graph by cosine + this × sqrt(graph score) "
+        "(shared neighbours weighted by 1/ln(1 + their links), direct links, times the candidate's "
+        "1 + ln(1 + citations); docs/search.md); a paper without any keeps its text list. 0: off. Chosen "
+        "on the train queries of bench/similar_citations.py (real citations, Paperscape 1991-1996).",
     )
     # Similar papers by facet (background, method, result; docs/search.md, bench/facet_similar.py)
     similar_facet_candidates: int = Field(

@@ -22,6 +22,7 @@ from paperfeed.bootstrap import build_app
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Listing, Paper
 from paperfeed.settings import Settings
+from tests.citations.conftest import HARVESTED, cite, links
 from tests.library.conftest import add_user
 from tests.support.live_server import live_server
 
@@ -83,13 +84,17 @@ def settings_for(data_dir: Path, **extra: object) -> Settings:
 
 @pytest.fixture(scope="session")
 def instance(tmp_path_factory: pytest.TempPathFactory) -> Instance:
-    """The store, built once: papers, listings, keyword index, vectors, two readers with tokens."""
+    """The store, built once: papers, listings, keyword index, vectors, a few citations, two readers
+    with tokens."""
     settings = settings_for(tmp_path_factory.mktemp("mcp-data"))
     app = build_app(settings)
     try:
         app.keyword_index.on_papers_changed(app.store.apply_batch(Batch(papers=PAPERS, listings=LISTINGS)))
         app.keyword_index.flush()
         app.indexing.run()
+        # two works cite 2503.00002 and 2503.00004 together: the similar tool says so
+        edges = [cite(x, t) for x in ("doi:10.1/x1", "doi:10.1/x2") for t in ("2503.00002", "2503.00004")]
+        app.citation_records.save_links([links("2503.00002", edges)], harvested_at=HARVESTED)
         tokens = []
         for email, name in (("ada@example.org", "Ada"), ("bob@example.org", "Bob")):
             user = app.accounts.user_by_id(add_user(app, email, name))

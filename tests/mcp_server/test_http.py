@@ -223,6 +223,15 @@ def test_trending_and_similar_papers(http_url: str) -> None:
         assert len(found) <= 3
         assert similar.structured_content is not None
         assert all(p.get("similarity") is not None for p in similar.structured_content["papers"])
+        assert all(p.get("reason") is None for p in similar.structured_content["papers"])  # no citations
+        # a paper with citations: the paper linked to it in the graph comes first and says why
+        linked = await client.call_tool("similar_papers", {"paper_id": "2503.00002", "limit": 3})
+        assert ids(linked)[0] == "2503.00004"
+        assert linked.structured_content is not None
+        listed = linked.structured_content["papers"]
+        assert listed[0]["reason"] == "cited together with it by 2 papers"
+        assert all(p.get("reason") is None for p in listed[1:])
+        assert "   why: cited together with it by 2 papers" in text(linked)
 
     run(http_url, body)
 

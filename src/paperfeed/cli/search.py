@@ -75,6 +75,8 @@ def _table(hits: list[SearchHit], title: str) -> Table:
         body.append("\n" + authors, style="dim")
         body.append("\n")
         body.append_text(_marked(p.abstract, hit.abstract_spans, 300))
+        if hit.reasons:  # similar papers: their links in the citation graph
+            body.append("\nwhy: " + "; ".join(r.text for r in hit.reasons), style="italic")
         day = p.published.date().isoformat() if p.published else ""
         votes = "" if p.upvotes is None else f"{p.upvotes:,}"
         table.add_row(str(i), body, votes, day, p.id)
@@ -154,8 +156,9 @@ def register(app: typer.Typer) -> None:
         ] = "overall",
     ) -> None:
         """Papers most similar to one paper: embedding neighbours re-ranked by their small neighbourhoods,
-        blended with their own cosine; its own words when it has no vector yet. With --facet, papers
-        with the same background, method or result."""
+        blended with their own cosine, and fused with its citation-graph neighbours when it has links (each
+        saying why); its own words when it has no vector yet. With --facet, papers with the same
+        background, method or result."""
         from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
         from paperfeed.domain.sentences import parse_facet
 

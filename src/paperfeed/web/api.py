@@ -11,7 +11,9 @@
                                    URL is in the ``Link: <…>; rel="next"`` header, as HF paginates
 ``GET /api/papers/{id}``           one paper object (HfApi.paper_info); any id spelling, 404 if unknown
 ``GET /api/papers/{id}/similar``   ``limit`` ≤ 50 → daily items with ``similarity`` (cosine of the
-                                   embeddings; null if either paper is not embedded yet), best first;
+                                   embeddings; null if either paper is not embedded yet) and
+                                   ``reasons`` (from the citation graph: ``kind``, ``count``, ``text``
+                                   such as "shares 8 references"; empty if none), best first;
                                    ``facet`` overall | background | method | result: by that part of the
                                    abstracts, each item with ``facet`` and ``matchedSentence``
 ``GET /papers/{id}.md``            the paper page as Markdown (HfApi.read_paper), with its citation graph
@@ -119,8 +121,15 @@ class SearchItem(DailyItem):
     highlightedSummary: str
 
 
+class SimilarReason(_Open):
+    kind: str  # co_cited | shared_references | cites | cited_by | cited_by_references | cites_citers
+    count: int
+    text: str  # e.g. "cited together with it by 12 papers"
+
+
 class SimilarItem(DailyItem):
     similarity: float | None  # cosine of the two papers' embeddings; the order is the fused ranking
+    reasons: list[SimilarReason]  # why it is listed, from the citation graph (empty: by its text alone)
     facet: str | None = None  # with ?facet=: what the list was ranked by ("overall" when it fell back)
     matchedSentence: str | None = None  # with ?facet=: the item's sentence that best matches the facet
 
@@ -324,7 +333,8 @@ def list_papers(
     "/api/papers/{paper_id:path}/similar",
     response_model=list[SimilarItem],
     responses=_ERRORS,
-    summary="Papers most similar to one paper (embedding neighbours re-ranked by their small neighbourhoods)",
+    summary="Papers most similar to one paper (embedding neighbours fused with its citation graph, "
+    "each with its reasons; or by one facet of the abstracts)",
 )
 def similar_papers(
     request: Request,
@@ -361,6 +371,7 @@ def similar_papers(
     for hit, paper in zip(hits, app_of(request).community.with_counts([h.paper for h in hits]), strict=True):
         item = daily_item(paper)
         item["similarity"] = None if hit.similarity is None else round(hit.similarity, 6)
+        item["reasons"] = [{"kind": r.kind, "count": r.count, "text": r.text} for r in hit.reasons]
         if shown is not None:
             item["facet"] = shown
             item["matchedSentence"] = matched.get(paper.id)

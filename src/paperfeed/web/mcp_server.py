@@ -42,7 +42,7 @@ from paperfeed.domain.groups import GroupForbidden, GroupNotFound, InvalidGroupI
 from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
 from paperfeed.domain.library import DEFAULT_TAG, MAX_QUERY_CHARS, InvalidLibraryInput
 from paperfeed.domain.models import Paper
-from paperfeed.domain.search import SearchFilters
+from paperfeed.domain.search import SearchFilters, reasons_text
 from paperfeed.domain.sentences import Facet
 from paperfeed.services.library import LibraryNotFound, PaperState
 from paperfeed.services.recommend import UnknownTag
@@ -164,7 +164,9 @@ class PaperItem(BaseModel):
     listed_on: str | None = Field(default=None, description="Day it was on the daily feed, YYYY-MM-DD.")
     similarity: float | None = Field(default=None, description="Cosine similarity of the embeddings.")
     score: float | None = Field(default=None, description="Ranking score (trending / for-you).")
-    reason: str | None = Field(default=None, description="Why it is recommended.")
+    reason: str | None = Field(
+        default=None, description="Why it is recommended; similar papers: their links in the citation graph."
+    )
     tags: list[str] | None = Field(default=None, description="The reader's tags on it (library).")
     read: bool | None = Field(default=None, description="Marked read by the reader (library).")
 
@@ -551,9 +553,9 @@ def build_server(surface: Surface) -> MCPServer:
             ),
         ] = "overall",
     ) -> Annotated[CallToolResult, PaperList]:
-        """Papers most like one paper: embedding neighbours re-ranked by their small neighbourhoods, blended
-        with their own cosine; its own words when it has no vector yet. With a facet, papers with the same
-        background, method or result, each with the sentence that matched."""
+        """Papers most like one paper: embedding neighbours fused with its citation-graph neighbours; each
+        paper's ``reason`` says what links them in the graph ("cited together with it by 12 papers"). With
+        a facet, papers with the same background, method or result, each with the sentence that matched."""
         app, site = open_app(ctx)
         detail = _guard(lambda: app.feeds.paper(paper_id))
         if detail is None:
@@ -566,7 +568,9 @@ def build_server(surface: Surface) -> MCPServer:
                 p,
                 site,
                 similarity=None if h.similarity is None else round(h.similarity, 4),
-                reason=f"{page.facet}: “{page.matched[p.id]}”" if p.id in page.matched else None,
+                reason=f"{page.facet}: “{page.matched[p.id]}”"
+                if p.id in page.matched
+                else reasons_text(h.reasons),
             )
             for h, p in zip(hits, papers, strict=True)
         ]

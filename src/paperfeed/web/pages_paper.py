@@ -23,6 +23,7 @@ from paperfeed.domain.citation import bibtex
 from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
 from paperfeed.domain.models import Paper
 from paperfeed.domain.paper_graph import CitationSort
+from paperfeed.domain.search import reasons_text
 from paperfeed.domain.sentences import FACETS, Facet
 from paperfeed.services.facets import FacetedSimilar
 from paperfeed.services.paper_graph import GraphListing, PaperGraphService
@@ -142,10 +143,15 @@ def _similar(
     facet: Facet,
     shown: Callable[[list[Paper]], list[Paper]] = list,
 ) -> dict[str, Any]:
-    """The paper's similar papers by ``facet`` (:class:`FacetedSimilar`) for the template: the list, the
-    sentence of each that matched the facet, the switch's links, and why the list is empty or overall."""
+    """The paper's similar papers by ``facet`` (:class:`FacetedSimilar`) for the template: the list (each
+    with its reasons from the citation graph), the sentence of each that matched the facet, the switch's
+    links, and why the list is empty or overall."""
     page = facets.similar(paper_id, facet, SIMILAR_SIZE)
-    views = [paper_view(paper, with_abstract=False) for paper in shown([hit.paper for hit in page.hits])]
+    papers = shown([hit.paper for hit in page.hits])
+    views = [
+        replace(paper_view(paper, with_abstract=False), why=reasons_text(hit.reasons))
+        for hit, paper in zip(page.hits, papers, strict=True)
+    ]
     note = page.note
     if not views:
         note = "No similar papers found yet: more appear once papers are embedded (paperfeed index)."

@@ -112,6 +112,7 @@ class PaperView:
     abstract_html: Markup | None
     snippet_html: Markup | None = None
     score_label: str | None = None
+    why: str | None = None  # similar papers: why it is listed ("cited together with it by 12 papers")
 
 
 def safe_url(value: str | None) -> str | None:
