@@ -107,16 +107,18 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
 def _sentences_slice(c: Context, say: Callable[[str], None], slice_size: int) -> bool:
     """One slice of the sentences' backlog (the indexer's second pass); True when it did some."""
     sentences = c.app.sentence_indexing
-    if sentences.plan().backlog == 0:
+    if not sentences.plan().pending:
         return False
     summary = sentences.run(limit=max(1, slice_size // 4))  # ~7 sentences a paper: slices of similar time
     if summary.trained:
         say(f"sentences: trained the sentence-role model for {summary.model_id}")
+    if summary.summaries:
+        say(f"sentences: chose the one-line summary of {summary.summaries:,} papers from stored sentences")
     say(
         f"sentences: {summary.papers:,} papers ({summary.sentences:,} sentences) in {summary.seconds:,.1f} s "
         f"({summary.rate:,.1f} papers/s); {summary.remaining:,} still to do"
     )
-    return summary.papers > 0
+    return summary.papers + summary.summaries > 0
 
 
 def _topics(c: Context, say: Callable[[str], None]) -> None:
@@ -291,7 +293,7 @@ def _sentences(c: Context, *, limit: int | None) -> None:
         service = c.app.sentence_indexing
         plan = service.plan()
         c.console.print(plan.message(), highlight=False)
-        if not plan.backlog:
+        if not plan.pending:
             return
         with RichProgress(c.err, "sentences", unit="papers") as progress:
             summary = service.run(progress, limit=limit)
@@ -299,6 +301,11 @@ def _sentences(c: Context, *, limit: int | None) -> None:
         raise fail(str(exc)) from None
     if summary.trained:
         c.console.print(f"trained the sentence-role model for {summary.model_id}", highlight=False)
+    if summary.summaries:
+        c.console.print(
+            f"chose the one-line summary of {summary.summaries:,} papers from their stored sentences",
+            highlight=False,
+        )
     c.console.print(
         f"sentences: {summary.papers:,} papers ({summary.sentences:,} sentences) in {summary.seconds:,.1f} s "
         f"({summary.rate:,.1f} papers/s)",

@@ -22,6 +22,8 @@ if TYPE_CHECKING:  # numpy only in annotations and inside functions: `paperfeed 
     import numpy as np
     import numpy.typing as npt
 
+    from .summaries import ExtractedSummary
+
     Vectors = npt.NDArray[np.float32]
 
 __all__ = [
@@ -250,8 +252,22 @@ class SentenceStore(Protocol):
         self, model_id: str, role_model: str, *, after: str = "", limit: int = 64
     ) -> list[SentencesPending]: ...
 
-    def save(self, rows: Sequence[PaperSentences]) -> None:
-        """Replace these papers' sentences, in one transaction."""
+    def save(self, rows: Sequence[PaperSentences], summaries: Sequence[ExtractedSummary] = ()) -> None:
+        """Replace these papers' sentences, and set their extracted one-line summaries, in one transaction."""
+        ...
+
+    def count_summary_backlog(self, model_id: str, rule_id: str) -> int:
+        """Papers whose sentences of ``model_id`` are current but whose summary was not chosen for their
+        text by the rule ``rule_id`` (sentences made before summaries existed, or a changed rule)."""
+        ...
+
+    def summary_backlog(
+        self, model_id: str, rule_id: str, *, after: str = "", limit: int = 500
+    ) -> list[SentencesPending]: ...
+
+    def save_summaries(self, summaries: Sequence[ExtractedSummary]) -> None:
+        """Set these papers' extracted summaries (each only while the paper's text is the one it was
+        chosen for), in one transaction."""
         ...
 
     def sentences(

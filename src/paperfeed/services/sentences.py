@@ -1,5 +1,6 @@
 """Background sentence indexing: each abstract split into sentences, each sentence embedded and given its
-role, after the papers themselves are embedded (issue #33, part 4).
+role, after the papers themselves are embedded (issue #33, part 4); from those, each paper's one-line
+summary is chosen and stored beside it (part 5, domain/summaries.py).
 
 It is a second pass of the indexer, not a job of its own: ``paperfeed index`` runs it once the papers'
 vectors are done, and ``paperfeed index --follow`` (what ``paperfeed run`` keeps going) runs it in slices
@@ -31,11 +32,13 @@ from paperfeed.domain.sentences import (
     SentenceSplitter,
     SentenceStore,
 )
+from paperfeed.domain.summaries import SUMMARY_RULE, ExtractedSummary, SummaryRule, extract_summary
 
 __all__ = ["MAX_SENTENCES", "SentenceIndexer", "SentencePlan", "SentenceSummary"]
 
 log = logging.getLogger(__name__)
 
+_SUMMARY_BATCH = 500  # papers per transaction when summaries are chosen from stored sentences
 MAX_SENTENCES = 40  # per abstract: a longer one is a pasted paper, its first 40 sentences say enough
 
 
@@ -44,9 +47,20 @@ class SentencePlan:
     model_id: str
     papers: int  # papers whose sentences are current
     backlog: int  # papers to (re)do
+    summaries: int = 0  # papers with current sentences whose one-line summary is still to choose
+
+    @property
+    def pending(self) -> bool:
+        """Anything for :meth:`SentenceIndexer.run` to do."""
+        return bool(self.backlog or self.summaries)
 
     def message(self) -> str:
         if not self.backlog:
+            if self.summaries:
+                return (
+                    f"sentences: all {self.papers:,} papers are split and embedded with {self.model_id}; "
+                    f"choosing the one-line summary of {self.summaries:,}"
+                )
             return f"sentences: all {self.papers:,} papers are split and embedded with {self.model_id}"
         return (
             f"sentences: splitting and embedding {self.backlog:,} papers' abstracts with {self.model_id} "
@@ -63,6 +77,7 @@ class SentenceSummary:
     seconds: float = 0.0
     trained: bool = False  # the role model was (re)trained first
     stopped: bool = False
+    summaries: int = 0  # one-line summaries chosen from sentences already stored (no embedding)
 
     @property
     def rate(self) -> float:
@@ -82,6 +97,7 @@ class SentenceIndexer:
         *,
         batch_size: int,
         clock: Callable[[], float] = time.monotonic,
+        rule: SummaryRule = SUMMARY_RULE,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
@@ -91,6 +107,7 @@ class SentenceIndexer:
         self.roles = roles
         self.batch_size = batch_size
         self._clock = clock
+        self.rule = rule  # how the one-line summary is chosen from the sentences
 
     def role_model(self) -> tuple[RoleModel, bool]:
         """The role model of the current embedding model, trained first when there is none (True)."""
@@ -106,7 +123,8 @@ class SentenceIndexer:
         found = self.roles.current(model_id)
         done = self.store.count_done(model_id)
         backlog = self.store.count_backlog(model_id, found.model_id if found is not None else "")
-        return SentencePlan(model_id, done, backlog)
+        summaries = self.store.count_summary_backlog(model_id, self.rule.rule_id)
+        return SentencePlan(model_id, done, backlog, summaries)
 
     def run(
         self,
@@ -119,6 +137,7 @@ class SentenceIndexer:
         started = self._clock()
         model_id = self.embedder.model_id
         summary = SentenceSummary(model_id)
+        summary.summaries = self.fill_summaries(limit=limit, stop=stop)
         backlog = self.store.count_backlog(model_id, self._saved_role_model())
         target = backlog if limit is None else min(backlog, max(0, limit))
         if target:
@@ -138,7 +157,7 @@ class SentenceIndexer:
                 if not batch:
                     break
                 rows = self.sentences_of(batch, role_model)
-                self.store.save(rows)
+                self.store.save(rows, self.summaries_of(batch, rows))
                 summary.papers += len(rows)
                 summary.sentences += sum(len(r.sentences) for r in rows)
                 after = batch[-1].paper_id
@@ -148,6 +167,36 @@ class SentenceIndexer:
         summary.remaining = max(0, backlog - summary.papers)
         summary.seconds = self._clock() - started
         return summary
+
+    def summaries_of(
+        self, papers: list[SentencesPending], rows: list[PaperSentences]
+    ) -> list[ExtractedSummary]:
+        """Each paper's one-line summary, chosen from its sentences (domain/summaries.py)."""
+        return [
+            extract_summary(p.paper_id, p.abstract, p.content_hash, r.sentences, r.vectors, self.rule)
+            for p, r in zip(papers, rows, strict=True)
+        ]
+
+    def fill_summaries(self, *, limit: int | None = None, stop: Callable[[], bool] | None = None) -> int:
+        """Choose the summaries of papers whose sentences are stored but whose summary is missing or was
+        chosen by another rule: from the stored sentences, roles and vectors, without embedding anything.
+        Returns how many papers it did."""
+        model_id = self.embedder.model_id
+        done = 0
+        after = ""
+        while limit is None or done < limit:
+            if after and stop is not None and stop():  # asked between batches, as the main pass does
+                break
+            size = _SUMMARY_BATCH if limit is None else min(_SUMMARY_BATCH, limit - done)
+            batch = self.store.summary_backlog(model_id, self.rule.rule_id, after=after, limit=size)
+            if not batch:
+                break
+            stored = self.store.sentences([p.paper_id for p in batch], model_id, vectors=True)
+            found = [p for p in batch if p.paper_id in stored]
+            self.store.save_summaries(self.summaries_of(found, [stored[p.paper_id] for p in found]))
+            done += len(found)
+            after = batch[-1].paper_id
+        return done
 
     def _saved_role_model(self) -> str:
         found = self.roles.current(self.embedder.model_id)

@@ -85,6 +85,15 @@ class Organization(_Open):
     fullname: str
 
 
+class OneLineSummary(_Open):
+    """paperfeed's one-line summary of a paper (docs/web-api.md): Hugging Face's ``ai_summary`` where it
+    gave one (``source`` ``hugging_face``), else the sentence of the abstract that best states what the
+    paper does or finds, extracted verbatim, not generated (``source`` ``extracted``)."""
+
+    text: str
+    source: Literal["hugging_face", "extracted"]
+
+
 class PaperModel(_Open):
     """HF's paper object."""
 
@@ -100,6 +109,7 @@ class PaperModel(_Open):
     githubStars: int | None = None
     ai_summary: str | None = None
     ai_keywords: list[str] | None = None
+    oneLineSummary: OneLineSummary | None = None  # paperfeed's: HF's ai_summary, else one extracted
     organization: Organization | None = None
     topic: dict[str, Any] | None = None  # paperfeed's: {"id", "label", "url"} of its topic (docs/topics.md)
 

@@ -13,14 +13,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import ColumnElement, and_, func, or_, select
+from sqlalchemy import ColumnElement, and_, bindparam, func, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from paperfeed.domain.sentences import ROLES, PaperSentences, Sentence, SentencesPending
+from paperfeed.domain.summaries import SUMMARIES_CHECKPOINT, ExtractedSummary
 
 from .schema import papers
 from .schema_sentences import paper_sentences
+from .sql_store import write_checkpoint
 
 __all__ = ["SqlSentenceStore", "pack", "unpack"]
 
@@ -116,8 +118,9 @@ class SqlSentenceStore:
             rows = conn.execute(query).all()
         return [SentencesPending(r.id, r.abstract, r.content_hash) for r in rows]
 
-    def save(self, rows: Sequence[PaperSentences]) -> None:
+    def save(self, rows: Sequence[PaperSentences], summaries: Sequence[ExtractedSummary] = ()) -> None:
         if not rows:
+            self.save_summaries(summaries)
             return
         now = datetime.now(UTC)
         values = [{**pack(r), "created_at": now} for r in rows]
@@ -128,6 +131,63 @@ class SqlSentenceStore:
         )
         with self.engine.begin() as conn:
             conn.execute(stmt, values)
+            self._write_summaries(conn, summaries)
+
+    # -- the extracted one-line summaries (papers.summary_line, issue #33 part 5) --------------------------
+
+    def _summary_stale(self, model_id: str, rule_id: str) -> ColumnElement[bool]:
+        """Current sentences of ``model_id``, and a summary not chosen for this text by ``rule_id``."""
+        wanted = papers.c.content_hash + f"/{rule_id}"
+        return and_(
+            paper_sentences.c.model_id == model_id,
+            paper_sentences.c.content_hash == papers.c.content_hash,
+            or_(papers.c.summary_key.is_(None), papers.c.summary_key != wanted),
+        )
+
+    def count_summary_backlog(self, model_id: str, rule_id: str) -> int:
+        query = (
+            select(func.count())
+            .select_from(papers.join(paper_sentences, paper_sentences.c.paper_id == papers.c.id))
+            .where(self._summary_stale(model_id, rule_id))
+        )
+        with self.engine.connect() as conn:
+            return int(conn.execute(query).scalar_one())
+
+    def summary_backlog(
+        self, model_id: str, rule_id: str, *, after: str = "", limit: int = 500
+    ) -> list[SentencesPending]:
+        query = (
+            select(papers.c.id, papers.c.abstract, papers.c.content_hash)
+            .select_from(papers.join(paper_sentences, paper_sentences.c.paper_id == papers.c.id))
+            .where(papers.c.id > after, self._summary_stale(model_id, rule_id))
+            .order_by(papers.c.id)
+            .limit(limit)
+        )
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        return [SentencesPending(r.id, r.abstract, r.content_hash) for r in rows]
+
+    def save_summaries(self, summaries: Sequence[ExtractedSummary]) -> None:
+        if summaries:
+            with self.engine.begin() as conn:
+                self._write_summaries(conn, summaries)
+
+    @staticmethod
+    def _write_summaries(conn: Connection, summaries: Sequence[ExtractedSummary]) -> None:
+        """Each paper's line, only while its text is the one the line was chosen for; then the
+        ``summaries`` checkpoint, which the data version reads (cached pages show the new lines)."""
+        if not summaries:
+            return
+        stmt = (
+            papers.update()
+            .where(papers.c.id == bindparam("pid"), papers.c.content_hash == bindparam("hash"))
+            .values(summary_line=bindparam("line"), summary_key=bindparam("key"))
+        )
+        conn.execute(
+            stmt,
+            [{"pid": s.paper_id, "hash": s.content_hash, "line": s.line, "key": s.key} for s in summaries],
+        )
+        write_checkpoint(conn, SUMMARIES_CHECKPOINT, datetime.now(UTC).isoformat())
 
     def sentences(
         self, paper_ids: Sequence[str], model_id: str, *, vectors: bool = True
