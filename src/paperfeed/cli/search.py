@@ -155,10 +155,8 @@ def register(app: typer.Typer) -> None:
             ),
         ] = "overall",
     ) -> None:
-        """Papers most similar to one paper: embedding neighbours re-ranked by their small neighbourhoods,
-        blended with their own cosine, and fused with its citation-graph neighbours when it has links (each
-        saying why); its own words when it has no vector yet. With --facet, papers with the same
-        background, method or result."""
+        """Papers most similar to one paper: its text neighbours, fused with its citation graph where it has
+        links (each saying why); with --facet, by background, method or result."""
         from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
         from paperfeed.domain.sentences import parse_facet
 
