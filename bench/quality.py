@@ -202,8 +202,11 @@ def main() -> None:
     parser.add_argument("--engine", default="auto", choices=["auto", "fts5", "tantivy"])
     parser.add_argument("--backend", default=None, help="embedding backend (default: torch, the reference)")
     parser.add_argument("--no-seeds", action="store_true", help="skip the seed pages")
+    parser.add_argument(
+        "--model", default=None, help="a model folder, e.g. an adapted one (default: bundled)"
+    )
     args = parser.parse_args()
-    cache = VectorCache.default(args.backend)
+    cache = VectorCache.default(args.backend, model=args.model)
     model_id = cache.embedder.model_id
     qrels = SHARED / "data" / "qrels_scifact.jsonl.gz"
     train_q, train_rel = load_qrels(qrels, "train", "scifact:")

@@ -246,7 +246,7 @@ def part_identity(
     for label, w in (("off", 0.0), ("off again", 0.0), ("on", weight)):
         app = build_app(instance(folder, backend, engine, SHIPPED, w))
         try:
-            assert bool(app.search.hybrid.similar_sources) == (w > 0)
+            assert bool(app.search.hybrid.similar_evidence) == (w > 0)
             runs[label] = {
                 pid: [h.paper.id for h in app.search.hybrid.similar(pid, limit=TOP)] for pid in asked
             }

@@ -105,12 +105,18 @@ def primary_categories(corpus: str) -> dict[str, str]:
 
 
 def instance(
-    root: Path, backend: str, engine: str, settings: SimilarSettings | None = None, graph_weight: float = 0.0
+    root: Path,
+    backend: str,
+    engine: str,
+    settings: SimilarSettings | None = None,
+    graph_weight: float | None = None,
 ) -> Settings:
-    """``graph_weight``: ``PAPERFEED_SIMILAR_GRAPH_WEIGHT`` (bench/similar_graph.py compares it)."""
+    """``graph_weight``: ``PAPERFEED_SIMILAR_GRAPH_WEIGHT`` (bench/similar_graph.py compares it); None:
+    the shipped default (these corpora have no citations, so the graph adds nothing there)."""
     s = settings or SHIPPED
+    graph = {} if graph_weight is None else {"similar_graph_weight": graph_weight}
     return Settings(
-        similar_graph_weight=graph_weight,
+        **graph,  # type: ignore[arg-type]
         data_dir=root,
         embedding_backend=backend,  # type: ignore[arg-type]
         keyword_engine=engine,  # type: ignore[arg-type]
@@ -316,7 +322,7 @@ def seed_coherence(
     populate(instance(folder, backend, engine), stored, stored_vectors, cache.embedder.model_id)
     out: dict[str, float] = {}
     for label, s in configs.items():
-        settings = instance(folder, backend, engine, s, (graph or {}).get(label, 0.0))
+        settings = instance(folder, backend, engine, s, (graph or {}).get(label))
         with TestClient(create_app(functools.partial(build_app, settings))) as client:
             shares = []
             for p in papers:

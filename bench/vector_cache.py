@@ -135,14 +135,18 @@ def bench_embedder_config(backend: str, threads: int | None = None, **settings: 
     return replace(config, legacy_cache_dirs=(), adapted_manifest=None)
 
 
-def default_embedder(backend: str | None = None, threads: int | None = None) -> Embedder:
-    """``backend`` (default: torch float32, the reference), with ONNX exports cached beside the cache.
+def default_embedder(
+    backend: str | None = None, threads: int | None = None, model: str | None = None
+) -> Embedder:
+    """``backend`` (default: torch float32, the reference), with ONNX exports cached beside the cache;
+    ``model``: a model folder (an adapted model of ``paperfeed model adapt``), default the bundled one.
 
     paperfeed's own default, ``auto``, picks a backend per machine; a bench needs one fixed vector space,
     so it takes the reference, whose vectors ONNX float32 reproduces (cosine > 0.999)."""
     configured = SettingsModel.model_fields["embedding_backend"].default
     chosen = backend or ("torch" if configured == "auto" else configured)
-    return open_embedder(bench_embedder_config(chosen, threads))
+    config = bench_embedder_config(chosen, threads)
+    return open_embedder(replace(config, model=model) if model else config)
 
 
 def _safe(name: str) -> str:
@@ -157,8 +161,10 @@ class VectorCache:
         self.root = root
 
     @classmethod
-    def default(cls, backend: str | None = None, threads: int | None = None) -> VectorCache:
-        return cls(default_embedder(backend, threads))
+    def default(
+        cls, backend: str | None = None, threads: int | None = None, model: str | None = None
+    ) -> VectorCache:
+        return cls(default_embedder(backend, threads, model))
 
     def folder(self, corpus: str) -> Path:
         return self.root / _safe(self.embedder.model_id) / _safe(corpus)
@@ -248,8 +254,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--backend", default=None, help="embedding backend (default: paperfeed's default)")
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all cores)")
     parser.add_argument("--chunk", type=int, default=1024, help="papers per shard")
+    parser.add_argument("--model", default=None, help="a model folder (default: the bundled model)")
     args = parser.parse_args(argv)
-    cache = VectorCache.default(args.backend, args.threads)
+    cache = VectorCache.default(args.backend, args.threads, args.model)
 
     def report(message: str) -> None:
         print(f"{time.strftime('%H:%M:%S')} {message}", flush=True)

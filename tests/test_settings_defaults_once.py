@@ -31,6 +31,7 @@ DERIVED = {
     ("Supervisor", "env"): "the children's extra environment, which carries the database URL when set",
     ("BodyLimit", "message"): "the 413 message, which quotes PAPERFEED_UPLOAD_MAX_BYTES",
     ("_answer", "report"): "an upload's import report (the upload was read under the size setting)",
+    ("OutgoingMail", "headers"): "a group digest's headers: its unsubscribe link is on the base URL",
 }
 
 

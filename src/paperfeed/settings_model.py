@@ -358,11 +358,49 @@ class SettingsModel(BaseModel):
         "neighbourhood alone; 0: plain cosine.",
     )
     similar_graph_weight: float = Field(
+        default=0.2,
+        ge=0,
+        description="Similar papers: weight of the citation graph. A paper with stored citations ranks its "
+        "text neighbours and the papers linked to it in the graph by cosine + this × sqrt(graph score) "
+        "(shared neighbours weighted by 1/ln(1 + their links), direct links, times the candidate's "
+        "1 + ln(1 + citations); docs/search.md); a paper without any keeps its text list. 0: off. Chosen "
+        "on the train queries of bench/similar_citations.py (real citations, Paperscape 1991-1996).",
+    )
+    # Similar papers by facet (background, method, result; docs/search.md, bench/facet_similar.py)
+    similar_facet_candidates: int = Field(
+        default=100,
+        ge=1,
+        le=1000,
+        description="Similar papers by facet: candidates taken from the overall similar list and from the "
+        "papers nearest the facet's sentences, each.",
+    )
+    similar_facet_blend: float = Field(
         default=0.0,
         ge=0,
-        description="Similar papers: weight of the citation-graph list (co-citation + bibliographic "
-        "coupling, Salton's cosine; only papers with stored citations have one). 0 (the default): off, "
-        "because no offline judgments can show it does not hurt (docs/citations.md).",
+        le=1,
+        description="Similar papers by facet: share of the two papers' overall cosine in a candidate's "
+        "score; the rest is how well their sentences of the facet match (0: the facet alone, so the list "
+        "differs from the overall one; docs/search.md#similar-by-facet).",
+    )
+    similar_facet_role_floor: float = Field(
+        default=1.0,
+        ge=0,
+        le=1,
+        description="Similar papers by facet: least weight of a candidate's sentence that the role "
+        "classifier puts in another role (1: every sentence of the candidate counts the same and the facet "
+        "chooses only this paper's sentences; 0: only the candidate's sentences of the facet's roles).",
+    )
+    similar_facet_aggregate: Literal["meanmax", "max", "mean"] = Field(
+        default="meanmax",
+        description="Similar papers by facet: how sentence matches make a score (meanmax: each of the "
+        "paper's facet sentences takes its best match, averaged; max: the best pair; mean: all pairs).",
+    )
+    sentences_batch_size: int = Field(
+        default=64,
+        ge=1,
+        le=10_000,
+        description="Papers whose abstracts' sentences are split, embedded and classified per committed "
+        "batch (the indexer's second pass, after the papers' vectors).",
     )
     topics_method: Literal["kmeans", "hdbscan"] = Field(
         default="kmeans",
@@ -462,6 +500,22 @@ class SettingsModel(BaseModel):
     )
     comments_per_hour: int = Field(
         default=30, ge=0, le=10_000, description="Comments one reader may post within any 60 minutes."
+    )
+    group_invite_days: int = Field(
+        default=7,
+        ge=1,
+        le=60,
+        description="How many days a mailed invitation to a reading group works (once; docs/groups.md).",
+    )
+    group_digest_weekday: int = Field(
+        default=0,
+        ge=0,
+        le=6,
+        description="The day reading groups' weekly digests are composed and sent (0 = Monday … 6 = Sunday), "
+        "by the digests job at its next run from PAPERFEED_GROUP_DIGEST_HOUR on.",
+    )
+    group_digest_hour: int = Field(
+        default=8, ge=0, le=23, description="The hour (UTC) of that day from which the group digests go out."
     )
     mcp_require_token: bool = Field(
         default=False,

@@ -44,6 +44,7 @@ FILES = {
     "submissions.json",
     "subscriptions.json",
     "topics.json",
+    "groups.json",
 }
 
 

@@ -15,11 +15,14 @@ from paperfeed.adapters.store.account_data import SqlReaderDataStore
 from paperfeed.adapters.store.accounts import SqlAccountStore
 from paperfeed.adapters.store.community import SqlCommunityStore
 from paperfeed.adapters.store.digests import SqlDigestStore
+from paperfeed.adapters.store.groups import SqlGroupStore
 from paperfeed.adapters.store.library import SqlLibraryStore
+from paperfeed.adapters.store.mutes import SqlMuteStore
 from paperfeed.adapters.store.schema import metadata
 from paperfeed.adapters.store.schema_accounts import hidden_papers
 from paperfeed.adapters.store.schema_community import paper_comments, paper_submissions
 from paperfeed.adapters.store.schema_digests import digest_sent_papers, digests, mail_bounces
+from paperfeed.adapters.store.schema_groups import group_searches
 from paperfeed.adapters.store.topic_picks import SqlTopicPicks
 from paperfeed.domain.digest import (
     Digest,
@@ -29,7 +32,8 @@ from paperfeed.domain.digest import (
     Section,
     SubscriptionStatus,
 )
-from paperfeed.domain.digest_ledger import NewDigest
+from paperfeed.domain.digest_ledger import NewDigest, NewGroupDigest
+from paperfeed.domain.mutes import check_rule
 from paperfeed.domain.search import SearchFilters
 from paperfeed.services.ingest import IngestService
 from tests.support.defaults import DEFAULTS
@@ -67,6 +71,24 @@ def _reader(store: SqlPaperStore, email: str, *, other_paper: str) -> dict[str, 
     assert community.add_vote(uid, other_paper, NOW)
     comment = community.add_comment(uid, P1, f"a comment by {email}", NOW, per_hour=30)
     assert community.add_submission(uid, other_paper, date(2026, 1, 5), NOW, cap=10) is not None
+
+    # Reading groups (docs/groups.md): two of their own, a queue, a vote, an invitation, a session.
+    groups = SqlGroupStore(store.engine)
+    own = groups.create_group(uid, f"{email}'s group", "", f"cal-own-{uid}")
+    alone = groups.create_group(uid, f"{email} alone", "", f"cal-alone-{uid}")
+    groups.add_to_queue(own.id, P1, uid, "read this", NOW)
+    groups.vote(own.id, uid, P1, NOW)
+    groups.add_invitation(own.id, "x@example.org", f"inv-{uid}", uid, NOW, NOW + timedelta(days=7))
+    groups.use_invitation(f"inv-{uid}", uid, NOW)
+    session = groups.add_session(own.id, NOW + timedelta(days=1), uid, other_paper, NOW)
+    groups.set_session_notes(session.id, "notes", uid, NOW)
+    with store.engine.begin() as conn:
+        conn.execute(
+            group_searches.insert().values(group_id=alone.id, query="q", created_by=uid, created_at=NOW)
+        )
+    SqlMuteStore(store.engine).add(("reader", uid), check_rule("word", "glacier"), NOW)
+    weekly = NewGroupDigest(own.id, uid, "2026-W02", NOW, email, Digest(()))
+    assert SqlDigestStore(store.engine).add_group_digests([weekly], NOW) == 1
 
     # The account's digest goes to another address of theirs (linked by user id, not by address).
     digest_store = SqlDigestStore(store.engine)
@@ -203,6 +225,14 @@ def test_export_holds_the_readers_rows_and_no_secret(store: SqlPaperStore) -> No
     ):
         assert secret not in text, secret
     assert "bob@example.org" not in text  # nothing of Bob's
+    groups = docs["groups"]
+    assert {m["group"] for m in groups["memberships"]} == {"ann@example.org's group", "ann@example.org alone"}
+    assert groups["queued"] == [
+        {"group": "ann@example.org's group", "paperId": P1, "note": "read this", "addedAt": NOW.isoformat()}
+    ]
+    assert groups["votes"] == [{"group": "ann@example.org's group", "paperId": P1}]
+    assert groups["muteRules"] == [{"kind": "word", "value": "glacier"}]
+    assert "cal-own-" not in text  # a calendar token is a secret
     account = docs["account"]
     assert account["email"] == "ann@example.org"
     assert account["hasPassword"] is True

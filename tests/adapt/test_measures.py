@@ -15,6 +15,8 @@ from paperfeed.domain.adaptation import (
     CitationPairs,
     CorpusPaper,
     Quality,
+    TrainingPair,
+    cap_pairs,
     decide,
     measure,
     split_corpus,
@@ -77,6 +79,20 @@ def test_citation_pairs_cap_what_one_paper_contributes() -> None:
     pairs = CitationPairs(StoredLinks([(survey, p.paper_id) for p in papers[1:]]), per_paper=5)(papers)
     assert len(pairs) == 5
     assert CitationPairs(StoredLinks([]))(papers) == []
+
+
+def test_a_pair_cap_keeps_each_sources_share_a_stable_sample_in_the_sources_order() -> None:
+    titles = [TrainingPair(f"t{i}", f"a{i}") for i in range(300)]
+    cites = [TrainingPair(f"c{i}", f"d{i}") for i in range(100)]
+    capped = dict(cap_pairs([("titles", titles), ("cites", cites), ("none", [])], 40))
+    assert {k: len(v) for k, v in capped.items()} == {"titles": 30, "cites": 10, "none": 0}
+    assert capped["titles"] == sorted(capped["titles"], key=titles.index)  # the source's own order
+    again = dict(cap_pairs([("titles", list(reversed(titles))), ("cites", cites)], 40))
+    assert set(again["titles"]) == set(capped["titles"]), "the sample depends on the pairs, not their order"
+    assert dict(cap_pairs([("titles", titles)], None))["titles"] == titles
+    assert dict(cap_pairs([("titles", titles)], 300))["titles"] == titles
+    few = dict(cap_pairs([("titles", titles), ("cites", cites[:1])], 40))
+    assert len(few["cites"]) == 1, "a small source keeps a pair"
 
 
 Vectors = npt.NDArray[np.float32]

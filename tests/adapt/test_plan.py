@@ -44,3 +44,19 @@ def test_the_plan_counts_each_sources_pairs_and_new_edges_make_a_new_run(tmp_pat
     assert f"({len(train) + 2:,} pairs: {len(train)} title ↔ abstract, 2 citing ↔ cited)" in after.message()
     assert after.key != before.key, "a checkpoint trained on other pairs must not be resumed"
     assert after.run_dir != before.run_dir
+
+
+def test_max_pairs_caps_the_pairs_keeping_each_sources_share_and_is_a_run_of_its_own(tmp_path: Path) -> None:
+    full = _service(tmp_path, StoredLinks([]))
+    train = [p.paper_id for p in full.plan(AdaptOptions()).split.train]
+    links = StoredLinks([(train[i], train[i + 1]) for i in range(20)])
+    service = _service(tmp_path, links)
+    everything = service.plan(AdaptOptions())
+    assert everything.pair_counts == {"title ↔ abstract": len(train), "citing ↔ cited": 20}
+    capped = service.plan(AdaptOptions(max_pairs=34))
+    share = round(34 * 20 / (len(train) + 20))
+    assert capped.pair_counts == {"title ↔ abstract": 34 - share, "citing ↔ cited": share}
+    assert len(capped.pairs) == 34
+    assert set(capped.pairs) <= set(everything.pairs)
+    assert capped.key != everything.key
+    assert service.plan(AdaptOptions(max_pairs=34)).key == capped.key, "a capped run resumes"

@@ -8,15 +8,17 @@ from typing import Any
 
 import pytest
 
+from paperfeed.adapters.store import SqlPaperStore
 from paperfeed.adapters.store.citations import (
     RELATED_CITERS_PER_REFERENCE,
     RELATED_PRIOR_CITERS_PER_REFERENCE,
     SqlCitationRecords,
 )
-from paperfeed.domain.paper_graph import CitationRecords, CitationSort, GraphPage
+from paperfeed.domain.ingest import Batch
+from paperfeed.domain.paper_graph import CitationRecords, CitationSort, GraphNeighbourhood, GraphPage
 from tests.support.statements import recorded_statements
 
-from .conftest import HARVESTED, cite, links, work
+from .conftest import HARVESTED, cite, links, paper, work
 
 P = "2401.00001"
 R1, R2, R3 = "doi:10.1/r1", "doi:10.1/r2", "2402.00002"  # R3 is a paper of the store
@@ -148,9 +150,51 @@ def test_related_counts_on_a_graph_counted_by_hand(graph: SqlCitationRecords) ->
     assert graph.related_counts("doi:10.1/nothing", limit=5).coupling == {}
 
 
+def test_neighbourhood_on_a_graph_counted_by_hand(graph: SqlCitationRecords) -> None:
+    """What the graph list of similar papers reads: P's references R1 R2 R3 and citers A C1 C2 C3; of
+    each, the papers of the store (P itself never) citing it and cited by it; exact degrees, a source's
+    reported citation total where it is larger than the edges stored."""
+    hood = graph.neighbourhood(P)
+    assert hood.references == {R1, R2, R3}
+    assert hood.citers == {A, C1, C2, C3}
+    # store papers: R3 and C1. C1 cites R1; A cites R3 (A's other references and every other link
+    # touch no paper of the store but P)
+    assert hood.cited_by == {R1: (C1,)}
+    assert hood.cites == {A: (R3,)}
+    assert hood.degrees == {R1: 4, R2: 4, R3: 100, A: 4 + 10, C1: 3, C2: 3 + 5, C3: 1}
+    assert hood.in_store == {R3, C1}
+    # the candidates' own citations: R3 is cited by P and A, and reported cited 100 times
+    assert hood.citations == {R3: 100, C1: 0}
+    assert graph.neighbourhood("doi:10.1/nothing") == GraphNeighbourhood()
+
+
+def test_a_highly_cited_neighbour_contributes_only_its_newest_citers(
+    store: SqlPaperStore, records: SqlCitationRecords
+) -> None:
+    """The neighbourhood's cap, the same on both backends: of a reference cited by 60 papers of the store,
+    only the 50 most recent are read (its degree stays exact); all the papers a citer cites are."""
+    hub = "doi:10.1/hub"
+    start = date(2020, 1, 1)
+    citers = [paper(f"2001.{i:05d}", (start + timedelta(days=i)).isoformat()) for i in range(60)]
+    store.apply_batch(Batch(papers=citers))
+    ids = [c.id for c in citers]  # oldest first, one day apart
+    described = [work(c.id, c.published.date().isoformat()) for c in citers if c.published]
+    edges = [cite(P, hub), *[cite(c, hub) for c in ids], cite(ids[0], P), *[cite(ids[0], c) for c in ids[1:]]]
+    records.save_links([links(P, edges, works=described)], harvested_at=HARVESTED)
+    hood = records.neighbourhood(P)
+    assert RELATED_CITERS_PER_REFERENCE == 50
+    assert set(hood.cited_by[hub]) == set(ids[10:])
+    assert set(hood.cites[ids[0]]) == set(ids[1:])  # a citer's references are read whole
+    assert hood.degrees[hub] == 61
+    assert hood.degrees[ids[0]] == 61  # the hub, P and 59 papers
+    assert hood.citations[ids[59]] == 1  # ids[0] cites it
+    assert hood.citations[ids[0]] == 0
+
+
 def test_the_store_implements_the_port(records: SqlCitationRecords) -> None:
     port: CitationRecords = records  # mypy checks the contract; the other tests check the behaviour
     assert port.related_counts(P, limit=0).coupling == {}
+    assert port.neighbourhood(P) == GraphNeighbourhood()
 
 
 def test_a_highly_cited_reference_contributes_only_its_newest_citers(records: SqlCitationRecords) -> None:

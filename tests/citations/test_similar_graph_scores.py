@@ -1,5 +1,6 @@
-"""The citation-graph similarity (domain/graph_similarity.py): Salton's cosine of coupling and
-co-citation, restricted to the store, and the filters the vector index applies."""
+"""The citation-graph similarity (domain/graph_similarity.py): direct links plus shared neighbours
+weighted by 1 / ln(1 + degree), restricted to the store, with the reasons in words; and the filters the
+vector index applies."""
 
 from __future__ import annotations
 
@@ -9,58 +10,107 @@ from datetime import UTC, date, datetime
 import pytest
 
 from paperfeed.domain.graph_similarity import (
-    graph_score,
+    GraphEvidence,
+    hub_weight,
     matches_filters,
-    rank_graph_similar,
-    salton_cosine,
+    popularity,
+    rank_by_graph,
 )
 from paperfeed.domain.models import Paper
-from paperfeed.domain.paper_graph import LinkCounts, RelatedCounts
-from paperfeed.domain.search import SearchFilters
+from paperfeed.domain.paper_graph import GraphNeighbourhood
+from paperfeed.domain.search import Reason, SearchFilters
+
+Q = "2401.00001"
 
 
-def counts(refs: int, cites: int) -> LinkCounts:
-    return LinkCounts(references=refs, citations=cites, citations_last_12_months=0)
+def test_a_shared_neighbour_counts_less_the_more_papers_it_links() -> None:
+    assert hub_weight(1) == pytest.approx(1 / math.log(2))
+    assert hub_weight(2) == pytest.approx(1 / math.log(3))
+    assert hub_weight(1000) == pytest.approx(1 / math.log(1001))
+    assert hub_weight(0) == hub_weight(1)  # a neighbour has one link at least
+    assert hub_weight(2) > hub_weight(10) > hub_weight(1000)
 
 
-def test_salton_cosine_normalises_by_both_degrees() -> None:
-    assert salton_cosine(3, 9, 4) == pytest.approx(3 / 6)
-    assert salton_cosine(0, 9, 4) == 0.0
-    # a short list wholly inside a long one: the cosine keeps it visible (Jaccard would give 0.1)
-    assert salton_cosine(10, 10, 100) == pytest.approx(10 / math.sqrt(1000))
-    # counts below the overlap (read at another moment) never push the score above 1
-    assert salton_cosine(5, 2, 0) == pytest.approx(1.0)
-
-
-def test_graph_score_adds_coupling_and_co_citation() -> None:
-    a, b = counts(refs=20, cites=5), counts(refs=5, cites=20)
-    assert graph_score(4, 2, a, b) == pytest.approx(4 / 10 + 2 / 10)
-    assert graph_score(4, 0, None, None) == pytest.approx(1.0)  # no counts: the overlap is the degree
-
-
-def test_ranking_keeps_store_papers_best_first_and_never_the_paper() -> None:
-    related = RelatedCounts(
-        coupling={"2401.00002": 6, "2401.00003": 1, "doi:10.1/out": 9, "2401.00001": 3},
-        co_citation={"2401.00003": 4, "2401.00004": 1},
-        in_store=frozenset({"2401.00001", "2401.00002", "2401.00003", "2401.00004"}),
+def hand_worked() -> GraphNeighbourhood:
+    """Q cites R (degree 3: Q, A and B cite it) and HUB (degree 101); C1 (degree 3) and C2 (degree 2)
+    cite Q. A cites R and HUB; B cites R; C1 cites A too; R cites OLD; D cites C2. Q cites D directly;
+    D and C1 are papers of the store, C2 is not (so it is never a candidate)."""
+    return GraphNeighbourhood(
+        references=frozenset({"R", "HUB", "D"}),
+        citers=frozenset({"C1", "C2"}),
+        cited_by={"R": ("A", "B"), "HUB": ("A",), "C2": ("D",), "D": ()},
+        cites={"C1": ("A", "D"), "R": ("OLD",), "D": ()},  # papers of the store only: C2 is not one
+        degrees={"R": 3, "HUB": 101, "C1": 3, "C2": 2, "D": 2},
+        in_store=frozenset({"D", "C1"}),
     )
-    table = {
-        "2401.00001": counts(10, 8),
-        "2401.00002": counts(40, 0),  # a survey: six shared references out of forty
-        "2401.00003": counts(10, 8),
-        "2401.00004": counts(3, 2),
-        "doi:10.1/out": counts(10, 1),
-    }
-    ranked = rank_graph_similar("2401.00001", related, table)
-    assert [k for k, _ in ranked] == ["2401.00003", "2401.00002", "2401.00004"]
-    scores = dict(ranked)
-    assert scores["2401.00003"] == pytest.approx(1 / 10 + 4 / 8)
-    assert scores["2401.00002"] == pytest.approx(6 / 20)
-    assert scores["2401.00004"] == pytest.approx(1 / 4)
+
+
+def test_ranking_adds_direct_links_and_weighted_shared_neighbours() -> None:
+    ranked = rank_by_graph(Q, hand_worked())
+    scores = {e.key: e.score for e in ranked}
+    w = hub_weight
+    # A: couples through R and HUB, co-cited with Q by C1
+    assert scores["A"] == pytest.approx(w(3) + w(101) + w(3))
+    assert scores["B"] == pytest.approx(w(3))  # couples through R
+    assert scores["OLD"] == pytest.approx(w(3))  # cited by Q's reference R
+    # D: Q cites it (1), C1 cites both (co-citation), D cites C2 which cites Q (chain)
+    assert scores["D"] == pytest.approx(1 + w(3) + w(2))
+    assert scores["C1"] == pytest.approx(1)  # it cites Q: a direct link, nothing shared
+    assert "C2" not in scores  # it cites Q, but it is not a paper of the store
+    assert [e.key for e in ranked] == ["D", "A", "C1", "B", "OLD"]  # ties (B, OLD) by key
+    a = next(e for e in ranked if e.key == "A")
+    assert (a.shared_references, a.co_citations, a.cites_it, a.cited_by_it) == (2, 1, False, False)
+
+
+def test_a_candidates_own_citations_raise_its_links_by_a_log() -> None:
+    assert popularity(0) == 1.0
+    assert popularity(100) == pytest.approx(1 + math.log(101))
+    hood = GraphNeighbourhood(
+        references=frozenset({"R"}),
+        cited_by={"R": ("CLASSIC", "NEW")},
+        degrees={"R": 3},
+        citations={"CLASSIC": 1000, "NEW": 0},
+    )
+    ranked = rank_by_graph(Q, hood)
+    assert [e.key for e in ranked] == ["CLASSIC", "NEW"]  # the same link; the classic is cited 1000 times
+    classic, new = ranked
+    assert classic.links == pytest.approx(hub_weight(3))
+    assert classic.citations == 1000
+    assert classic.score == pytest.approx(hub_weight(3) * (1 + math.log(1001)))
+    assert new.score == pytest.approx(hub_weight(3))
+
+
+def test_the_paper_itself_is_never_ranked() -> None:
+    hood = GraphNeighbourhood(
+        references=frozenset({"R"}), cited_by={"R": (Q, "A")}, degrees={"R": 2}, in_store=frozenset()
+    )
+    assert [e.key for e in rank_by_graph(Q, hood)] == ["A"]
 
 
 def test_a_paper_without_edges_ranks_nothing() -> None:
-    assert rank_graph_similar("2401.00001", RelatedCounts(), {}) == []
+    assert rank_by_graph(Q, GraphNeighbourhood()) == []
+
+
+def test_reasons_say_the_evidence_in_words_strongest_first() -> None:
+    e = GraphEvidence(
+        "X", 3.0, co_citations=12, shared_references=8, cited_by_references=1, cites_citers=2, cites_it=True
+    )
+    assert [r.text for r in e.reasons()] == [
+        "cites it",
+        "cited together with it by 12 papers",
+        "shares 8 references",
+        "cited by 1 of its references",
+        "cites 2 papers that cite it",
+    ]
+    assert e.reasons()[1] == Reason("co_cited", 12, "cited together with it by 12 papers")
+    one = GraphEvidence("Y", 1.0, co_citations=1, shared_references=1, cites_citers=1, cited_by_it=True)
+    assert [r.text for r in one.reasons()] == [
+        "cited by it",
+        "cited together with it by 1 paper",
+        "shares 1 reference",
+        "cites 1 paper that cites it",
+    ]
+    assert [r.kind for r in one.reasons()] == ["cited_by", "co_cited", "shared_references", "cites_citers"]
 
 
 def test_filters_match_as_the_vector_index_applies_them() -> None:

@@ -1,9 +1,11 @@
-"""The citation graph in "similar papers" on SQLite and PostgreSQL: the GraphSimilar list ranked by
-Salton's cosine from the real store, honouring filters, and fused by the real HybridSearch only where a
-paper has edges (``PAPERFEED_SIMILAR_GRAPH_WEIGHT``)."""
+"""The citation graph in "similar papers" on SQLite and PostgreSQL: the GraphSimilar list ranked from
+the real store (direct links + shared neighbours weighted by 1 / ln(1 + degree)) with its reasons,
+honouring filters, and fused by the real HybridSearch only where a paper has edges
+(``PAPERFEED_SIMILAR_GRAPH_WEIGHT``), the reasons reaching the hits."""
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from paperfeed.bootstrap import App, build_app
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Paper
 from paperfeed.domain.paper_graph import PaperLinks
-from paperfeed.domain.search import SearchFilters
+from paperfeed.domain.search import ExplainedId, Reason, SearchFilters
 from paperfeed.services.similar_graph import GraphSimilar
 from paperfeed.settings import Settings
 
@@ -54,9 +56,10 @@ def store_papers() -> list[Paper]:
 
 
 def graph_links() -> list[PaperLinks]:
-    """Q cites R1..R3. S1 cites exactly those (coupling 3 of 3 and 3: cosine 1); S2 cites R1 and nine
-    others (1 / sqrt(3·10) ≈ 0.18); X1 and X2 cite Q and S3, X3 and X4 cite S3 only (co-citation
-    2 / sqrt(2·4) ≈ 0.71); a work outside the store couples as strongly as S1 but is never shown."""
+    """Q cites R1..R3. S1 cites exactly those (R1 has 4 citers, R2 and R3 have 3: 1/ln 5 + 2/ln 4
+    ≈ 2.06; S1 is uncited, popularity 1); S2 cites R1 and nine others (1/ln 5 ≈ 0.62); X1 and X2 cite Q
+    and S3 (degree 2 each: co-cited twice, 2/ln 3 ≈ 1.82), X3 and X4 cite S3 only (4 citations: times
+    1 + ln 5 ≈ 2.61, so 4.75); a work outside the store couples as strongly as S1 but is never shown."""
     refs = ["doi:10.1/r1", "doi:10.1/r2", "doi:10.1/r3"]
     edges = [cite(Q, r) for r in refs] + [cite(S1, r) for r in refs] + [cite(OUTSIDE, r) for r in refs]
     edges += [cite(S2, "doi:10.1/r1")] + [cite(S2, f"doi:10.1/other{i}") for i in range(9)]
@@ -73,14 +76,20 @@ def graph(store: SqlPaperStore) -> GraphSimilar:
     return GraphSimilar(records, store)
 
 
-def test_graph_list_is_ranked_by_salton_cosine_within_the_store(graph: GraphSimilar) -> None:
+def test_graph_list_is_ranked_within_the_store_with_its_reasons(graph: GraphSimilar) -> None:
     ranked = graph.related(Q, 10)
-    assert [s.paper_id for s in ranked] == [S1, S3, S2]
+    assert [s.paper_id for s in ranked] == [S3, S1, S2]
     scores = {s.paper_id: s.score for s in ranked}
-    assert scores[S1] == pytest.approx(1.0)
-    assert scores[S3] == pytest.approx(2 / 8**0.5)
-    assert scores[S2] == pytest.approx(1 / 30**0.5)
-    assert [s.paper_id for s in graph.related(Q, 1)] == [S1]
+    assert scores[S1] == pytest.approx(1 / math.log(5) + 2 / math.log(4))
+    assert scores[S3] == pytest.approx(2 / math.log(3) * (1 + math.log(5)))
+    assert scores[S2] == pytest.approx(1 / math.log(5))
+    assert [s.paper_id for s in graph.related(Q, 1)] == [S3]
+    why = {s.paper_id: [r.text for r in s.reasons] for s in ranked if isinstance(s, ExplainedId)}
+    assert why == {
+        S1: ["shares 3 references"],
+        S3: ["cited together with it by 2 papers"],
+        S2: ["shares 1 reference"],
+    }
 
 
 def test_graph_list_honours_filters_and_is_empty_without_edges(graph: GraphSimilar) -> None:
@@ -112,12 +121,17 @@ def test_hybrid_similar_fuses_the_graph_only_where_a_paper_has_edges(db_url: str
     assert S1 not in without_q  # nothing in its text leads there
     with_graph = _app(tmp_path, db_url, 1.0, "off")  # same data folder and database, graph on
     try:
-        assert with_graph.search.hybrid.similar_sources  # wired from the setting
+        assert with_graph.search.hybrid.similar_evidence  # wired from the setting
         hits = with_graph.search.hybrid.similar(Q, limit=10)
         ids = [h.paper.id for h in hits]
         assert {S1, S2, S3} <= set(ids)
-        assert ids.index(S1) < ids.index(S3) < ids.index(S2)
+        assert ids.index(S3) < ids.index(S1) < ids.index(S2)
         assert set(without_q) <= set(ids)  # the text neighbours are still there
-        assert [h.paper.id for h in with_graph.search.hybrid.similar(S5, limit=10)] == without_s5
+        why = {h.paper.id: h.reasons for h in hits}
+        assert why[S3] == (Reason("co_cited", 2, "cited together with it by 2 papers"),)
+        assert why[S1] == (Reason("shared_references", 3, "shares 3 references"),)
+        s5 = with_graph.search.hybrid.similar(S5, limit=10)
+        assert [h.paper.id for h in s5] == without_s5
+        assert all(h.reasons == () for h in s5)  # no edges: the text's list, and nothing to explain
     finally:
         with_graph.close()

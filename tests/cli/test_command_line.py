@@ -157,7 +157,7 @@ def test_similar_help_says_what_the_readme_says() -> None:
     shown = " ".join(_cli("similar", "--help").stdout.split())
     assert method in shown, shown
     listed = " ".join(_cli("--help").stdout.split())  # the root's list starts the same summary
-    assert "similar Papers most similar to one paper: embedding neighbours" in listed
+    assert "similar Papers most similar to one paper: its text neighbours" in listed
     assert "a keyword query of its text" not in shown + listed
 
 

@@ -22,6 +22,7 @@ from paperfeed.bootstrap import build_app
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Listing, Paper
 from paperfeed.settings import Settings
+from tests.citations.conftest import HARVESTED, cite, links
 from tests.library.conftest import add_user
 from tests.support.live_server import live_server
 from tests.support.papers import paper as make_paper
@@ -83,7 +84,8 @@ def settings_for(data_dir: Path, **extra: object) -> Settings:
 
 @pytest.fixture(scope="session")
 def instance(tmp_path_factory: pytest.TempPathFactory) -> Instance:
-    """The store, built once: papers, listings, keyword index, vectors, two readers with tokens."""
+    """The store, built once: papers, listings, keyword index, vectors, a few citations, two readers
+    with tokens."""
     settings = settings_for(tmp_path_factory.mktemp("mcp-data"))
     app = build_app(settings)
     try:
@@ -92,6 +94,9 @@ def instance(tmp_path_factory: pytest.TempPathFactory) -> Instance:
         )
         app.indexes.keyword.flush()
         app.indexes.indexer.current().run()
+        # two works cite 2503.00002 and 2503.00004 together: the similar tool says so
+        edges = [cite(x, t) for x in ("doi:10.1/x1", "doi:10.1/x2") for t in ("2503.00002", "2503.00004")]
+        app.catalogue.citations.save_links([links("2503.00002", edges)], harvested_at=HARVESTED)
         tokens = []
         for email, name in (("ada@example.org", "Ada"), ("bob@example.org", "Bob")):
             user = app.readers.accounts.user_by_id(add_user(app, email, name))

@@ -16,13 +16,27 @@ from mcp_types import CallToolResult, TextContent
 from tests.mcp_server.conftest import Instance, http_client, run_async
 
 READ_ONLY = {"search_papers", "get_paper", "daily_papers", "trending", "similar_papers"}
-READER = {"for_you", "library_list", "library_add", "library_tag", "subscribe_alert"}
+READER = {
+    "for_you",
+    "library_list",
+    "library_add",
+    "library_tag",
+    "subscribe_alert",
+    "group_list",
+    "group_queue",
+    "group_queue_add",
+    "library_search",
+}
 READER_ARGS: dict[str, dict[str, Any]] = {
     "for_you": {},
     "library_list": {},
     "library_add": {"paper_id": "2503.00004"},
     "library_tag": {"paper_id": "2503.00004", "tags": ["x"]},
     "subscribe_alert": {"name": "never", "query": "protein"},
+    "group_list": {},
+    "library_search": {"query": "graphs"},
+    "group_queue": {"group_id": 1},
+    "group_queue_add": {"group_id": 1, "paper_id": "2503.00004"},
 }
 
 
@@ -209,6 +223,15 @@ def test_trending_and_similar_papers(http_url: str) -> None:
         assert len(found) <= 3
         assert similar.structured_content is not None
         assert all(p.get("similarity") is not None for p in similar.structured_content["papers"])
+        assert all(p.get("reason") is None for p in similar.structured_content["papers"])  # no citations
+        # a paper with citations: the paper linked to it in the graph comes first and says why
+        linked = await client.call_tool("similar_papers", {"paper_id": "2503.00002", "limit": 3})
+        assert ids(linked)[0] == "2503.00004"
+        assert linked.structured_content is not None
+        listed = linked.structured_content["papers"]
+        assert listed[0]["reason"] == "cited together with it by 2 papers"
+        assert all(p.get("reason") is None for p in listed[1:])
+        assert "   why: cited together with it by 2 papers" in text(linked)
 
     run(http_url, body)
 
@@ -281,7 +304,7 @@ def test_a_get_opens_no_event_stream_it_is_a_405_at_once(
     assert time.monotonic() - started < 5
 
     async def still_works(client: Client) -> None:
-        assert len((await client.list_tools()).tools) == 10
+        assert len((await client.list_tools()).tools) == 14  # every tool, as before the GET
 
     run(url, still_works, token=instance.token)
 
@@ -400,7 +423,7 @@ def test_a_private_instance_answers_only_with_a_token(private_url: str, instance
             )
         with pytest.raises(MCPError, match="only requests with a personal API token"):
             await client.read_resource("paper://2503.00002")
-        assert len((await client.list_tools()).tools) == 10  # what it offers is no secret
+        assert len((await client.list_tools()).tools) == 14  # what it offers is no secret
 
     async def signed(client: Client) -> None:
         assert ids(await client.call_tool("daily_papers", {"date": "2025-03-10"})) == [

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from paperfeed.domain.fusion import WeightedList, fuse_weighted, reciprocal_rank_fusion
+from paperfeed.domain.fusion import WeightedList, blend_evidence, fuse_weighted, reciprocal_rank_fusion
 from paperfeed.domain.search import ScoredId, distinctive_terms
 
 
@@ -51,6 +51,24 @@ def test_named_lists_fuse_in_their_order_and_a_zero_weight_only_reports_ranks() 
     off = fuse_weighted([WeightedList("dense", 1.0, dense), WeightedList("keyword", 0.0, keyword)], k=10)
     assert [f.paper_id for f in off] == ["a", "b", "c"]
     assert off[2].ranks == (3, 1)
+
+
+def test_evidence_is_added_to_the_cosine_damped_by_a_square_root() -> None:
+    cosines = {"a": 0.8, "b": 0.7, "c": 0.2, "d": 0.5}
+    graph = {"b": 1.0, "c": 16.0, "e": 4.0}  # e: found by the graph only, not embedded
+    blended = blend_evidence(["a", "b", "c", "d", "e"], cosines, [(0.2, graph)])
+    assert [(x.paper_id, round(x.score, 6)) for x in blended] == [
+        ("c", 1.0),  # 0.2 + 0.2 · 4
+        ("b", 0.9),  # 0.7 + 0.2 · 1
+        ("a", 0.8),
+        ("d", 0.5),
+        ("e", 0.4),  # 0 + 0.2 · 2
+    ]
+    # no evidence: the cosine alone; ties keep the candidates' order
+    assert [x.paper_id for x in blend_evidence(["x", "y"], {"x": 0.1, "y": 0.1}, [])] == ["x", "y"]
+    # two sources add up; negative evidence counts as none
+    two = blend_evidence(["a", "b"], {}, [(1.0, {"a": 4.0}), (0.5, {"a": 1.0, "b": -3.0})])
+    assert [(x.paper_id, x.score) for x in two] == [("a", 2.5), ("b", 0.0)]
 
 
 def test_distinctive_terms_rank_by_tf_idf_and_drop_what_only_the_paper_has() -> None:

@@ -1,9 +1,10 @@
 """One real app on a real SQLite store with two readers and data in every area, for the tests that walk
 every route of the app (``app.routes``, through ``tests/support/routes.py``).
 
-Ada owns a public collection, a private tag, a note, a saved search with its alert feed, a comment and
-an upvote; Bob is another reader. Both have a session and a personal API token. ``VALUES`` fills every
-path parameter of the app with something that exists (Ada's where a reader owns it).
+Ada owns a public collection, a reading group with a queued paper and a session, a private tag, a note,
+a saved search with its alert feed, a comment and an upvote; Bob is another reader. Both have a session
+and a personal API token. ``VALUES`` fills every path parameter of the app with something that exists
+(Ada's where a reader owns it).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import re
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +96,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         comment = app.readers.community.add_comment(ada.user, PAPER_IDS[0], "A comment by Ada")
         app.readers.community.upvote(ada.user, PAPER_IDS[0])
         token_id = app.readers.accounts.list_api_tokens(ada.user)[0].id
+        group = app.readers.groups.create(ada.user.id, "Ada's journal club")
+        app.readers.groups.queue_add(ada.user.id, group.id, PAPER_IDS[1], "For next week")
+        starts = app.readers.groups.now() + timedelta(days=3)
+        session = app.readers.groups.schedule(ada.user.id, group.id, starts, ada.user.id, None)
         values = {
             "paper_id": PAPER_IDS[0],
             "day": "2025-01-06",
@@ -106,6 +112,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
             "topic_ref": "1",
             "token_id": str(token_id),
             "user_id": str(bob.user.id),
+            "group_id": str(group.id),
+            "session_id": str(session.id),
+            "member_id": str(ada.user.id),
         }
         client = stack.enter_context(
             TestClient(create_app(lambda: build_app(settings)), follow_redirects=False)

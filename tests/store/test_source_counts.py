@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
 
 from paperfeed.adapters.store import SqlPaperStore, migrate, open_store
+from paperfeed.adapters.store.schema import papers
+from paperfeed.adapters.store.sql_store import _to_row
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Listing, Paper
 from tests.support.papers import paper as make_paper
@@ -133,7 +135,14 @@ def test_the_migration_counts_the_papers_already_stored(sqlite_url: str) -> None
     store = open_store(sqlite_url)
     try:
         migrate.downgrade(store.engine, "0012_topic_levels_picks")
-        store.apply_batch(Batch(papers=[p("2503.00001", a="1", b="1"), p("2503.00002", a="1")]))
+        # rows as the store wrote them then: today's store reads columns (0018's summary) not there yet
+        now = datetime.now(UTC)
+        rows = [
+            {**_to_row(x, now), "created_at": now}
+            for x in (p("2503.00001", a="1", b="1"), p("2503.00002", a="1"))
+        ]
+        with store.engine.begin() as conn:
+            conn.execute(papers.insert(), rows)
         with store.engine.connect() as conn:
             tables = {r[0] for r in conn.execute(text("SELECT name FROM sqlite_master WHERE type = 'table'"))}
         assert "source_counts" not in tables

@@ -37,6 +37,8 @@ VALUES = {
     "comment_id": "1",
     "token": "no-such-token",
     "topic_ref": "1",
+    "group_id": "1",
+    "session_id": "1",
 }
 # Headers whose value may differ between two requests for the same URL.
 VOLATILE = {"date", "server-timing", "set-cookie", "content-length", "x-paperfeed-cache"}  # hit after miss

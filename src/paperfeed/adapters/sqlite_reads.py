@@ -25,6 +25,7 @@ from paperfeed.domain.community import with_local_counts
 from paperfeed.domain.indexing_status import INDEXER_REPORT_CHECKPOINT, IndexerReport
 from paperfeed.domain.models import Paper
 from paperfeed.domain.ports import DerivedStats, StoreStats
+from paperfeed.domain.summaries import current_summary
 from paperfeed.domain.topics import TopicBuild
 
 from .migration_head import plain_head
@@ -36,7 +37,7 @@ _PREFIXES = ("sqlite:///", "sqlite+pysqlite:///")
 _COLUMNS = (
     "id, title, abstract, authors, categories, version, published, updated, comment, journal_ref, doi, "
     "license, github_repo, github_stars, project_page, upvotes, num_comments, organization, ai_summary, "
-    "ai_keywords, sources"
+    "ai_keywords, sources, summary_line, summary_key, content_hash"
 )
 
 
@@ -75,7 +76,8 @@ def _stamp(moment: datetime) -> str:
 
 def _paper(row: tuple[Any, ...]) -> Paper:
     (pid, title, abstract, authors, cats, version, published, updated, comment, journal_ref, doi) = row[:11]
-    (license_, repo, stars, page, upvotes, comments, org, summary, keywords, sources) = row[11:]
+    (license_, repo, stars, page, upvotes, comments, org, summary, keywords, sources) = row[11:21]
+    (line, key, text_hash) = row[21:]
     return Paper(
         id=pid,
         title=title,
@@ -98,6 +100,7 @@ def _paper(row: tuple[Any, ...]) -> Paper:
         ai_summary=summary,
         ai_keywords=tuple(orjson.loads(keywords)),
         sources=dict(orjson.loads(sources)),
+        extracted_summary=current_summary(line, key, text_hash),
     )
 
 

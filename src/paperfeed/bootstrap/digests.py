@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from paperfeed.adapters.store.digests import SqlDigestStore
     from paperfeed.services.digest import SubscriptionService
     from paperfeed.services.digest_send import DigestService
+    from paperfeed.services.group_digest import GroupDigests
 
 __all__ = ["DigestsWing"]
 
@@ -77,4 +78,23 @@ class DigestsWing:
             DigestSettings(base_url=self.core.public_url),
             activity=catalogue.feed_queries,
             rising=catalogue.topic_rising,
+            mutes=readers.mutes,
+            groups=self.groups,
+        )
+
+    @cached_property
+    def groups(self) -> GroupDigests:
+        """Reading groups' weekly digests, composed into the same send ledger (docs/groups.md)."""
+        from paperfeed.adapters.store.groups import SqlGroupStore
+        from paperfeed.services.group_digest import GroupDigests, GroupDigestSettings
+
+        s = self.core.settings
+        return GroupDigests(
+            SqlGroupStore(self.core.engine()),
+            self.records,
+            self.catalogue.visible,
+            self.search.alerts,
+            self.readers.mutes,
+            self.mail.signer,
+            settings=GroupDigestSettings(self.core.public_url, s.group_digest_weekday, s.group_digest_hour),
         )

@@ -18,14 +18,16 @@ if TYPE_CHECKING:
     from paperfeed.adapters.embed import EmbedderConfig, EmbedderFactory
     from paperfeed.adapters.keyword.lazy import LazyKeywordIndex
     from paperfeed.adapters.node_indexes import NodeIndexes
+    from paperfeed.adapters.sentences.roles import RoleModelFolder
     from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
+    from paperfeed.adapters.store.sentences import SqlSentenceStore
     from paperfeed.adapters.vector.factory import DeploymentVectors
     from paperfeed.domain.embedding import EmbedWorkers
     from paperfeed.domain.indexing_status import IndexerReportReader
     from paperfeed.domain.search import SyncedKeywordIndex
     from paperfeed.services.calibration import BackendChooser
     from paperfeed.services.coverage import CoverageService
-    from paperfeed.services.embedders import Embedders, Indexer
+    from paperfeed.services.embedders import Embedders, Indexer, SentencePass
     from paperfeed.services.index_follow import IndexFollower
     from paperfeed.services.indexer_status import IndexerActivity, IndexingStatusService
     from paperfeed.services.keyword_index import KeywordIndexService
@@ -216,6 +218,31 @@ class IndexesWing:
             marks=self.node.marks(),
             reports=self.embeddings,
         )
+
+    # -- the papers' sentences (issue #33, parts 4-5) -------------------------------------------------------
+
+    @cached_property
+    def sentences(self) -> SqlSentenceStore:
+        """Papers' sentences, their roles and vectors (``paper_sentences``), and one-line summaries."""
+        from paperfeed.adapters.store.sentences import SqlSentenceStore
+
+        return SqlSentenceStore(self.core.engine())
+
+    @cached_property
+    def role_models(self) -> RoleModelFolder:
+        """The sentence-role classifier, kept in ``<data>/models/sentence-roles`` for the current model."""
+        from paperfeed.adapters.sentences.roles import RoleModelFolder
+
+        return RoleModelFolder(self.core.data_dir / "models" / "sentence-roles")
+
+    @cached_property
+    def sentence_indexer(self) -> SentencePass:
+        """The indexer's second pass: abstracts split into sentences, embedded and given their roles."""
+        from paperfeed.adapters.sentences.splitter import SentencexSplitter
+        from paperfeed.services.embedders import SentencePass
+
+        batch = self.core.settings.sentences_batch_size
+        return SentencePass(self.sentences, self.embedders, SentencexSplitter(), self.role_models, batch)
 
     # -- what is said about it -----------------------------------------------------------------------------
 

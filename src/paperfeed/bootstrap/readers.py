@@ -1,5 +1,6 @@
-"""The readers wing: accounts, a reader's data (export, deletion), the library and its import, the
-community (votes, submissions, comments) and the "For you" recommendations."""
+"""The readers wing: accounts, a reader's data (export, deletion), mute rules, the library (its import,
+its search), the community (votes, submissions, comments), the "For you" recommendations, and reading
+groups with "For the group"."""
 
 from __future__ import annotations
 
@@ -17,8 +18,11 @@ if TYPE_CHECKING:
     from paperfeed.services.account_data import AccountDataService
     from paperfeed.services.accounts import AccountService
     from paperfeed.services.community import CommunityService
+    from paperfeed.services.groups import GroupService
     from paperfeed.services.library import LibraryService
     from paperfeed.services.library_import import LibraryImporter, ReaderWork
+    from paperfeed.services.library_search import LibrarySearch
+    from paperfeed.services.mutes import MuteService
     from paperfeed.services.recommend import RecommendationService, RecommendSettings
     from paperfeed.settings_model import SettingsModel
 
@@ -82,7 +86,26 @@ class ReadersWing:
         from paperfeed.adapters.store.library import SqlLibraryStore
         from paperfeed.services.library import LibraryService
 
-        return LibraryService(SqlLibraryStore(self.core.engine()), self.catalogue.visible, self.search.hybrid)
+        store = SqlLibraryStore(self.core.engine())
+        return LibraryService(store, self.catalogue.visible, self.search.hybrid, mutes=self.mutes)
+
+    @cached_property
+    def mutes(self) -> MuteService:
+        """Readers' and groups' mute rules (authors, categories, words), compiled once per request."""
+        from paperfeed.adapters.store.mutes import SqlMuteStore
+        from paperfeed.services.mutes import MuteService
+
+        return MuteService(SqlMuteStore(self.core.engine()))
+
+    @cached_property
+    def library_search(self) -> LibrarySearch:
+        """Search my library: a reader's saved papers, tags and notes, by words and by meaning."""
+        from paperfeed.adapters.store.library import SqlLibraryStore
+        from paperfeed.services.library_search import LibrarySearch
+
+        indexes = self.indexes
+        store = SqlLibraryStore(self.core.engine())
+        return LibrarySearch(store, self.catalogue.visible, indexes.embeddings, indexes.embedders)
 
     @cached_property
     def reader_work(self) -> ReaderWork:
@@ -140,4 +163,46 @@ class ReadersWing:
             mailed=SqlDigestStore(engine),  # what the reader's digests already carried: never again
             topics=catalogue.topic_picks,
             settings=recommend_settings(self.core.settings),
+        )
+
+    # -- reading groups ----------------------------------------------------------------------------------
+
+    @cached_property
+    def group_recommendations(self) -> RecommendationService:
+        """ "For the group": the "For you" model over a group's queue and sessions (signals by group id)."""
+        from paperfeed.adapters.store.groups import SqlGroupStore
+        from paperfeed.adapters.store.recommend_queries import SqlRecommendQueries
+        from paperfeed.services.groups import GroupSignals
+        from paperfeed.services.recommend import RecommendationService
+
+        engine = self.core.engine()
+        indexes, catalogue = self.indexes, self.catalogue
+        return RecommendationService(
+            signals=GroupSignals(SqlGroupStore(engine)),
+            papers=catalogue.visible,
+            embeddings=indexes.embeddings,
+            queries=SqlRecommendQueries(engine),
+            vectors=indexes.vectors,
+            embedder=indexes.embedders,
+            trending=catalogue.feeds,
+            alerts=self.search.alerts,
+            settings=recommend_settings(self.core.settings),
+        )
+
+    @cached_property
+    def groups(self) -> GroupService:
+        """Reading groups: members, invitations, the shared queue, journal-club sessions (docs/groups.md)."""
+        from datetime import timedelta
+
+        from paperfeed.adapters.store.groups import SqlGroupStore
+        from paperfeed.services.groups import GroupService
+
+        return GroupService(
+            SqlGroupStore(self.core.engine()),
+            self.catalogue.visible,
+            self.mail.mailer,
+            self.mail.limits,
+            invite_lifetime=timedelta(days=self.core.settings.group_invite_days),
+            mutes=self.mutes,
+            recommend=self.group_recommendations,
         )

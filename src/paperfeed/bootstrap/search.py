@@ -14,12 +14,13 @@ if TYPE_CHECKING:
     from paperfeed.adapters.keyword.tantivy_index import TantivyKeywordIndex
     from paperfeed.domain.search import SimilarSource
     from paperfeed.services.alerts import AlertSearch
+    from paperfeed.services.facets import FacetedSimilar, FacetSettings
     from paperfeed.services.rate_limits import ClientRateLimiter
     from paperfeed.services.search import HybridSearch, HybridSettings, SimilarSettings
     from paperfeed.services.similar import SimilarPapers
     from paperfeed.settings_model import SettingsModel
 
-__all__ = ["SearchWing", "search_settings", "similar_settings"]
+__all__ = ["SearchWing", "facet_settings", "search_settings", "similar_settings"]
 
 
 def search_settings(s: SettingsModel) -> HybridSettings:
@@ -47,6 +48,18 @@ def similar_settings(s: SettingsModel) -> SimilarSettings:
         neighbourhood=s.similar_neighbourhood,
         neighbourhood_power=s.similar_neighbourhood_power,
         neighbourhood_blend=s.similar_neighbourhood_blend,
+    )
+
+
+def facet_settings(s: SettingsModel) -> FacetSettings:
+    """How similar papers by facet match sentences (``PAPERFEED_SIMILAR_FACET_*``)."""
+    from paperfeed.services.facets import FacetSettings
+
+    return FacetSettings(
+        candidates=s.similar_facet_candidates,
+        blend=s.similar_facet_blend,
+        role_floor=s.similar_facet_role_floor,
+        aggregate=s.similar_facet_aggregate,
     )
 
 
@@ -80,13 +93,13 @@ class SearchWing:
             self.indexes.embedders,
             search_settings(s),
             similar_settings(s),
-            similar_sources=self._similar_sources(),
+            similar_evidence=self._similar_evidence(),
             topics=self.catalogue.topic_picks,
         )
         return self.core.closing(search)
 
-    def _similar_sources(self) -> tuple[tuple[SimilarSource, float], ...]:
-        """Further lists for "similar papers": the citation graph, when its weight is above 0."""
+    def _similar_evidence(self) -> tuple[tuple[SimilarSource, float], ...]:
+        """What "similar papers" adds to the cosine: the citation graph, when its weight is above 0."""
         weight = self.core.settings.similar_graph_weight
         if weight <= 0:
             return ()
@@ -134,6 +147,16 @@ class SearchWing:
         from paperfeed.services.similar import SimilarPapers
 
         return SimilarPapers(self.catalogue.visible, self.hybrid)
+
+    @cached_property
+    def facets(self) -> FacetedSimilar:
+        """Similar papers by background, method or result (``overall``: :attr:`similar`'s own list)."""
+        from paperfeed.services.facets import FacetedSimilar
+
+        sentences = self.indexes.sentences
+        return FacetedSimilar(
+            self.similar, sentences, self.indexes.embedders, facet_settings(self.core.settings)
+        )
 
     @cached_property
     def alerts(self) -> AlertSearch:

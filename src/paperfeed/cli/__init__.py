@@ -77,8 +77,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "similar": (
         "search",
-        "Papers most similar to one paper: embedding neighbours re-ranked by their small neighbourhoods, "
-        "blended with their own cosine; its own words when it has no vector yet.",
+        "Papers most similar to one paper: its text neighbours, fused with its citation graph where it has "
+        "links (each saying why); with --facet, by background, method or result.",
     ),
     "mcp": (
         "mcp",

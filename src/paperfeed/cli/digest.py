@@ -38,6 +38,7 @@ def _use_clock(c: Context, now: datetime | None) -> None:
     if now is not None:
         c.app.digests.sender.clock = lambda: now
         c.app.digests.subscriptions.clock = lambda: now
+        c.app.digests.groups.clock = lambda: now
 
 
 def _base_url_note(c: Context) -> None:
@@ -148,6 +149,8 @@ def send(
         f"{composed.skipped_bouncing:,} bouncing addresses skipped ({composed.seconds:.2f} s)",
         highlight=False,
     )
+    if composed.group_digests:
+        c.console.print(f"{verb} {composed.group_digests:,} reading groups' weekly digests", highlight=False)
     for section, count in sorted(composed.missing_sections.items()):
         c.err.print(f"note: {count:,} subscribers want '{section}', which this instance cannot fill")
     if sent is None:

@@ -73,6 +73,9 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
                 time.sleep(poll)
                 continue
             plan = service.plan()
+            if plan.backlog == 0 and _sentences_slice(c, say, slice_size):
+                waiting = ""
+                continue  # the papers' vectors first, then the sentences, a slice at a time
             if plan.backlog == 0:
                 if waiting != "idle":
                     say(f"all {plan.papers:,} papers are embedded; checking for new ones every {poll:g} s")
@@ -99,6 +102,25 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
         if service is not None:
             service.report("stopped", force=True)
         say("indexer stopped; the next start resumes where it left off")
+
+
+def _sentences_slice(c: Context, say: Callable[[str], None], slice_size: int) -> bool:
+    """One slice of the sentences' backlog (the indexer's second pass); True when it did some."""
+    sentences = c.app.indexes.sentence_indexer.current()
+    if not sentences.plan().pending:
+        return False
+    summary = sentences.run(
+        limit=max(1, slice_size // 4)
+    )  # ~5 sentences a paper (5.3 measured): slices of similar time
+    if summary.trained:
+        say(f"sentences: trained the sentence-role model for {summary.model_id}")
+    if summary.summaries:
+        say(f"sentences: chose the one-line summary of {summary.summaries:,} papers from stored sentences")
+    say(
+        f"sentences: {summary.papers:,} papers ({summary.sentences:,} sentences) in {summary.seconds:,.1f} s "
+        f"({summary.rate:,.1f} papers/s); {summary.remaining:,} still to do"
+    )
+    return summary.papers + summary.summaries > 0
 
 
 def _topics(c: Context, say: Callable[[str], None]) -> None:
@@ -172,6 +194,14 @@ def register(app: typer.Typer) -> None:
         nice: Annotated[
             int, typer.Option("--nice", min=0, max=19, help="With --follow: lower this process's priority.")
         ] = 0,
+        sentences: Annotated[
+            bool,
+            typer.Option(
+                "--sentences/--no-sentences",
+                help="After the papers, split their abstracts into sentences, embed them and give each its "
+                "role (for similar papers by facet and the one-line summaries).",
+            ),
+        ] = True,
         workers: Annotated[
             int,
             typer.Option(
@@ -254,6 +284,36 @@ def register(app: typer.Typer) -> None:
         if summary.stopped:
             c.console.print("stopped: every committed batch is kept, the next run continues", highlight=False)
             raise typer.Exit(130)
+        if sentences:
+            _sentences(c, limit=limit)
+
+
+def _sentences(c: Context, *, limit: int | None) -> None:
+    """The second pass of ``paperfeed index``: the sentences of the abstracts (resumable, with progress)."""
+    try:
+        service = c.app.indexes.sentence_indexer.current()
+        plan = service.plan()
+        c.console.print(plan.message(), highlight=False)
+        if not plan.pending:
+            return
+        with RichProgress(c.err, "sentences", unit="papers") as progress:
+            summary = service.run(progress, limit=limit)
+    except EmbedderUnavailable as exc:
+        raise fail(str(exc)) from None
+    if summary.trained:
+        c.console.print(f"trained the sentence-role model for {summary.model_id}", highlight=False)
+    if summary.summaries:
+        c.console.print(
+            f"chose the one-line summary of {summary.summaries:,} papers from their stored sentences",
+            highlight=False,
+        )
+    c.console.print(
+        f"sentences: {summary.papers:,} papers ({summary.sentences:,} sentences) in {summary.seconds:,.1f} s "
+        f"({summary.rate:,.1f} papers/s)",
+        highlight=False,
+    )
+    if summary.remaining:
+        c.console.print(f"{summary.remaining:,} papers' sentences still to do: run paperfeed index again")
 
 
 class _Lines:

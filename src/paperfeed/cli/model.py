@@ -127,6 +127,15 @@ def adapt(
     max_papers: Annotated[
         int, typer.Option("--max-papers", min=MIN_TRAIN, help="Train on at most this many papers.")
     ] = 10_000,
+    max_pairs: Annotated[
+        int | None,
+        typer.Option(
+            "--max-pairs",
+            min=MIN_TRAIN,
+            help="Train on at most this many pairs, a stable sample keeping each source's share "
+            "(default: all).",
+        ),
+    ] = None,
     epochs: Annotated[int, typer.Option("--epochs", min=1, max=20, help="Passes over the pairs.")] = 1,
     batch_size: Annotated[
         int,
@@ -168,6 +177,7 @@ def adapt(
     c: Context = ctx.obj
     options = AdaptOptions(
         max_papers=max_papers,
+        max_pairs=max_pairs,
         epochs=epochs,
         batch_size=batch_size,
         max_seq_length=max_seq_length,

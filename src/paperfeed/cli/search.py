@@ -75,6 +75,8 @@ def _table(hits: list[SearchHit], title: str) -> Table:
         body.append("\n" + authors, style="dim")
         body.append("\n")
         body.append_text(_marked(p.abstract, hit.abstract_spans, 300))
+        if hit.reasons:  # similar papers: their links in the citation graph
+            body.append("\nwhy: " + "; ".join(r.text for r in hit.reasons), style="italic")
         day = p.published.date().isoformat() if p.published else ""
         votes = "" if p.upvotes is None else f"{p.upvotes:,}"
         table.add_row(str(i), body, votes, day, p.id)
@@ -144,23 +146,35 @@ def register(app: typer.Typer) -> None:
         limit: Annotated[int, typer.Option(min=1, max=100, help="Papers to show.")] = 10,
         fmt: FormatOption = OutputFormat.table,
         as_json: JsonOption = False,
+        facet: Annotated[
+            str,
+            typer.Option(
+                "--facet",
+                help="overall (default), background, method or result: papers whose sentences of that "
+                "role match this paper's (docs/search.md).",
+            ),
+        ] = "overall",
     ) -> None:
-        """Papers most similar to one paper: embedding neighbours re-ranked by their small neighbourhoods,
-        blended with their own cosine; its own words when it has no vector yet."""
+        """Papers most similar to one paper: its text neighbours, fused with its citation graph where it has
+        links (each saying why); with --facet, by background, method or result."""
         from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
+        from paperfeed.domain.sentences import parse_facet
 
         c: Context = ctx.obj
         fmt = _output_format(fmt, as_json)
         try:
             key = normalize_paper_id(paper_id).base
-        except InvalidPaperId as exc:
+            chosen = parse_facet(facet)
+        except (InvalidPaperId, ValueError) as exc:
             raise fail(str(exc)) from None
-        found = c.app.search.similar.of_id(key, limit)
-        if found is None:
+        page = c.app.search.facets.of_id(key, chosen, limit)
+        if page is None:
             raise fail(
                 f"paper {key} is not in the store or is hidden (paperfeed fetch {key} adds it)", code=1
             )
-        hits = found
+        hits = page.hits
+        if page.note:
+            c.err.print(f"[yellow]note:[/] {escape(page.note)}", highlight=False)
         if fmt is not OutputFormat.table:
             sys.stdout.write(render(fmt, hits))
             return
@@ -170,4 +184,5 @@ def register(app: typer.Typer) -> None:
                 highlight=False,
             )
             return
-        c.console.print(_table(hits, f"similar to {key}"))
+        by = "" if chosen == "overall" else f" by {chosen}"
+        c.console.print(_table(hits, f"similar to {key}{by}"))

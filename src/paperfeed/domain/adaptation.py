@@ -44,6 +44,7 @@ __all__ = [
     "StepProgress",
     "TrainOutcome",
     "TrainingPair",
+    "cap_pairs",
     "decide",
     "measure",
     "split_corpus",
@@ -129,6 +130,7 @@ class AdaptOptions:
     """The bounds of one adaptation run (the CLI's options)."""
 
     max_papers: int = 10_000  # training papers at most
+    max_pairs: int | None = None  # training pairs at most, a stable sample of every source (None: all)
     epochs: int = 1
     batch_size: int = 32  # pairs per step: each anchor sees batch_size - 1 in-batch negatives
     max_seq_length: int = 128  # tokens per text while training (the abstract's opening carries its gist)
@@ -150,6 +152,24 @@ class AdaptOptions:
             "learning_rate": self.learning_rate,
             "seed": self.seed,
         }
+
+
+def cap_pairs(
+    mined: Sequence[tuple[str, list[TrainingPair]]], limit: int | None
+) -> list[tuple[str, list[TrainingPair]]]:
+    """At most ``limit`` pairs in all, each source keeping its share (rounded, at least one pair when it
+    has any), the pairs of a source picked by a stable hash of their texts: a bounded run on a small CPU
+    still sees every kind of pair, and the same store gives the same sample (so a capped run resumes)."""
+    total = sum(len(pairs) for _, pairs in mined)
+    if limit is None or total <= limit:
+        return [(name, list(pairs)) for name, pairs in mined]
+    out: list[tuple[str, list[TrainingPair]]] = []
+    for name, pairs in mined:
+        share = max(1, round(limit * len(pairs) / total)) if pairs else 0
+        picked = sorted(pairs, key=lambda p: _order(f"{p.anchor}\x00{p.positive}"))[:share]
+        keep = set(map(id, picked))
+        out.append((name, [p for p in pairs if id(p) in keep]))  # in the source's own order
+    return out
 
 
 def _order(paper_id: str) -> str:

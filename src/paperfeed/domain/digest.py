@@ -411,7 +411,7 @@ def compose(
     return Digest(tuple(sections))
 
 
-LinkPurpose = Literal["confirm", "preferences", "unsubscribe"]
+LinkPurpose = Literal["confirm", "preferences", "unsubscribe", "group-unsubscribe"]
 
 
 # -- ports of the subscription service (``adapters/store/digests.py`` implements them) ----------------

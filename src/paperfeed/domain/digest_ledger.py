@@ -12,7 +12,7 @@ from paperfeed.domain.digest import Digest, DigestStatus, Subscription
 from paperfeed.domain.job_runs import LeaseStore
 from paperfeed.domain.models import Paper
 
-__all__ = ["DigestLedger", "LedgerEntry", "NewDigest", "PaperLookup"]
+__all__ = ["DigestLedger", "GroupDigestLedger", "LedgerEntry", "NewDigest", "NewGroupDigest", "PaperLookup"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,8 +27,21 @@ class NewDigest:
 
 
 @dataclass(frozen=True, slots=True)
+class NewGroupDigest:
+    """A reading group's weekly digest to one member, keyed by (group, member, ISO week)."""
+
+    group_id: int
+    user_id: int
+    period: str
+    slot: datetime
+    email: str
+    digest: Digest
+
+
+@dataclass(frozen=True, slots=True)
 class LedgerEntry:
-    """One row of the send ledger."""
+    """One row of the send ledger: a subscription's digest, or (``group_id`` set, ``subscription_id`` 0)
+    a reading group's digest to its member ``user_id``."""
 
     id: int
     subscription_id: int
@@ -41,6 +54,8 @@ class LedgerEntry:
     last_error: str | None
     composed_at: datetime
     sent_at: datetime | None
+    group_id: int | None = None
+    user_id: int | None = None
 
 
 class DigestLedger(LeaseStore, Protocol):
@@ -89,3 +104,13 @@ class PaperLookup(Protocol):
     """Papers by id, for rendering a composed digest (the paper store)."""
 
     def get_papers(self, paper_ids: Sequence[str]) -> dict[str, Paper]: ...
+
+
+class GroupDigestLedger(Protocol):
+    """What composing reading groups' digests needs of the ledger (``adapters/store/digests.py``)."""
+
+    def settled_group_periods(self, group_id: int, period: str) -> set[int]: ...
+
+    def add_group_digests(self, items: Sequence[NewGroupDigest], now: datetime) -> int: ...
+
+    def bounced(self, emails: Sequence[str]) -> set[str]: ...

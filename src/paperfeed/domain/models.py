@@ -6,6 +6,8 @@ import hashlib
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
+from .summaries import OneLine, one_line
+
 __all__ = ["Listing", "Paper", "content_hash"]
 
 
@@ -44,6 +46,9 @@ class Paper:
     ai_keywords: tuple[str, ...] = ()
     # source name -> first time that source saw the paper (ISO-8601 string, UTC)
     sources: dict[str, str] = field(default_factory=dict, hash=False, compare=True)
+    # the abstract's sentence chosen as its one-line summary by the indexer's sentence pass (stored beside
+    # the paper, never merged from a source); None until chosen, or when the abstract has no sentence
+    extracted_summary: str | None = None
 
     @property
     def primary_category(self) -> str | None:
@@ -52,6 +57,11 @@ class Paper:
     @property
     def content_hash(self) -> str:
         return content_hash(self.title, self.abstract)
+
+    @property
+    def one_line(self) -> OneLine | None:
+        """The one-line summary to show: Hugging Face's own, else the one extracted from the abstract."""
+        return one_line(self.ai_summary, self.extracted_summary)
 
 
 @dataclass(frozen=True, slots=True)

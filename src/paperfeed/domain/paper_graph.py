@@ -28,6 +28,7 @@ __all__ = [
     "CitationRecords",
     "CitationSort",
     "CitationSource",
+    "GraphNeighbourhood",
     "GraphPage",
     "GraphRow",
     "LinkCounts",
@@ -222,6 +223,29 @@ class RelatedCounts:
 
 
 @dataclass(frozen=True, slots=True)
+class GraphNeighbourhood:
+    """A paper's neighbours in the stored graph and theirs, for the graph list of similar papers
+    (:func:`~paperfeed.domain.graph_similarity.rank_by_graph`).
+
+    ``references``: works the paper cites; ``citers``: works citing it; ``cited_by[x]`` and ``cites[x]``:
+    for each of those neighbours ``x``, the papers *of the store* citing it and cited by it (never the
+    paper itself); ``degrees[x]``: ``x``'s references + citations (the larger of the edges stored and a
+    source's reported total); ``in_store``: the neighbours that are papers of the store;
+    ``citations[p]``: for every paper of the store named above, its citations (the larger of the edges
+    stored and a source's reported total). Each list is capped by the store (the caps are part of its
+    contract, documented in docs/citations.md).
+    """
+
+    references: frozenset[str] = frozenset()
+    citers: frozenset[str] = frozenset()
+    cited_by: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    cites: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    degrees: dict[str, int] = field(default_factory=dict)
+    in_store: frozenset[str] = frozenset()
+    citations: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class SaveResult:
     papers: int
     edges_added: int
@@ -261,4 +285,9 @@ class CitationRecords(Protocol):
 
     def related_counts(self, key: str, *, limit: int) -> RelatedCounts:
         """Overlaps around ``key`` (see :class:`RelatedCounts`), each list its ``limit`` best."""
+        ...
+
+    def neighbourhood(self, key: str) -> GraphNeighbourhood:
+        """``key``'s neighbours and the papers of the store linked to them (see
+        :class:`GraphNeighbourhood`); empty when ``key`` has no edge."""
         ...

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from .models import Paper
-from .search import SearchFilters, Span
+from .search import Reason, SearchFilters, Span
 
 __all__ = ["PaperSearch", "SearchHit", "SearchPage"]
 
@@ -22,6 +22,7 @@ class SearchHit:
     keyword_rank: int | None = None  # 1-based rank in the keyword list, if it was there
     dense_rank: int | None = None  # 1-based rank in the embedding list, if it was there
     similarity: float | None = None  # similar papers: cosine of the two papers' embeddings, if both have one
+    reasons: tuple[Reason, ...] = ()  # similar papers: why it is there, from the citation graph
 
 
 @dataclass(frozen=True, slots=True)

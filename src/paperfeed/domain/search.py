@@ -26,11 +26,13 @@ __all__ = [
     "CENTROID_SAMPLE",
     "Embedder",
     "EmbedderSource",
+    "ExplainedId",
     "IndexManifest",
     "IndexOpener",
     "KeywordIndex",
     "KeywordIndexUnavailable",
     "ParsedQuery",
+    "Reason",
     "ScoredId",
     "SearchFilters",
     "SimilarSource",
@@ -44,6 +46,7 @@ __all__ = [
     "VectorRecord",
     "VectorSource",
     "distinctive_terms",
+    "reasons_text",
 ]
 
 
@@ -118,6 +121,29 @@ class ParsedQuery:
 class ScoredId:
     paper_id: str
     score: float
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """Why a paper is in another's similar list: a kind (``co_cited``, ``shared_references``, ``cites``,
+    ``cited_by``, ``cited_by_references``, ``cites_citers``), the count behind it and the words shown."""
+
+    kind: str
+    count: int
+    text: str
+
+
+def reasons_text(reasons: Sequence[Reason]) -> str | None:
+    """The reasons in one line, as every surface shows them ("cites it; shares 8 references"); ``None``
+    without any."""
+    return "; ".join(r.text for r in reasons) or None
+
+
+@dataclass(frozen=True, slots=True)
+class ExplainedId(ScoredId):
+    """A :class:`ScoredId` of a :class:`SimilarSource` that says why it is there."""
+
+    reasons: tuple[Reason, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,7 +311,8 @@ class SimilarSource(Protocol):
     def name(self) -> str: ...
 
     def related(self, paper_id: str, k: int, filters: SearchFilters | None = None) -> list[ScoredId]:
-        """Best first; may include ``paper_id`` itself (the caller removes it)."""
+        """Best first; may include ``paper_id`` itself (the caller removes it). Items that are
+        :class:`ExplainedId` carry their reasons to the similar list's hits."""
         ...
 
 

@@ -160,6 +160,9 @@ def paper_markdown(
     parts = [f"# {_inline(p.title)}", "\n".join(facts)]
     if p.abstract:
         parts.append(f"## Abstract\n\n{_block(p.abstract)}")
+    one = p.one_line
+    if one is not None and one.source == "extracted":
+        parts.append(f"## In one line\n\n{_block(one.text)}\n\n*Extracted from the abstract, not generated.*")
     if p.ai_summary:
         parts.append(f"## AI summary\n\n{_block(p.ai_summary)}")
     if p.ai_keywords:

@@ -39,10 +39,12 @@ from paperfeed import __version__
 from paperfeed.bootstrap import App
 from paperfeed.domain.accounts import User
 from paperfeed.domain.feed import FeedItem, InvalidPeriod, Period, parse_day, parse_month, parse_week
+from paperfeed.domain.groups import GroupForbidden, GroupNotFound, InvalidGroupInput
 from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
 from paperfeed.domain.library import DEFAULT_TAG, MAX_QUERY_CHARS, InvalidLibraryInput
 from paperfeed.domain.models import Paper
-from paperfeed.domain.search import SearchFilters
+from paperfeed.domain.search import SearchFilters, reasons_text
+from paperfeed.domain.sentences import Facet
 from paperfeed.services.library import LibraryNotFound, PaperState
 from paperfeed.services.recommend import UnknownTag
 
@@ -64,7 +66,7 @@ INSTRUCTIONS = (
     "papers and trending. Paper ids are arXiv ids such as 2503.10613 (a version suffix or an arXiv URL is "
     'accepted). search_papers understands author:Name, cat:cs.CL, year:2024, after:/before:, "phrases" and '
     "-exclusions. get_paper (or the paper://{id} resource) gives one paper as Markdown. Tools about the "
-    "reader (for_you, library_list, library_add, library_tag, subscribe_alert) need a personal API token."
+    "reader (for_you, library_*, group_*, subscribe_alert) need a personal API token."
 )
 MAX_AUTHORS_SHOWN = 3
 READER = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -171,7 +173,9 @@ class PaperItem(BaseModel):
     listed_on: str | None = Field(default=None, description="Day it was on the daily feed, YYYY-MM-DD.")
     similarity: float | None = Field(default=None, description="Cosine similarity of the embeddings.")
     score: float | None = Field(default=None, description="Ranking score (trending / for-you).")
-    reason: str | None = Field(default=None, description="Why it is recommended.")
+    reason: str | None = Field(
+        default=None, description="Why it is recommended; similar papers: their links in the citation graph."
+    )
     tags: list[str] | None = Field(default=None, description="The reader's tags on it (library).")
     read: bool | None = Field(default=None, description="Marked read by the reader (library).")
 
@@ -226,6 +230,24 @@ class Alert(BaseModel):
     page: str = Field(description="The alert's page on this instance (new matches, sign-in needed).")
     rss: str = Field(description="Private RSS feed of the alert's matches (the URL is the secret).")
     atom: str
+
+
+class GroupInfo(BaseModel):
+    id: int
+    name: str
+    role: str = Field(description="owner | member")
+    url: str
+
+
+class GroupList(BaseModel):
+    groups: list[GroupInfo]
+
+
+class QueuedPaper(BaseModel):
+    group_id: int
+    paper_id: str
+    added_by: str = Field(description="Who queued it first (queueing again keeps the first note).")
+    votes: int
 
 
 def _day(value: datetime | date | None) -> str | None:
@@ -296,6 +318,10 @@ def _guard(call: Callable[[], T]) -> T:
         raise ToolError(str(exc).strip("'\"")) from None
     except InvalidLibraryInput as exc:
         raise ToolError(f"{exc.field}: {exc}") from None
+    except (GroupNotFound, GroupForbidden) as exc:
+        raise ToolError(str(exc).strip("'\"")) from None
+    except InvalidGroupInput as exc:
+        raise ToolError(str(exc)) from None
 
 
 def _unknown_paper(paper_id: str) -> ToolError:
@@ -330,6 +356,7 @@ PaperId = Annotated[
 Categories = Annotated[
     list[str], Field(max_length=20, description="Only papers in any of these arXiv categories, e.g. cs.CL.")
 ]
+GroupId = Annotated[int, Field(ge=1, description="A group id (group_list gives them).")]
 TagNames = Annotated[list[str], Field(max_length=50, description="Tag names (created when new).")]
 
 
@@ -378,6 +405,20 @@ def build_server(surface: Surface) -> MCPServer:
         app, site = open_app(ctx, reader_tool=True)
         return app, site, reader(ctx, app, site)
 
+    def unmuted(
+        ctx: Context, app: App, items: Sequence[T], paper_of: Callable[[T], Paper]
+    ) -> tuple[list[T], list[str]]:
+        """``items`` without the token's reader's muted papers, and a note of how many were left out."""
+        token = surface.token(ctx)
+        user = app.readers.accounts.user_for_api_token(token) if token else None
+        rules = app.readers.mutes.filter_for(user.id if user else None)
+        kept, hidden = rules.split(items, paper_of)
+        return kept, (
+            [f"{hidden} papers hidden by your mute rules (see {surface.site(ctx, app)}/mutes)"]
+            if hidden
+            else []
+        )
+
     @server.tool(annotations=READER)
     def search_papers(
         ctx: Context,
@@ -413,8 +454,9 @@ def build_server(surface: Surface) -> MCPServer:
             )
         filters = _filters(date_from, date_to, categories or (), has_code)
         page = app.search.hybrid.search(query.strip(), filters, limit=limit, offset=offset)
-        papers = [h.paper for h in page.hits]
-        notes = [*page.notes, *filter(None, [app.indexes.coverage.note()])]
+        hits, muted = unmuted(ctx, app, page.hits, lambda h: h.paper)
+        papers = [h.paper for h in hits]
+        notes = [*page.notes, *filter(None, [app.indexes.coverage.note()]), *muted]
         result = PaperList(
             papers=[_item(p, site) for p in papers], total=page.total, offset=offset, notes=notes
         )
@@ -481,13 +523,15 @@ def build_server(surface: Surface) -> MCPServer:
             got = feeds.day(day, limit=limit, offset=offset)
             return got.day.isoformat(), got.total, got.items
 
-        label, total, items = _guard(read)
+        label, total, found = _guard(read)
+        items, muted = unmuted(ctx, app, found, lambda i: i.paper)
         result = FeedList(
             papers=[_item(i.paper, site, listed_on=i.day.isoformat()) for i in items],
             total=total,
             offset=offset,
             period=label,
             sort=sort,
+            notes=muted,
         )
         return _answer(f"Daily papers of {label}, by {sort}: {total} papers.", result)
 
@@ -496,32 +540,52 @@ def build_server(surface: Surface) -> MCPServer:
         """Papers trending now: upvotes and GitHub stars, decayed by age since they first appeared."""
         app, site = open_app(ctx)
         page = app.catalogue.feeds.trending(limit, offset)
+        kept, muted = unmuted(ctx, app, page.items, lambda t: t.paper)
         result = PaperList(
-            papers=[_item(t.paper, site, score=round(t.score, 4)) for t in page.items],
+            papers=[_item(t.paper, site, score=round(t.score, 4)) for t in kept],
             total=page.total,
             offset=offset,
-            notes=[f"score = {page.formula}"],
+            notes=[f"score = {page.formula}", *muted],
         )
         return _answer(f"Trending as of {page.reference_time:%Y-%m-%d %H:%M} UTC.", result)
 
     @server.tool(annotations=READER)
     def similar_papers(
-        ctx: Context, paper_id: PaperId, limit: Limit = 10
+        ctx: Context,
+        paper_id: PaperId,
+        limit: Limit = 10,
+        facet: Annotated[
+            Facet,
+            Field(
+                description="overall (the default), or background, method or result: papers whose "
+                "sentences of that role match this paper's (same problem, same method, same finding)."
+            ),
+        ] = "overall",
     ) -> Annotated[CallToolResult, PaperList]:
-        """Papers most like one paper: embedding neighbours re-ranked by their small neighbourhoods, blended
-        with their own cosine; its own words when it has no vector yet."""
+        """Papers most like one paper: embedding neighbours fused with its citation-graph neighbours; each
+        paper's ``reason`` says what links them in the graph ("cited together with it by 12 papers"). With
+        a facet, papers with the same background, method or result, each with the sentence that matched."""
         app, site = open_app(ctx)
         detail = _guard(lambda: app.catalogue.feeds.paper(paper_id))
         if detail is None:
             raise _unknown_paper(paper_id)
-        hits = app.search.similar.of(detail.paper, limit=limit)
+        page = _guard(lambda: app.search.facets.of(detail.paper, facet, limit))
+        hits, muted = unmuted(ctx, app, page.hits, lambda h: h.paper)
         items = [
-            _item(h.paper, site, similarity=None if h.similarity is None else round(h.similarity, 4))
+            _item(
+                h.paper,
+                site,
+                similarity=None if h.similarity is None else round(h.similarity, 4),
+                reason=f"{page.facet}: “{page.matched[h.paper.id]}”"
+                if h.paper.id in page.matched
+                else reasons_text(h.reasons),
+            )
             for h in hits
         ]
-        result = PaperList(papers=items)
+        result = PaperList(papers=items, notes=([page.note] if page.note else []) + muted)
+        by = "" if page.facet == "overall" else f" by {page.facet}"
         return _answer(
-            f"Papers similar to {detail.paper.id} “{' '.join(detail.paper.title.split())}”:", result
+            f"Papers similar to {detail.paper.id} “{' '.join(detail.paper.title.split())}”{by}:", result
         )
 
     @server.tool(annotations=READER)
@@ -535,13 +599,14 @@ def build_server(surface: Surface) -> MCPServer:
         """The reader's "For you" feed: recent papers ranked by a model of what they saved, followed and
         searched for, each with one line on why. Needs a personal API token."""
         app, site, user = signed_in(ctx)
-        feed = _guard(lambda: app.readers.recommendations.feed(user.id, limit=limit, tag=tag or None))
+        feed = _guard(lambda: app.readers.recommendations.feed(user.id, limit=limit * 2, tag=tag or None))
+        recs, muted = unmuted(ctx, app, feed.items, lambda r: r.paper)
         result = ForYouList(
-            papers=[_item(r.paper, site, score=round(r.score, 3), reason=r.reason) for r in feed.items],
+            papers=[_item(r.paper, site, score=round(r.score, 3), reason=r.reason) for r in recs[:limit]],
             mode=feed.mode,
             message=feed.message,
             tags=list(feed.tags),
-            notes=[feed.message] if feed.message else [],
+            notes=[*([feed.message] if feed.message else []), *muted],
         )
         first, last = feed.window
         return _answer(f"For you ({feed.mode}), papers of {first} … {last}:", result)
@@ -572,6 +637,32 @@ def build_server(surface: Surface) -> MCPServer:
         items = [_item(e.paper, site, tags=list(e.item.tags), read=e.item.read) for e in page.entries]
         result = PaperList(papers=items, total=page.total, offset=offset)
         return _answer(f"Your library{f' (tag {tag.strip()})' if tag else ''}: {page.total} papers.", result)
+
+    @server.tool(annotations=READER)
+    def library_search(
+        ctx: Context,
+        query: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=250,
+                description="Words of a private note, a tag, a title or an author, or what a paper is about.",
+            ),
+        ],
+        limit: Limit = 10,
+    ) -> Annotated[CallToolResult, PaperList]:
+        """Search the reader's own library: their saved papers, tag names and private notes, by words and by
+        meaning (hybrid, like search_papers). Each result says what matched. Needs a personal API token."""
+        app, site, user = signed_in(ctx)
+        found = _guard(lambda: app.readers.library_search.search(user.id, query, limit=limit))
+        items = [
+            _item(h.paper, site, tags=list(h.tags), reason="matched: " + ", ".join(h.matched))
+            for h in found.hits
+        ]
+        result = PaperList(papers=items, total=len(items), notes=list(found.notes))
+        return _answer(
+            f"{len(items)} of the {found.searched} papers of your library match “{found.query}”.", result
+        )
 
     def state_answer(verb: str, state: PaperState) -> CallToolResult:
         out = LibraryState(
@@ -656,6 +747,51 @@ def build_server(surface: Surface) -> MCPServer:
             f"{alert.page} (feed: {alert.rss})."
         )
         return _result(text, alert)
+
+    @server.tool(annotations=READER)
+    def group_list(ctx: Context) -> Annotated[CallToolResult, GroupList]:
+        """The reader's reading groups (id, name, their role), to pass a group_id to the group tools.
+        Needs a personal API token."""
+        app, site, user = signed_in(ctx)
+        found = [
+            GroupInfo(id=g.id, name=g.name, role=m.role, url=f"{site}/groups/{g.id}")
+            for g, m in app.readers.groups.groups(user.id)
+        ]
+        lines = [f"{g.id}. {g.name} ({g.role})" for g in found] or ["(you are in no group)"]
+        return _result("Your groups:\n" + "\n".join(lines), GroupList(groups=found))
+
+    @server.tool(annotations=READER)
+    def group_queue(ctx: Context, group_id: GroupId) -> Annotated[CallToolResult, PaperList]:
+        """A group's shared queue of papers, most voted first, with who added each and why. Needs a
+        personal API token of a member."""
+        app, site, user = signed_in(ctx)
+        shown = _guard(lambda: app.readers.groups.page(user.id, group_id))
+        items = [
+            _item(
+                q.paper,
+                site,
+                score=float(q.entry.votes),
+                reason=f"added by {q.entry.added_by_name}" + (f": {q.entry.note}" if q.entry.note else ""),
+            )
+            for q in shown.by_votes
+        ]
+        return _answer(f"The queue of “{shown.group.name}” (score = votes):", PaperList(papers=items))
+
+    @server.tool(annotations=CHANGES)
+    def group_queue_add(
+        ctx: Context,
+        group_id: GroupId,
+        paper_id: PaperId,
+        note: Annotated[str, Field(max_length=2000, description="Why the group should read it.")] = "",
+    ) -> Annotated[CallToolResult, QueuedPaper]:
+        """Queue a paper for one of the reader's reading groups, with a note; the members vote on the
+        queue for the next journal club. Needs a personal API token of a member."""
+        app, _, user = signed_in(ctx)
+        entry = _guard(lambda: app.readers.groups.queue_add(user.id, group_id, paper_id, note))
+        out = QueuedPaper(
+            group_id=group_id, paper_id=entry.paper_id, added_by=entry.added_by_name, votes=entry.votes
+        )
+        return _result(f"Queued {entry.paper_id} for group {group_id} ({entry.votes} votes).", out)
 
     @server.resource(
         "paper://{+paper_id}",

@@ -33,6 +33,7 @@ from paperfeed.domain.adaptation import (
     StepProgress,
     TrainingPair,
     TrainOutcome,
+    cap_pairs,
     decide,
     measure,
     split_corpus,
@@ -117,10 +118,10 @@ class AdaptationService:
             raise NotEnoughPapers(str(exc)) from None
         pairs: list[TrainingPair] = []
         counts: dict[str, int] = {}
-        for name, source in self.pair_sources:
-            mined = source(split.train)
-            counts[name] = counts.get(name, 0) + len(mined)
-            pairs.extend(mined)
+        mined = [(name, source(split.train)) for name, source in self.pair_sources]
+        for name, kept in cap_pairs(mined, options.max_pairs):
+            counts[name] = counts.get(name, 0) + len(kept)
+            pairs.extend(kept)
         texts = hashlib.blake2b(digest_size=8)  # edges harvested since change the pairs: a new run, never
         for pair in pairs:
             texts.update(f"{pair.anchor}\x00{pair.positive}\x01".encode())  # a resume on other pairs

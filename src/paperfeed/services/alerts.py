@@ -8,7 +8,7 @@ root before issue #32).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import date
+from datetime import date, datetime
 
 from paperfeed.domain.library import SavedSearch
 from paperfeed.domain.models import Paper
@@ -35,3 +35,9 @@ class AlertSearch:
         """The best ``k`` matches of ``saved`` published within ``[first, last]``, as shown."""
         page = self.search.search(saved.query, with_window(saved.filters, first, last), limit=k)
         return [hit.paper for hit in page.hits]
+
+    def between(self, query: str, since: datetime, until: datetime, k: int) -> list[Paper]:
+        """The best ``k`` matches of ``query`` published in ``[since, until)`` (a reading group's week)."""
+        window = SearchFilters(date_from=since.date(), date_to=until.date())
+        page = self.search.search(query, window, limit=k)
+        return [h.paper for h in page.hits if h.paper.published and since <= h.paper.published < until]

@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Protocol
 
 from paperfeed.domain.digest import (
     MAX_ITEMS,
@@ -62,6 +63,7 @@ from paperfeed.domain.mail import (
 from paperfeed.domain.models import Paper
 from paperfeed.domain.topic_rising import rising_heading
 from paperfeed.services.jobs import Lease
+from paperfeed.services.mutes import MuteService
 from paperfeed.services.visible import VisiblePapers
 
 __all__ = [
@@ -96,6 +98,7 @@ class ComposeSummary:
     missing_sections: dict[str, int] = field(default_factory=dict)  # wanted but not available here
     papers: int = 0
     seconds: float = 0.0
+    group_digests: int = 0  # reading groups' weekly digests added (one per member and week)
 
 
 @dataclass
@@ -125,6 +128,15 @@ class Preview:
     mail: OutgoingMail | None
 
 
+class GroupDigestSource(Protocol):
+    """Reading groups' weekly digests (``services/group_digest.py``): composed into this ledger, and the
+    mail of one of their rows (None: its reader no longer wants it)."""
+
+    def compose_due(self, *, dry_run: bool = False) -> int: ...
+
+    def mail(self, entry: LedgerEntry) -> OutgoingMail | None: ...
+
+
 class SendStopped(Exception):
     """The run stopped early: the mail server refuses us; everything not sent is still pending."""
 
@@ -145,6 +157,8 @@ class DigestService:
         *,
         activity: LatestActivity | None = None,
         rising: RisingSource | None = None,
+        mutes: MuteService | None = None,
+        groups: GroupDigestSource | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.ledger = ledger
@@ -155,6 +169,8 @@ class DigestService:
         self.settings = settings
         self.activity = activity
         self.rising = rising
+        self.mutes = mutes  # a reader's mute rules: their digest leaves those papers out
+        self.groups = groups  # reading groups' weekly digests, sent through this same ledger
         self.clock = clock
 
     def _latest(self) -> datetime | None:
@@ -213,6 +229,9 @@ class DigestService:
             request = SectionRequest(sub, slot, since, until, per_section * 2, already_sent)
             title = provider.title(request)
             parts.append((section, title, provider.picks(request)))
+        if sub.user_id is not None and self.mutes is not None:
+            muted = self.mutes.filter_for(sub.user_id).muted
+            hidden = {*hidden, *(p.paper.id for _, _, picks in parts for p in picks if muted(p.paper))}
         digest = compose(
             parts, already_sent, cap=min(prefs.max_items, MAX_ITEMS), per_section=per_section, hidden=hidden
         )
@@ -402,6 +421,17 @@ class DigestService:
         accepted: list[int],
     ) -> None:
         ledger, now = self.ledger, self.clock
+        if entry.group_id is not None:  # a reading group's digest: the group service writes its mail
+            group_mail = self.groups.mail(entry) if self.groups is not None else None
+            if group_mail is None or entry.email in bouncing:
+                why = "the address bounces" if entry.email in bouncing else "no longer wanted when it was due"
+                ledger.transition(
+                    entry.id, DigestStatus.sending, DigestStatus.cancelled, now(), last_error=why
+                )
+                summary.cancelled += 1
+                return
+            self._deliver(entry, group_mail, session, summary, accepted, bouncing)
+            return
         if sub is None or not sub.active or sub.email != entry.email or entry.email in bouncing:
             why = "the address bounces" if entry.email in bouncing else "unsubscribed before it was sent"
             ledger.transition(entry.id, DigestStatus.sending, DigestStatus.cancelled, now(), last_error=why)
@@ -419,6 +449,19 @@ class DigestService:
         if mail is None:
             ledger.transition(entry.id, DigestStatus.sending, DigestStatus.empty, now())
             return
+        self._deliver(entry, mail, session, summary, accepted, bouncing)
+
+    def _deliver(
+        self,
+        entry: LedgerEntry,
+        mail: OutgoingMail,
+        session: MailSession,
+        summary: SendSummary,
+        accepted: list[int],
+        bouncing: set[str],
+    ) -> None:
+        """One claimed row's SMTP transaction and the ledger steps around it (the module doc)."""
+        ledger, now = self.ledger, self.clock
         attempts = entry.attempts + 1  # claim() counted it
         state = [DigestStatus.sending]
 
@@ -481,6 +524,8 @@ class DigestService:
         lease = self.lease()
         with lease:
             composed = self.compose_due()
+            if self.groups is not None:
+                composed.group_digests = self.groups.compose_due()
             if compose_only:
                 return composed, None
             return composed, self.send_pending(lease=lease)

@@ -24,10 +24,12 @@ from paperfeed.domain.indexing_status import IndexerReports
 from paperfeed.domain.search import Embedder, IndexOpener
 
 if TYPE_CHECKING:  # NumPy comes with them, which a keyword-only ``paperfeed search`` never loads
+    from paperfeed.domain.sentences import RoleModels, SentenceSplitter, SentenceStore
     from paperfeed.services.calibration import BackendChooser, Resolution
     from paperfeed.services.indexing import IndexingService
+    from paperfeed.services.sentences import SentenceIndexer
 
-__all__ = ["Embedders", "FixedEmbedder", "Indexer"]
+__all__ = ["Embedders", "FixedEmbedder", "Indexer", "SentencePass"]
 
 
 @dataclass
@@ -117,3 +119,27 @@ class Indexer:
                 reports=self.reports,
             )
         return self._service
+
+
+@dataclass
+class SentencePass:
+    """The indexer's second pass (:class:`~paperfeed.services.sentences.SentenceIndexer`: abstracts split
+    into sentences, embedded and given their roles) with the embedder in use, made afresh after an
+    adoption as :class:`Indexer` is."""
+
+    store: SentenceStore
+    embedders: Embedders
+    splitter: SentenceSplitter
+    roles: RoleModels
+    batch_size: int  # PAPERFEED_SENTENCES_BATCH_SIZE
+    _indexer: SentenceIndexer | None = field(default=None, init=False)
+
+    def current(self) -> SentenceIndexer:
+        from paperfeed.services.sentences import SentenceIndexer
+
+        embedder = self.embedders.resolve(calibrate=True)
+        if self._indexer is None or self._indexer.embedder is not embedder:
+            self._indexer = SentenceIndexer(
+                self.store, embedder, self.splitter, self.roles, batch_size=self.batch_size
+            )
+        return self._indexer

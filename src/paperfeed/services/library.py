@@ -36,6 +36,7 @@ from paperfeed.domain.models import Paper
 from paperfeed.domain.reference_formats import Reference
 from paperfeed.domain.results import PaperSearch
 from paperfeed.domain.search import SearchFilters
+from paperfeed.services.mutes import MuteService
 from paperfeed.services.visible import VisiblePapers
 
 __all__ = [
@@ -131,6 +132,7 @@ class LibraryService:
     papers: VisiblePapers  # hidden papers left out, the shown counts added
     search: PaperSearch
     now: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+    mutes: MuteService | None = None  # a reader's mute rules (alerts)
 
     # -- helpers -----------------------------------------------------------------------------------------
 
@@ -434,6 +436,9 @@ class LibraryService:
         page = self.search.search(saved.query, saved.filters, limit=ALERT_POOL)
         visible = self._visible([h.paper.id for h in page.hits])
         ranked = [h.paper for h in page.hits if h.paper.id in visible]
+        if self.mutes is not None:  # the alert's page and private feed are its owner's: their mute rules
+            muted = self.mutes.filter_for(saved.user_id).muted
+            ranked = [p for p in ranked if not muted(p)]
         since = saved.seen_since
         new = sorted(
             (p for p in ranked if p.published is not None and p.published > since),

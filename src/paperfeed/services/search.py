@@ -33,16 +33,18 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from paperfeed.domain.embedding import embedding_text
-from paperfeed.domain.fusion import WeightedList, fuse_weighted, reciprocal_rank_fusion
+from paperfeed.domain.fusion import WeightedList, blend_evidence, fuse_weighted, reciprocal_rank_fusion
 from paperfeed.domain.models import Paper
 from paperfeed.domain.neighbourhood import rerank_by_neighbourhood
 from paperfeed.domain.query import parse_query, with_filters
 from paperfeed.domain.results import SearchHit, SearchPage
 from paperfeed.domain.search import (
     EmbedderSource,
+    ExplainedId,
     KeywordIndex,
     KeywordIndexUnavailable,
     ParsedQuery,
+    Reason,
     ScoredId,
     SearchFilters,
     SimilarSource,
@@ -116,6 +118,8 @@ class HybridSearch:
     settings: HybridSettings
     similar_settings: SimilarSettings
     similar_sources: tuple[tuple[SimilarSource, float], ...] = ()  # further lists, each with its weight
+    # lists whose scores are evidence added to the cosine (the citation graph), each with its weight
+    similar_evidence: tuple[tuple[SimilarSource, float], ...] = ()
     topics: TopicMembers | None = None  # a topic filter's papers (None: every topic is unknown)
     # query text -> (the model that embedded it, its vector): an adopted model makes the old ones stale
     _query_cache: OrderedDict[str, tuple[str, Vectors]] = field(default_factory=OrderedDict, init=False)
@@ -226,34 +230,70 @@ class HybridSearch:
                 "keyword", keyword_weight, self._similar_keyword(paper, pool, filters, keyword_weight)
             ),
         ]
+        reasons: dict[str, tuple[Reason, ...]] = {}
         for source, weight in self.similar_sources:
-            try:
-                lists.append(WeightedList(source.name, weight, source.related(paper.id, pool, filters)))
-            except Exception as exc:  # one failing source must not take similar papers down
-                log.warning("similar papers: the %s list failed: %s", source.name, exc)
-        fused = [
-            f for f in fuse_weighted(lists, k=s.rrf_k) if f.paper_id not in same and f.paper_id not in hidden
-        ]
-        window = fused[: limit + 10]  # room for duplicates found by their text below
-        papers = self.papers.get([f.paper_id for f in window])
-        cosines = self._cosines(index, vector, [f.paper_id for f in window], read)
+            items = self._related(source, paper.id, pool, filters, reasons)
+            lists.append(WeightedList(source.name, weight, items))
+        evidence: list[tuple[float, dict[str, float]]] = []
+        for source, weight in self.similar_evidence:
+            items = self._related(source, paper.id, pool, filters, reasons) if weight > 0 else []
+            if items:
+                evidence.append((weight, {x.paper_id: x.score for x in items}))
+        dropped = same | hidden
+        fused = [f for f in fuse_weighted(lists, k=s.rrf_k) if f.paper_id not in dropped]
+        cosines: dict[str, float] = {}
+        if evidence:  # the paper has links: its text list and theirs, by cosine + evidence
+            candidates = [f.paper_id for f in fused[:pool]]
+            candidates += [pid for _, found in evidence for pid in found if pid not in dropped]
+            candidates = list(dict.fromkeys(candidates))
+            cosines = self._cosines(index, vector, candidates, read)
+            order = blend_evidence(candidates, cosines, evidence)
+        else:  # no links (or no graph): the text lists' fusion, as it has always been
+            order = [ScoredId(f.paper_id, f.score) for f in fused]
+        window = order[: limit + 10]  # room for duplicates found by their text below
+        papers = self.papers.get([x.paper_id for x in window])
+        if not evidence:
+            cosines = self._cosines(index, vector, [x.paper_id for x in window], read)
+        ranks = {f.paper_id: f.ranks for f in fused}
         hits: list[SearchHit] = []
-        for f in window:
-            other = papers.get(f.paper_id)
+        for x in window:
+            other = papers.get(x.paper_id)
             if other is None or other.content_hash == paper.content_hash:
                 continue
+            found = ranks.get(x.paper_id, (None, None))
             hits.append(
                 SearchHit(
                     paper=other,
-                    score=f.score,
-                    dense_rank=f.ranks[0],
-                    keyword_rank=f.ranks[1],
+                    score=x.score,
+                    dense_rank=found[0],
+                    keyword_rank=found[1],
                     similarity=cosines.get(other.id),
+                    reasons=reasons.get(other.id, ()),
                 )
             )
             if len(hits) == limit:
                 break
         return hits
+
+    @staticmethod
+    def _related(
+        source: SimilarSource,
+        paper_id: str,
+        pool: int,
+        filters: SearchFilters | None,
+        reasons: dict[str, tuple[Reason, ...]],
+    ) -> list[ScoredId]:
+        """``source``'s list for the paper (empty when it fails: one failing source must not take similar
+        papers down), its items' reasons noted in ``reasons``."""
+        try:
+            items = source.related(paper_id, pool, filters)
+        except Exception as exc:
+            log.warning("similar papers: the %s list failed: %s", source.name, exc)
+            return []
+        for item in items:
+            if isinstance(item, ExplainedId) and item.reasons:
+                reasons.setdefault(item.paper_id, item.reasons)
+        return items
 
     def _paper_vector(self, index: VectorIndex | None, paper: Paper) -> Vectors | None:
         """The paper's stored vector, or its text embedded now (a paper not indexed yet)."""

@@ -1,66 +1,60 @@
-"""The citation graph as a list of "similar papers" (issue #16): a
+"""The citation graph as a list of "similar papers" (issue #33): a
 :class:`~paperfeed.domain.search.SimilarSource` that :class:`~paperfeed.services.search.HybridSearch`
-fuses beside the embedding neighbours and the keyword list, with the weight
-``PAPERFEED_SIMILAR_GRAPH_WEIGHT``.
+fuses beside the embedding neighbours, with the weight ``PAPERFEED_SIMILAR_GRAPH_WEIGHT``.
 
-It ranks the papers of the store that share references with the paper or are cited together with it
-(:func:`~paperfeed.domain.graph_similarity.rank_graph_similar`, Salton's cosine of each overlap). A paper
-without edges gets an empty list, so the fusion is exactly the embedding + keyword one there.
+It ranks the papers of the store linked to the paper directly or through one shared neighbour
+(co-citation, bibliographic coupling, chains), each shared neighbour weighted down by how many papers
+it links (:func:`~paperfeed.domain.graph_similarity.rank_by_graph`), and gives every paper its reasons
+("cited together with it by 12 papers"). A paper without edges gets an empty list, so its similar papers
+are exactly the other lists.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
 
-from paperfeed.domain.graph_similarity import matches_filters, rank_graph_similar
+from paperfeed.domain.graph_similarity import GraphEvidence, matches_filters, rank_by_graph
 from paperfeed.domain.paper_graph import CitationRecords, work_key
-from paperfeed.domain.ports import PaperStore
-from paperfeed.domain.search import ScoredId, SearchFilters
+from paperfeed.domain.ports import PaperLookup
+from paperfeed.domain.search import ExplainedId, ScoredId, SearchFilters
 
 __all__ = ["GraphSimilar"]
 
-
-def _today() -> date:
-    return datetime.now(UTC).date()
+_FILTER_CHUNK = 500  # papers read at once when filters must be checked
 
 
 @dataclass
 class GraphSimilar:
-    """Co-citation + bibliographic coupling around a paper, restricted to papers of the store.
-
-    ``overlap_limit`` is how many works of each overlap list the store returns
-    (``related_counts(limit=…)``); the fused list never needs more than the search's candidate pool.
-    """
+    """The graph neighbourhood of a paper, ranked, restricted to papers of the store."""
 
     records: CitationRecords
-    store: PaperStore
-    today: Callable[[], date] = _today
-    overlap_limit: int = 200
+    store: PaperLookup
 
     @property
     def name(self) -> str:
         return "graph"
 
-    def related(self, paper_id: str, k: int, filters: SearchFilters | None = None) -> list[ScoredId]:
+    def evidence(self, paper_id: str) -> list[GraphEvidence]:
+        """Every paper of the store linked to ``paper_id`` in the graph, best first, with its counts."""
         key = work_key(arxiv_id=paper_id)
-        if key is None or k <= 0:  # not an arXiv paper: the graph keys it by nothing the store has
+        if key is None:  # not an arXiv paper: the graph keys it by nothing the store has
             return []
-        related = self.records.related_counts(key, limit=max(self.overlap_limit, k))
-        if not related.coupling and not related.co_citation:
+        return rank_by_graph(key, self.records.neighbourhood(key))
+
+    def related(self, paper_id: str, k: int, filters: SearchFilters | None = None) -> list[ScoredId]:
+        if k <= 0:
             return []
-        candidates = (set(related.coupling) | set(related.co_citation)) & related.in_store
-        candidates.discard(key)
-        if not candidates:
-            return []
-        counts = self.records.counts([key, *sorted(candidates)], as_of=self.today())
-        ranked = rank_graph_similar(key, related, counts)
+        ranked = self.evidence(paper_id)
         if filters is not None and filters.active:
-            papers = self.store.get_papers([other for other, _ in ranked])
-            ranked = [
-                (other, score)
-                for other, score in ranked
-                if (p := papers.get(other)) is not None and matches_filters(p, filters)
-            ]
-        return [ScoredId(other, score) for other, score in ranked[:k]]
+            ranked = self._filtered(ranked, k, filters)
+        return [ExplainedId(e.key, e.score, e.reasons()) for e in ranked[:k]]
+
+    def _filtered(self, ranked: list[GraphEvidence], k: int, filters: SearchFilters) -> list[GraphEvidence]:
+        kept: list[GraphEvidence] = []
+        for start in range(0, len(ranked), _FILTER_CHUNK):
+            part = ranked[start : start + _FILTER_CHUNK]
+            papers = self.store.get_papers([e.key for e in part])
+            kept += [e for e in part if (p := papers.get(e.key)) is not None and matches_filters(p, filters)]
+            if len(kept) >= k:
+                break
+        return kept

@@ -11,7 +11,11 @@
                                    URL is in the ``Link: <…>; rel="next"`` header, as HF paginates
 ``GET /api/papers/{id}``           one paper object (HfApi.paper_info); any id spelling, 404 if unknown
 ``GET /api/papers/{id}/similar``   ``limit`` ≤ 50 → daily items with ``similarity`` (cosine of the
-                                   embeddings; null if either paper is not embedded yet), best first
+                                   embeddings; null if either paper is not embedded yet) and
+                                   ``reasons`` (from the citation graph: ``kind``, ``count``, ``text``
+                                   such as "shares 8 references"; empty if none), best first;
+                                   ``facet`` overall | background | method | result: by that part of the
+                                   abstracts, each item with ``facet`` and ``matchedSentence``
 ``GET /papers/{id}.md``            the paper page as Markdown (HfApi.read_paper), with its citation graph
 ``GET /api/papers/{id}/…``         ``references``, ``citations``, ``related``: the citation graph, in
                                    ``graph_api.py``
@@ -29,7 +33,8 @@ Counts (``upvotes``, ``numComments``) are Hugging Face's imported ones plus this
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
@@ -39,13 +44,16 @@ from pydantic import BaseModel, ConfigDict
 from paperfeed.domain.citation_trend import CitedItem
 from paperfeed.domain.feed import FeedItem, Period, parse_day, parse_month, parse_week
 from paperfeed.domain.ids import normalize_paper_id
+from paperfeed.domain.models import Paper
 from paperfeed.domain.results import SearchHit
 from paperfeed.domain.search import SearchFilters
+from paperfeed.domain.sentences import parse_facet
 from paperfeed.mcp.paper_markdown import GraphMarkdown, paper_markdown
 
 from .deps import app_of, feeds_of, search_of
 from .errors import ApiError, JsonResponse
 from .hf_json import daily_item, highlight, paper_object
+from .mutes import apply_mutes
 from .rendering import search_notes_headers
 
 __all__ = ["MAX_QUERY_CHARS", "base_url", "checked_query", "router"]
@@ -57,6 +65,7 @@ MAX_PAGE = 10_000
 MARKDOWN_REFERENCES = 100  # the Markdown lists this many references (most cited first), then points on
 
 router = APIRouter(tags=["api"])
+T = TypeVar("T")
 
 
 # -- documentation models (responses are built as dicts; these describe them for /docs) -----------------
@@ -76,6 +85,15 @@ class Organization(_Open):
     fullname: str
 
 
+class OneLineSummary(_Open):
+    """paperfeed's one-line summary of a paper (docs/web-api.md): Hugging Face's ``ai_summary`` where it
+    gave one (``source`` ``hugging_face``), else the sentence of the abstract that best states what the
+    paper does or finds, extracted verbatim, not generated (``source`` ``extracted``)."""
+
+    text: str
+    source: Literal["hugging_face", "extracted"]
+
+
 class PaperModel(_Open):
     """HF's paper object."""
 
@@ -91,6 +109,7 @@ class PaperModel(_Open):
     githubStars: int | None = None
     ai_summary: str | None = None
     ai_keywords: list[str] | None = None
+    oneLineSummary: OneLineSummary | None = None  # paperfeed's: HF's ai_summary, else one extracted
     organization: Organization | None = None
     topic: dict[str, Any] | None = None  # paperfeed's: {"id", "label", "url"} of its topic (docs/topics.md)
 
@@ -112,8 +131,17 @@ class SearchItem(DailyItem):
     highlightedSummary: str
 
 
+class SimilarReason(_Open):
+    kind: str  # co_cited | shared_references | cites | cited_by | cited_by_references | cites_citers
+    count: int
+    text: str  # e.g. "cited together with it by 12 papers"
+
+
 class SimilarItem(DailyItem):
     similarity: float | None  # cosine of the two papers' embeddings; the order is the fused ranking
+    reasons: list[SimilarReason]  # why it is listed, from the citation graph (empty: by its text alone)
+    facet: str | None = None  # with ?facet=: what the list was ranked by ("overall" when it fell back)
+    matchedSentence: str | None = None  # with ?facet=: the item's sentence that best matches the facet
 
 
 class ErrorModel(_Open):
@@ -197,7 +225,8 @@ def daily_papers(
         if given:
             raise ApiError(400, f"sort=cited ranks the whole store; give no {given[0]}")
         cited = app_of(request).catalogue.cited_trending.page(limit, offset)
-        return JsonResponse([_cited_item(t) for t in cited.items])
+        kept_cited, muted = _unmuted(request, cited.items, lambda t: t.paper)
+        return JsonResponse([_cited_item(t) for t in kept_cited], headers=muted)
     feeds = feeds_of(request)
     order: Literal["upvotes", "trending"] = "trending" if sort == "trending" else "upvotes"
     items: tuple[FeedItem, ...] | list[FeedItem]
@@ -216,7 +245,19 @@ def daily_papers(
         items = [FeedItem(t.rank, t.paper, t.upvotes, t.first_seen.date()) for t in page.items]
     else:
         items = feeds.recent(limit=limit, offset=offset)
-    return JsonResponse(_items(items))
+    kept, headers = _unmuted(request, items, lambda i: i.paper)
+    return JsonResponse(_items(kept), headers=headers)
+
+
+def _unmuted(
+    request: Request, items: Sequence[T], paper_of: Callable[[T], Paper]
+) -> tuple[list[T], dict[str, str]]:
+    """``items`` without the asking reader's muted papers (``?muted=show`` keeps them), and the header
+    that says how many were left out (docs/groups.md, "Mute rules")."""
+    kept, note = apply_mutes(request, items, paper_of)
+    if note is None or note.shown:
+        return kept, {}
+    return kept, {"X-Muted-Hidden": str(note.hidden)}
 
 
 @router.get(
@@ -262,7 +303,8 @@ def search_papers(
     notes = [*page.notes, *filter(None, [coverage])]
     kept = search_notes_headers(bool(page.notes), coverage)
     headers = {"X-Search-Notes": "; ".join(notes)[:500], **kept} if kept is not None else None
-    return JsonResponse([_search_item(h) for h in page.hits], headers=headers)
+    hits, muted = _unmuted(request, page.hits, lambda h: h.paper)
+    return JsonResponse([_search_item(h) for h in hits], headers={**(headers or {}), **muted})
 
 
 def _search_item(hit: SearchHit) -> dict[str, Any]:
@@ -298,23 +340,48 @@ def list_papers(
     "/api/papers/{paper_id:path}/similar",
     response_model=list[SimilarItem],
     responses=_ERRORS,
-    summary="Papers most similar to one paper (embedding neighbours re-ranked by their small neighbourhoods)",
+    summary="Papers most similar to one paper (embedding neighbours fused with its citation graph, "
+    "each with its reasons; or by one facet of the abstracts)",
 )
 def similar_papers(
     request: Request,
     paper_id: str,
     limit: Annotated[int, Query(ge=1, le=50)] = 10,
+    facet: Annotated[
+        str | None,
+        Query(
+            max_length=20,
+            description="overall (default), background, method or result: similar by that part of the "
+            "abstracts (docs/search.md); the list falls back to overall, saying so in the Paperfeed-Note "
+            "header, when the paper has no sentence of that role.",
+        ),
+    ] = None,
 ) -> Response:
+    try:
+        chosen = parse_facet(facet)
+    except ValueError as exc:
+        raise ApiError(400, f"facet: {exc}") from None
     detail = feeds_of(request).paper(paper_id)
     if detail is None:
         raise ApiError(404, f"paper {_canonical_id(paper_id)} is not in this paperfeed instance")
-    hits = app_of(request).search.similar.of(detail.paper, limit=limit)
+    headers: dict[str, str] = {}
+    page = app_of(request).search.facets.of(detail.paper, chosen, limit)
+    hits, matched = page.hits, page.matched
+    shown = None if facet is None else page.facet
+    if page.note:
+        headers["Paperfeed-Note"] = page.note
+    hits, muted = _unmuted(request, hits, lambda h: h.paper)
+    headers.update(muted)
     out = []
     for hit in hits:
         item = daily_item(hit.paper)
         item["similarity"] = None if hit.similarity is None else round(hit.similarity, 6)
+        item["reasons"] = [{"kind": r.kind, "count": r.count, "text": r.text} for r in hit.reasons]
+        if shown is not None:
+            item["facet"] = shown
+            item["matchedSentence"] = matched.get(hit.paper.id)
         out.append(item)
-    return JsonResponse(out)
+    return JsonResponse(out, headers=headers)
 
 
 @router.get(

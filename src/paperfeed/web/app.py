@@ -23,9 +23,12 @@ from . import (
     errors,
     feeds,
     graph_api,
+    groups,
+    groups_api,
     library,
     library_api,
     library_export,
+    mutes,
     pages_feed,
     pages_paper,
     pages_search,
@@ -95,6 +98,7 @@ def create_app(
     renderer.add_globals(library.TEMPLATE_GLOBALS, library.TEMPLATE_FILTERS)
     renderer.add_globals(community.TEMPLATE_GLOBALS)
     web.add_middleware(security.SearchRateLimitMiddleware)  # inside the cache: a cached search is free
+    renderer.add_globals(groups.TEMPLATE_GLOBALS)
     web.add_middleware(PublicCacheMiddleware)  # outside security's cookie, inside the shared headers
     web.add_middleware(security.BearerTokenMiddleware)  # a bad token is a 401 before the cache answers
     web.add_middleware(ServerTimingMiddleware)
@@ -122,6 +126,10 @@ def create_app(
     web.include_router(uploads.router)
     web.include_router(library_api.router)
     web.include_router(library.router)
+    web.include_router(groups_api.router)
+    web.include_router(groups.router)
+    web.include_router(mutes.api_router)
+    web.include_router(mutes.router)
     web.include_router(feeds.router)
     # The HTML pages last: /papers/date|week|month/… (feeds) before the paper page's /papers/{id:path}.
     web.include_router(pages_feed.router)

@@ -2,7 +2,8 @@
 
 ``/rss/daily`` (``?date=YYYY-MM-DD``, default the latest day), ``/rss/trending``, ``/rss/search?q=``, and
 the same under ``/atom/``. Each item links to the paper's page on this site (``settings.base_url`` or the
-URL the request came to) and carries the abstract, authors and arXiv categories.
+URL the request came to) and carries the one-line summary (Hugging Face's, or the abstract's sentence
+extracted as one, labelled which), the abstract, authors and arXiv categories.
 
 Source text is untrusted (an imported abstract may hold ``<script>``), and feed readers render RSS
 descriptions and Atom ``type="html"`` content as HTML once they decode the XML. So every text that a
@@ -98,7 +99,8 @@ def render(
         if ":" not in p.id:
             fe.link(href=f"https://arxiv.org/abs/{p.id}", rel="related", title="arXiv")
         fe.link(href=link, rel="alternate")  # last: RSS's <link>
-        body = _html(entry.note, p.abstract) or _html(p.title)
+        line = p.one_line  # Hugging Face's one-line summary, or the extracted one, labelled as such
+        body = _html(entry.note, line.labelled if line is not None else "", p.abstract) or _html(p.title)
         if kind == "rss":
             fe.description(body)
         else:

@@ -57,6 +57,9 @@ def paper_object(
         out["ai_summary"] = paper.ai_summary
     if paper.ai_keywords:
         out["ai_keywords"] = list(paper.ai_keywords)
+    line = paper.one_line  # paperfeed's: HF's ai_summary, else the abstract's sentence extracted as one
+    if line is not None:
+        out["oneLineSummary"] = {"text": line.text, "source": line.source}
     if paper.github_stars is not None:
         out["githubStars"] = paper.github_stars
     if paper.organization:

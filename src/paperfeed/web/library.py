@@ -60,6 +60,7 @@ T = TypeVar("T")
 _STATES = "pf_library_states"
 _TAGS = "pf_library_tags"
 _PRIVATE = NO_STORE
+_MINE = "private, no-store"  # one reader's own answer, said to every cache (issue #34's routes)
 _PUBLIC = "public, max-age=60"  # a public collection: the same for everyone
 # Messages after a redirect are chosen by key, so no text from the URL is ever shown.
 _DONE = {
@@ -164,7 +165,7 @@ def _page(
 ) -> HTMLResponse:
     """A ``library/`` page through :func:`~.rendering.page`: private ones are never cached nor indexed."""
     meta = PageMeta(
-        title, description or title, absolute_url(request), noindex=cache == _PRIVATE, feeds=feeds
+        title, description or title, absolute_url(request), noindex=cache in (_PRIVATE, _MINE), feeds=feeds
     )
     done = _DONE.get(request.query_params.get("done", ""))
     return rendering.page(
@@ -262,6 +263,33 @@ def library_page(
         all_url=url(1, tag_value=None),
         total_label=plural(shelf.total, "paper"),
         **_pages(shelf.total, number, url),
+    )
+
+
+@router.get("/library/search", response_class=HTMLResponse)
+def library_search_page(request: Request, user: SignedIn, q: str = "") -> HTMLResponse:
+    """Search my library: the reader's saved papers, tags and private notes, by words and by meaning."""
+    if not q.strip():
+        return _page(
+            request, "search", "Search my library", cache=_MINE, q="", found=None, hits=[], error=None
+        )
+    try:
+        found = app_of(request).readers.library_search.search(user.id, q[:1000])
+    except InvalidLibraryInput as exc:
+        return _page(
+            request,
+            "search",
+            "Search my library",
+            status=400,
+            cache=_MINE,
+            q=q[:250],
+            found=None,
+            hits=[],
+            error=str(exc),
+        )
+    hits = [(h, paper_view(h.paper, with_abstract=False)) for h in found.hits]
+    return _page(
+        request, "search", "Search my library", cache=_MINE, q=q[:250], found=found, hits=hits, error=None
     )
 
 

@@ -19,6 +19,8 @@
 ``POST /api/me/library/import``                multipart ``file``, ``tag``, ``format``, ``with_tags`` → report
 ``GET /api/me/library/import``                 the latest import's background fetch from arXiv
 ``GET /api/me/library/export``                 ``format``, ``tag`` (id): a file (``web/library_export.py``)
+``GET /api/me/library/search``                 ``q``, ``limit`` ≤ 200: your papers, tags and notes by words
+                                               and meaning, each with what matched
 ``GET /api/collections/{id}``                  a public tag's papers (its owner also sees a private one)
 =============================================  ===============================================================
 
@@ -435,6 +437,32 @@ def delete_search(request: Request, user: SignedIn, search_id: int) -> JsonRespo
 
 
 # -- import and public collections --------------------------------------------------------------------------
+
+
+@router.get(
+    "/me/library/search", summary="Search your library (papers, tags, notes)", response_class=JsonResponse
+)
+def search_library(
+    request: Request,
+    user: SignedIn,
+    q: Annotated[str, Query(max_length=1000)] = "",
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+) -> JsonResponse:
+    try:
+        found = app_of(request).readers.library_search.search(user.id, q, limit=limit)
+    except InvalidLibraryInput as exc:
+        raise _bad(exc) from None
+    items = [
+        {
+            "paper": paper_object(h.paper),
+            "tags": list(h.tags),
+            "note": h.note or None,
+            "matched": list(h.matched),
+        }
+        for h in found.hits
+    ]
+    body = {"query": found.query, "items": items, "searched": found.searched, "notes": list(found.notes)}
+    return JsonResponse(body, headers={"Cache-Control": "private, no-store"})
 
 
 @router.post(

@@ -9,7 +9,7 @@ script (:mod:`.rendering`), so a hostile title cannot run code even if an escapi
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 
 from fastapi import APIRouter, Request
@@ -33,6 +33,7 @@ from paperfeed.services.feed import FeedService
 
 from . import rendering
 from .deps import Feeds, app_of
+from .mutes import MuteNote, apply_mutes
 from .rendering import absolute_url, error_page
 from .rising import RisingBox, rising_box
 from .uploads import upload_limits
@@ -85,6 +86,7 @@ class FeedView:
     store_empty: bool = False  # no papers listed on any day: say how to get some
     unlisted_papers: int = 0  # papers in the store when none is listed on any day
     rising: RisingBox | None = None  # "Rising this week" of the day's or week's ISO week
+    muted: MuteNote | None = None  # papers the reader's mute rules left out of this page
 
 
 def _switch(anchor: date) -> list[tuple[str, str, str]]:
@@ -242,7 +244,9 @@ def _day_response(
     if latest is None and not feeds.papers_page(None, 1).items:
         return first_run_page(request)
     feed = feeds.day(day, limit=DAY_PAGE_SIZE, offset=(page - 1) * DAY_PAGE_SIZE)
-    view = _day_view(feed, page)
+    items, muted = apply_mutes(request, feed.items, lambda i: i.paper)
+    view = _day_view(replace(feed, items=tuple(items)), page)
+    view.muted = muted
     view.rising = rising_box(request, feed.day)
     view.last_iso = latest.isoformat() if latest else None
     view.store_empty = latest is None
@@ -309,7 +313,9 @@ def _period_response(request: Request, feeds: FeedService, kind: str, label: str
             feed = feeds.month(label, limit=PERIOD_PAGE_SIZE, offset=offset)
     except InvalidPeriod as exc:
         return _bad_period(request, exc, f"No such {kind}", f"{exc}.")
-    view = _period_view(feed, page)
+    items, muted = apply_mutes(request, feed.items, lambda i: i.paper)
+    view = _period_view(replace(feed, items=tuple(items)), page)
+    view.muted = muted
     if kind == "week":  # a month spans several weeks: which one would rise is not the month's story
         view.rising = rising_box(request, feed.period.start)
     title = f"{'Weekly' if kind == 'week' else 'Monthly'} Papers, {_period_title(feed.period)}"
@@ -332,6 +338,7 @@ class TrendingView:
     explanation: Markup
     subheading: str
     now_note: str | None = None  # ages count from the archive's end, not from today: the page says so
+    muted: MuteNote | None = None
 
 
 def _trending_view(page: TrendingPage, feeds: FeedService) -> TrendingView:
@@ -421,10 +428,16 @@ def trending_page(request: Request, feeds: Feeds, sort: str = "") -> HTMLRespons
         return error_page(request, 400, "Unknown order", f"sort must be score or cited, not {sort[:40]!r}.")
     if sort == "cited":
         cited = app_of(request).catalogue.cited_trending
-        view = _cited_view(cited.page(limit=TRENDING_SIZE), cited.params)
+        found = cited.page(limit=TRENDING_SIZE)
+        kept, muted = apply_mutes(request, found.items, lambda t: t.paper)
+        view = replace(_cited_view(replace(found, items=tuple(kept)), cited.params), muted=muted)
         what = "Papers ranked by how fast they are cited now (citations per month, last 12 months)."
     else:
-        view = _trending_view(feeds.trending(limit=TRENDING_SIZE), feeds)
+        found_trending = feeds.trending(limit=TRENDING_SIZE)
+        kept_trending, muted = apply_mutes(request, found_trending.items, lambda t: t.paper)
+        view = replace(
+            _trending_view(replace(found_trending, items=tuple(kept_trending)), feeds), muted=muted
+        )
         what = "Papers ranked by upvotes and GitHub stars, decayed by age."
     top = ", ".join(v.title_text for v in view.items[:3])
     meta = PageMeta(

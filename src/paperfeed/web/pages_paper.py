@@ -22,8 +22,10 @@ from paperfeed.domain.citation import bibtex
 from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
 from paperfeed.domain.models import Paper
 from paperfeed.domain.paper_graph import CitationSort
+from paperfeed.domain.search import reasons_text
+from paperfeed.domain.sentences import FACETS, Facet
+from paperfeed.services.facets import FacetedSimilar
 from paperfeed.services.paper_graph import GraphListing, PaperGraphService
-from paperfeed.services.similar import SimilarPapers
 
 from . import rendering, topic_map
 from .deps import AppDep
@@ -34,7 +36,6 @@ from .views import (
     PageLink,
     PageMeta,
     PageNumber,
-    PaperView,
     clip,
     count_label,
     day_label,
@@ -135,12 +136,26 @@ def _paper_links(
     return links
 
 
-def _similar(similar: SimilarPapers, paper: Paper) -> tuple[list[PaperView], str | None]:
-    """The paper's similar papers, or why there are none to show."""
-    hits = similar.of(paper, limit=SIMILAR_SIZE)
-    if not hits:
-        return [], "No similar papers found yet: more appear once papers are embedded (paperfeed index)."
-    return [paper_view(hit.paper, with_abstract=False) for hit in hits], None
+def _similar(facets: FacetedSimilar, paper: Paper, facet: Facet) -> dict[str, Any]:
+    """The paper's similar papers by ``facet`` (:class:`FacetedSimilar`) for the template: the list (each
+    with its reasons from the citation graph), the sentence of each that matched the facet, the switch's
+    links, and why the list is empty or overall."""
+    page = facets.of(paper, facet, SIMILAR_SIZE)
+    views = [
+        replace(paper_view(hit.paper, with_abstract=False), why=reasons_text(hit.reasons))
+        for hit in page.hits
+    ]
+    note = page.note
+    if not views:
+        note = "No similar papers found yet: more appear once papers are embedded (paperfeed index)."
+    switch = [Choice(name, f"?similar={name}#similar-title", name == facet) for name in FACETS]
+    return {
+        "similar": views,
+        "similar_note": note,
+        "similar_matched": page.matched,
+        "similar_facet": page.facet,
+        "similar_switch": switch,
+    }
 
 
 def _graph_list(
@@ -229,6 +244,9 @@ def paper_page(
     cited_page: PageNumber = 1,
     cited_sort: Annotated[SortParam, Query(description="Order of the citing papers.")] = "date",
     cited_instance: Annotated[bool, Query(description="Only citing papers in this instance.")] = False,
+    similar: Annotated[
+        Facet, Query(description="Similar papers by: overall, background, method or result.")
+    ] = "overall",
 ) -> Response:
     """A paper by any spelling of its id; other spellings redirect, versions show the same page."""
     try:
@@ -260,7 +278,6 @@ def paper_page(
     view = paper_view(paper)
     github = safe_url(paper.github_repo)
     project = safe_url(paper.project_page)
-    similar, similar_note = _similar(app.search.similar, paper)
     abstract_text = plain_text(paper.abstract) if paper.abstract else ""
     description = clip(abstract_text or f"{view.title_text} by {', '.join(paper.authors[:3])}")
     meta = PageMeta(
@@ -277,8 +294,7 @@ def paper_page(
         "v": view,
         "links": _paper_links(paper.id, detail.requested_version, github, project),
         "listed_on": [(d.isoformat(), day_label(d)) for d in detail.listed_on],
-        "similar": similar,
-        "similar_note": similar_note,
+        **_similar(app.search.facets, paper, similar),
         "bibtex": bibtex(paper),
         "version_note": version_note,
         "updated_label": day_label(paper.updated) if paper.updated else None,

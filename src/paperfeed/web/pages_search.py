@@ -9,6 +9,7 @@ as ``/topics/{id}`` does.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from urllib.parse import urlencode
@@ -19,11 +20,12 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from paperfeed.domain.arxiv_subjects import SUBJECT_CODES
 from paperfeed.domain.feed import InvalidPeriod, PeriodOutOfRange, parse_day
 from paperfeed.domain.query import parse_query
-from paperfeed.domain.results import PaperSearch
+from paperfeed.domain.results import PaperSearch, SearchHit
 from paperfeed.domain.search import SearchFilters
 
 from . import rendering
 from .deps import AppDep
+from .mutes import MuteNote, apply_mutes
 from .rendering import absolute_url, error_page
 from .views import PageLink, PageMeta, PageNumber, PaperView, clip, page_links, paper_view
 
@@ -74,6 +76,7 @@ class SearchView:
     page_number: int = 1
     prev_url: str | None = None
     next_url: str | None = None
+    muted: MuteNote | None = None  # hits the reader's mute rules left out of this page
 
     @property
     def export_query(self) -> str:
@@ -142,11 +145,12 @@ def search_view(
     page: int,
     topic: int | None = None,
     topic_choices: list[tuple[int, str]] | None = None,
+    mute: Callable[[Sequence[SearchHit]], tuple[list[SearchHit], MuteNote | None]] | None = None,
 ) -> SearchView:
     """Run the search the form describes; bad filter values become messages, not errors.
 
     The hits' papers carry the counts pages show (search reads through the visible-papers lookup);
-    ``topic`` is a live topic's id (the route checked it).
+    ``topic`` is a live topic's id (the route checked it); ``mute`` leaves out the reader's muted hits.
     """
     q = q.strip()[:1000]
     problems: list[str] = []
@@ -188,6 +192,9 @@ def search_view(
     result = search.search(q, filters, limit=SEARCH_PAGE_SIZE, offset=offset)
     view.notes = list(result.notes)
     view.offset = offset
+    hits = list(result.hits)
+    if mute is not None:
+        hits, view.muted = mute(hits)
     view.items = [
         paper_view(
             hit.paper,
@@ -196,7 +203,7 @@ def search_view(
             with_abstract=False,
             with_snippet=True,
         )
-        for hit in result.hits
+        for hit in hits
     ]
     if view.items:
         noun = "result" if result.total == 1 else "results"
@@ -264,6 +271,7 @@ def search_page(
         page,
         topic=topic_id,
         topic_choices=choices,
+        mute=lambda hits: apply_mutes(request, hits, lambda h: h.paper),
     )
     degraded = bool(view.notes)  # a part of search failed (rendering.search_notes_headers)
     coverage = app.indexes.coverage.note()  # after the search, which reloads a vector index saved meanwhile

@@ -56,6 +56,10 @@ so a signed-in reader's page is always their own: rendered for them, never kept,
 (:mod:`.headers`), and never compared with an anonymous ETag. A copy rendered for such a request is kept
 only when it did not look either: then it is the anonymous answer.
 
+A list of papers a reader's mute rules would filter (``web/mutes.py`` marks such a render
+:data:`~.mutes.MUTABLE`) is given to a signed-in request only after :func:`~.mutes.reader_has_mutes` found
+that its reader mutes nothing; a reader with rules gets their own list, rendered for them and never kept.
+
 What is never cached or marked public: an answer that is not a 200, that sets a cookie, whose
 handler chose ``private``/``no-store``/``no-cache``, or during whose rendering a user was resolved or a
 CSRF token computed (:func:`.security.personal`). Search answers a failed part left partial are
@@ -92,6 +96,7 @@ from paperfeed.domain.feed import DataVersion
 from paperfeed.domain.page_cache import SharedPageCache
 
 from .headers import KEEP_SECONDS_HEADER, PUBLIC_SECONDS_HEADER, SESSION_COOKIE_PREFIX
+from .mutes import MUTABLE, reader_has_mutes
 from .security import asked_who, personal
 
 __all__ = ["POLICIES", "Policy", "PublicCacheMiddleware", "policy_for", "render_fingerprint"]
@@ -176,6 +181,7 @@ class _Entry:
     version: DataVersion | None  # None: the version could not be read, and the entry is not kept
     stored: float  # the clock when rendered: a content change may reuse it for the grace seconds
     anyone: bool = False  # its render never looked at who asked: a signed-in reader may be given it too
+    mutable: bool = False  # a list a reader's mute rules filter: given to them only when they mute nothing
 
     @property
     def size(self) -> int:
@@ -316,6 +322,7 @@ def _encode(entry: _Entry, clock: Callable[[], float]) -> bytes:
             ],
             "rendered": time.time() - (clock() - entry.stored),
             "anyone": entry.anyone,
+            "mutable": entry.mutable,
         }
     )
     return _LENGTH.pack(len(head)) + head + entry.body
@@ -337,6 +344,7 @@ def _decode(raw: bytes, clock: Callable[[], float]) -> _Entry | None:
             DataVersion(str(content), str(removals), str(papers), str(derived)),
             clock() - max(0.0, time.time() - float(head["rendered"])),
             head.get("anyone") is True,  # absent (an older copy): treated as a reader's own
+            head.get("mutable", True) is not False,  # absent: asked about, to be safe
         )
     except (struct.error, orjson.JSONDecodeError, KeyError, TypeError, ValueError, UnicodeError):
         return None
@@ -455,6 +463,9 @@ class PublicCacheMiddleware:
                 cache[key] = kept
         if kept is not None and not kept.anyone:  # this answer depends on the reader
             await self.app(scope, receive, send)
+            return
+        if kept is not None and kept.mutable and await anyio.to_thread.run_sync(reader_has_mutes, scope):
+            await self.app(scope, receive, send)  # a list their mute rules filter: their own answer
             return
         conditional = _header(scope, b"if-none-match")
         if kept is not None and kept.version != version and await self._wrote_lately(_credential(scope)):
@@ -805,6 +816,7 @@ class PublicCacheMiddleware:
             version,
             self.clock(),
             anyone=not asked,
+            mutable=bool(state.get(MUTABLE)),
         )
         cache = self._cache
         if cache is not None and version is not None and entry.size <= min(MAX_ENTRY_BYTES, cache.maxsize):

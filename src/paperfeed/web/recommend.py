@@ -7,7 +7,7 @@ Every item carries its reasons; the page links the saved paper a recommendation 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -22,6 +22,7 @@ from .api import ErrorModel, PaperModel, _Open
 from .deps import app_of
 from .errors import ApiError, JsonResponse
 from .hf_json import daily_item
+from .mutes import MuteNote, apply_mutes, reader_mutes
 from .rendering import error_page
 from .security import require_user
 from .views import PageMeta, PaperView, paper_url, paper_view
@@ -36,10 +37,14 @@ MAX_TAG_CHARS = 60
 Signed = Annotated[User, Depends(require_user)]
 
 
-def _feed(request: Request, user: User, limit: int, tag: str) -> ForYou:
+def _feed(request: Request, user: User, limit: int, tag: str) -> tuple[ForYou, MuteNote | None]:
+    """The reader's feed without their muted papers (asked for twice as many when they mute any)."""
     app = app_of(request)
     name = " ".join(tag.split()) or None
-    return app.readers.recommendations.feed(user.id, limit=limit, tag=name)
+    wanted = limit * 2 if reader_mutes(request) else limit
+    feed = app.readers.recommendations.feed(user.id, limit=wanted, tag=name)
+    items, muted = apply_mutes(request, feed.items, lambda r: r.paper)
+    return replace(feed, items=tuple(items[:limit])), muted
 
 
 # -- page -----------------------------------------------------------------------------------------------
@@ -72,7 +77,7 @@ def for_you_page(request: Request, user: Signed, tag: str = "") -> HTMLResponse:
             request, 400, "Tag name too long", f"A tag name has at most {MAX_TAG_CHARS} characters."
         )
     try:
-        feed = _feed(request, user, PAGE_SIZE, tag)
+        feed, muted = _feed(request, user, PAGE_SIZE, tag)
     except UnknownTag as exc:
         return error_page(
             request, 404, "No such tag", f"{exc}. Pick one of your tags, or all of your papers."
@@ -93,6 +98,7 @@ def for_you_page(request: Request, user: Signed, tag: str = "") -> HTMLResponse:
         feed=feed,
         items=items,
         mode_line=_mode_line(feed),
+        muted=muted,
         picked=app_of(request).catalogue.topic_picks.picked(user.id),
     )
 
@@ -129,6 +135,7 @@ class RecommendationsModel(_Open):
     positives: int
     window: Window
     items: list[RecommendationItem]
+    mutedHidden: int = 0  # papers left out by the reader's mute rules (docs/groups.md)
 
 
 def _item(rec: Recommendation) -> dict[str, Any]:
@@ -158,7 +165,7 @@ def recommendations_api(
     tag: Annotated[str, Query(max_length=MAX_TAG_CHARS)] = "",
 ) -> Response:
     try:
-        feed = _feed(request, user, limit, tag)
+        feed, muted = _feed(request, user, limit, tag)
     except UnknownTag as exc:
         raise ApiError(404, str(exc)) from None
     body = {
@@ -169,5 +176,6 @@ def recommendations_api(
         "positives": feed.positives,
         "window": {"start": feed.window[0].isoformat(), "end": feed.window[1].isoformat()},
         "items": [_item(r) for r in feed.items],
+        "mutedHidden": 0 if muted is None or muted.shown else muted.hidden,
     }
     return JsonResponse(body, headers={"Cache-Control": "private, no-store"})

@@ -113,6 +113,11 @@ class PaperView:
     abstract_html: Markup | None
     snippet_html: Markup | None = None
     score_label: str | None = None
+    why: str | None = None  # similar papers: why it is listed ("cited together with it by 12 papers")
+    # the one-line summary (Hugging Face's, else extracted from the abstract) and whose it is
+    summary_html: Markup | None = None
+    summary_source: str | None = None  # "hugging_face" or "extracted"
+    summary_label: str | None = None
 
 
 def safe_url(value: str | None) -> str | None:
@@ -182,6 +187,7 @@ def paper_view(
         text, spans = snippet(paper.abstract, abstract_spans)
         snippet_html = render_text(text, spans)
     github = safe_url(paper.github_repo)
+    line = paper.one_line
     return PaperView(
         id=paper.id,
         url=paper_url(paper.id),
@@ -201,6 +207,9 @@ def paper_view(
         abstract_html=render_text(paper.abstract) if with_abstract and paper.abstract else None,
         snippet_html=snippet_html,
         score_label=score_label,
+        summary_html=render_text(line.text) if line is not None else None,
+        summary_source=line.source if line is not None else None,
+        summary_label=line.label if line is not None else None,
     )
 
 

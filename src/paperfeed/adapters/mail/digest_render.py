@@ -66,6 +66,7 @@ class _Item:
     summary: str
     why: str | None
     meta: str
+    summary_label: str | None = None  # whose one-line summary ``summary`` is; None: the abstract, shortened
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +223,8 @@ class JinjaDigestRenderer:
         return found
 
     def _item(self, paper: Paper, why: str | None) -> _Item:
-        summary = paper.ai_summary or paper.abstract
+        line = paper.one_line  # HF's one-line summary, else the abstract's sentence extracted as one
+        summary = line.text if line is not None else paper.abstract
         meta = list(paper.categories[:3])
         if paper.upvotes:
             meta.append(f"▲ {paper.upvotes}")
@@ -235,6 +237,7 @@ class JinjaDigestRenderer:
             summary=_shorten(_clean(summary), _SUMMARY_CHARS),
             why=_clean(why) if why else None,
             meta=" · ".join(meta),
+            summary_label=line.label if line is not None else None,
         )
 
     # -- subscription mail --------------------------------------------------------------------------

@@ -6,8 +6,10 @@ from . import (  # noqa: F401
     schema_citations,
     schema_community,
     schema_digests,
+    schema_groups,
     schema_jobs,
     schema_library,
+    schema_sentences,
     schema_topics,
 )
 from .sql_store import SqlPaperStore, open_store

@@ -22,6 +22,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from paperfeed.domain.account_data import EXPORT_FORMAT, DeletedRows, ReaderExport
 
+from .groups import forget_reader, reader_groups_export
 from .schema import papers
 from .schema_accounts import api_tokens, hidden_papers, one_time_links, sessions, users
 from .schema_community import paper_comments, paper_submissions, paper_upvotes
@@ -113,6 +114,7 @@ class SqlReaderDataStore:
             ]
             subscriptions = self._subscriptions(conn, user_id, u["email"])
             picked = self._topic_picks(conn, user_id)
+            in_groups = reader_groups_export(conn, user_id)
         documents = {
             "account": account,
             "library": library,
@@ -121,6 +123,7 @@ class SqlReaderDataStore:
             "submissions": submissions,
             "subscriptions": subscriptions,
             "topics": picked,
+            "groups": in_groups,
         }
         return ReaderExport(email=u["email"], documents=documents, saved_paper_ids=saved)
 
@@ -371,6 +374,8 @@ class SqlReaderDataStore:
                 "moderation",
                 update(hidden_papers).where(hidden_papers.c.hidden_by == user_id).values(hidden_by=None),
             )
+            for name, n in forget_reader(conn, user_id).items():  # reading groups and mute rules
+                counts[name] = counts.get(name, 0) + n
             run("topic_picks", delete(topic_picks).where(topic_picks.c.user_id == user_id))
             run("sessions", delete(sessions).where(sessions.c.user_id == user_id))
             run("api_tokens", delete(api_tokens).where(api_tokens.c.user_id == user_id))

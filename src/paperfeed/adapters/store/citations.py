@@ -26,6 +26,7 @@ from sqlalchemy.engine import Connection, Engine
 from paperfeed.domain.paper_graph import (
     Citation,
     CitationSort,
+    GraphNeighbourhood,
     GraphPage,
     GraphRow,
     LinkCounts,
@@ -195,6 +196,8 @@ class SqlCitationRecords:
         }
         sample = _SAMPLE_PG if engine.dialect.name == "postgresql" else _SAMPLE_SQLITE
         self._related = (text(sample + _COUPLING), text(sample + _PRIOR), text(_CO_CITATION))
+        paths = _HOOD_PATHS_PG if engine.dialect.name == "postgresql" else _HOOD_PATHS_SQLITE
+        self._hood = (text(_HOOD_SIDES), text(paths))
         self._harvest_upsert = self._upsert(
             citation_harvests,
             [citation_harvests.c.paper_id, citation_harvests.c.source],
@@ -538,6 +541,66 @@ class SqlCitationRecords:
             in_store=frozenset(in_store),
         )
 
+    def neighbourhood(self, key: str) -> GraphNeighbourhood:
+        """``key``'s neighbours and the papers of the store linked to them (see
+        :class:`~paperfeed.domain.paper_graph.GraphNeighbourhood`).
+
+        Capped like :meth:`related_counts` (module constants, repeated in docs/citations.md): the first
+        :data:`RELATED_REFERENCES` references by key, the :data:`RELATED_CITERS` newest citers; of each
+        of those neighbours every paper of the store it cites, and those of the store among its
+        :data:`RELATED_CITERS_PER_REFERENCE` newest citers (on SQLite a tie at the boundary day lets the
+        whole day in). Degrees are exact: every stored edge of the neighbour, or a source's larger
+        reported citation total; so are the candidates' citations.
+        """
+        params = {
+            "key": key,
+            "refs": RELATED_REFERENCES,
+            "citers": RELATED_CITERS,
+            "n": RELATED_CITERS_PER_REFERENCE,
+            "n_before": RELATED_CITERS_PER_REFERENCE - 1,
+        }
+        sides_sql, paths_sql = self._hood
+        with self._reader.connect() as conn:
+            refs: set[str] = set()
+            citers: set[str] = set()
+            for side, x in conn.execute(sides_sql, params):
+                (citers if side else refs).add(str(x))
+            if not refs and not citers:
+                return GraphNeighbourhood()
+            cited_by: dict[str, list[str]] = {}
+            cites: dict[str, list[str]] = {}
+            cited_counts: dict[str, int] = {}
+            for x, direction, other, count in conn.execute(paths_sql, params):
+                (cites if direction else cited_by).setdefault(str(x), []).append(str(other))
+                cited_counts[str(other)] = int(count)
+            hood = sorted(refs | citers)
+            degrees: dict[str, int] = {}
+            cited: dict[str, int] = {}
+            in_store: set[str] = set()
+            for chunk in _chunks(hood):
+                query = (
+                    select(citations.c.citing, func.count())
+                    .where(citations.c.citing.in_(chunk))
+                    .group_by(citations.c.citing)
+                )
+                degrees.update((k, int(n)) for k, n in conn.execute(query))
+                query = select(works.c.key, works.c.cited_edges, works.c.citation_count).where(
+                    works.c.key.in_(chunk)
+                )
+                cited.update((k, max(int(n), int(r or 0))) for k, n, r in conn.execute(query))
+                in_store.update(conn.execute(select(papers.c.id).where(papers.c.id.in_(chunk))).scalars())
+        for x in in_store:  # a neighbour that is a paper of the store is a candidate too (a direct link)
+            cited_counts[x] = cited.get(x, 0)
+        return GraphNeighbourhood(
+            references=frozenset(refs),
+            citers=frozenset(citers),
+            cited_by={x: tuple(found) for x, found in cited_by.items()},
+            cites={x: tuple(found) for x, found in cites.items()},
+            degrees={x: degrees.get(x, 0) + cited.get(x, 0) for x in hood},
+            in_store=frozenset(in_store),
+            citations=cited_counts,
+        )
+
 
 def _note_work(seen: dict[str, WorkRef | None], ref: WorkRef) -> None:
     """Several descriptions of one work in a batch merge field by field, later known fields winning."""
@@ -693,6 +756,62 @@ _EDGE_NAMES = [
     "paper_title",
     "paper_published",
 ]
+
+
+# A paper's neighbourhood, for its graph list of similar papers (:meth:`SqlCitationRecords.neighbourhood`):
+# its references (the first :refs by key) and its :citers newest citers, then for each of those
+# neighbours the papers of the store it cites (all) and its :n newest citers that are papers of the store
+# (sampled among all its citers, as the coupling sample above: a neighbour cited 100,000 times costs
+# as much as one cited 50 times). Rows: (neighbour, 0, store paper citing it, its citations) and
+# (neighbour, 1, store paper it cites, its citations), a paper's citations being the larger of its stored
+# citing edges and a source's reported total.
+_HOOD = """
+WITH refs AS (
+    SELECT cited AS x FROM citations WHERE citing = :key AND cited <> :key ORDER BY cited LIMIT :refs
+), citers AS (
+    SELECT citing AS x FROM citations WHERE cited = :key AND citing <> :key
+    ORDER BY citing_day DESC, citing DESC LIMIT :citers
+), hood AS (
+    SELECT x FROM refs UNION SELECT x FROM citers
+)
+"""
+_HOOD_SIDES = (
+    _HOOD
+    + """
+SELECT 0, x FROM refs UNION ALL SELECT 1, x FROM citers
+"""
+)
+_HOOD_PATHS_PG = (
+    _HOOD
+    + """
+SELECT h.x, 0, s.citing, greatest(w.cited_edges, coalesce(w.citation_count, 0)) FROM hood h
+CROSS JOIN LATERAL (
+    SELECT c.citing FROM citations c WHERE c.cited = h.x AND c.citing <> :key
+    ORDER BY c.citing_day DESC, c.citing DESC LIMIT :n
+) s JOIN papers p ON p.id = s.citing JOIN works w ON w.key = s.citing
+UNION ALL
+SELECT h.x, 1, c.cited, greatest(w.cited_edges, coalesce(w.citation_count, 0)) FROM hood h
+JOIN citations c ON c.citing = h.x JOIN papers p ON p.id = c.cited JOIN works w ON w.key = c.cited
+WHERE c.cited <> :key
+"""
+)
+_HOOD_PATHS_SQLITE = (
+    _HOOD
+    + """, bounds AS MATERIALIZED (
+    SELECT h.x, coalesce((
+        SELECT c.citing_day FROM citations c WHERE c.cited = h.x AND c.citing <> :key
+        ORDER BY c.citing_day DESC LIMIT 1 OFFSET :n_before
+    ), -1) AS low FROM hood h
+)
+SELECT b.x, 0, c.citing, max(w.cited_edges, coalesce(w.citation_count, 0))
+FROM bounds b JOIN citations c ON c.cited = b.x AND c.citing_day >= b.low
+JOIN papers p ON p.id = c.citing JOIN works w ON w.key = c.citing WHERE c.citing <> :key
+UNION ALL
+SELECT h.x, 1, c.cited, max(w.cited_edges, coalesce(w.citation_count, 0))
+FROM hood h JOIN citations c ON c.citing = h.x JOIN papers p ON p.id = c.cited JOIN works w ON w.key = c.cited
+WHERE c.cited <> :key
+"""
+)
 
 
 def _counted(conn: Connection, sql: Any, params: dict[str, Any]) -> dict[str, int]:

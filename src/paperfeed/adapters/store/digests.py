@@ -28,7 +28,7 @@ from paperfeed.domain.digest import (
     Subscription,
     SubscriptionStatus,
 )
-from paperfeed.domain.digest_ledger import LedgerEntry, NewDigest
+from paperfeed.domain.digest_ledger import LedgerEntry, NewDigest, NewGroupDigest
 
 from .columns import as_date
 from .leases import SqlLeases
@@ -97,7 +97,7 @@ def _entry(row: Row[Any]) -> LedgerEntry:
     m = row._mapping
     return LedgerEntry(
         id=m["id"],
-        subscription_id=m["subscription_id"],
+        subscription_id=m["subscription_id"] or 0,
         period=m["period"],
         slot=m["slot"] or _now(),
         email=m["email"],
@@ -107,6 +107,8 @@ def _entry(row: Row[Any]) -> LedgerEntry:
         last_error=m["last_error"],
         composed_at=m["composed_at"] or _now(),
         sent_at=m["sent_at"],
+        group_id=m["group_id"],
+        user_id=m["user_id"],
     )
 
 
@@ -335,6 +337,47 @@ class SqlDigestStore(SqlLeases):
             return set()
         sid = stored.subscription.id
         return self.sent_papers([sid]).get(sid, set())
+
+    def settled_group_periods(self, group_id: int, period: str) -> set[int]:
+        """The members of ``group_id`` whose digest of ``period`` has a ledger row already."""
+        with self.engine.connect() as conn:
+            return set(
+                conn.execute(
+                    select(digests.c.user_id).where(
+                        digests.c.group_id == group_id, digests.c.period == period
+                    )
+                ).scalars()
+            )
+
+    def add_group_digests(self, items: Sequence[NewGroupDigest], now: datetime) -> int:
+        """Record reading groups' digests (pending, or ``empty``) in one transaction; a (group, member,
+        week) that already has a row is skipped, so composing twice — or after a restart — adds nothing."""
+        if not items:
+            return 0
+        rows = [
+            {
+                "subscription_id": None,
+                "group_id": item.group_id,
+                "user_id": item.user_id,
+                "period": item.period,
+                "slot": item.slot,
+                "email": item.email,
+                "status": (DigestStatus.empty if item.digest.empty else DigestStatus.pending).value,
+                "content": item.digest.to_json(),
+                "paper_count": len(item.digest.paper_ids),
+                "attempts": 0,
+                "composed_at": now,
+                "updated_at": now,
+            }
+            for item in items
+        ]
+        stmt = (
+            self._insert(digests)
+            .on_conflict_do_nothing(index_elements=[digests.c.group_id, digests.c.user_id, digests.c.period])
+            .returning(digests.c.id)
+        )
+        with self.engine.begin() as conn:
+            return len(conn.execute(stmt, rows).all())
 
     def paper_times_in_window(self, since: datetime, until: datetime) -> list[tuple[str, datetime]]:
         """Papers published, or listed, in ``[since, until)``, each with the earlier of those moments

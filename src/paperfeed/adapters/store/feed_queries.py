@@ -20,6 +20,7 @@ from paperfeed.domain.community import with_local_counts
 from paperfeed.domain.embedding import VECTOR_INDEX_MARK
 from paperfeed.domain.feed import DataVersion, ListedPaper, PaperCursor, TrendCandidate
 from paperfeed.domain.models import Paper
+from paperfeed.domain.summaries import SUMMARIES_CHECKPOINT
 
 from .accounts import not_hidden
 from .columns import as_date
@@ -288,7 +289,17 @@ class SqlFeedQueries:
         ).all()
         newest = select(job_runs.c.finished_at).order_by(job_runs.c.id.desc()).limit(20).subquery()
         ended = conn.execute(select(func.max(newest.c.finished_at))).scalar()  # the newest end of a run
-        return "|".join([str(built), *(f"{n}={v}@{at}" for n, v, at in synced), f"ended:{ended}"])
+        summaries = conn.execute(  # extracted one-line summaries written by the sentence pass
+            select(checkpoints.c.value).where(checkpoints.c.name == SUMMARIES_CHECKPOINT)
+        ).scalar()
+        return "|".join(
+            [
+                str(built),
+                *(f"{n}={v}@{at}" for n, v, at in synced),
+                f"ended:{ended}",
+                f"summaries:{summaries}",
+            ]
+        )
 
     @classmethod
     def _listing_version(cls, conn: Connection) -> str:

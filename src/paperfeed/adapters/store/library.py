@@ -139,6 +139,20 @@ class SqlLibraryStore:
         dismissed = {m.paper_id for m in marks if m.dismissed_at is not None}
         return {k: tuple(v) for k, v in tags.items()}, read, dismissed
 
+    def library_texts(self, user_id: int) -> dict[str, tuple[tuple[str, ...], str]]:
+        """Every paper the reader saved or wrote a note on: its tag names and the note ("" for none),
+        in two reads of the reader's own rows (what "search my library" searches)."""
+        tags, _, _ = self.reader_marks(user_id)
+        with self.engine.connect() as conn:
+            notes = dict(
+                conn.execute(
+                    select(library_notes.c.paper_id, library_notes.c.body).where(
+                        library_notes.c.user_id == user_id
+                    )
+                ).all()
+            )
+        return {pid: (tags.get(pid, ()), str(notes.get(pid, ""))) for pid in {*tags, *notes}}
+
     # -- tags ------------------------------------------------------------------------------------------
 
     def _tag_ids(self, conn: Connection, user_id: int, names: Sequence[str], now: datetime) -> list[int]:

@@ -51,6 +51,10 @@ papers = Table(
     Column("content_hash", String(32), nullable=False),
     Column("created_at", UtcDateTime(), nullable=False),
     Column("modified_at", UtcDateTime(), nullable=False),
+    # the one-line summary extracted from the abstract and "<content_hash>/<rule>" it was chosen for
+    # (0020_paper_summaries): written by the sentence pass only, never by ingest
+    Column("summary_line", Text),
+    Column("summary_key", String(80)),
     Index("ix_papers_published", "published"),
     Index("ix_papers_primary_category", "primary_category"),
     Index("ix_papers_modified_at", "modified_at"),

@@ -1,7 +1,8 @@
 """Tables for digest mail (on the shared ``schema.metadata``); the jobs' tables are in ``schema_jobs``.
 
 - ``digest_subscriptions``: one row per address (with or without an account), its preferences.
-- ``digests``: the send ledger, one row per (subscription, period) — the idempotency key — holding the
+- ``digests``: the send ledger, one row per (subscription, period) — the idempotency key — or, for a
+  reading group's weekly digest, per (group, member, ISO week), holding the
   paper ids fixed at composition time and the delivery state (``domain.digest.DigestStatus``).
 - ``digest_sent_papers``: every paper a subscription was ever sent, so no paper comes twice.
 - ``mail_bounces``: addresses a server refused permanently (5xx); nothing is mailed to them any more.
@@ -65,8 +66,9 @@ digests = Table(
         "subscription_id",
         Integer,
         ForeignKey(digest_subscriptions.c.id, ondelete="CASCADE"),
-        nullable=False,
-    ),
+    ),  # NULL for a reading group's digest (then group_id and user_id say whose)
+    Column("group_id", Integer, ForeignKey("groups.id", name="fk_digests_group", ondelete="CASCADE")),
+    Column("user_id", Integer, ForeignKey(users.c.id, name="fk_digests_user", ondelete="CASCADE")),
     Column("period", String(16), nullable=False),  # "2025-03-20" or "2025-W12"
     Column("slot", UtcDateTime(), nullable=False),  # the scheduled send moment
     Column("email", String(320), nullable=False),
@@ -81,6 +83,7 @@ digests = Table(
     Column("sent_at", UtcDateTime()),
     Column("updated_at", UtcDateTime(), nullable=False),
     UniqueConstraint("subscription_id", "period", name="uq_digests_subscription_period"),
+    UniqueConstraint("group_id", "user_id", "period", name="uq_digests_group_member_period"),
     Index("ix_digests_status", "status", "next_attempt_at"),
     Index("ix_digests_period", "period"),
 )

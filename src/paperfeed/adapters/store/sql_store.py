@@ -23,6 +23,7 @@ from paperfeed.domain.ingest import Batch, BatchResult
 from paperfeed.domain.merge import merge_paper
 from paperfeed.domain.models import Listing, Paper
 from paperfeed.domain.ports import BeforeWrite, DerivedStats, StoreStats
+from paperfeed.domain.summaries import current_summary
 
 from . import migrate
 from .columns import UtcDateTime
@@ -162,10 +163,14 @@ def _from_row(row: Row[Any]) -> Paper:
         ai_summary=m["ai_summary"],
         ai_keywords=tuple(m["ai_keywords"]),
         sources=dict(m["sources"]),
+        extracted_summary=current_summary(m.get("summary_line"), m.get("summary_key"), m["content_hash"]),
     )
 
 
 _PAPER_COLUMNS = [c for c in papers.c if c.name not in ("created_at",)]
+# what ingest writes: the extracted summary belongs to the sentence pass (adapters/store/sentences.py)
+_SUMMARY_COLUMNS = ("summary_line", "summary_key")
+_WRITTEN_COLUMNS = [c for c in _PAPER_COLUMNS if c.name not in _SUMMARY_COLUMNS]
 
 
 class _BulkWriter:
@@ -253,7 +258,7 @@ class SqlPaperStore:
         self.engine = engine
         self._insert = self._dialect_insert()
         update_cols: dict[str, Any] = {
-            c.name: bindparam(f"v_{c.name}") for c in _PAPER_COLUMNS if c.name != "id"
+            c.name: bindparam(f"v_{c.name}") for c in _WRITTEN_COLUMNS if c.name != "id"
         }
         self._update_stmt = papers.update().where(papers.c.id == bindparam("v_id")).values(update_cols)
         self._insert_stmt = papers.insert()

@@ -1,0 +1,1 @@
+"""Sentences of abstracts: the segmenter and the role classifier (:mod:`paperfeed.domain.sentences`)."""

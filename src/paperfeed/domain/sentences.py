@@ -1,0 +1,277 @@
+"""An abstract's sentences, each with its rhetorical role, and similar papers by facet (issue #33, parts 4-5).
+
+A researcher often wants papers that *use the same method* or *report the same finding*, not papers on the
+same topic. Each abstract is split into sentences (:class:`SentenceSplitter`), each sentence gets a role
+(background, objective, method, result, other) from a classifier trained on CSAbstruct
+(:class:`RoleModel`), and each sentence is embedded in the paper's own vector space. Similar papers by a
+*facet* then compare the query paper's sentences of that facet with the candidates' sentences
+(:func:`facet_scores`), following aspect-based scientific similarity (CSFCube, Mysore et al. 2021;
+Aspire, Mysore et al. 2022): a facet is a set of roles, ``background`` taking the objective sentences too
+(what problem a paper addresses), as CSFCube's facets do.
+
+Everything here is pure: the splitter, the classifier, the store and the embedding are ports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, Protocol, get_args
+
+if TYPE_CHECKING:  # numpy only in annotations and inside functions: `paperfeed --help` imports the domain
+    import numpy as np
+    import numpy.typing as npt
+
+    from .summaries import ExtractedSummary
+
+    Vectors = npt.NDArray[np.float32]
+
+__all__ = [
+    "FACETS",
+    "FACET_ROLES",
+    "ROLES",
+    "Facet",
+    "FacetAggregate",
+    "PaperSentences",
+    "Role",
+    "RoleModel",
+    "RoleModels",
+    "Sentence",
+    "SentenceSplitter",
+    "SentenceStore",
+    "SentencesPending",
+    "facet_query",
+    "facet_scores",
+    "parse_facet",
+    "role_weights",
+    "spans_of",
+]
+
+Role = Literal["background", "objective", "method", "result", "other"]
+ROLES: tuple[Role, ...] = get_args(Role)
+Facet = Literal["overall", "background", "method", "result"]
+FACETS: tuple[Facet, ...] = get_args(Facet)
+# The roles each facet takes its sentences from: an objective ("we address X") says what problem a paper
+# works on, which is its background facet, as in CSFCube's facets; "other" belongs to none.
+FACET_ROLES: Mapping[Facet, frozenset[Role]] = {
+    "background": frozenset({"background", "objective"}),
+    "method": frozenset({"method"}),
+    "result": frozenset({"result"}),
+}
+FacetAggregate = Literal["meanmax", "max", "mean"]
+
+
+def parse_facet(value: str | None) -> Facet:
+    """``value`` as a facet (None or empty: overall); a ValueError naming the choices otherwise."""
+    if value is None or not value.strip():
+        return "overall"
+    found = value.strip().lower()
+    for facet in FACETS:
+        if facet == found:
+            return facet
+    raise ValueError(f"unknown facet {value!r}: choose one of {', '.join(FACETS)}")
+
+
+@dataclass(frozen=True, slots=True)
+class Sentence:
+    """One sentence of an abstract: its characters ``[start, end)``, its role and the classifier's
+    probability of each role (in :data:`ROLES` order)."""
+
+    start: int
+    end: int
+    role: Role
+    probabilities: tuple[float, ...]
+
+    def text(self, abstract: str) -> str:
+        return abstract[self.start : self.end]
+
+    def p(self, roles: Iterable[Role]) -> float:
+        """The probability that this sentence has one of ``roles``."""
+        return sum(self.probabilities[ROLES.index(r)] for r in roles)
+
+
+@dataclass(frozen=True, slots=True)
+class PaperSentences:
+    """A paper's sentences as stored: for the text of ``content_hash``, embedded with ``model_id``,
+    classified by ``role_model``; ``vectors`` (one row per sentence, unit length) when they were read."""
+
+    paper_id: str
+    content_hash: str
+    model_id: str
+    role_model: str
+    sentences: tuple[Sentence, ...]
+    vectors: Vectors | None = None
+
+    def of(self, facet: Facet) -> list[int]:
+        """Indices of the sentences whose role belongs to ``facet`` (every sentence for overall)."""
+        if facet == "overall":
+            return list(range(len(self.sentences)))
+        roles = FACET_ROLES[facet]
+        return [i for i, s in enumerate(self.sentences) if s.role in roles]
+
+
+@dataclass(frozen=True, slots=True)
+class SentencesPending:
+    """A paper whose sentences are missing, stale (its text changed) or of another model."""
+
+    paper_id: str
+    abstract: str
+    content_hash: str
+
+
+def spans_of(text: str, pieces: Sequence[str]) -> list[tuple[int, int]]:
+    """The character spans of a segmenter's ``pieces`` in ``text``, without their surrounding spaces.
+
+    A piece without two letters in it ("1.", "(4)") is no sentence but the tail of an abbreviation the
+    segmenter cut at ("Thm. 1."), so it joins the sentence before it."""
+    spans: list[tuple[int, int]] = []
+    at = 0
+    for piece in pieces:
+        stripped = piece.strip()
+        if not stripped:
+            continue
+        start = text.find(stripped, at)
+        if start < 0:  # the segmenter changed the text: give up on this piece rather than misplace it
+            continue
+        end = start + len(stripped)
+        at = end
+        if spans and sum(ch.isalpha() for ch in stripped) < 2:
+            spans[-1] = (spans[-1][0], end)
+        else:
+            spans.append((start, end))
+    return spans
+
+
+def role_weights(sentences: Sequence[Sentence], facet: Facet, floor: float) -> list[float]:
+    """How much each of a candidate's sentences counts when matched for ``facet``: its probability of
+    the facet's roles, never below ``floor`` (1.0 for every sentence: role-blind matching)."""
+    if facet == "overall":
+        return [1.0] * len(sentences)
+    roles = FACET_ROLES[facet]
+    return [max(floor, s.p(roles)) for s in sentences]
+
+
+def facet_query(paper: PaperSentences, facet: Facet) -> Vectors | None:
+    """The query's sentence vectors for ``facet``, or None when it has no sentence of that facet."""
+    if paper.vectors is None:
+        return None
+    rows = paper.of(facet)
+    if not rows:
+        return None
+    return paper.vectors[rows]
+
+
+def facet_scores(
+    query: Vectors,
+    candidates: Sequence[tuple[Vectors, Sequence[float]]],
+    aggregate: FacetAggregate = "meanmax",
+) -> list[float]:
+    """How well each candidate's sentences match the query's facet sentences.
+
+    ``candidates``: each one's sentence vectors and their weights (:func:`role_weights`). Every pair is
+    compared by cosine times the candidate sentence's weight; ``meanmax`` (the default) averages, over the
+    query's sentences, each one's best match among the candidate's (every aspect of the facet must be
+    met, as in multi-vector matching); ``max`` keeps the single best pair (Aspire's ts variant);
+    ``mean`` averages all pairs. A candidate without sentences scores -1."""
+    import numpy as np
+
+    scores: list[float] = []
+    for vectors, weights in candidates:
+        if len(vectors) == 0:
+            scores.append(-1.0)
+            continue
+        sims = (query @ vectors.T) * np.asarray(weights, dtype=np.float32)[None, :]
+        if aggregate == "max":
+            scores.append(float(sims.max()))
+        elif aggregate == "mean":
+            scores.append(float(sims.mean()))
+        else:
+            scores.append(float(sims.max(axis=1).mean()))
+    return scores
+
+
+class SentenceSplitter(Protocol):
+    """Splits an abstract into sentences: their character spans, in order."""
+
+    def split(self, text: str) -> list[tuple[int, int]]: ...
+
+
+class RoleModel(Protocol):
+    """Gives each sentence of one abstract its role probabilities (rows in :data:`ROLES` order).
+
+    ``vectors`` are the abstract's sentence vectors in order, made by the embedding model the role model
+    was trained for (``embedding_model``): the role of a sentence depends on its neighbours and place."""
+
+    @property
+    def model_id(self) -> str:
+        """Names this classifier (its features and weights): stored sentences record it."""
+        ...
+
+    @property
+    def embedding_model(self) -> str: ...
+
+    def probabilities(self, vectors: Vectors, texts: Sequence[str]) -> Vectors: ...
+
+
+class RoleModels(Protocol):
+    """Where the role model is kept (with the instance's data): the one for the current embedding model,
+    trained first when there is none or it was made for another model."""
+
+    def current(self, embedder_model: str) -> RoleModel | None:
+        """The saved model for ``embedder_model``, or None when it must be trained first."""
+        ...
+
+    def train(self, embed: EmbedTexts) -> RoleModel:
+        """Train one for the embedder ``embed`` stands for, save it and return it."""
+        ...
+
+
+class EmbedTexts(Protocol):
+    """Embeds texts (an :class:`~paperfeed.domain.search.Embedder`'s ``embed`` with its model id)."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    def embed(self, texts: Sequence[str]) -> Vectors: ...
+
+
+class SentenceStore(Protocol):
+    """Papers' sentences, their roles and vectors, beside the papers (``paper_sentences``).
+
+    A paper needs its sentences (re)done when it has none, or they were made for another text, another
+    embedding model or another role model: the backlog is that comparison, never kept anywhere else, so
+    a killed job resumes where it stopped."""
+
+    def count_backlog(self, model_id: str, role_model: str) -> int: ...
+
+    def count_done(self, model_id: str) -> int:
+        """Papers whose sentences of ``model_id`` are current (counted in coverage)."""
+        ...
+
+    def backlog(
+        self, model_id: str, role_model: str, *, after: str = "", limit: int = 64
+    ) -> list[SentencesPending]: ...
+
+    def save(self, rows: Sequence[PaperSentences], summaries: Sequence[ExtractedSummary] = ()) -> None:
+        """Replace these papers' sentences, and set their extracted one-line summaries, in one transaction."""
+        ...
+
+    def count_summary_backlog(self, model_id: str, rule_id: str) -> int:
+        """Papers whose sentences of ``model_id`` are current but whose summary was not chosen for their
+        text by the rule ``rule_id`` (sentences made before summaries existed, or a changed rule)."""
+        ...
+
+    def summary_backlog(
+        self, model_id: str, rule_id: str, *, after: str = "", limit: int = 500
+    ) -> list[SentencesPending]: ...
+
+    def save_summaries(self, summaries: Sequence[ExtractedSummary]) -> None:
+        """Set these papers' extracted summaries (each only while the paper's text is the one it was
+        chosen for), in one transaction."""
+        ...
+
+    def sentences(
+        self, paper_ids: Sequence[str], model_id: str, *, vectors: bool = True
+    ) -> dict[str, PaperSentences]:
+        """The current sentences of those of ``paper_ids`` that have some of ``model_id``."""
+        ...

@@ -1,0 +1,111 @@
+"""Search my library: a reader finds their own papers by the words of a private note or a tag (pages, API,
+MCP) and by meaning — the real MiniLM model ranking a paper that shares no word with the query; nobody
+else's library is ever searched."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from paperfeed.bootstrap import App, build_app
+from paperfeed.settings import Settings
+from paperfeed.web import create_app
+from tests.accounts.conftest import PAPER_IDS, load_papers, quick_sign_in
+
+ZEBRAFISH, GLACIER, SHEEP, ATLAS = PAPER_IDS
+ME, OTHER = "reader@example.org", "other@example.org"
+
+
+def _reader(app: App, email: str) -> int:
+    if app.readers.accounts.store.user_by_email(email) is None:
+        app.readers.accounts.sign_up(email, None, None, client="t", base_url="http://t")
+    return app.readers.accounts.user_by_email(email).id
+
+
+def _library(app: App) -> int:
+    me = _reader(app, ME)
+    for paper in (ZEBRAFISH, GLACIER, SHEEP):
+        app.readers.library.save(me, paper, ["Reading"])
+    app.readers.library.set_note(me, GLACIER, "Ask **Maria** about the backscatter calibration")
+    app.readers.library.set_note(me, ATLAS, "not saved, but noted: wavelet tricks")  # a note alone counts
+    app.readers.library.save(me, SHEEP, ["Thesis chapter 3"])
+    other = _reader(app, OTHER)
+    app.readers.library.save(other, ATLAS)
+    app.readers.library.set_note(other, ATLAS, "Maria's favourite")
+    return me
+
+
+def test_a_private_notes_words_find_its_paper_on_the_page_api_and_nobody_elses(
+    app: App, site: TestClient
+) -> None:
+    me = _library(app)
+    found = app.readers.library_search.search(me, "maria calibration")
+    assert found.hits[0].paper.id == GLACIER
+    assert "note" in found.hits[0].matched
+    assert ATLAS not in [
+        h.paper.id for h in app.readers.library_search.search(me, "favourite").hits
+    ]  # another's note
+    assert app.readers.library_search.search(me, "thesis chapter").hits[0].paper.id == SHEEP  # a tag
+    assert app.readers.library_search.search(me, "wavelet").hits[0].paper.id == ATLAS
+
+    quick_sign_in(site, app, ME)
+    page = site.get("/library/search?q=Maria", headers={"accept": "text/html"})
+    assert page.status_code == 200
+    assert page.headers["cache-control"] == "private, no-store"
+    assert f'data-paper="{GLACIER}"' in page.text
+    assert "<strong>Maria</strong>" in page.text  # the note, rendered and sanitised
+    assert 'action="/library/search"' in site.get("/library", headers={"accept": "text/html"}).text
+    api = site.get("/api/me/library/search?q=backscatter")
+    assert api.status_code == 200
+    assert api.json()["items"][0]["paper"]["id"] == GLACIER
+    assert site.get("/api/me/library/search?q=").status_code == 400
+    assert site.get("/api/me/library/search?q=" + "x" * 300).status_code == 400
+    assert site.get("/library/search?q=" + "x" * 300, headers={"accept": "text/html"}).status_code == 400
+
+
+def test_anonymous_visitors_have_no_library_to_search(site: TestClient) -> None:
+    assert site.get("/api/me/library/search?q=x").status_code == 401
+    page = site.get("/library/search?q=x", headers={"accept": "text/html"})
+    assert page.status_code == 303
+    assert page.headers["location"].startswith("/signin")
+
+
+@pytest.fixture(scope="module")
+def real_model_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[App]:
+    """The real MiniLM embedder (torch, offline), the four papers embedded by the real indexer."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    settings = Settings(data_dir=tmp_path_factory.mktemp("lib-meaning"), embedding_backend="torch")
+    app = build_app(settings)
+    load_papers(app)
+    app.indexes.indexer.current().run()
+    yield app
+    app.close()
+
+
+def test_meaning_finds_a_paper_that_shares_no_word_with_the_query(real_model_app: App) -> None:
+    app = real_model_app
+    me = _reader(app, ME)
+    for paper in PAPER_IDS:
+        app.readers.library.save(me, paper)
+    query = "movement of aquatic animals"  # no word of it is in any title, abstract, author, tag or note
+    found = app.readers.library_search.search(me, query)
+    assert found.notes == ()
+    assert found.hits[0].paper.id == ZEBRAFISH
+    assert found.hits[0].matched == ("meaning",)
+    # a paper about counting sheep, noted as livestock: found by a query of neither's words
+    app.readers.library.set_note(me, SHEEP, "Reminds me of counting livestock on farms")
+    assert app.readers.library_search.search(me, "cattle and farm animals").hits[0].paper.id == SHEEP
+
+
+def test_the_page_of_the_real_app_over_http(real_model_app: App, tmp_path: Path) -> None:
+    settings = real_model_app.settings
+    with TestClient(create_app(lambda: build_app(settings)), follow_redirects=False) as client:
+        quick_sign_in(client, real_model_app, ME)
+        page = client.get("/library/search?q=movement+of+aquatic+animals", headers={"accept": "text/html"})
+        assert page.status_code == 200
+        first = page.text.index('data-paper="')
+        assert page.text[first : first + 30].startswith(f'data-paper="{ZEBRAFISH}"')
