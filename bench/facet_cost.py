@@ -129,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         app = build_app(settings)
         try:
             roles = CachedRoles(cache)
-            app.__dict__["role_models"] = roles
+            app.indexes.__dict__["role_models"] = roles
             result = app.core.store.apply_batch(Batch(papers=papers_of(chosen)))
             app.indexes.keyword.on_papers_changed(result)
             app.indexes.keyword.flush()

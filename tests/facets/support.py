@@ -120,7 +120,7 @@ def facet_app(tmp_path: Path, url: str | None = None, *, sentences: bool = True,
             **settings,  # type: ignore[arg-type]
         )
     )
-    app.__dict__["role_models"] = PositionalRoles()
+    app.indexes.__dict__["role_models"] = PositionalRoles()
     result = app.core.store.apply_batch(Batch(papers=PAPERS))
     app.indexes.keyword.on_papers_changed(result)
     app.indexes.keyword.flush()

@@ -26,7 +26,7 @@ def app(tmp_path: Path, smtp_server: SmtpTestServer) -> Iterator[App]:
     clock = Clock(datetime(2025, 3, 20, 9, 0, tzinfo=UTC))
     built.digests.sender.clock = clock
     built.digests.subscriptions.clock = clock
-    built.__dict__["role_models"] = PositionalRoles()
+    built.indexes.__dict__["role_models"] = PositionalRoles()
     try:
         yield built
     finally:

@@ -178,6 +178,10 @@ class GroupDigests:
             },
         )
 
+    def check_unsubscribe(self, token: str) -> None:
+        """Raise :class:`InvalidToken` unless ``token`` is a good stop link (the page before the button)."""
+        self.signer.verify("group-unsubscribe", token)
+
     def unsubscribe(self, token: str) -> tuple[int, int]:
         """Turn off the digest a signed link names; (group id, user id). InvalidToken for a bad link."""
         group_id, user = self.signer.verify("group-unsubscribe", token)

@@ -228,7 +228,7 @@ def accept_form(
 def digest_unsubscribe_page(request: Request, t: str = "") -> HTMLResponse:
     """What the mail's link opens: a button (a GET changes nothing, so mail scanners stop nothing)."""
     try:
-        app_of(request).mail.signer.verify("group-unsubscribe", t[:300])
+        app_of(request).digests.groups.check_unsubscribe(t[:300])
     except InvalidToken as exc:
         return error_page(request, 404, "Not found", str(exc), headers={"Cache-Control": PRIVATE})
     return _page(request, "unsubscribe", "Stop the group digest", token=t[:300], stopped=False)
