@@ -105,7 +105,7 @@ def service(store: SqlPaperStore, **settings: int) -> TopicService:
     return TopicService(
         SqlTopicRecords(store.engine),
         SqlEmbeddingStore(store.engine),
-        store.get_papers,
+        store,
         topic_modeller,
         SklearnTermCounter,
         replace(topic_settings(DEFAULTS), **s),

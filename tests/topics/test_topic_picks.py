@@ -347,7 +347,7 @@ def test_picks_follow_a_rebuild_or_are_dropped(
             rebuild = TopicService(
                 app.catalogue.topics.records,
                 app.indexes.embeddings,
-                app.core.store.get_papers,
+                app.core.store,
                 app.catalogue.topics.modeller,
                 app.catalogue.topics.counter,
                 replace(topic_settings(DEFAULTS), min_papers=30, k=2),

@@ -228,7 +228,7 @@ def test_labels_count_the_words_of_a_sample_in_proportion_to_each_topic(topics_s
         svc = TopicService(
             SqlTopicRecords(topics_store.engine),
             SqlEmbeddingStore(topics_store.engine),
-            topics_store.get_papers,
+            topics_store,
             topic_modeller,
             Recording,
             settings,

@@ -128,7 +128,7 @@ class CatalogueWing:
         return TopicService(
             self.topic_records,
             self.indexes.embeddings,
-            self.core.store.get_papers,
+            self.core.store,
             modeller,
             SklearnTermCounter,
             topic_settings(s),

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from paperfeed.domain.embedding import EmbeddingStore
 from paperfeed.domain.models import Paper
 from paperfeed.domain.now import SiteClock, SiteNow
+from paperfeed.domain.ports import PaperLookup
 from paperfeed.domain.topics import (
     Placement,
     RisingTopic,
@@ -51,7 +52,6 @@ if TYPE_CHECKING:
 
 __all__ = ["BuildSummary", "PlaceSummary", "TopicPage", "TopicService", "TopicsOverview"]
 
-PapersOf = Callable[[Sequence[str]], dict[str, Paper]]
 _READ = 900  # papers per get_papers call
 _BLOCK = 8192  # rows per papers-by-topics product
 
@@ -168,7 +168,7 @@ class TopicService:
         self,
         records: TopicRecords,
         embeddings: EmbeddingStore,
-        papers: PapersOf,
+        papers: PaperLookup,
         modeller: Callable[[], TopicModeller],
         counter: Callable[[], TermCounter],
         settings: TopicSettings,
@@ -267,7 +267,7 @@ class TopicService:
         dated: list[tuple[int, datetime | None, int | None]] = []  # (row, published, upvotes)
         for start in range(0, len(ids), _READ):
             chunk = ids[start : start + _READ]
-            found = self.papers(chunk)
+            found = self.papers.get_papers(chunk)
             for i, pid in enumerate(chunk, start):
                 p = found.get(pid)
                 if p is not None:
@@ -460,7 +460,7 @@ class TopicService:
     def _papers(self, ids: Sequence[str]) -> dict[str, Paper]:
         out: dict[str, Paper] = {}
         for start in range(0, len(ids), _READ):
-            out.update(self.papers(ids[start : start + _READ]))
+            out.update(self.papers.get_papers(ids[start : start + _READ]))
         return out
 
     # -- reads for the pages and the API -------------------------------------------------------------------
@@ -491,7 +491,7 @@ class TopicService:
         now = self.now()
         weeks = fill_weeks(series, series[0].week, max(series[-1].week, week_of(now.today))) if series else []
         ids = self.records.paper_ids(topic_id, limit=limit, offset=offset)
-        found = self.papers(ids)
+        found = self.papers.get_papers(ids)
         return TopicPage(
             topic,
             [found[i] for i in ids if i in found],
