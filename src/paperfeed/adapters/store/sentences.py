@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import ColumnElement, and_, bindparam, func, or_, select
+from sqlalchemy import ColumnElement, FromClause, and_, bindparam, func, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
@@ -84,13 +84,7 @@ class SqlSentenceStore:
         )
 
     def count_backlog(self, model_id: str, role_model: str) -> int:
-        query = (
-            select(func.count())
-            .select_from(papers.outerjoin(paper_sentences, paper_sentences.c.paper_id == papers.c.id))
-            .where(self._stale(model_id, role_model))
-        )
-        with self.engine.connect() as conn:
-            return int(conn.execute(query).scalar_one())
+        return self._count(self._with_sentences(outer=True), self._stale(model_id, role_model))
 
     def count_done(self, model_id: str) -> int:
         query = (
@@ -107,16 +101,9 @@ class SqlSentenceStore:
     def backlog(
         self, model_id: str, role_model: str, *, after: str = "", limit: int = 64
     ) -> list[SentencesPending]:
-        query = (
-            select(papers.c.id, papers.c.abstract, papers.c.content_hash)
-            .select_from(papers.outerjoin(paper_sentences, paper_sentences.c.paper_id == papers.c.id))
-            .where(papers.c.id > after, self._stale(model_id, role_model))
-            .order_by(papers.c.id)
-            .limit(limit)
+        return self._pending(
+            self._with_sentences(outer=True), self._stale(model_id, role_model), after, limit
         )
-        with self.engine.connect() as conn:
-            rows = conn.execute(query).all()
-        return [SentencesPending(r.id, r.abstract, r.content_hash) for r in rows]
 
     def save(self, rows: Sequence[PaperSentences], summaries: Sequence[ExtractedSummary] = ()) -> None:
         if not rows:
@@ -145,21 +132,34 @@ class SqlSentenceStore:
         )
 
     def count_summary_backlog(self, model_id: str, rule_id: str) -> int:
-        query = (
-            select(func.count())
-            .select_from(papers.join(paper_sentences, paper_sentences.c.paper_id == papers.c.id))
-            .where(self._summary_stale(model_id, rule_id))
-        )
-        with self.engine.connect() as conn:
-            return int(conn.execute(query).scalar_one())
+        return self._count(self._with_sentences(outer=False), self._summary_stale(model_id, rule_id))
 
     def summary_backlog(
         self, model_id: str, rule_id: str, *, after: str = "", limit: int = 500
     ) -> list[SentencesPending]:
+        joined = self._with_sentences(outer=False)
+        return self._pending(joined, self._summary_stale(model_id, rule_id), after, limit)
+
+    # -- the two backlogs' one query shape --------------------------------------------------------------
+
+    @staticmethod
+    def _with_sentences(*, outer: bool) -> FromClause:
+        """Papers with their sentences row (``outer``: papers without one too, as the first pass wants)."""
+        on = paper_sentences.c.paper_id == papers.c.id
+        return papers.outerjoin(paper_sentences, on) if outer else papers.join(paper_sentences, on)
+
+    def _count(self, joined: FromClause, stale: ColumnElement[bool]) -> int:
+        with self.engine.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(joined).where(stale)).scalar_one())
+
+    def _pending(
+        self, joined: FromClause, stale: ColumnElement[bool], after: str, limit: int
+    ) -> list[SentencesPending]:
+        """Papers after ``after`` (by id) that ``stale`` says are due, ``limit`` of them."""
         query = (
             select(papers.c.id, papers.c.abstract, papers.c.content_hash)
-            .select_from(papers.join(paper_sentences, paper_sentences.c.paper_id == papers.c.id))
-            .where(papers.c.id > after, self._summary_stale(model_id, rule_id))
+            .select_from(joined)
+            .where(papers.c.id > after, stale)
             .order_by(papers.c.id)
             .limit(limit)
         )
