@@ -654,6 +654,21 @@ def report(
         )
 
 
+def compare_models(
+    mb: Measures, ma: Measures, model: str, before_ms: float | None = None, after_ms: float | None = None
+) -> None:
+    """The bundled model's and ``model``'s rows, and the paired change of each measure with its interval."""
+    show("bundled all-MiniLM-L6-v2", mb, before_ms)
+    show(f"adapted ({Path(model).name})", ma, after_ms)
+    for what, a, b in (
+        ("nDCG@10", ma.ndcg, mb.ndcg),
+        ("recall@50", ma.recall, mb.recall),
+        ("MRR", ma.mrr, mb.mrr),
+    ):
+        change, low, high = paired_interval(a, b)
+        print(f"  adapted vs bundled, {what}: {change * 100:+.1f} % [{low * 100:+.1f}, {high * 100:+.1f}]")
+
+
 def text_models(
     folder: Path,
     engine: str,
@@ -670,18 +685,13 @@ def text_models(
         print(f"\ntext only, {name} queries ({len(queries):,}), 95 % bootstrap intervals:\n{header}")
         before, before_ms = service_runs(bundled_dir, engine, queries, 0.0)
         after, after_ms = service_runs(model_dir, engine, queries, 0.0, model)
-        mb, ma = Measures.of(before, qrels, queries), Measures.of(after, qrels, queries)
-        show("bundled all-MiniLM-L6-v2", mb, before_ms)
-        show(f"adapted ({Path(model).name})", ma, after_ms)
-        for what, a, b in (
-            ("nDCG@10", ma.ndcg, mb.ndcg),
-            ("recall@50", ma.recall, mb.recall),
-            ("MRR", ma.mrr, mb.mrr),
-        ):
-            change, low, high = paired_interval(a, b)
-            print(
-                f"  adapted vs bundled, {what}: {change * 100:+.1f} % [{low * 100:+.1f}, {high * 100:+.1f}]"
-            )
+        compare_models(
+            Measures.of(before, qrels, queries),
+            Measures.of(after, qrels, queries),
+            model,
+            before_ms,
+            after_ms,
+        )
 
 
 def text_models_judged(
@@ -731,18 +741,7 @@ def text_models_judged(
     header = f"  {'':34s} {'nDCG@10':>23s} {'recall@50':>23s} {'MRR (first 50)':>23s}"
     for name, queries in split.items():
         print(f"\n{name} queries ({len(queries):,}), 95 % bootstrap intervals:\n{header}")
-        mb, ma = Measures.of(before, qrels, queries), Measures.of(after, qrels, queries)
-        show("bundled all-MiniLM-L6-v2", mb)
-        show(f"adapted ({Path(model).name})", ma)
-        for what, a, b in (
-            ("nDCG@10", ma.ndcg, mb.ndcg),
-            ("recall@50", ma.recall, mb.recall),
-            ("MRR", ma.mrr, mb.mrr),
-        ):
-            change, low, high = paired_interval(a, b)
-            print(
-                f"  adapted vs bundled, {what}: {change * 100:+.1f} % [{low * 100:+.1f}, {high * 100:+.1f}]"
-            )
+        compare_models(Measures.of(before, qrels, queries), Measures.of(after, qrels, queries), model)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
