@@ -18,6 +18,7 @@ from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Listing, Paper
 from paperfeed.settings import Settings
 from tests.facets.support import ME, ROWS, facet_app
+from tests.mcp_server.conftest import http_client, run_async
 from tests.support.browser import watch_problems
 from tests.support.live_server import live_server
 
@@ -100,6 +101,27 @@ def test_rss_item_carries_the_labelled_line(url: str, line: str) -> None:
     assert f"<p>Extracted from the abstract: {line}</p>" in items[ME].description
     assert f"<p>AI summary by Hugging Face: {HF_SUMMARY}</p>" in items[HF].description
     assert "Extracted from the abstract" not in items[HF].description
+
+
+def test_mcp_tools_carry_the_line_with_its_source(url: str, line: str) -> None:
+    """get_paper's structured answer and every listed paper say the line and whose it is, over the
+    official MCP client on the served endpoint."""
+
+    async def main() -> None:
+        async with http_client(f"{url}/mcp") as client:
+            mine = await client.call_tool("get_paper", {"paper_id": ME})
+            assert mine.structured_content is not None
+            assert mine.structured_content["summary"] == {"text": line, "source": "extracted"}
+            theirs = await client.call_tool("get_paper", {"paper_id": HF})
+            assert theirs.structured_content is not None
+            assert theirs.structured_content["summary"] == {"text": HF_SUMMARY, "source": "hugging_face"}
+            listed = await client.call_tool("daily_papers", {"date": DAY.isoformat()})
+            assert listed.structured_content is not None
+            by_id = {p["id"]: p for p in listed.structured_content["papers"]}
+            assert by_id[ME]["summary"] == {"text": line, "source": "extracted"}
+            assert by_id[HF]["summary"] == {"text": HF_SUMMARY, "source": "hugging_face"}
+
+    run_async(main)
 
 
 def test_markdown_page(url: str, line: str) -> None:

@@ -159,6 +159,21 @@ class _Http:
 # -- structured answers --------------------------------------------------------------------------------
 
 
+class OneLineSummary(BaseModel):
+    """A paper in one line: Hugging Face's AI summary, or a sentence of the abstract chosen verbatim."""
+
+    text: str
+    source: Literal["hugging_face", "extracted"] = Field(
+        description="hugging_face: Hugging Face's AI summary; "
+        "extracted: a sentence of the abstract, not generated."
+    )
+
+
+def _one_line(paper: Paper) -> OneLineSummary | None:
+    found = paper.one_line
+    return None if found is None else OneLineSummary(text=found.text, source=found.source)
+
+
 class PaperItem(BaseModel):
     """One paper in a list: enough to pick it, cite it or ask for more (get_paper)."""
 
@@ -176,6 +191,7 @@ class PaperItem(BaseModel):
     reason: str | None = Field(
         default=None, description="Why it is recommended; similar papers: their links in the citation graph."
     )
+    summary: OneLineSummary | None = Field(default=None, description="The paper in one line, when known.")
     tags: list[str] | None = Field(default=None, description="The reader's tags on it (library).")
     read: bool | None = Field(default=None, description="Marked read by the reader (library).")
 
@@ -212,6 +228,7 @@ class PaperInfo(BaseModel):
     code: str | None = None
     listed_on: list[str]
     abstract: str
+    summary: OneLineSummary | None = None
 
 
 class LibraryState(BaseModel):
@@ -262,6 +279,7 @@ def _item(paper: Paper, site: str, **extra: Any) -> PaperItem:
         published=_day(paper.published),
         upvotes=paper.upvotes,
         url=f"{site}/papers/{paper.id}",
+        summary=_one_line(paper),
         **extra,
     )
 
@@ -485,6 +503,7 @@ def build_server(surface: Surface) -> MCPServer:
             code=p.github_repo,
             listed_on=[d.isoformat() for d in detail.listed_on],
             abstract=p.abstract,
+            summary=_one_line(p),
         )
         return _result(paper_markdown(detail, page), info)
 
