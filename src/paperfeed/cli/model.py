@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -25,6 +26,7 @@ from paperfeed.domain.adaptation import MIN_TRAIN, AdaptOptions, Quality
 from paperfeed.domain.errors import EmbedderUnavailable
 
 from .context import Context, fail
+from .progress import PlainLines, time_left
 
 if TYPE_CHECKING:
     from paperfeed.services.adaptation import AdaptResult
@@ -38,7 +40,8 @@ model_app = typer.Typer(
 
 
 class StepBar:
-    """A rich bar of training steps with elapsed time and ETA (off when stderr is not a terminal)."""
+    """A rich bar of training steps with elapsed time and ETA; a line every half minute instead when
+    stderr is a log or a pipe (``paperfeed run``'s jobs, cron)."""
 
     def __init__(self, console: Console) -> None:
         self._progress = Progress(
@@ -53,6 +56,8 @@ class StepBar:
         )
         self._task: TaskID = self._progress.add_task("training", total=None)
         self._started_at: int | None = None
+        self._lines = None if console.is_terminal else PlainLines(console)
+        self._clock = time.monotonic()
 
     def __enter__(self) -> StepBar:
         self._progress.start()
@@ -66,6 +71,10 @@ class StepBar:
             self._started_at = done
             self._progress.reset(self._task, total=total, completed=done)
         self._progress.update(self._task, completed=done, total=total)
+        if self._lines is not None:
+            share = f" ({done * 100 // total} %)" if total else ""
+            left = time_left(done, total, self._started_at, time.monotonic() - self._clock)
+            self._lines.say(f"training: step {done:,} of {total:,}{share}{left}", force=done == total)
 
 
 class StopFlag:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from types import TracebackType
 
 from rich.console import Console
@@ -20,7 +22,35 @@ from rich.table import Table
 
 from paperfeed.domain.ingest import IngestSummary
 
-__all__ = ["FillBars", "RichProgress", "print_summary"]
+__all__ = ["FillBars", "PlainLines", "RichProgress", "print_summary", "time_left"]
+
+LINE_EVERY = 30.0  # seconds between two progress lines when the output is a log or a pipe
+
+
+class PlainLines:
+    """Progress as plain lines for a log or a pipe, where a bar draws nothing: at most one line every
+    ``every`` seconds (the first at once), so a long job run by a supervisor or cron still says how far
+    it got without flooding its log."""
+
+    def __init__(
+        self, console: Console, every: float = LINE_EVERY, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._console, self._every, self._clock = console, every, clock
+        self._last: float | None = None
+
+    def say(self, text: str, *, force: bool = False) -> None:
+        now = self._clock()
+        if force or self._last is None or now - self._last >= self._every:
+            self._last = now
+            self._console.print(text, highlight=False, markup=False, soft_wrap=True)
+
+
+def time_left(done: int, total: int | None, first: int, elapsed: float) -> str:
+    """``, ~3m left`` from the pace since ``first`` (what this run did), or nothing when unknown."""
+    if not total or done <= first or elapsed <= 0:
+        return ""
+    seconds = (total - done) * elapsed / (done - first)
+    return f", ~{seconds / 60:.0f}m left" if seconds >= 90 else f", ~{seconds:.0f}s left"
 
 
 class RichProgress:
@@ -40,6 +70,10 @@ class RichProgress:
             disable=not console.is_terminal,
         )
         self._task: TaskID = self._progress.add_task(description, total=None, counts="")
+        self._description, self._unit = description, unit
+        self._lines = None if console.is_terminal else PlainLines(console)
+        self._started = time.monotonic()
+        self._first: int | None = None
 
     def __enter__(self) -> RichProgress:
         self._progress.start()
@@ -53,6 +87,12 @@ class RichProgress:
     def update(self, position: int, total: int | None, added: int, updated: int, rejected: int) -> None:
         counts = f"+{added:,} ~{updated:,} !{rejected:,}"
         self._progress.update(self._task, completed=position, total=total, counts=counts)
+        if self._lines is not None:
+            first = self._first = position if self._first is None else self._first
+            of = f" of {total:,}" if total else ""
+            left = time_left(position, total, first, time.monotonic() - self._started)
+            line = f"{self._description}: {position:,}{of} {self._unit} ({counts}){left}"
+            self._lines.say(line, force=total is not None and position >= total)
 
 
 def print_summary(console: Console, title: str, summary: IngestSummary, seconds: float) -> None:
