@@ -41,9 +41,9 @@ model_app = typer.Typer(
 
 class StepBar:
     """A rich bar of training steps with elapsed time and ETA; a line every half minute instead when
-    stderr is a log or a pipe (``paperfeed run``'s jobs, cron)."""
+    stderr is a log or a pipe (``paperfeed run``'s jobs, cron: :class:`~.progress.PlainLines`)."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, lines: PlainLines | None = None) -> None:
         self._progress = Progress(
             TextColumn("[bold]training"),
             BarColumn(),
@@ -56,7 +56,7 @@ class StepBar:
         )
         self._task: TaskID = self._progress.add_task("training", total=None)
         self._started_at: int | None = None
-        self._lines = None if console.is_terminal else PlainLines(console)
+        self._lines = None if console.is_terminal else lines or PlainLines(console)
         self._clock = time.monotonic()
 
     def __enter__(self) -> StepBar:

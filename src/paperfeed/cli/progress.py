@@ -28,20 +28,22 @@ LINE_EVERY = 30.0  # seconds between two progress lines when the output is a log
 
 
 class PlainLines:
-    """Progress as plain lines for a log or a pipe, where a bar draws nothing: at most one line every
-    ``every`` seconds (the first at once), so a long job run by a supervisor or cron still says how far
-    it got without flooding its log."""
+    """Progress as plain lines for a log or a pipe, where a bar draws nothing: a line once the job has
+    run ``every`` seconds, then at most one per ``every`` seconds, and the last one (``force``) only when
+    some were said. A job shorter than that says nothing, so a quick command's output (its one error
+    line) is what it always was, and a long job run by a supervisor or cron still says how far it got."""
 
     def __init__(
         self, console: Console, every: float = LINE_EVERY, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self._console, self._every, self._clock = console, every, clock
-        self._last: float | None = None
+        self._last = clock()
+        self._said = False
 
     def say(self, text: str, *, force: bool = False) -> None:
         now = self._clock()
-        if force or self._last is None or now - self._last >= self._every:
-            self._last = now
+        if (force and self._said) or now - self._last >= self._every:
+            self._last, self._said = now, True
             self._console.print(text, highlight=False, markup=False, soft_wrap=True)
 
 
@@ -56,7 +58,9 @@ def time_left(done: int, total: int | None, first: int, elapsed: float) -> str:
 class RichProgress:
     """A :class:`~paperfeed.domain.ports.ProgressReporter` drawing one bar (bytes or items)."""
 
-    def __init__(self, console: Console, description: str, *, unit: str = "bytes") -> None:
+    def __init__(
+        self, console: Console, description: str, *, unit: str = "bytes", lines: PlainLines | None = None
+    ) -> None:
         size_cols = (DownloadColumn(), TransferSpeedColumn()) if unit == "bytes" else (MofNCompleteColumn(),)
         self._progress = Progress(
             TextColumn("[bold]{task.description}"),
@@ -71,7 +75,7 @@ class RichProgress:
         )
         self._task: TaskID = self._progress.add_task(description, total=None, counts="")
         self._description, self._unit = description, unit
-        self._lines = None if console.is_terminal else PlainLines(console)
+        self._lines = None if console.is_terminal else lines or PlainLines(console)
         self._started = time.monotonic()
         self._first: int | None = None
 

@@ -14,6 +14,7 @@ __all__ = [
     "BatchResult",
     "DerivedIndex",
     "IngestSummary",
+    "OpenedOnUse",
     "RawRecord",
     "Realized",
     "Reject",
@@ -138,6 +139,15 @@ class DerivedIndex(Protocol):
     def on_papers_changed(self, changed: BatchResult) -> None:
         """The batch committed: make its changed papers searchable before returning (or queue them)."""
         ...
+
+
+@runtime_checkable
+class OpenedOnUse(Protocol):
+    """A :class:`DerivedIndex` opened on first use, where opening brings it up to the store (the batches
+    a killed run stored and never indexed). An ingest run opens it before its first batch, so a rerun
+    that finds nothing new still repairs what the killed run left."""
+
+    def open(self) -> None: ...
 
 
 @runtime_checkable

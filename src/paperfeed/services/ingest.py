@@ -31,6 +31,7 @@ from paperfeed.domain.ingest import (
     BatchResult,
     DerivedIndex,
     IngestSummary,
+    OpenedOnUse,
     RawRecord,
     Realized,
     Reject,
@@ -146,6 +147,9 @@ class IngestService:
         the batch in flight and a re-run picks up after the last committed one.
         """
         summary = summary if summary is not None else IngestSummary()
+        for index in self.indexes:  # up to the store first: a killed run's stored, unindexed batches
+            if isinstance(index, OpenedOnUse):
+                index.open()
         name = source.checkpoint_name
         start = self.store.get_checkpoint(name) if (resume and name) else None
         with ExitStack() as stack:

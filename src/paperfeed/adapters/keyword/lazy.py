@@ -42,6 +42,10 @@ class LazyKeywordIndex:
                 index = self._index
         return index
 
+    def open(self) -> None:
+        """:class:`~paperfeed.domain.ingest.OpenedOnUse`: open (and catch up) now."""
+        self.opened()
+
     @property
     def is_open(self) -> bool:
         return self._index is not None
