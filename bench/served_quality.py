@@ -83,12 +83,36 @@ def wait_until_up(base: str, process: subprocess.Popen[bytes], timeout: float = 
     raise SystemExit(f"paperfeed serve did not answer within {timeout:.0f} s")
 
 
-def served_run(base: str, queries: dict[str, str]) -> tuple[dict[str, list[str]], int, float]:
+def reader_token(data_dir: Path, secret: str) -> str:
+    """A confirmed reader's personal API token, made by the account service the account page uses: a
+    script sends its searches with one (anonymous searches are rate-limited per address, issue #31)."""
+    from pydantic import SecretStr
+
+    from paperfeed.bootstrap import build_app
+    from paperfeed.domain.accounts import AccountExists
+    from paperfeed.settings_model import SettingsModel
+
+    app = build_app(SettingsModel(data_dir=data_dir, secret_key=SecretStr(secret)))
+    try:
+        accounts = app.readers.accounts
+        try:
+            user = accounts.add_confirmed("bench@example.org", secrets.token_urlsafe(16))
+        except AccountExists:  # a kept instance, reused
+            found = accounts.user_by_email("bench@example.org")
+            assert found is not None
+            user = found
+        return accounts.create_api_token(user, "bench.served_quality")[1]
+    finally:
+        app.close()
+
+
+def served_run(base: str, queries: dict[str, str], token: str) -> tuple[dict[str, list[str]], int, float]:
     """Each query's ranked ids from the API, how many answers carried a search note, and ms per query."""
     run: dict[str, list[str]] = {}
     noted = 0
     started = time.perf_counter()
-    with httpx.Client(base_url=base, timeout=60.0) as client:
+    headers = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=base, timeout=60.0, headers=headers) as client:
         for qid, text in queries.items():
             answer = client.get("/api/papers/search", params={"q": text, "limit": LIMIT})
             answer.raise_for_status()
@@ -145,13 +169,14 @@ def main() -> None:
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         env_serve = {**env, "PAPERFEED_SECRET_KEY": secrets.token_hex(32)}
+        token = reader_token(data_dir, env_serve["PAPERFEED_SECRET_KEY"])
         command = ["serve", "--host", "127.0.0.1", "--port", str(port), "--base-url", base]
         print(f"$ paperfeed {' '.join(command)}", flush=True)
         server = subprocess.Popen(
             [sys.executable, "-m", "paperfeed", *command, "--log-level", "warning"], env=env_serve
         )
         wait_until_up(base, server)
-        run, noted, ms = served_run(base, queries)
+        run, noted, ms = served_run(base, queries, token)
         served = evaluate(run, rel)
     finally:
         if server is not None:
