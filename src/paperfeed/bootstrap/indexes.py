@@ -217,6 +217,7 @@ class IndexesWing:
             batch_size=self.core.settings.embedding_batch_size,
             marks=self.node.marks(),
             reports=self.embeddings,
+            sentences=self.sentence_indexer,  # one forward pass per paper: its vector and its sentences
         )
 
     # -- the papers' sentences (issue #33, parts 4-5) -------------------------------------------------------
