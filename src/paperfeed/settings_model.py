@@ -400,7 +400,8 @@ class SettingsModel(BaseModel):
         ge=1,
         le=10_000,
         description="Papers whose abstracts' sentences are split, embedded and classified per committed "
-        "batch (the indexer's second pass, after the papers' vectors).",
+        "batch in the indexer's second pass (papers embedded without their sentences; new papers get theirs "
+        "in the same pass as their vectors); a running indexer's slice gives way between two batches.",
     )
     topics_method: Literal["kmeans", "hdbscan"] = Field(
         default="kmeans",

@@ -211,8 +211,9 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option(
                 "--sentences/--no-sentences",
-                help="After the papers, split their abstracts into sentences, embed them and give each its "
-                "role (for similar papers by facet and the one-line summaries).",
+                help="With the papers, split their abstracts into sentences, pool each one's vector from the "
+                "paper's own forward pass and give it its role (for similar papers by facet and the one-line "
+                "summaries); --no-sentences: the papers' vectors only.",
             ),
         ] = True,
         workers: Annotated[
