@@ -145,6 +145,7 @@ class IndexesWing:
         return BackendChooser(
             open_backend=self.factory.open,
             records=CalibrationFile(self.core.data_dir / CALIBRATION_FILE),
+            machine=CalibrationFile(config.cache_dir / CALIBRATION_FILE),  # beside the ONNX exports
             probe_texts=probe_texts,
             stored_models=embeddings.model_counts,
             model=resolve_model(config.model).name + f"@{config.max_tokens}",
