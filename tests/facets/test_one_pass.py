@@ -143,6 +143,7 @@ def test_the_followers_sentence_slice_gives_way_to_a_new_paper(tmp_path: Path) -
         context = Context(_app=app)
         assert not _sentences_slice(context, said.append, 2000, service)  # a paper waits: nothing done
         assert "new papers first" in said[-1]
+        assert roles.trained == 0  # not even the role model's training (minutes) went first
         service.run()
         assert _sentences_slice(context, said.append, 2000, service)  # none waits: the slice runs
         assert app.indexes.sentence_indexer.current().plan().backlog == 0

@@ -65,7 +65,9 @@ def test_stop_is_asked_between_batches(store: SqlPaperStore) -> None:
         asked.append(1)
         return len(asked) > 1
 
-    summary = _indexer(store, FakeEmbedder(), PositionalRoles(), size=2).run(stop=stop)
+    roles = PositionalRoles()
+    roles.trained = 1  # a role model at hand: no training, before which the stop would be asked too
+    summary = _indexer(store, FakeEmbedder(), roles, size=2).run(stop=stop)
     assert summary.stopped
     assert summary.papers == 2
 

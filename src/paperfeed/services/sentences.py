@@ -183,7 +183,8 @@ class SentenceIndexer:
         summary.summaries = self.fill_summaries(limit=limit, stop=stop)
         backlog = self.store.count_backlog(model_id, self._saved_role_model())
         target = backlog if limit is None else min(backlog, max(0, limit))
-        if target and stop is not None and stop():  # asked before a training too: it takes minutes
+        untrained = target and self.roles.current(self.embedder.model_id) is None
+        if untrained and stop is not None and stop():  # asked before a training too: it takes minutes
             summary.stopped = True
             target = 0
         if target:
