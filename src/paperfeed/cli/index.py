@@ -275,9 +275,10 @@ def register(app: typer.Typer) -> None:
         except EmbedderUnavailable as exc:
             raise fail(str(exc)) from None
         if summary.embedded:
+            with_sentences = f", {summary.sentences:,} with their sentences" if summary.sentences else ""
             c.console.print(
                 f"embedded {summary.embedded:,} papers ({summary.added:,} new, {summary.replaced:,} "
-                f"re-embedded) in {summary.seconds:,.1f} s ({summary.rate:,.1f} papers/s)",
+                f"re-embedded{with_sentences}) in {summary.seconds:,.1f} s ({summary.rate:,.1f} papers/s)",
                 highlight=False,
             )
         for n, worker in enumerate(summary.workers, 1):
