@@ -33,6 +33,7 @@ from paperfeed.domain.sentences import (
     SentenceStore,
 )
 from paperfeed.domain.summaries import SUMMARY_RULE, ExtractedSummary, SummaryRule, extract_summary
+from paperfeed.domain.wording import agree, count, every
 
 __all__ = ["MAX_SENTENCES", "SentenceIndexer", "SentencePlan", "SentenceSummary"]
 
@@ -56,15 +57,18 @@ class SentencePlan:
 
     def message(self) -> str:
         if not self.backlog:
+            if not self.papers:
+                return f"sentences: no papers yet: nothing to split with {self.model_id}"
+            done = (
+                f"sentences: {every(self.papers, 'paper')} {agree(self.papers, 'is', 'are')} split and "
+                f"embedded with {self.model_id}"
+            )
             if self.summaries:
-                return (
-                    f"sentences: all {self.papers:,} papers are split and embedded with {self.model_id}; "
-                    f"choosing the one-line summary of {self.summaries:,}"
-                )
-            return f"sentences: all {self.papers:,} papers are split and embedded with {self.model_id}"
+                return f"{done}; choosing the one-line summary of {count(self.summaries, 'paper')}"
+            return done
         return (
-            f"sentences: splitting and embedding {self.backlog:,} papers' abstracts with {self.model_id} "
-            f"({self.papers:,} done)"
+            f"sentences: splitting and embedding the abstracts of {count(self.backlog, 'paper')} with "
+            f"{self.model_id} ({self.papers:,} done)"
         )
 
 
@@ -213,7 +217,8 @@ class SentenceIndexer:
             dimension = vectors.shape[1]
             if vectors.shape[0] != len(texts) or not np.isfinite(vectors).all():
                 raise RuntimeError(
-                    f"embedder {self.embedder.model_id} returned {vectors.shape} for {len(texts)} sentences "
+                    f"embedder {self.embedder.model_id} returned {vectors.shape} for "
+                    f"{count(len(texts), 'sentence')} "
                     f"(or non-finite values) around paper {papers[0].paper_id}"
                 )
         rows: list[PaperSentences] = []
