@@ -41,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from paperfeed.domain.sentences import ROLES, EmbedTexts
+from paperfeed.domain.wording import count
 
 __all__ = [
     "FEATURES",
@@ -176,7 +177,7 @@ class LinearRoleModel:
         if texts is not None:
             flat = [t for sentences in texts for t in sentences]
             if len(flat) != n:
-                raise ValueError(f"{len(flat)} texts for {n} sentences")
+                raise ValueError(f"{count(len(flat), 'text')} for {count(n, 'sentence')}")
             buckets, scale = _word_rows(flat)
             for found, w in zip(buckets, scale, strict=True):
                 indices.extend(found)
@@ -276,7 +277,9 @@ class RoleModelFolder:
             rows, embedding_model=embed.model_id, texts=[sentences for sentences, _ in abstracts]
         )
         self._save(model, abstracts=len(abstracts), sentences=len(texts), seconds=time.monotonic() - started)
-        log.info("trained the sentence-role model for %s on %d sentences", embed.model_id, len(texts))
+        log.info(
+            "trained the sentence-role model for %s on %s", embed.model_id, count(len(texts), "sentence")
+        )
         return model
 
     def _save(self, model: LinearRoleModel, **facts: Any) -> None:
