@@ -64,13 +64,14 @@ def test_the_messages_of_the_cases_the_issues_name() -> None:
     assert IndexPlan("m", 3, 1, {}, False).message() == "embedding 1 paper with m (2 already up to date)"
     assert SentencePlan("m", 1, 0).message() == "sentences: the one paper is split and embedded with m"
     assert SentencePlan("m", 0, 0).message() == "sentences: no papers yet: nothing to split with m"
-    assert SentencePlan("m", 2, 1).message().startswith("sentences: splitting and embedding the abstracts of 1 paper")
+    splitting = SentencePlan("m", 2, 1).message()
+    assert splitting.startswith("sentences: splitting and embedding the abstracts of 1 paper")
 
 
 # -- the scan ---------------------------------------------------------------------------------------------
 
 # Nouns messages count. A number pasted before one of their plurals is "1 papers" waiting to happen.
-NOUNS = (
+NOUNS = (  # noqa: SIM905 - a paragraph of words reads better than a column of them
     "abstract assignment attempt batch byte category character citation comment crash day digest dimension "
     "distractor document edge entry error file group hour id invite invitation item job key level listing "
     "member minute model node note pair page paper query reader record reference result row run search "

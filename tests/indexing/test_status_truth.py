@@ -43,7 +43,9 @@ class _Kept:
         return self.all[-1] if self.all else None
 
 
-def _run(paces: list[tuple[int, float]], load: float = 40.0) -> tuple[list[IndexerReport], list[float], float]:
+def _run(
+    paces: list[tuple[int, float]], load: float = 40.0
+) -> tuple[list[IndexerReport], list[float], float]:
     """A simulated run: the model loads for ``load`` s during the first batch, then batches of 128 at
     ``(until_done, papers_per_second)`` paces; the reports, when each batch ended, and when the run did."""
     now = [0.0]
@@ -146,10 +148,14 @@ def test_during_the_sentence_pass_every_surface_says_an_indexer_runs(tmp_path: P
         assert "the indexer is making the papers' sentences" in reply.headers["X-Search-Notes"]
     env = {**os.environ, "PAPERFEED_EMBEDDING_BACKEND": "fake", "PAPERFEED_KEYWORD_ENGINE": "fts5"}
     command = [sys.executable, "-m", "paperfeed", "--data-dir", str(data)]
-    status = subprocess.run([*command, "jobs", "status"], env=env, capture_output=True, text=True, timeout=120)
+    status = subprocess.run(
+        [*command, "jobs", "status"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert status.returncode == 0, status.stderr
     assert "An indexer is making the papers' sentences" in status.stdout, status.stdout
-    found = subprocess.run([*command, "search", "graph neural networks"], env=env, capture_output=True, text=True)
+    found = subprocess.run(
+        [*command, "search", "graph neural networks"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert found.returncode == 0, found.stderr
     assert "the indexer is making the papers' sentences" in found.stdout + found.stderr
     assert "no indexer is running" not in found.stdout + found.stderr
@@ -186,10 +192,12 @@ def test_a_follower_never_says_it_stopped_while_it_works_on(tmp_path: Path) -> N
             watching.set()
             watcher.join()
             assert "stopped" not in seen, seen
-            assert "embedding" in seen and "sentences" in seen, seen
+            assert "embedding" in seen, seen
+            assert "sentences" in seen, seen
             assert app.indexes.activity.activity() is not None  # readers: an indexer is running
         report = app.indexes.embeddings.indexer_report()
-        assert report is not None and report.state == "stopped"  # and once it is stopped, it says so
+        assert report is not None
+        assert report.state == "stopped"
     finally:
         watching.set()
         watcher.join()
