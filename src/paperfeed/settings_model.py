@@ -264,8 +264,9 @@ class SettingsModel(BaseModel):
         default=None,
         ge=1,
         le=256,
-        description="CPU threads of one embedding process (default: the cores the process may use; half "
-        "of them, and no busy-waiting, for a niced background indexer such as `paperfeed run`'s).",
+        description="CPU threads of one embedding process (default: the cores the process may use; a niced "
+        "background indexer such as `paperfeed run`'s uses them too, at its lower priority, and its threads "
+        "never busy-wait).",
     )
     embedder_idle_seconds: float = Field(
         default=120.0,

@@ -119,13 +119,16 @@ class IndexesWing:
         return SqlEmbeddingStore(self.core.engine())
 
     def embedder_config(self, backend: str | None = None) -> EmbedderConfig:
-        """How to build ``backend`` (default: the configured one) with this process's thread budget."""
+        """How to build ``backend`` (default: the configured one) with this process's thread budget: every
+        core it may use. A niced process (``paperfeed run``'s indexer) takes them too, since its priority
+        already gives the web server and the scheduler the CPU whenever they want it, but its threads never
+        busy-wait: a spinning thread would hold a core the others could use (issue #39 item 4; it took
+        half the cores before, leaving one idle on a 2-core machine)."""
         from paperfeed.adapters.embed.cpu import available_cores, runs_in_background
 
         s = self.core.settings
         background = runs_in_background()
-        cores = available_cores()
-        threads = s.embedding_threads or (max(1, cores // 2) if background else cores)
+        threads = s.embedding_threads or available_cores()
         return embedder_config(s, backend=backend, threads=threads, spinning=not background)
 
     @cached_property

@@ -137,7 +137,7 @@ def register(app: typer.Typer) -> None:
 
         c: Context = ctx.obj
         if nice:
-            os.nice(nice)  # before any embedder is built: niced, it embeds on half the cores, no spinning
+            os.nice(nice)  # before any embedder is built: niced, its embedding threads never spin
         c.app.indexes.embed_in_background()  # the daily job's model in a child process, ended when idle
         plan = c.app.maintenance.schedules
         loop = Scheduler(
