@@ -135,7 +135,7 @@ def test_during_the_sentence_pass_every_surface_says_an_indexer_runs(tmp_path: P
         assert note is not None
         assert "no indexer is running" not in note
         assert "the indexer is making the papers' sentences" in note
-        assert "embeds the 2 new ones after its current slice" in note
+        assert "embeds the 2 new ones next (the sentences yield to them)" in note
         admin = " ".join(app.indexes.status.status().lines())
         assert "An indexer is making the papers' sentences" in admin
         assert "the 2 papers without a vector come next" in admin

@@ -84,21 +84,25 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
                 time.sleep(poll)
                 continue
             plan = service.plan()
+            # Order by dependency, the cheapest useful result first (issue #39): the papers' vectors (and,
+            # in the same forward pass, their sentences), which search reads seconds after each batch;
+            # then topics and the map, once the vectors cover what arrived; then the sentences' backlog
+            # (papers embedded without theirs), a slice that yields as soon as a paper needs its vector.
+            if plan.backlog == 0 and topics_due:
+                topics_due = False
+                doing[0] = "updating the topics"
+                service.report("topics", remaining=0, force=True)
+                _topics(c, say)
+                continue  # papers may have arrived while the topics were built: their vectors first
             doing[0] = "making the papers' sentences"
             if plan.backlog == 0 and _sentences_slice(c, say, slice_size, service):
                 waiting = ""
-                continue  # the papers' vectors first, then the sentences, a slice at a time
+                continue
             if plan.backlog == 0:
                 if waiting != "idle":
                     say(idle_message(plan.papers, poll))
                     service.report("idle", remaining=0, force=True)  # readers: running, nothing to do
                     waiting = "idle"
-                if topics_due:
-                    topics_due = False
-                    doing[0] = "updating the topics"
-                    service.report("topics", remaining=0, force=True)
-                    _topics(c, say)
-                    service.report("idle", remaining=0, force=True)
                 doing[0] = None
                 time.sleep(poll)
                 continue
@@ -106,8 +110,9 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
             doing[0] = "embedding papers"
             lines = _SliceLines(say, "embedding", plan.backlog, service.reporter)
             summary = service.run(lines, limit=slice_size, batch_size=batch_size, then=None)
+            with_sentences = f" with their sentences ({summary.sentences:,})" if summary.sentences else ""
             say(
-                f"embedded {count(summary.embedded, 'paper')} in {summary.seconds:,.1f} s "
+                f"embedded {count(summary.embedded, 'paper')}{with_sentences} in {summary.seconds:,.1f} s "
                 f"({summary.rate:,.1f} papers/s); {summary.remaining:,} still to embed"
             )
             if summary.embedded == 0:
@@ -161,19 +166,25 @@ class _SliceLines:
 
 
 def _sentences_slice(
-    c: Context, say: Callable[[str], None], slice_size: int, service: IndexingService | None = None
+    c: Context, say: Callable[[str], None], slice_size: int, papers: IndexingService
 ) -> bool:
-    """One slice of the sentences' backlog (the indexer's second pass); True when it did some."""
+    """One slice of the sentences' backlog (papers embedded without their sentences); True when it did
+    some. It stops between two batches once a paper waits for its vector (``papers``' backlog), so a new
+    paper waits one batch of sentences, seconds, not the slice. It reports itself as the sentence phase
+    (``papers``' reporter: what the search notes and /admin/jobs say)."""
     sentences = c.app.indexes.sentence_indexer.current()
     plan = sentences.plan()
     if not plan.pending:
         return False
-    reporter = service.reporter if service is not None else None
+    reporter = papers.reporter
     if reporter is not None:
         reporter.report("sentences", remaining=0, sentences_left=plan.backlog, force=True)
+    model_id = papers.embedder.model_id
     summary = sentences.run(
-        _SliceLines(say, "sentences", plan.backlog, reporter), limit=max(1, slice_size // 4)
-    )  # ~5 sentences a paper (5.3 measured): slices of similar time
+        _SliceLines(say, "sentences", plan.backlog, reporter),
+        limit=max(1, slice_size // 4),  # ~5 sentences a paper (5.3 measured): slices of similar time
+        stop=lambda: papers.store.count_backlog(model_id) > 0,
+    )
     if summary.trained:
         say(f"sentences: trained the sentence-role model for {summary.model_id}")
     if summary.summaries:
@@ -184,6 +195,7 @@ def _sentences_slice(
     say(
         f"sentences: {count(summary.papers, 'paper')} ({count(summary.sentences, 'sentence')}) in "
         f"{summary.seconds:,.1f} s ({summary.rate:,.1f} papers/s); {summary.remaining:,} still to do"
+        + ("; new papers first" if summary.stopped else "")
     )
     return summary.papers + summary.summaries > 0
 
@@ -268,8 +280,9 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option(
                 "--sentences/--no-sentences",
-                help="After the papers, split their abstracts into sentences, embed them and give each its "
-                "role (for similar papers by facet and the one-line summaries).",
+                help="With the papers, split their abstracts into sentences, pool each one's vector from the "
+                "paper's own forward pass and give it its role (for similar papers by facet and the one-line "
+                "summaries); --no-sentences: the papers' vectors only.",
             ),
         ] = True,
         workers: Annotated[
@@ -327,7 +340,9 @@ def register(app: typer.Typer) -> None:
                 summary = _run_workers(c, workers, rebuild=rebuild, limit=limit, batch_size=batch_size)
             else:
                 with RichProgress(c.err, "embedding", unit="items") as progress:
-                    summary = service.run(progress, rebuild=rebuild, limit=limit, batch_size=batch_size)
+                    summary = service.run(
+                        progress, rebuild=rebuild, limit=limit, batch_size=batch_size, sentences=sentences
+                    )
             service.report("stopped", summary, remaining=summary.remaining, force=True)  # this run is over
         except EmbedderUnavailable as exc:
             raise fail(str(exc)) from None

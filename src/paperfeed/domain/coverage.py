@@ -60,7 +60,7 @@ class SearchCoverage:
         elif activity.state == "sentences":
             doing = (
                 f"making the papers' sentences{pace(activity, when)}, and embeds the "
-                f"{count(self.missing, 'new one')} after its current slice"
+                f"{count(self.missing, 'new one')} next (the sentences yield to them)"
             )
         else:
             doing = f"updating the topics, and embeds the {count(self.missing, 'new one')} next"

@@ -263,7 +263,7 @@ class IndexingStatus:
             return None
         return (
             f"Meaning search covers {self.indexed:,} of them: the vector index takes in new vectors "
-            "after each slice the indexer embeds."
+            "after each batch the indexer embeds."
         )
 
     def models_line(self) -> str | None:
