@@ -18,6 +18,7 @@ from paperfeed.adapters.embed import open_embedder
 from paperfeed.adapters.embed.child import ChildProcessEmbedder
 from paperfeed.domain.calibration import CpuMeasured
 from paperfeed.domain.errors import EmbedderUnavailable
+from paperfeed.domain.sentences import pools_sentences
 from tests.support.defaults import embedder_config
 
 
@@ -63,6 +64,14 @@ def test_an_attribute_of_the_model_is_reached_in_the_child(tmp_path: Path) -> No
         assert child.cpu_seconds() >= before
         with pytest.raises(AttributeError):
             child.no_such_method  # noqa: B018 - raised there, raised here
+        inline = open_embedder(config)
+        as_seen: object = child  # as the sentence pass sees it
+        assert pools_sentences(as_seen)  # it pools sentences through it (late chunking)
+        texts, spans, heads = ["Title. One sentence. Another one."], [[(7, 20), (21, 33)]], [0]
+        vectors, pooled = child.embed_spans(texts, spans, heads)
+        expected, expected_pooled = inline.embed_spans(texts, spans, heads)  # type: ignore[attr-defined]
+        assert np.array_equal(vectors, expected)
+        assert all(np.array_equal(a, b) for a, b in zip(pooled, expected_pooled, strict=True))
     finally:
         child.close()
 

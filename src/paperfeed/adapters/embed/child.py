@@ -117,6 +117,14 @@ class ChildProcessEmbedder:
     def embed(self, texts: Sequence[str]) -> Any:
         return self._call("embed", list(texts))
 
+    def embed_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]], heads: Sequence[int]
+    ) -> Any:
+        """The model's late chunking (``SentenceEmbedder``: every embedder of ``adapters/embed`` pools the
+        sentences of a text from its own forward pass), run in the child like ``embed``. Defined here, not
+        reached through ``__getattr__``, because ``pools_sentences`` looks for it on the class."""
+        return self._call("embed_spans", list(texts), [list(s) for s in spans], list(heads))
+
     def cpu_seconds(self) -> float:
         """CPU seconds the child process has used (``CpuMeasured``: calibration times the embedding where
         it runs, not in this process)."""
