@@ -143,16 +143,21 @@ class _SliceLines:
     the report readers see (the papers' vectors report themselves, services/indexing.py)."""
 
     def __init__(
-        self, say: Callable[[str], None], phase: IndexerState, backlog: int, reporter: IndexerReporter | None
+        self,
+        say: Callable[[str], None],
+        phase: IndexerState,
+        backlog: int,
+        reporter: IndexerReporter | None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.say, self.phase, self.backlog, self.reporter = say, phase, backlog, reporter
-        self.last = time.monotonic()
+        self.say, self.phase, self.backlog, self.reporter, self._clock = say, phase, backlog, reporter, clock
+        self.last = clock()
 
     def update(self, position: int, total: int | None, added: int, updated: int, rejected: int) -> None:
         if self.reporter is not None and self.phase == "sentences":
             left = max(0, self.backlog - position)
             self.reporter.report("sentences", done=position, remaining=0, sentences_left=left)
-        now = time.monotonic()
+        now = self._clock()
         if not position or now - self.last < LINE_EVERY:
             return
         self.last = now

@@ -139,12 +139,16 @@ def register(app: typer.Typer) -> None:
         if nice:
             os.nice(nice)  # before any embedder is built: niced, its embedding threads never spin
         c.app.indexes.embed_in_background()  # the daily job's model in a child process, ended when idle
+        from .progress import Heartbeat
+
         plan = c.app.maintenance.schedules
-        loop = Scheduler(
-            c.app.maintenance.jobs,
-            plan,
-            notify=lambda m: c.console.print(f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} {m}", markup=False),
-        )
+
+        def say(message: str) -> None:
+            c.console.print(f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} {message}", markup=False)
+            heartbeat.said()
+
+        loop = Scheduler(c.app.maintenance.jobs, plan, notify=say)
+        heartbeat = Heartbeat(say, lambda: loop.doing)  # a line at least every 30 s while a job runs
 
         def stop(_signum: int, _frame: FrameType | None) -> None:
             loop.stop()
@@ -153,8 +157,11 @@ def register(app: typer.Typer) -> None:
         signal.signal(signal.SIGINT, stop)
         for job, schedule in plan.items():
             c.console.print(f"{job}: {schedule}", highlight=False)
+        heartbeat.start()
         try:
             loop.run_forever(iterations=1 if once else None)
         except LeaseBusy as exc:
             c.err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(4) from None
+        finally:
+            heartbeat.stop()
