@@ -18,6 +18,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 from paperfeed.bootstrap import build_app
@@ -161,6 +162,7 @@ def test_during_the_sentence_pass_every_surface_says_an_indexer_runs(tmp_path: P
     assert "no indexer is running" not in found.stdout + found.stderr
 
 
+@pytest.mark.slow
 def test_a_follower_never_says_it_stopped_while_it_works_on(tmp_path: Path) -> None:
     """The states the running indexer reports, watched from outside: embedding, the sentences, the topics
     and idle, never "stopped" until it is stopped (the old run reported "stopped" after each slice)."""
@@ -183,8 +185,8 @@ def test_a_follower_never_says_it_stopped_while_it_works_on(tmp_path: Path) -> N
     watcher.start()
     try:
         with index_follow(data, env, "--limit", "3", "--poll", "0.3") as follower:
-            follower.expect("sentences:")
-            follower.expect("checking for new ones every 0.3 s")
+            follower.expect("sentences:", timeout=900)  # the role model is trained first for this model
+            follower.expect("checking for new ones every 0.3 s", timeout=300)
             deadline = time.monotonic() + 30
             while not seen or seen[-1] != "idle":
                 assert time.monotonic() < deadline, seen
@@ -195,6 +197,8 @@ def test_a_follower_never_says_it_stopped_while_it_works_on(tmp_path: Path) -> N
             assert "embedding" in seen, seen
             assert "sentences" in seen, seen
             assert app.indexes.activity.activity() is not None  # readers: an indexer is running
+        done = " ".join(app.indexes.status.status().lines())  # what /admin/jobs and jobs status say now
+        assert "Sentences: every paper's abstract is split into sentences" in done, done
         report = app.indexes.embeddings.indexer_report()
         assert report is not None
         assert report.state == "stopped"

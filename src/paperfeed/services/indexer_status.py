@@ -24,7 +24,7 @@ from paperfeed.domain.indexing_status import (
     SentenceCounts,
 )
 from paperfeed.domain.search import EmbedderSource, VectorSource
-from paperfeed.domain.sentences import RoleModels, SentenceStore
+from paperfeed.domain.sentences import RoleModels, SentenceStore, sentence_model_id
 from paperfeed.domain.summaries import SUMMARY_RULE
 
 __all__ = ["RATE_WINDOW", "IndexerActivity", "IndexerReporter", "IndexingStatusService"]
@@ -66,16 +66,18 @@ class IndexingStatusService:
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
 
     def sentence_counts(self, model: str) -> SentenceCounts | None:
-        """How far the papers' sentences are for ``model`` (what ``SentencePlan`` counts, without making
-        the sentence indexer, which would resolve the embedder)."""
+        """How far the papers' sentences are for the embedding model ``model`` (what ``SentencePlan``
+        counts, without making the sentence indexer, which would resolve the embedder): the rows are of
+        its sentence vectors' space, the role model is its own."""
         if self.sentences is None:
             return None
         found = self.roles.current(model) if self.roles is not None else None
         role_model = found.model_id if found is not None else ""
+        rows = sentence_model_id(model)
         return SentenceCounts(
-            self.sentences.count_done(model),
-            self.sentences.count_backlog(model, role_model),
-            self.sentences.count_summary_backlog(model, SUMMARY_RULE.rule_id),
+            self.sentences.count_done(rows),
+            self.sentences.count_backlog(rows, role_model),
+            self.sentences.count_summary_backlog(rows, SUMMARY_RULE.rule_id),
         )
 
     def status(self) -> IndexingStatus:
