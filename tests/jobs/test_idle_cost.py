@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -68,3 +69,33 @@ def test_the_daily_job_with_nothing_to_do_loads_no_model(store: str, tmp_path: P
     assert said["steps"][0] == ["index", {"embedded": 0, "remaining": 0}]
     assert said["heavy"] == [], said  # no backend measured, no model loaded
     assert not (data / "embedding-calibration.json").exists()
+
+
+def test_an_indexer_on_an_empty_store_measures_no_backend_and_loads_no_model(tmp_path: Path) -> None:
+    """`paperfeed run`'s indexer on a fresh, empty instance measured the three backends at start (three
+    model processes, 1.6 GB for two minutes) to embed nothing; it now waits for papers first."""
+    from tests.indexing.test_follow import _children
+    from tests.support.follower import index_follow
+
+    data = tmp_path / "data"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERFEED_")}
+    env |= {
+        "PAPERFEED_EMBEDDING_BACKEND": "auto",
+        "PAPERFEED_MODEL_CACHE": str(tmp_path / "models"),
+        "HF_HUB_OFFLINE": "1",
+    }
+    with index_follow(data, env, "--poll", "0.2") as follower:
+        follower.expect("no papers yet; checking for new ones every 0.2 s")
+        time.sleep(1.0)  # a few looks
+        assert _children(follower.proc.pid) == []  # no embedding process was started
+        assert not (data / "embedding-calibration.json").exists()
+        from paperfeed.bootstrap import build_app
+        from paperfeed.settings import Settings
+
+        app = build_app(Settings(data_dir=data, database_url=None, embedding_backend="fake"))
+        try:
+            report = app.indexes.activity.activity()
+            assert report is not None  # readers are told an indexer runs, waiting for papers
+            assert report.state == "idle"
+        finally:
+            app.close()

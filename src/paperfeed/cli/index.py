@@ -67,6 +67,14 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
 
     service: IndexingService | None = None  # until built: a stop while the model loads has nothing to report
     try:
+        indexer = c.app.indexes.indexer
+        if not indexer.has_papers():  # an empty store: no backend measured, no model loaded until papers come
+            say(idle_message(0, poll))
+            indexer.report_idle()  # readers: an indexer runs, waiting for papers
+            doing[0] = None
+            while not indexer.has_papers():
+                time.sleep(poll)
+        doing[0] = "getting the embedder ready"
         service = c.app.indexes.indexer.current()
         say(service.plan().message())
         waiting = ""

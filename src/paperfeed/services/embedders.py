@@ -149,6 +149,17 @@ class Indexer:
     sentences: SentencePass | None = None  # each batch embedded with its sentences (None: vectors only)
     _service: IndexingService | None = field(default=None, init=False)
 
+    def has_papers(self) -> bool:
+        """The store holds papers (an indexer that follows makes its embedder only once it does)."""
+        return self.store.count_papers() > 0
+
+    def report_idle(self) -> None:
+        """Say this process is an idle indexer, before any embedder is made (a follower on an empty store)."""
+        if self.reports is not None:
+            from paperfeed.services.indexer_status import IndexerReporter
+
+            IndexerReporter(self.reports, every=0).report("idle", force=True)
+
     def nothing_to_do(self) -> bool:
         """True when a run would embed nothing and write nothing to the vector index: no papers, or every
         paper has a vector of the model in use and the index holds the newest of them. Answered from
