@@ -248,6 +248,7 @@ def register(app: typer.Typer) -> None:
                 )
             plan = service.plan(rebuild=rebuild)
             c.console.print(plan.message(), highlight=False)
+            _other_workers(c)
             if limit is not None and limit < plan.backlog:
                 c.console.print(f"this run embeds at most {limit:,} of them", highlight=False)
             if workers > 1:
@@ -286,6 +287,25 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(130)
         if sentences:
             _sentences(c, limit=limit)
+
+
+def _other_workers(c: Context) -> None:
+    """Say which other processes hold batches of this backlog: this one takes the rest, batch by batch."""
+    claims = c.app.indexes.claims
+    others = [h for h in claims.holdings() if h.holder != claims.holder]
+    if not others:
+        return
+    held = "; ".join(
+        f"pid {h.holder.split(':')[1]} on {h.holder.split(':')[0]} holds {h.papers:,} "
+        f"({h.first_id} … {h.last_id})"
+        for h in others
+    )
+    c.console.print(
+        f"other workers are embedding this backlog ({held}): this one claims the papers nobody holds",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 def _sentences(c: Context, *, limit: int | None) -> None:

@@ -26,6 +26,7 @@ from paperfeed.domain.search import Embedder, IndexOpener
 if TYPE_CHECKING:  # NumPy comes with them, which a keyword-only ``paperfeed search`` never loads
     from paperfeed.domain.sentences import RoleModels, SentenceSplitter, SentenceStore
     from paperfeed.services.calibration import BackendChooser, Resolution
+    from paperfeed.services.embed_claims import ClaimedBacklog
     from paperfeed.services.indexing import IndexingService
     from paperfeed.services.sentences import SentenceIndexer
 
@@ -103,6 +104,7 @@ class Indexer:
     batch_size: int  # PAPERFEED_EMBEDDING_BATCH_SIZE
     marks: IndexMarks | None  # a node-local index's sync point (None: in the store)
     reports: IndexerReports | None
+    claims: ClaimedBacklog | None = None  # batches claimed, so several processes share the backlog
     _service: IndexingService | None = field(default=None, init=False)
 
     def current(self) -> IndexingService:
@@ -117,6 +119,7 @@ class Indexer:
                 batch_size=self.batch_size,
                 marks=self.marks,
                 reports=self.reports,
+                claims=self.claims,
             )
         return self._service
 
