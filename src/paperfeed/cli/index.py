@@ -212,11 +212,24 @@ def register(app: typer.Typer) -> None:
                 "(PAPERFEED_EMBEDDING_THREADS, when set, is the budget they share); 1: in this process.",
             ),
         ] = 1,
+        vector_index: Annotated[
+            bool,
+            typer.Option(
+                "--vector-index/--no-vector-index",
+                help="After embedding, bring the vector index up to date; --no-vector-index only stores the "
+                "vectors (an embedding worker whose web nodes keep their own index, PAPERFEED_VECTOR_INDEX="
+                "local, and follow the database).",
+            ),
+        ] = True,
     ) -> None:
         """Embed papers whose vector is missing or stale. Safe to interrupt: a re-run resumes."""
         c: Context = ctx.obj
         if workers > 1 and (follow or keyword):
             raise fail("--workers applies to embedding a backlog once: not with --follow or --keyword")
+        if not vector_index and (follow or keyword):
+            raise fail(
+                "--no-vector-index applies to embedding a backlog once: not with --follow or --keyword"
+            )
         if follow:
             if rebuild or keyword:
                 raise fail("--follow embeds the backlog: it cannot be combined with --rebuild or --keyword")
@@ -252,10 +265,14 @@ def register(app: typer.Typer) -> None:
             if limit is not None and limit < plan.backlog:
                 c.console.print(f"this run embeds at most {limit:,} of them", highlight=False)
             if workers > 1:
-                summary = _run_workers(c, workers, rebuild=rebuild, limit=limit, batch_size=batch_size)
+                summary = _run_workers(
+                    c, workers, rebuild=rebuild, limit=limit, batch_size=batch_size, sync=vector_index
+                )
             else:
                 with RichProgress(c.err, "embedding", unit="items") as progress:
-                    summary = service.run(progress, rebuild=rebuild, limit=limit, batch_size=batch_size)
+                    summary = service.run(
+                        progress, rebuild=rebuild, limit=limit, batch_size=batch_size, sync=vector_index
+                    )
             service.report("stopped", summary, remaining=summary.remaining, force=True)  # this run is over
         except EmbedderUnavailable as exc:
             raise fail(str(exc)) from None
@@ -280,6 +297,8 @@ def register(app: typer.Typer) -> None:
                 f"{summary.index.upserted:,} written)",
                 highlight=False,
             )
+        elif not vector_index:
+            c.console.print("vector index: not updated (--no-vector-index): the vectors are in the database")
         else:
             c.console.print("no vector index is configured: vectors are stored in the database only")
         if summary.stopped:
@@ -354,7 +373,7 @@ class _Lines:
 
 
 def _run_workers(
-    c: Context, workers: int, *, rebuild: bool, limit: int | None, batch_size: int | None
+    c: Context, workers: int, *, rebuild: bool, limit: int | None, batch_size: int | None, sync: bool
 ) -> IndexingSummary:
     """Embed the backlog in ``workers`` processes; the first Ctrl-C (or SIGTERM) stops it cleanly: the
     batches done are committed, those in flight dropped, the vector index synced. A second one aborts."""
@@ -385,6 +404,7 @@ def _run_workers(
                 batch_size=batch_size,
                 workers=pool,
                 stop=stop.is_set,
+                sync=sync,
             )
     finally:
         pool.close()

@@ -159,6 +159,7 @@ class IndexingService:
         self.reports = reports
         self.report_every = report_every
         self.claims = claims
+        self._syncs = True  # this run syncs the vector index (run(sync=False): it leaves it to others)
         self._reported = float("-inf")
         self._run: tuple[float, int] = (clock(), 0)  # the current run's start and backlog, for reports
         self._followed = False  # follow_index(): looked at least once
@@ -184,12 +185,15 @@ class IndexingService:
         batch_size: int | None = None,
         workers: EmbedWorkers | None = None,
         stop: Callable[[], bool] | None = None,
+        sync: bool = True,
     ) -> IndexingSummary:
         """Embed up to ``limit`` papers of the backlog (all by default), then sync the vector index.
 
         ``rebuild`` forgets every stored vector first (all models) and rebuilds the index from scratch.
         ``workers``: embed in those processes (this one stays the only writer) instead of in this one.
         ``stop``: asked between batches; once it answers True the run commits what is done and ends.
+        ``sync``: False stores the vectors only, the vector index left to others (a worker machine whose
+        nodes keep their own index and follow the store).
         """
         started = self._clock()
         model_id = self.embedder.model_id
@@ -206,6 +210,7 @@ class IndexingService:
         if progress is not None:
             progress.update(0, target, 0, 0, 0)
         ended: WorkerState = "failed"
+        self._syncs = sync
         if self.claims is not None and target:
             self.claims.open(model_id)
         try:
@@ -288,7 +293,10 @@ class IndexingService:
         return self.claims.take(model_id, after=after, limit=limit, wait=wait, stop=stop)
 
     def _sync(self, *, wait: bool) -> IndexSync | None:
-        """Sync the vector index; with claims, one process at a time (None: skipped, another was at it)."""
+        """Sync the vector index; with claims, one process at a time (None: skipped, another was at it, or
+        this run leaves the index to others)."""
+        if not self._syncs:
+            return None
         if self.claims is None:
             return self.sync_index()
         with self.claims.sync_turn(wait=wait) as held:
