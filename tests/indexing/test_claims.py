@@ -7,6 +7,7 @@ import shutil
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -276,3 +277,42 @@ def test_a_vector_committed_late_by_another_writer_reaches_the_index_without_a_r
     assert {p.paper_id for p in late} <= set(index._store.row_of)
     # the late two, and the re-read batch stamped at the mark itself; nothing held was re-added
     assert index._store.n - rows_before <= 2 + 4
+
+
+def test_a_batch_claimed_by_another_worker_during_my_look_is_waited_for(store: SqlPaperStore) -> None:
+    """The race seen with three processes: worker B claims the last batch (the one freed from a dead worker)
+    just before my claim runs; I must see B's claim and wait for it, not leave as if nothing were left
+    (B might die too, and its batch would be stranded)."""
+    add_papers(store, [paper(i) for i in range(6)])
+    real = open_claims(store.engine)
+    taken: list[list[PendingPaper]] = []
+
+    class Interleaved:
+        """The real claims; B's claim lands between my sweep and my claim, the first time."""
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(real, name)
+
+        def claim(self, model_id: str, holder: str, **kw: Any) -> list[PendingPaper]:
+            if not taken:
+                taken.append(_claim(store, "b:2:2:y", limit=100))
+            return real.claim(model_id, holder, **kw)
+
+    naps: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        naps.append(seconds)
+        real.commit(MODEL, "b:2:2:y", taken[0], _vectors(taken[0]), T0)  # B commits while I wait
+
+    backlog = ClaimedBacklog(
+        Interleaved(),  # type: ignore[arg-type]
+        SqlJobStore(store.engine),
+        seconds=120,
+        is_dead=lambda _h: False,
+        clock=lambda: T0,
+        sleep=sleep,
+        holder="me:1:1:a",
+    )
+    assert backlog.take(MODEL, after="", limit=100) == []
+    assert len(naps) == 1  # waited for B's batch ...
+    assert _stored(store) == {paper(i).id for i in range(6)}  # ... which B committed

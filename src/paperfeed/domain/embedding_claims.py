@@ -161,19 +161,20 @@ def describe_workers(
         h = held.pop(w.holder, None)
         claim = ""
         if h is not None:
-            state = "expired" if h.expires_at < now else "until"
-            claim = (
-                f"; holds {_papers(h.papers)} ({h.first_id} … {h.last_id}), claimed {state} "
-                f"{h.expires_at:%H:%M:%S} UTC"
-            )
+            until = "its claim expired at" if h.expires_at < now else "claimed until"
+            held_ids = f"{h.first_id} … {h.last_id}"
+            claim = f"; holds {_papers(h.papers)} ({held_ids}), {until} {h.expires_at:%H:%M:%S} UTC"
         who = _who(w.holder)
         if w.state != "embedding":
-            lines.append(f"  {who}: {w.state} {w.seen_at:%Y-%m-%d %H:%M:%S} UTC, {done} ({w.model_id})")
+            lines.append(f"  {who}: {w.state} {w.seen_at:%Y-%m-%d %H:%M:%S} UTC, {done} with {w.model_id}")
         elif is_dead(w.holder):
             free = f"; its {_papers(h.papers)} are free for the others" if h is not None else ""
             lines.append(f"  {who}: gone without finishing (its process ended), {done}{free}")
         elif h is not None and h.expires_at < now:
-            lines.append(f"  {who}: silent since {_ago((now - w.seen_at).total_seconds())}, {done}{claim}")
+            silent = _ago((now - w.seen_at).total_seconds())
+            lines.append(
+                f"  {who}: last heard of {silent} (its claims expired: others take them), {done}{claim}"
+            )
         else:
             lines.append(
                 f"  {who}: embedding with {w.model_id} since {w.started_at:%H:%M:%S} UTC, {done}{claim}; "

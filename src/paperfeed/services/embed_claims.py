@@ -128,20 +128,23 @@ class ClaimedBacklog:
         said = float("-inf")
         while True:
             now = self.clock()
-            holdings = self._sweep(now)
+            self._sweep(now)
             batch = self._claim(model_id, after, limit, now)
             if not batch and after:
                 batch = self._claim(model_id, "", limit, now)  # released or expired behind the cursor
             if batch or not wait:
                 return batch
-            others = [h for h in holdings if h.holder != self.holder and h.expires_at >= now]
-            if not others or (stop is not None and stop()):
+            # read after the claim failed, so a batch another worker claimed meanwhile is seen here
+            others = [h for h in self.claims.holdings() if h.holder != self.holder and h.expires_at >= now]
+            if not others:  # none held: one more look from the start (one may have been freed meanwhile)
+                return self._claim(model_id, "", limit, self.clock())
+            if stop is not None and stop():
                 return []
             if time.monotonic() - said >= SAY_EVERY_SECONDS:
                 said = time.monotonic()
                 held = sum(h.papers for h in others)
-                log.info(
-                    "nothing left to claim; waiting for %s papers other workers are embedding (%s)",
+                log.warning(  # a warning, so a command's plain stderr shows why it has not ended yet
+                    "nothing left to claim; waiting for the %s papers other workers are embedding (%s)",
                     f"{held:,}",
                     "; ".join(_held(h) for h in others),
                 )
