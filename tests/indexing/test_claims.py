@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import shutil
 import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,7 +23,7 @@ from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
 from paperfeed.adapters.store.job_runs import SqlJobStore
 from paperfeed.adapters.store.schema import embeddings
 from paperfeed.adapters.vector.index import StoredVectorIndex
-from paperfeed.domain.embedding import PendingPaper, vector_index_mark
+from paperfeed.domain.embedding import EmbeddedBatch, PendingPaper, vector_index_mark
 from paperfeed.services.embed_claims import ClaimedBacklog
 from paperfeed.services.indexing import IndexingService
 
@@ -316,3 +319,78 @@ def test_a_batch_claimed_by_another_worker_during_my_look_is_waited_for(store: S
     assert backlog.take(MODEL, after="", limit=100) == []
     assert len(naps) == 1  # waited for B's batch ...
     assert _stored(store) == {paper(i).id for i in range(6)}  # ... which B committed
+
+
+class _ThreadWorkers:
+    """An EmbedWorkers of threads (the fake embedder, slowed): ``--workers N``'s loop without processes."""
+
+    def __init__(self, size: int, seen: list[str], lock: threading.Lock, meet: threading.Barrier) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._pool = ThreadPoolExecutor(size)
+        self._size, self._seen, self._lock, self._meet = size, seen, lock, meet
+        self._first = True
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    @property
+    def threads(self) -> int:
+        return 1
+
+    @property
+    def backend(self) -> str:
+        return "fake"
+
+    def submit(self, texts: Sequence[str]) -> Future[EmbeddedBatch]:
+        first, self._first = self._first, False
+
+        def embed() -> EmbeddedBatch:
+            if first:  # each machine's first batch waits for the other's: both hold a claim at once
+                self._meet.wait(timeout=60)
+            time.sleep(0.02)
+            with self._lock:
+                self._seen.extend(texts)
+            return EmbeddedBatch(FakeEmbedder(64).embed(list(texts)), MODEL, threading.get_ident(), 0.02, 0.0)
+
+        return self._pool.submit(embed)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def test_two_runs_with_worker_pools_share_the_backlog_and_embed_each_paper_once(store: SqlPaperStore) -> None:
+    """``paperfeed index --workers 2`` on two machines at once: two services (two holders), each handing
+    claimed batches to its own pool, two batches per worker in flight."""
+    add_papers(store, [paper(i) for i in range(120)])
+    claims = open_claims(store.engine)
+    jobs = SqlJobStore(store.engine)
+    seen: list[str] = []
+    lock = threading.Lock()
+    meet = threading.Barrier(2)
+    summaries = {}
+
+    def machine(name: str) -> None:
+        service = IndexingService(
+            SqlEmbeddingStore(store.engine),
+            FakeEmbedder(64),
+            batch_size=5,
+            claims=ClaimedBacklog(
+                claims, jobs, seconds=120, is_dead=lambda _h: False, holder=f"{name}:1:1:a"
+            ),
+        )
+        summaries[name] = service.run(workers=_ThreadWorkers(2, seen, lock, meet))
+
+    threads = [threading.Thread(target=machine, args=(name,)) for name in ("gpu-a", "gpu-b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert sorted(summaries) == ["gpu-a", "gpu-b"]
+    assert len(seen) == len(set(seen)) == 120  # nothing embedded twice
+    assert sum(s.embedded for s in summaries.values()) == 120
+    assert all(s.embedded > 0 for s in summaries.values())  # they shared it
+    assert all(s.remaining == 0 for s in summaries.values())
+    assert _stored(store) == {paper(i).id for i in range(120)}
+    assert sum(w.papers for w in claims.workers(datetime.now(UTC) - timedelta(hours=1))) == 120
