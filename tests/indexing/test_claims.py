@@ -394,3 +394,36 @@ def test_two_runs_with_worker_pools_share_the_backlog_and_embed_each_paper_once(
     assert all(s.remaining == 0 for s in summaries.values())
     assert _stored(store) == {paper(i).id for i in range(120)}
     assert sum(w.papers for w in claims.workers(datetime.now(UTC) - timedelta(hours=1))) == 120
+
+
+@pytest.mark.parametrize(("raised", "state"), [(KeyboardInterrupt, "stopped"), (RuntimeError, "failed")])
+def test_a_run_that_ends_early_gives_its_claims_back_and_says_how(
+    store: SqlPaperStore, raised: type[BaseException], state: str
+) -> None:
+    """Ctrl-C (or an embedder that fails) mid-run: the batch in flight is released at once for the other
+    workers (not left to expire), and the ledger says stopped or failed."""
+    add_papers(store, [paper(i) for i in range(12)])
+    claims = open_claims(store.engine)
+
+    class Breaks(FakeEmbedder):
+        calls = 0
+
+        def embed(self, texts: Sequence[str]) -> np.ndarray:
+            Breaks.calls += 1
+            if Breaks.calls == 2:
+                assert [h.papers for h in claims.holdings()] == [4]  # the batch in flight is claimed
+                raise raised("stop")
+            return super().embed(texts)
+
+    service = IndexingService(
+        SqlEmbeddingStore(store.engine),
+        Breaks(64),
+        batch_size=4,
+        claims=ClaimedBacklog(claims, SqlJobStore(store.engine), seconds=120, is_dead=lambda _h: False),
+    )
+    with pytest.raises(raised):
+        service.run()
+    assert claims.holdings() == []
+    (w,) = claims.workers(datetime.now(UTC) - timedelta(hours=1))
+    assert (w.state, w.papers) == (state, 4)
+    assert len(_stored(store)) == 4

@@ -224,6 +224,10 @@ class IndexingService:
             ended = "stopped" if summary.stopped or summary.remaining else "finished"
             if self.open_index is not None:
                 summary.index = self._sync(wait=True)  # after a rebuild the mark is gone: a full sync
+        except BaseException as exc:
+            if not isinstance(exc, Exception):  # Ctrl-C, SIGTERM's unwinding: stopped, not failed
+                ended = "stopped"
+            raise
         finally:
             if self.claims is not None and target:
                 self.claims.close(ended)
