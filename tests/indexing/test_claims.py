@@ -168,11 +168,21 @@ def test_a_dead_holder_on_this_host_is_freed_at_once_and_others_wait_for_live_on
 
     def sleep(seconds: float) -> None:
         naps.append(seconds)
-        if len(naps) == 3:
+        if len(naps) == 10:
             dead.add("gone:7:7:x")  # its process ends while we wait
 
+    looks: list[str] = []
+
+    class Counted:
+        def __getattr__(self, name: str) -> object:
+            return getattr(claims, name)
+
+        def claim(self, model_id: str, holder: str, **kw: Any) -> list[PendingPaper]:
+            looks.append(kw["after"])
+            return claims.claim(model_id, holder, **kw)
+
     backlog = ClaimedBacklog(
-        claims,
+        Counted(),  # type: ignore[arg-type]
         jobs,
         seconds=120,
         is_dead=lambda h: h in dead,
@@ -185,10 +195,14 @@ def test_a_dead_holder_on_this_host_is_freed_at_once_and_others_wait_for_live_on
     first = backlog.take(MODEL, after="", limit=100)
     assert [p.paper_id for p in first] == [paper(i).id for i in range(4, 12)]
     backlog.commit(MODEL, first, _vectors(first))
-    # only the other holder's live batch is left: take() waits (three naps), then it is gone and freed
+    # only the other holder's live batch is left: take() waits (ten naps), then it is gone and freed
+    looks.clear()
     again = backlog.take(MODEL, after=first[-1].paper_id, limit=100)
-    assert len(naps) == 3
+    assert len(naps) == 10
     assert [p.paper_id for p in again] == [p.paper_id for p in held]
+    # past the cursor, from the start, then nothing while the other's claim stood still (a look from the
+    # start scans every paper: not once per nap), then from where the freed batch began
+    assert looks == [first[-1].paper_id, "", held[0].paper_id[:-1]]
     backlog.commit(MODEL, again, _vectors(again))
     assert backlog.take(MODEL, after="", limit=100) == []  # nothing left, nobody holds anything
     backlog.close("finished")

@@ -121,34 +121,56 @@ class ClaimedBacklog:
         wait: bool = True,
         stop: Callable[[], bool] | None = None,
     ) -> list[PendingPaper]:
-        """This process's next batch: up to ``limit`` unclaimed backlog papers past ``after`` (then from the
-        start). [] when the backlog has nothing left to claim and, if ``wait``, no other process still
-        holds a batch of it (or ``stop`` says so): a batch another process holds is waited for, since it
-        comes back if that process dies."""
+        """This process's next batch: up to ``limit`` unclaimed backlog papers past ``after``.
+
+        Without ``wait`` that is all (one cheap look past the cursor: ``--workers N`` asks while its own
+        batches are in flight). With ``wait`` it then looks from the start (papers released, expired or
+        imported behind the cursor) and, when only other processes' batches are left, waits for them:
+        each time one of them ends, it looks again from where that batch began, since a batch that was
+        released rather than committed is free again. [] when nothing is left to claim and no other
+        process holds a batch (or ``stop`` says so)."""
+        now = self.clock()
+        self._sweep(now)
+        batch = self._claim(model_id, after, limit, now)
+        if batch or not wait:
+            return batch
+        if after:
+            batch = self._claim(model_id, "", limit, now)
+            if batch:
+                return batch
         said = float("-inf")
         while True:
-            now = self.clock()
-            self._sweep(now)
-            batch = self._claim(model_id, after, limit, now)
-            if not batch and after:
-                batch = self._claim(model_id, "", limit, now)  # released or expired behind the cursor
-            if batch or not wait:
-                return batch
             # read after the claim failed, so a batch another worker claimed meanwhile is seen here
-            others = [h for h in self.claims.holdings() if h.holder != self.holder and h.expires_at >= now]
+            others = self._others()
             if not others:  # none held: one more look from the start (one may have been freed meanwhile)
                 return self._claim(model_id, "", limit, self.clock())
             if stop is not None and stop():
                 return []
             if time.monotonic() - said >= SAY_EVERY_SECONDS:
                 said = time.monotonic()
-                held = sum(h.papers for h in others)
+                held = sum(h.papers for h in others.values())
                 log.warning(  # a warning, so a command's plain stderr shows why it has not ended yet
                     "nothing left to claim; waiting for the %s papers other workers are embedding (%s)",
                     f"{held:,}",
-                    "; ".join(_held(h) for h in others),
+                    "; ".join(_held(h) for h in others.values()),
                 )
             self.sleep(self.poll)
+            now = self.clock()
+            self._sweep(now)
+            left = {h.holder: h for h in self.claims.holdings()}
+            ended = [h for h in others.values() if left.get(h.holder) != h]
+            if ended:  # committed (nothing to take), or released, expired, freed: free again
+                start = min(h.first_id for h in ended)
+                batch = self._claim(model_id, start[:-1], limit, now)  # a proper prefix sorts first
+                if batch:
+                    return batch
+
+    def _others(self) -> dict[str, ClaimHolding]:
+        """Other processes' claims that have not expired, by holder."""
+        now = self.clock()
+        return {
+            h.holder: h for h in self.claims.holdings() if h.holder != self.holder and h.expires_at >= now
+        }
 
     def _claim(self, model_id: str, after: str, limit: int, now: datetime) -> list[PendingPaper]:
         until = now + timedelta(seconds=self.seconds)
