@@ -196,14 +196,18 @@ def _postgres(args: argparse.Namespace, papers: list[Paper]) -> None:
         results: dict[int, dict[str, Any]] = {}
         with tempfile.TemporaryDirectory(prefix="index-workers-") as tmp:
             _run(papers[:8], 1, args.backend, Path(tmp))  # the ONNX export, once, untimed
+            # a process's fixed cost (Python, the store, the model's loading) and one paper's embedding
+            fixed = _run_processes(papers[:1], 1, args.backend, args.threads, Path(tmp), server)["cpu_s"]
+            print(f"one process's fixed cost (start, model load, 1 paper): {fixed:.1f} CPU-s", flush=True)
             for k in args.processes:
                 load = os.getloadavg()[0]
                 results[k] = r = _run_processes(papers, k, args.backend, args.threads, Path(tmp), server)
+                marginal = len(papers) / max(r["cpu_s"] - k * fixed, 1e-9)
                 print(
                     f"processes={k}: {r['papers_per_s']:.2f} papers/s wall ({r['wall_s']:.1f} s), "
                     f"{r['papers_per_cpu_s']:.2f} papers per CPU-s in total ({r['cpu_s']:.1f} CPU-s of the "
-                    f"workers, model loads included; PostgreSQL {r['db_cpu_s']:.1f} CPU-s); "
-                    f"load {load:.1f} -> {os.getloadavg()[0]:.1f}",
+                    f"workers, model loads included; {marginal:.2f} without {k} fixed costs; PostgreSQL "
+                    f"{r['db_cpu_s']:.1f} CPU-s); load {load:.1f} -> {os.getloadavg()[0]:.1f}",
                     flush=True,
                 )
                 for w in r["workers"]:
