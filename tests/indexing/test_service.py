@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
 import pytest
-import sqlalchemy as sa
 
 from paperfeed.adapters.embed.fake import FakeEmbedder
 from paperfeed.adapters.store import SqlPaperStore
 from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
-from paperfeed.adapters.store.schema import embeddings
 from paperfeed.services.indexing import IndexingService
 from tests.support.defaults import DEFAULTS
 
@@ -200,16 +197,6 @@ def test_a_lost_index_file_is_rebuilt_from_stored_vectors(
 ) -> None:
     add_papers(store, [paper(i) for i in range(5)])
     _service(emb, opener).run()
-    # lost an hour after its vectors were made (vectors within SYNC_OVERLAP of the mark would be taken
-    # in again as late commits; these are long before it)
-    with store.engine.begin() as conn:
-        made = conn.execute(sa.select(embeddings.c.paper_id, embeddings.c.created_at)).all()
-        for paper_id, created in made:
-            conn.execute(
-                embeddings.update()
-                .where(embeddings.c.paper_id == paper_id)
-                .values(created_at=created - timedelta(hours=1))
-            )
     opener.path.unlink()
     service = _service(emb, opener)
     summary = service.run()

@@ -474,6 +474,8 @@ class IndexingService:
         mark = None if full else self.marks.get_mark(mark_name)
         dimension = self._dimension(model_id)
         index, fresh = self._open(model_id, dimension, fresh=full or mark is None)
+        if not fresh and expected and len(index) == 0:  # synced once, holds nothing: lost, build it whole
+            index, fresh = self._open(model_id, dimension, fresh=True)
         upserted = 0
         if not fresh and newest is not None and (mark is None or newest > mark):
             upserted += self._upsert_since(index, model_id, mark, newest)
