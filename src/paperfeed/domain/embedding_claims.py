@@ -80,10 +80,12 @@ class BatchClaims(Protocol):
         limit: int,
         now: datetime,
         until: datetime,
+        since: datetime | None = None,
     ) -> list[PendingPaper]:
         """Claim up to ``limit`` backlog papers with id greater than ``after`` that nobody claims, in id
-        order, until ``until``, as ``holder``'s batch number ``batch``; [] when there are none (claims
-        of others are never taken over here: :meth:`sweep` ends them first)."""
+        order, until ``until``, as ``holder``'s batch number ``batch``; ``since``: only papers added or
+        changed from then on. [] when there are none (claims of others are never taken over here:
+        :meth:`sweep` ends them first)."""
         ...
 
     def commit(

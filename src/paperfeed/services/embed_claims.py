@@ -120,8 +120,10 @@ class ClaimedBacklog:
         limit: int,
         wait: bool = True,
         stop: Callable[[], bool] | None = None,
+        since: datetime | None = None,
     ) -> list[PendingPaper]:
-        """This process's next batch: up to ``limit`` unclaimed backlog papers past ``after``.
+        """This process's next batch: up to ``limit`` unclaimed backlog papers past ``after`` (``since``:
+        only papers added or changed from then on, never waited for).
 
         Without ``wait`` that is all (one cheap look past the cursor: ``--workers N`` asks while its own
         batches are in flight). With ``wait`` it then looks from the start (papers released, expired or
@@ -131,8 +133,8 @@ class ClaimedBacklog:
         process holds a batch (or ``stop`` says so)."""
         now = self.clock()
         self._sweep(now)
-        batch = self._claim(model_id, after, limit, now)
-        if batch or not wait:
+        batch = self._claim(model_id, after, limit, now, since)
+        if batch or not wait or since is not None:
             return batch
         if after:
             batch = self._claim(model_id, "", limit, now)
@@ -172,10 +174,19 @@ class ClaimedBacklog:
             h.holder: h for h in self.claims.holdings() if h.holder != self.holder and h.expires_at >= now
         }
 
-    def _claim(self, model_id: str, after: str, limit: int, now: datetime) -> list[PendingPaper]:
+    def _claim(
+        self, model_id: str, after: str, limit: int, now: datetime, since: datetime | None = None
+    ) -> list[PendingPaper]:
         until = now + timedelta(seconds=self.seconds)
         batch = self.claims.claim(
-            model_id, self.holder, batch=self._batch + 1, after=after, limit=limit, now=now, until=until
+            model_id,
+            self.holder,
+            batch=self._batch + 1,
+            after=after,
+            limit=limit,
+            now=now,
+            until=until,
+            since=since,
         )
         if batch:
             self._batch += 1

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import delete, exists, func, literal, or_, select, update
+from sqlalchemy import ColumnElement, and_, delete, exists, func, literal, or_, select, true, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
@@ -65,13 +65,19 @@ _PENDING_COLUMNS = (
 )
 
 
-def _unclaimed_backlog(model_id: str, after: str, limit: int) -> Any:
-    """Backlog papers past ``after`` that nobody claims, in id order (the columns of a PendingPaper)."""
+def _unclaimed(model_id: str, after: str, since: datetime | None) -> ColumnElement[bool]:
+    """Backlog papers past ``after`` (changed from ``since`` on) that nobody claims."""
     claimed = exists().where(embedding_claims.c.paper_id == papers.c.id)
+    recent = papers.c.modified_at >= since if since is not None else true()  # ix_papers_modified_at
+    return and_(papers.c.id > after, recent, needs_vector(model_id), ~claimed)
+
+
+def _unclaimed_backlog(model_id: str, after: str, limit: int, since: datetime | None) -> Any:
+    """Those papers in id order, at most ``limit`` (the columns of a PendingPaper)."""
     return (
         select(*_PENDING_COLUMNS)
         .select_from(papers.outerjoin(embeddings, embeddings.c.paper_id == papers.c.id))
-        .where(papers.c.id > after, needs_vector(model_id), ~claimed)
+        .where(_unclaimed(model_id, after, since))
         .order_by(papers.c.id)
         .limit(limit)
     )
@@ -95,6 +101,7 @@ class SqlBatchClaims:
         limit: int,
         now: datetime,
         until: datetime,
+        since: datetime | None = None,
     ) -> list[PendingPaper]:
         raise NotImplementedError
 
@@ -235,10 +242,11 @@ class PgBatchClaims(SqlBatchClaims):
         limit: int,
         now: datetime,
         until: datetime,
+        since: datetime | None = None,
     ) -> list[PendingPaper]:
         if limit < 1:
             return []
-        query = _unclaimed_backlog(model_id, after, limit).with_for_update(
+        query = _unclaimed_backlog(model_id, after, limit, since).with_for_update(
             of=papers, skip_locked=True, key_share=True
         )
         with self.engine.begin() as conn:
@@ -294,10 +302,10 @@ class SqliteBatchClaims(SqlBatchClaims):
         limit: int,
         now: datetime,
         until: datetime,
+        since: datetime | None = None,
     ) -> list[PendingPaper]:
         if limit < 1:
             return []
-        claimed = exists().where(embedding_claims.c.paper_id == papers.c.id)
         candidates = (
             select(
                 papers.c.id,
@@ -308,7 +316,7 @@ class SqliteBatchClaims(SqlBatchClaims):
                 literal(until, UtcDateTime()),
             )
             .select_from(papers.outerjoin(embeddings, embeddings.c.paper_id == papers.c.id))
-            .where(papers.c.id > after, needs_vector(model_id), ~claimed)
+            .where(_unclaimed(model_id, after, since))
             .order_by(papers.c.id)
             .limit(limit)
         )
