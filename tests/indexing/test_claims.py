@@ -441,3 +441,18 @@ def test_a_run_that_ends_early_gives_its_claims_back_and_says_how(
     (w,) = claims.workers(datetime.now(UTC) - timedelta(hours=1))
     assert (w.state, w.papers) == (state, 4)
     assert len(_stored(store)) == 4
+
+
+def test_papers_that_arrived_during_a_run_are_claimed_first(store: SqlPaperStore) -> None:
+    """The indexer takes papers added or changed since its run began before its cursor's (issue #39); with
+    claims that first look claims them too, and never waits for others."""
+    add_papers(store, [paper(i) for i in range(10, 20)])
+    began = datetime.now(UTC)
+    add_papers(store, [paper(i) for i in range(3)])  # lower ids, arrived during the run
+    claims = open_claims(store.engine)
+    backlog = ClaimedBacklog(claims, SqlJobStore(store.engine), seconds=120, is_dead=lambda _h: False)
+    recent = backlog.take(MODEL, after="", limit=100, wait=False, since=began)
+    assert [p.paper_id for p in recent] == [paper(i).id for i in range(3)]
+    assert backlog.take(MODEL, after="", limit=100, wait=True, since=began) == []  # none left, no wait
+    rest = backlog.take(MODEL, after="", limit=100)
+    assert [p.paper_id for p in rest] == [paper(i).id for i in range(10, 20)]
