@@ -22,6 +22,8 @@ from rich.table import Table
 
 from paperfeed.domain.ingest import IngestSummary
 
+from .tables import print_table
+
 __all__ = ["FillBars", "PlainLines", "RichProgress", "print_summary", "time_left"]
 
 LINE_EVERY = 30.0  # seconds between two progress lines when the output is a log or a pipe
@@ -112,7 +114,7 @@ def print_summary(console: Console, title: str, summary: IngestSummary, seconds:
         f"{summary.listings:,}",
         f"{rate:,.0f}",
     )
-    console.print(table)
+    print_table(console, table)
 
 
 class FillBars:

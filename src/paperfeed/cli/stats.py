@@ -8,6 +8,7 @@ import orjson
 import typer
 
 from .context import Context
+from .tables import print_table
 
 
 def register(app: typer.Typer) -> None:
@@ -52,4 +53,4 @@ def register(app: typer.Typer) -> None:
                 f"{build.topics:,}{coarse}, built {build.built_at:%Y-%m-%d %H:%M} UTC from "
                 f"{build.papers:,} papers ({build.method}, model {build.model_id})",
             )
-        c.console.print(table)
+        print_table(c.console, table)

@@ -19,6 +19,7 @@ from paperfeed.domain.accounts import AccountError, AccountExists, NotFound
 from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
 
 from .context import Context, fail
+from .tables import print_table
 
 __all__ = ["papers_app", "users_app"]
 
@@ -174,7 +175,7 @@ def list_users(
             str(u.sessions),
             str(u.tokens),
         )
-    c.console.print(table)
+    print_table(c.console, table)
 
 
 @users_app.command("promote")
