@@ -294,7 +294,7 @@ def test_a_child_that_keeps_crashing_is_reported_and_given_up(tmp_path: Path) ->
     recorder = Recording(status.folder)
     started = time.monotonic()
     code = Supervisor(
-        [crash], console=console, identity=process_identity(), status=recorder, backoff=backoff
+        [crash], console=console, identity=process_identity(), status=recorder, backoff=backoff, url=None
     ).run()
     took = time.monotonic() - started
     text = out.getvalue()
@@ -327,6 +327,7 @@ def test_a_crashing_helper_child_does_not_stop_the_unit(tmp_path: Path) -> None:
         status=status,
         is_dead=holder_is_dead,
         backoff=backoff,
+        url=None,
     )
 
     def interrupt_when_failed() -> None:

@@ -118,6 +118,7 @@ class Supervisor:
         is_dead: Callable[[str], bool] = lambda _identity: False,
         backoff: Backoff | None = None,
         env: Mapping[str, str] | None = None,
+        url: str | None,
     ) -> None:
         self.children = [_Child(spec) for spec in specs]
         self.console = console
@@ -126,6 +127,7 @@ class Supervisor:
         self.is_dead = is_dead
         self.backoff = backoff or Backoff()
         self.env = dict(env or {})
+        self.url = url  # the site's public URL, published for commands in other shells
         self.started_at = datetime.now(UTC)
         self._signal: int | None = None
         self._force = False
@@ -165,6 +167,7 @@ class Supervisor:
             self.started_at,
             datetime.now(UTC),
             tuple(c.status() for c in self.children),
+            url=self.url,
         )
         try:
             self.status.publish(status)

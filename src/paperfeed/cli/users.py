@@ -84,7 +84,8 @@ def add_user(
         str | None,
         typer.Option(
             "--base-url",
-            help="Where --link points (default: PAPERFEED_BASE_URL, else PAPERFEED_HOST:PAPERFEED_PORT).",
+            help="Where --link points (default: PAPERFEED_BASE_URL, else where a running paperfeed run on "
+            "this data folder serves, else PAPERFEED_HOST:PAPERFEED_PORT).",
         ),
     ] = None,
 ) -> None:
