@@ -30,7 +30,9 @@ def data(tmp_path: Path) -> Path:
     source = write_jsonl(tmp_path / name, [rec(f"2503.{i:05d}") for i in range(1, 4)])
     assert _run(folder, "import", str(source)).exit_code == 0
     for email, who in READERS:
-        added = _run(folder, "users", "add", email, "--name", who, "--password-stdin", stdin="correct horse 1\n")
+        added = _run(
+            folder, "users", "add", email, "--name", who, "--password-stdin", stdin="correct horse 1\n"
+        )
         assert added.exit_code == 0, added.output
     return folder
 
