@@ -128,7 +128,16 @@ class JsonlFileSource:
 
     @property
     def name(self) -> str:
-        return f"file:{self.path.name}"
+        return f"file:{Path(self.label or self.path.name).name}"
+
+    @property
+    def ledger(self) -> str:
+        """Where the fingerprints of records applied from files are kept: one ledger for every file (of
+        this id namespace, which the fingerprints depend on), not one per file name, so the same records
+        from a renamed file, an upload or a copy are recognised as applied, and the ledger holds one row
+        per record however many files brought it."""
+        return "file" if not self.namespace else f"file@{self.namespace}"
+
 
     @property
     def checkpoint_name(self) -> str | None:
@@ -137,7 +146,7 @@ class JsonlFileSource:
     def batches(self, resume_from: str | None = None) -> Iterator[Batch]:
         total = self.path.stat().st_size
         stream, raw = _open(self.path)
-        batch = Batch(total=total, ledger_source=self.name)
+        batch = Batch(total=total, ledger_source=self.ledger)
         label = self.label or str(self.path)
         try:
             for lineno, line in _numbered_lines(stream):
@@ -152,7 +161,7 @@ class JsonlFileSource:
                 if len(batch.raw) + len(batch.rejects) >= self.batch_size:
                     batch.position = raw.tell()
                     yield batch
-                    batch = Batch(total=total, ledger_source=self.name)
+                    batch = Batch(total=total, ledger_source=self.ledger)
         except (OSError, EOFError, zlib.error) as exc:
             batch.rejects.append(Reject(label, f"file unreadable after this point: {exc}", fatal=True))
         finally:
