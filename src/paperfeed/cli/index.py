@@ -20,7 +20,7 @@ import typer
 
 from paperfeed.domain.calibration import AGREEMENT_FLOOR
 from paperfeed.domain.embedding import MAX_WORKERS
-from paperfeed.domain.errors import EmbedderUnavailable
+from paperfeed.domain.errors import EmbedderUnavailable, StoreError
 
 from .context import Context, fail
 from .progress import RichProgress
@@ -29,40 +29,37 @@ if TYPE_CHECKING:
     from paperfeed.domain.calibration import Calibration
     from paperfeed.services.indexing import IndexingService, IndexingSummary
 
+    from .stop_watch import StopWatch
+
 FOLLOW_SLICE = 2000
 
 
-class _Stop(BaseException):
-    """SIGTERM/SIGINT in ``--follow``: leave the loop (a slice stopped midway is resumed next time)."""
-
-
 def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None, nice: int) -> None:
-    """Embed the backlog slice by slice, then poll for new papers, until SIGTERM/SIGINT."""
+    """Embed the backlog slice by slice, then poll for new papers, until SIGTERM/SIGINT: stopped within a
+    few seconds wherever it is (:mod:`.stop_watch`), with one final line saying what is left."""
+    from .stop_watch import StopWatch
+
     if nice:
         with contextlib.suppress(OSError):
             os.nice(nice)  # the web server and the scheduler come first
 
-    def stop(_signum: int, _frame: FrameType | None) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: let the unwinding finish
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        raise _Stop
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-
     def say(text: str) -> None:
         c.console.print(text, highlight=False, markup=False, soft_wrap=True)
 
+    watch = StopWatch(say)
+    stopping = watch.requested
     from paperfeed.services.jobs import holder_is_dead
 
-    service: IndexingService | None = None  # until built: a stop while the model loads has nothing to report
+    watch.doing = "loading the embedding model"  # a stop meanwhile ends the process after the grace
     try:
         service = c.app.indexes.indexer.current()
         say(service.plan().message())
         waiting = ""
         topics_due = True  # once at start (papers embedded before), then after each round that embedded
-        while True:
+        while not stopping.is_set():
+            watch.doing = "looking for work"
             if c.app.indexes.embedders.follow():  # `paperfeed model adapt` adopted another meanwhile
+                watch.doing = "loading the newly adopted embedding model"
                 service = c.app.indexes.indexer.current()
                 say(f"the embedding model changed: {service.plan().message()}")
             held = c.app.maintenance.jobs.lease("job:daily")
@@ -70,10 +67,10 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
                 if waiting != "daily":  # the daily job embeds too: one writer of the vector index
                     say("the daily job is running and indexes too: waiting for it to finish")
                     waiting = "daily"
-                time.sleep(poll)
+                stopping.wait(poll)
                 continue
             plan = service.plan()
-            if plan.backlog == 0 and _sentences_slice(c, say, slice_size):
+            if plan.backlog == 0 and _sentences_slice(c, say, slice_size, watch):
                 waiting = ""
                 continue  # the papers' vectors first, then the sentences, a slice at a time
             if plan.backlog == 0:
@@ -81,37 +78,60 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
                     say(f"all {plan.papers:,} papers are embedded; checking for new ones every {poll:g} s")
                     service.report("idle", remaining=0, force=True)  # readers: running, nothing to do
                     waiting = "idle"
-                if topics_due:
+                if topics_due and not stopping.is_set():
                     topics_due = False
+                    watch.doing = "updating the topics"
                     _topics(c, say)
-                time.sleep(poll)
+                stopping.wait(poll)
                 continue
             waiting = ""
-            summary = service.run(limit=slice_size, batch_size=batch_size)
-            say(
-                f"embedded {summary.embedded:,} papers in {summary.seconds:,.1f} s "
-                f"({summary.rate:,.1f} papers/s); {summary.remaining:,} still to embed"
-            )
+            watch.doing = "a batch of papers to embed"
+            summary = service.run(limit=slice_size, batch_size=batch_size, stop=stopping.is_set)
+            if summary.embedded or not summary.stopped:
+                say(
+                    f"embedded {summary.embedded:,} papers in {summary.seconds:,.1f} s "
+                    f"({summary.rate:,.1f} papers/s); {summary.remaining:,} still to embed"
+                )
             if summary.embedded == 0:
-                time.sleep(poll)  # someone else took them: do not spin
+                stopping.wait(poll)  # someone else took them: do not spin
             else:
                 topics_due = True
     except EmbedderUnavailable as exc:
         raise fail(str(exc)) from None
-    except _Stop:
-        if service is not None:
-            service.report("stopped", force=True)
-        say("indexer stopped; the next start resumes where it left off")
+    stopped = service
+    watch.finish(lambda: _what_is_left(c, stopped), lambda: stopped.report("stopped", force=True), c.close)
 
 
-def _sentences_slice(c: Context, say: Callable[[str], None], slice_size: int) -> bool:
+def _what_is_left(c: Context, service: IndexingService) -> str:
+    """The final line of a clean stop: what the next start has to do, or that nothing waits."""
+    try:
+        backlog = service.plan().backlog
+        sentences = c.app.indexes.sentence_indexer.current().plan()
+    except (StoreError, OSError):  # the line must come whatever the store says now
+        return "indexer stopped; the next start looks for what is left"
+    if backlog:
+        return f"indexer stopped: {backlog:,} papers still to embed; the next start resumes there"
+    if sentences.backlog:
+        return (
+            f"indexer stopped: every paper is embedded, the sentences of {sentences.backlog:,} papers are "
+            "still to do; the next start resumes there"
+        )
+    if sentences.summaries:
+        return (
+            f"indexer stopped: every paper is embedded, {sentences.summaries:,} one-line summaries are "
+            "still to choose; the next start resumes there"
+        )
+    return "indexer stopped: every paper is embedded, nothing was pending"
+
+
+def _sentences_slice(c: Context, say: Callable[[str], None], slice_size: int, watch: StopWatch) -> bool:
     """One slice of the sentences' backlog (the indexer's second pass); True when it did some."""
     sentences = c.app.indexes.sentence_indexer.current()
     if not sentences.plan().pending:
         return False
-    summary = sentences.run(
-        limit=max(1, slice_size // 4)
-    )  # ~5 sentences a paper (5.3 measured): slices of similar time
+    watch.doing = "the sentences of a batch of papers"
+    # ~5 sentences a paper (5.3 measured): slices of similar time
+    summary = sentences.run(limit=max(1, slice_size // 4), stop=watch.requested.is_set)
     if summary.trained:
         say(f"sentences: trained the sentence-role model for {summary.model_id}")
     if summary.summaries:
