@@ -100,8 +100,8 @@ def test_a_stop_while_inside_a_c_call_ends_within_seconds_and_the_next_start_res
     # the next start embeds them all, and a stop with nothing pending says so, with no promise of a resume
     with index_follow(data, {**_env(), "PAPERFEED_TOPICS_MIN_PAPERS": "1000"}, "--poll", "0.2") as again:
         again.expect(f"embedding {PAPERS} papers")
-        again.expect(f"all {PAPERS} papers are embedded")
-        again.expect("topics need at least 1,000")  # the topics step is done: idle, nothing pending
+        again.expect("topics need at least 1,000")  # the topics step is done
+        again.expect(f"all {PAPERS} papers are embedded")  # and so are the sentences: idle, nothing pending
         again.proc.send_signal(signal.SIGTERM)
         assert again.proc.wait(timeout=30) == 0
         final = again.expect("indexer stopped", timeout=5)
