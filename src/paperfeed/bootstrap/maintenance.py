@@ -103,9 +103,7 @@ class MaintenanceWing:
     @cached_property
     def supervisors(self) -> SupervisorStatusStore:
         """What ``paperfeed run`` publishes about its children (files in ``<data_dir>/run``, no database)."""
-        from paperfeed.adapters.supervisor_status import JsonSupervisorStatus
-
-        return JsonSupervisorStatus(self.core.data_dir / "run")
+        return self.core.supervisors
 
     @cached_property
     def adaptation(self) -> AdaptationService:

@@ -20,7 +20,7 @@ import typer
 
 from paperfeed.domain.calibration import AGREEMENT_FLOOR
 from paperfeed.domain.embedding import MAX_WORKERS
-from paperfeed.domain.errors import EmbedderUnavailable
+from paperfeed.domain.errors import EmbedderUnavailable, StoreError
 from paperfeed.domain.indexing_status import describe_duration
 from paperfeed.domain.wording import agree, count, every
 
@@ -33,54 +33,58 @@ if TYPE_CHECKING:
     from paperfeed.services.indexer_status import IndexerReporter
     from paperfeed.services.indexing import IndexingService, IndexingSummary
 
+    from .stop_watch import StopWatch
+
 FOLLOW_SLICE = 2000
 
 
-class _Stop(BaseException):
-    """SIGTERM/SIGINT in ``--follow``: leave the loop (a slice stopped midway is resumed next time)."""
-
-
 def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None, nice: int) -> None:
-    """Embed the backlog slice by slice, then poll for new papers, until SIGTERM/SIGINT."""
+    """Embed the backlog slice by slice, then poll for new papers, until SIGTERM/SIGINT: stopped within a
+    few seconds wherever it is (:mod:`.stop_watch`), with one final line saying what is left. A heartbeat
+    line comes at least every 30 s while it works (:class:`~.progress.Heartbeat`)."""
+    from .stop_watch import StopWatch
+
     if nice:
         with contextlib.suppress(OSError):
             os.nice(nice)  # the web server and the scheduler come first
     c.app.indexes.embed_in_background()  # the model in a child process, ended when idle: idle is cheap
 
-    def stop(_signum: int, _frame: FrameType | None) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: let the unwinding finish
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        raise _Stop
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-
-    doing: list[str | None] = ["getting the embedder ready"]  # what the heartbeat says it is busy with
+    doing: list[str | None] = [None]  # what the heartbeat says it is busy with; None: idle, no lines
 
     def say(text: str) -> None:
         c.console.print(text, highlight=False, markup=False, soft_wrap=True)
         heartbeat.said()
 
     heartbeat = Heartbeat(say, lambda: doing[0]).start()  # a line at least every 30 s while it works
+    watch = StopWatch(say)
+    stopping = watch.requested
+
+    def busy(what: str | None) -> None:
+        """What the process is at: the heartbeat's "still …" (None: idle) and a forced stop's last line."""
+        doing[0] = what
+        watch.doing = what or "waiting for work"
 
     from paperfeed.services.jobs import holder_is_dead
 
-    service: IndexingService | None = None  # until built: a stop while the model loads has nothing to report
+    service: IndexingService | None = None  # until built: a stop while waiting for papers has no report
     try:
         indexer = c.app.indexes.indexer
         if not indexer.has_papers():  # an empty store: no backend measured, no model loaded until papers come
             say(idle_message(0, poll))
             indexer.report_idle()  # readers: an indexer runs, waiting for papers
-            doing[0] = None
-            while not indexer.has_papers():
-                time.sleep(poll)
-        doing[0] = "getting the embedder ready"
-        service = c.app.indexes.indexer.current()
-        say(service.plan().message())
+            busy(None)
+            while not indexer.has_papers() and not stopping.is_set():
+                stopping.wait(poll)
+        if not stopping.is_set():
+            busy("loading the embedding model")  # a stop meanwhile ends the process after the grace
+            service = indexer.current()
+            say(service.plan().message())
         waiting = ""
         topics_due = True  # once at start (papers embedded before), then after each round that embedded
-        while True:
+        while service is not None and not stopping.is_set():
+            busy(None)
             if c.app.indexes.embedders.follow():  # `paperfeed model adapt` adopted another meanwhile
+                busy("loading the newly adopted embedding model")
                 service = c.app.indexes.indexer.current()
                 say(f"the embedding model changed: {service.plan().message()}")
             held = c.app.maintenance.jobs.lease("job:daily")
@@ -88,8 +92,8 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
                 if waiting != "daily":  # the daily job embeds too: one writer of the vector index
                     say("the daily job is running and indexes too: waiting for it to finish")
                     waiting = "daily"
-                doing[0] = None
-                time.sleep(poll)
+                busy(None)
+                stopping.wait(poll)
                 continue
             plan = service.plan()
             # Order by dependency, the cheapest useful result first (issue #39): the papers' vectors (and,
@@ -98,43 +102,48 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
             # (papers embedded without theirs), a slice that yields as soon as a paper needs its vector.
             if plan.backlog == 0 and topics_due:
                 topics_due = False
-                doing[0] = "updating the topics"
+                busy("updating the topics")
                 service.report("topics", remaining=0, force=True)
                 _topics(c, say)
                 continue  # papers may have arrived while the topics were built: their vectors first
-            doing[0] = "making the papers' sentences"
-            if plan.backlog == 0 and _sentences_slice(c, say, slice_size, service):
-                waiting = ""
-                continue
+            if plan.backlog == 0:
+                busy("making the papers' sentences")
+                if _sentences_slice(c, say, slice_size, service, watch):
+                    waiting = ""
+                    continue
             if plan.backlog == 0:
                 if waiting != "idle":
                     say(idle_message(plan.papers, poll))
                     service.report("idle", remaining=0, force=True)  # readers: running, nothing to do
                     waiting = "idle"
-                doing[0] = None
-                time.sleep(poll)
+                busy(None)
+                stopping.wait(poll)
                 continue
             waiting = ""
-            doing[0] = "embedding papers"
+            busy("embedding papers")
             lines = _SliceLines(say, "embedding", plan.backlog, service.reporter)
-            summary = service.run(lines, limit=slice_size, batch_size=batch_size, then=None)
-            with_sentences = f" with their sentences ({summary.sentences:,})" if summary.sentences else ""
-            say(
-                f"embedded {count(summary.embedded, 'paper')}{with_sentences} in {summary.seconds:,.1f} s "
-                f"({summary.rate:,.1f} papers/s); {summary.remaining:,} still to embed"
+            summary = service.run(
+                lines, limit=slice_size, batch_size=batch_size, stop=stopping.is_set, then=None
             )
+            if summary.embedded or not summary.stopped:
+                with_sentences = f" with their sentences ({summary.sentences:,})" if summary.sentences else ""
+                say(
+                    f"embedded {count(summary.embedded, 'paper')}{with_sentences} in "
+                    f"{summary.seconds:,.1f} s ({summary.rate:,.1f} papers/s); "
+                    f"{summary.remaining:,} still to embed"
+                )
             if summary.embedded == 0:
-                time.sleep(poll)  # someone else took them: do not spin
+                busy(None)
+                stopping.wait(poll)  # someone else took them: do not spin
             else:
                 topics_due = True
     except EmbedderUnavailable as exc:
-        raise fail(str(exc)) from None
-    except _Stop:
-        if service is not None:
-            service.report("stopped", force=True)
-        say("indexer stopped; the next start resumes where it left off")
-    finally:
         heartbeat.stop()
+        raise fail(str(exc)) from None
+    stopped = service
+    if stopped is None:
+        watch.finish(lambda: "indexer stopped: no papers yet, nothing was pending", c.close)
+    watch.finish(lambda: _what_is_left(c, stopped), lambda: stopped.report("stopped", force=True), c.close)
 
 
 def idle_message(papers: int, poll: float) -> str:
@@ -178,13 +187,39 @@ class _SliceLines:
         self.say(line)
 
 
+def _what_is_left(c: Context, service: IndexingService) -> str:
+    """The final line of a clean stop: what the next start has to do, or that nothing waits."""
+    try:
+        backlog = service.plan().backlog
+        sentences = c.app.indexes.sentence_indexer.current().plan()
+    except (StoreError, OSError):  # the line must come whatever the store says now
+        return "indexer stopped; the next start looks for what is left"
+    if backlog:
+        return f"indexer stopped: {count(backlog, 'paper')} still to embed; the next start resumes there"
+    if sentences.backlog:
+        return (
+            f"indexer stopped: every paper is embedded, the sentences of {count(sentences.backlog, 'paper')} "
+            "are still to do; the next start resumes there"
+        )
+    if sentences.summaries:
+        return (
+            f"indexer stopped: every paper is embedded, {count(sentences.summaries, 'one-line summary')} "
+            f"{agree(sentences.summaries, 'is', 'are')} still to choose; the next start resumes there"
+        )
+    return "indexer stopped: every paper is embedded, nothing was pending"
+
+
 def _sentences_slice(
-    c: Context, say: Callable[[str], None], slice_size: int, papers: IndexingService
+    c: Context,
+    say: Callable[[str], None],
+    slice_size: int,
+    papers: IndexingService,
+    watch: StopWatch | None = None,
 ) -> bool:
     """One slice of the sentences' backlog (papers embedded without their sentences); True when it did
     some. It stops between two batches once a paper waits for its vector (``papers``' backlog), so a new
-    paper waits one batch of sentences, seconds, not the slice. It reports itself as the sentence phase
-    (``papers``' reporter: what the search notes and /admin/jobs say)."""
+    paper waits one batch of sentences, seconds, not the slice; and once ``watch`` has a stop asked for. It
+    reports itself as the sentence phase (``papers``' reporter: what the search notes and /admin/jobs say)."""
     sentences = c.app.indexes.sentence_indexer.current()
     plan = sentences.plan()
     if not plan.pending:
@@ -193,10 +228,13 @@ def _sentences_slice(
     if reporter is not None:
         reporter.report("sentences", remaining=0, sentences_left=plan.backlog, force=True)
     model_id = papers.embedder.model_id
+    if watch is not None:
+        watch.doing = "the sentences of a batch of papers"
+    asked = watch.requested.is_set if watch is not None else lambda: False
     summary = sentences.run(
         _SliceLines(say, "sentences", plan.backlog, reporter),
         limit=max(1, slice_size // 4),  # ~5 sentences a paper (5.3 measured): slices of similar time
-        stop=lambda: papers.store.count_backlog(model_id) > 0,
+        stop=lambda: asked() or papers.store.count_backlog(model_id) > 0,
     )
     if summary.trained:
         say(f"sentences: trained the sentence-role model for {summary.model_id}")
@@ -208,7 +246,7 @@ def _sentences_slice(
     say(
         f"sentences: {count(summary.papers, 'paper')} ({count(summary.sentences, 'sentence')}) in "
         f"{summary.seconds:,.1f} s ({summary.rate:,.1f} papers/s); {summary.remaining:,} still to do"
-        + ("; new papers first" if summary.stopped else "")
+        + ("; new papers first" if summary.stopped and not asked() else "")
     )
     return summary.papers + summary.summaries > 0
 

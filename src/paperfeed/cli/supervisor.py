@@ -134,6 +134,7 @@ class Supervisor:
         is_dead: Callable[[str], bool] = lambda _identity: False,
         backoff: Backoff | None = None,
         env: Mapping[str, str] | None = None,
+        url: str | None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         """``clock``: the time each line of the log is stamped with (UTC)."""
@@ -144,6 +145,7 @@ class Supervisor:
         self.is_dead = is_dead
         self.backoff = backoff or Backoff()
         self.env = dict(env or {})
+        self.url = url  # the site's public URL, published for commands in other shells
         self.clock = clock
         self.started_at = datetime.now(UTC)
         self._signal: int | None = None
@@ -193,6 +195,7 @@ class Supervisor:
             self.started_at,
             datetime.now(UTC),
             tuple(c.status() for c in self.children),
+            url=self.url,
         )
         try:
             self.status.publish(status)
