@@ -225,6 +225,14 @@ class SettingsModel(BaseModel):
         "as many at once; more are answered 429 with Retry-After. Answers the page cache holds do not "
         "count, signed-in readers are not limited; 0 turns the limit off.",
     )
+    library_search_rate_per_minute: int = Field(
+        default=30,
+        ge=0,
+        le=100_000,
+        description="Searches of their own library a signed-in reader may run a minute on each web worker "
+        "(/library/search, GET /api/me/library/search, MCP's library_search), as many at once; more are "
+        "answered 429 with Retry-After (MCP: a rate_limited tool error). 0 turns the limit off.",
+    )
     library_import_max_entries: int = Field(
         default=10_000,
         ge=1,

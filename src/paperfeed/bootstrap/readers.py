@@ -102,10 +102,12 @@ class ReadersWing:
         """Search my library: a reader's saved papers, tags and notes, by words and by meaning."""
         from paperfeed.adapters.store.library import SqlLibraryStore
         from paperfeed.services.library_search import LibrarySearch
+        from paperfeed.services.rate_limits import ClientRateLimiter
 
         indexes = self.indexes
         store = SqlLibraryStore(self.core.engine())
-        return LibrarySearch(store, self.catalogue.visible, indexes.embeddings, indexes.embedders)
+        limiter = ClientRateLimiter(self.core.settings.library_search_rate_per_minute)
+        return LibrarySearch(store, self.catalogue.visible, indexes.embeddings, indexes.embedders, limiter)
 
     @cached_property
     def reader_work(self) -> ReaderWork:

@@ -30,6 +30,7 @@ from paperfeed.domain.library import (
 from paperfeed.domain.search import SearchFilters
 from paperfeed.services.library import LibraryNotFound, LibraryService, PaperState
 from paperfeed.services.library_import import ImportBusy
+from paperfeed.services.library_search import LibrarySearchLimited
 
 from . import feeds as _feeds
 from . import rendering
@@ -275,6 +276,20 @@ def library_search_page(request: Request, user: SignedIn, q: str = "") -> HTMLRe
         )
     try:
         found = app_of(request).readers.library_search.search(user.id, q[:1000])
+    except LibrarySearchLimited as exc:
+        response = _page(
+            request,
+            "search",
+            "Search my library",
+            status=429,
+            cache=_MINE,
+            q=q[:250],
+            found=None,
+            hits=[],
+            error=str(exc),
+        )
+        response.headers["Retry-After"] = str(exc.retry_after)
+        return response
     except InvalidLibraryInput as exc:
         return _page(
             request,
