@@ -15,6 +15,8 @@ from paperfeed.bootstrap.search import SearchWing
 from paperfeed.bootstrap.sources import SourcesWing
 
 if TYPE_CHECKING:
+    from paperfeed.domain.recommend import MailedPapers, SignalsSource, Upvotes
+    from paperfeed.domain.topic_picks import PickedTopicSource
     from paperfeed.services.account_data import AccountDataService
     from paperfeed.services.accounts import AccountService
     from paperfeed.services.community import CommunityService
@@ -143,28 +145,48 @@ class ReadersWing:
         store = SqlCommunityStore(self.core.engine())
         return CommunityService(store, self.sources.ingest, self.sources.arxiv_interactive, limits)
 
-    @cached_property
-    def recommendations(self) -> RecommendationService:
-        """The "For you" feed: recent papers ranked per reader by a linear model on their vectors."""
-        from paperfeed.adapters.store.digests import SqlDigestStore
+    def _recommender(
+        self,
+        signals: SignalsSource,
+        *,
+        upvotes: Upvotes | None = None,
+        mailed: MailedPapers | None = None,
+        topics: PickedTopicSource | None = None,
+    ) -> RecommendationService:
+        """The "For you" model over ``signals``: a reader's (their library) or a group's (its queue and
+        sessions); only a reader's feed also weighs their upvotes, what their digests carried and the
+        topics they picked."""
         from paperfeed.adapters.store.recommend_queries import SqlRecommendQueries
         from paperfeed.services.recommend import RecommendationService
 
-        engine = self.core.engine()
         indexes, catalogue = self.indexes, self.catalogue
         return RecommendationService(
-            signals=self.library,
+            signals=signals,
             papers=catalogue.visible,
             embeddings=indexes.embeddings,
-            queries=SqlRecommendQueries(engine),
+            queries=SqlRecommendQueries(self.core.engine()),
             vectors=indexes.vectors,
             embedder=indexes.embedders,
             trending=catalogue.feeds,
             alerts=self.search.alerts,
-            upvotes=self.community,
-            mailed=SqlDigestStore(engine),  # what the reader's digests already carried: never again
-            topics=catalogue.topic_picks,
+            upvotes=upvotes,
+            mailed=mailed,
+            topics=topics,
             settings=recommend_settings(self.core.settings),
+        )
+
+    @cached_property
+    def recommendations(self) -> RecommendationService:
+        """The "For you" feed: recent papers ranked per reader by a linear model on their vectors."""
+        from paperfeed.adapters.store.digests import SqlDigestStore
+
+        return self._recommender(
+            self.library,
+            upvotes=self.community,
+            mailed=SqlDigestStore(
+                self.core.engine()
+            ),  # what the reader's digests already carried: never again
+            topics=self.catalogue.topic_picks,
         )
 
     # -- reading groups ----------------------------------------------------------------------------------
@@ -173,23 +195,9 @@ class ReadersWing:
     def group_recommendations(self) -> RecommendationService:
         """ "For the group": the "For you" model over a group's queue and sessions (signals by group id)."""
         from paperfeed.adapters.store.groups import SqlGroupStore
-        from paperfeed.adapters.store.recommend_queries import SqlRecommendQueries
         from paperfeed.services.groups import GroupSignals
-        from paperfeed.services.recommend import RecommendationService
 
-        engine = self.core.engine()
-        indexes, catalogue = self.indexes, self.catalogue
-        return RecommendationService(
-            signals=GroupSignals(SqlGroupStore(engine)),
-            papers=catalogue.visible,
-            embeddings=indexes.embeddings,
-            queries=SqlRecommendQueries(engine),
-            vectors=indexes.vectors,
-            embedder=indexes.embedders,
-            trending=catalogue.feeds,
-            alerts=self.search.alerts,
-            settings=recommend_settings(self.core.settings),
-        )
+        return self._recommender(GroupSignals(SqlGroupStore(self.core.engine())))
 
     @cached_property
     def groups(self) -> GroupService:

@@ -506,10 +506,6 @@ class GroupService:
 
     # -- for the group: "For you" over the group's papers ---------------------------------------------------
 
-    def signals(self, group_id: int) -> ReaderSignals:
-        """:meth:`GroupSignals.signals` (no membership check: :meth:`for_the_group` made one)."""
-        return GroupSignals(self.records, self.now).signals(group_id)
-
     def for_the_group(self, user_id: int, group_id: int, *, limit: int = 20) -> ForTheGroup:
         """Recent papers ranked by the "For you" model trained on the group's queue and past sessions,
         each with why (the queued or presented paper it resembles, the group's search it matches)."""
