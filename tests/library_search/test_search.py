@@ -5,6 +5,7 @@ else's library is ever searched."""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from paperfeed.bootstrap import App, build_app
+from paperfeed.services import library_search as library_search_module
 from paperfeed.services.library_search import LibrarySearch
 from paperfeed.services.rate_limits import ClientRateLimiter
 from paperfeed.settings import Settings
@@ -159,3 +161,33 @@ def test_a_notes_vector_is_made_again_by_a_newly_adopted_model(app: App) -> None
     assert "Ask **Maria** about the backscatter calibration" in adapted.embedded  # the note, made again
     assert GLACIER in [h.paper.id for h in found.hits]
     assert all(h.matched == ("meaning",) for h in found.hits)
+
+
+def test_notes_past_a_searchs_share_are_embedded_in_the_background(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(library_search_module, "NOTES_PER_SEARCH", 1)
+    me = _library(app)
+    for paper in (ZEBRAFISH, SHEEP):
+        app.readers.library.set_note(me, paper, f"a note on {paper}")
+    space = _Space("base", 0)
+    search = LibrarySearch(
+        app.readers.library_search.records,
+        app.catalogue.visible,
+        app.indexes.embeddings,
+        _Adoptable(space),
+        ClientRateLimiter(0),
+    )
+    try:
+        first = search.search(me, "zzz qqq")
+        assert len(space.embedded) <= 1 + 2  # the query and one note in the request (the worker may start)
+        assert any("notes are not searched by meaning yet" in n for n in first.notes)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and search._waiting:
+            time.sleep(0.05)
+        found = search.search(me, "zzz qqq")
+        assert found.notes == ()
+        assert {h.paper.id for h in found.hits} == {ZEBRAFISH, GLACIER, SHEEP, ATLAS}  # every noted paper
+    finally:
+        search.close()
+    assert search._worker is None or not search._worker.is_alive()

@@ -10,9 +10,10 @@ bounded (issue #41), never by what the reader has stored:
   changed (a small second segment), and folds them into the main one once there are many, without
   reading any paper again;
 * **meaning**: one embedder for the whole search (the model in use when it began); the query and at most
-  :data:`NOTES_PER_SEARCH` new notes are embedded (notes' vectors are kept per model and text in a bounded
-  cache, so a search after ``paperfeed model adapt`` never compares a note's vector in the old model's space
-  with a query in the new one's); the papers' stored vectors are read once per index and model;
+  :data:`NOTES_PER_SEARCH` new notes are embedded in the request, the rest by one background thread at a
+  lower CPU priority (notes' vectors are kept per model and text in a bounded cache, so a search after
+  ``paperfeed model adapt`` never compares a note's vector in the old model's space with a query in the
+  new one's); the papers' stored vectors are read once per index and model;
 * **how often**: ``rate_per_minute`` searches a reader may run a minute on each web worker
   (``PAPERFEED_LIBRARY_SEARCH_RATE_PER_MINUTE``), then :class:`LibrarySearchLimited`.
 
@@ -21,7 +22,10 @@ Without an embedder or vectors the search is by words alone, and says so.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import logging
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -52,7 +56,7 @@ __all__ = ["LibraryHit", "LibrarySearch", "LibrarySearchLimited", "LibrarySearch
 
 log = logging.getLogger("paperfeed.library")
 NOTE_CACHE = 20_000  # notes' vectors kept (per model and text): 30 MB of 384-d vectors at most
-NOTES_PER_SEARCH = 32  # new notes one search embeds at most; the answer says when some wait
+NOTES_PER_SEARCH = 8  # new notes one search embeds itself (~60 ms); more wait for the background worker
 INDEXED_PAPERS = 60_000  # papers in all the readers' indexes this process keeps (least recent go first)
 FOLD_AT = 256  # changed papers kept beside the main index before they are folded into it
 Texts = dict[str, tuple[tuple[str, ...], str]]
@@ -112,6 +116,10 @@ class LibrarySearch:
     embedder: EmbedderSource | None  # the model in use (None: no embedder, words only)
     limiter: ClientRateLimiter  # searches per reader a minute, per process (0: not limited)
     _notes: OrderedDict[tuple[str, str], Vectors] = field(default_factory=OrderedDict, init=False)
+    _waiting: OrderedDict[tuple[str, str], None] = field(default_factory=OrderedDict, init=False)
+    _worker: threading.Thread | None = field(default=None, init=False)
+    _wake: threading.Event = field(default_factory=threading.Event, init=False)
+    _closed: bool = field(default=False, init=False)
     _indexes: OrderedDict[int, _ReaderIndex] = field(default_factory=OrderedDict, init=False)
     _building: dict[int, threading.Lock] = field(default_factory=dict, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
@@ -163,25 +171,19 @@ class LibrarySearch:
             return []
         if waiting:
             notes.append(
-                f"{waiting} of your {len(noted)} notes are not searched by meaning yet: "
-                f"each search prepares {NOTES_PER_SEARCH} more"
+                f"{waiting} of your {len(noted)} notes are not searched by meaning yet: they are being "
+                "prepared (search again in a minute)"
             )
         return dense_scores(query, [(paper_ids, paper_rows), (note_ids, note_rows)])
 
     def _note_vectors(self, embedder: Embedder, notes: dict[str, str]) -> tuple[list[str], Vectors, int]:
-        """The vectors of the reader's notes under ``embedder``'s model (ids and rows), embedding at most
-        :data:`NOTES_PER_SEARCH` it does not have yet; and how many notes still wait."""
+        """The vectors of the reader's notes under ``embedder``'s model (ids and rows), and how many notes
+        have none yet. At most :data:`NOTES_PER_SEARCH` missing ones are embedded here (a small library is
+        complete at once); the others are handed to the background worker (:meth:`_embed_waiting`)."""
         model = embedder.model_id
         with self._lock:
             missing = sorted({body for body in notes.values() if (model, body) not in self._notes})
-        batch = missing[:NOTES_PER_SEARCH]
-        if batch:
-            made = np.asarray(embedder.embed(batch), dtype=np.float32)
-            with self._lock:
-                for body, vector in zip(batch, made, strict=True):
-                    self._notes[(model, body)] = vector
-                while len(self._notes) > NOTE_CACHE:
-                    self._notes.popitem(last=False)
+        self._store(model, missing[:NOTES_PER_SEARCH], embedder)
         ids: list[str] = []
         rows: list[Vectors] = []
         with self._lock:
@@ -191,8 +193,63 @@ class LibrarySearch:
                     self._notes.move_to_end((model, body))
                     ids.append(pid)
                     rows.append(vector)
+            later = [(model, body) for body in missing[NOTES_PER_SEARCH:] if (model, body) not in self._notes]
+            for key in later[: max(0, NOTE_CACHE - len(self._waiting))]:
+                self._waiting[key] = None
+            if later and not self._closed:
+                if self._worker is None or not self._worker.is_alive():
+                    self._worker = threading.Thread(
+                        target=self._embed_waiting, name="paperfeed-library-notes", daemon=True
+                    )
+                    self._worker.start()
+                self._wake.set()
         matrix = np.stack(rows) if rows else np.zeros((0, 1), dtype=np.float32)
         return ids, matrix, len(notes) - len(ids)
+
+    def _store(self, model: str, bodies: Sequence[str], embedder: Embedder) -> None:
+        if not bodies:
+            return
+        made = np.asarray(embedder.embed(list(bodies)), dtype=np.float32)
+        with self._lock:
+            for body, vector in zip(bodies, made, strict=True):
+                self._notes[(model, body)] = vector
+                self._waiting.pop((model, body), None)
+            while len(self._notes) > NOTE_CACHE:
+                self._notes.popitem(last=False)
+
+    def _embed_waiting(self) -> None:
+        """The background worker: embeds the notes searches left waiting, a batch at a time, at a lower
+        CPU priority than the requests (Linux: a thread's own nice value), until there are none."""
+        with contextlib.suppress(OSError, AttributeError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+        while not self._closed:
+            self._wake.wait(timeout=60)
+            self._wake.clear()
+            while not self._closed:
+                with self._lock:
+                    batch = list(itertools.islice(self._waiting, NOTES_PER_SEARCH))
+                if not batch or self.embedder is None:
+                    break
+                try:
+                    embedder = self.embedder.current()
+                    model = embedder.model_id
+                    with self._lock:
+                        for key in [k for k in batch if k[0] != model]:  # another model was adopted
+                            self._waiting.pop(key, None)
+                    self._store(model, [body for m, body in batch if m == model], embedder)
+                except Exception as exc:  # the next search hands them over again
+                    log.warning("library search: embedding notes in the background failed: %s", exc)
+                    with self._lock:
+                        self._waiting.clear()
+                    break
+
+    def close(self) -> None:
+        """Stop the background worker (the App closes it before the store and the model)."""
+        self._closed = True
+        self._wake.set()
+        worker = self._worker
+        if worker is not None and worker is not threading.current_thread():
+            worker.join(timeout=10)
 
     def _paper_vectors(self, model: str, index: _ReaderIndex) -> tuple[tuple[str, ...], Vectors]:
         """The stored vectors of the index's papers under ``model``, read once per index and model."""
