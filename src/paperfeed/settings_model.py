@@ -515,6 +515,22 @@ class SettingsModel(BaseModel):
         le=60,
         description="How many days a mailed invitation to a reading group works (once; docs/groups.md).",
     )
+    group_invites_per_account_per_day: int = Field(
+        default=30,
+        ge=1,
+        le=10_000,
+        description="Invitations to reading groups one account may send in any 24 hours (every group it "
+        "owns together); more are answered 429 with Retry-After and nothing is mailed. The mail carries "
+        "text readers wrote (the group's name, the inviter's name) to any address: this bounds how much "
+        "of it the instance sends for one account (docs/security.md).",
+    )
+    group_invites_per_group_per_day: int = Field(
+        default=25,
+        ge=1,
+        le=10_000,
+        description="Invitations one reading group may send in any 24 hours, whoever owns it; more are "
+        "answered 429 with Retry-After and nothing is mailed (docs/security.md).",
+    )
     group_digest_weekday: int = Field(
         default=0,
         ge=0,

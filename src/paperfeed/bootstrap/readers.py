@@ -109,7 +109,8 @@ class ReadersWing:
         indexes = self.indexes
         store = SqlLibraryStore(self.core.engine())
         limiter = ClientRateLimiter(self.core.settings.library_search_rate_per_minute)
-        return LibrarySearch(store, self.catalogue.visible, indexes.embeddings, indexes.embedders, limiter)
+        search = LibrarySearch(store, self.catalogue.visible, indexes.embeddings, indexes.embedders, limiter)
+        return self.core.closing_first(search)  # its background worker embeds notes: stopped first
 
     @cached_property
     def reader_work(self) -> ReaderWork:
@@ -205,14 +206,22 @@ class ReadersWing:
         from datetime import timedelta
 
         from paperfeed.adapters.store.groups import SqlGroupStore
-        from paperfeed.services.groups import GroupService
+        from paperfeed.services.groups import GroupService, InviteLimits
 
+        s = self.core.settings
+        limits = self.mail.limits
         return GroupService(
             SqlGroupStore(self.core.engine()),
             self.catalogue.visible,
             self.mail.mailer,
-            self.mail.limits,
-            invite_lifetime=timedelta(days=self.core.settings.group_invite_days),
+            limits,
+            InviteLimits(
+                limits.log,
+                limits.secret,
+                per_account=s.group_invites_per_account_per_day,
+                per_group=s.group_invites_per_group_per_day,
+            ),
+            invite_lifetime=timedelta(days=s.group_invite_days),
             mutes=self.mutes,
             recommend=self.group_recommendations,
         )

@@ -39,7 +39,7 @@ from .library_import import SAMPLE, start_import
 from .library_notes import render_note
 from .pages_search import CATEGORY_CHOICES, form_categories, form_day
 from .rendering import NO_STORE, absolute_url, error_page
-from .security import current_user, redirect_back, require_user, template_request, verify_csrf
+from .security import current_user, here, redirect_back, require_user, template_request, verify_csrf
 from .views import (
     PageMeta,
     PageNumber,
@@ -79,7 +79,7 @@ def author_url(name: str) -> str:
 
 
 def _here(request: Request) -> str:
-    return request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return here(request)  # without a redirect's one-time ``done``: never copied into the next form
 
 
 # -- template globals: what the save buttons and the paper page's panel need ---------------------------
