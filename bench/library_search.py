@@ -41,21 +41,12 @@ from pathlib import Path
 import httpx
 import orjson
 
+from bench.mute_cost import cpu_flags
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("PAPERFEED_SHARED", ROOT.parent / "shared"))
 READER = "bench-reader@example.org"
 _WORD = re.compile(r"[a-z]{4,}")
-
-
-def cpu_flags() -> str:
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return "unknown"
-    flags = next(
-        (line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), []
-    )
-    return " ".join(sorted(f for f in flags if f.startswith("avx"))) or "no avx"
 
 
 def cpu_seconds(pid: int) -> float:

@@ -276,32 +276,21 @@ def library_search_page(request: Request, user: SignedIn, q: str = "") -> HTMLRe
         )
     try:
         found = app_of(request).readers.library_search.search(user.id, q[:1000])
-    except LibrarySearchLimited as exc:
+    except (LibrarySearchLimited, InvalidLibraryInput) as exc:
         response = _page(
             request,
             "search",
             "Search my library",
-            status=429,
+            status=429 if isinstance(exc, LibrarySearchLimited) else 400,
             cache=_MINE,
             q=q[:250],
             found=None,
             hits=[],
             error=str(exc),
         )
-        response.headers["Retry-After"] = str(exc.retry_after)
+        if isinstance(exc, LibrarySearchLimited):
+            response.headers["Retry-After"] = str(exc.retry_after)
         return response
-    except InvalidLibraryInput as exc:
-        return _page(
-            request,
-            "search",
-            "Search my library",
-            status=400,
-            cache=_MINE,
-            q=q[:250],
-            found=None,
-            hits=[],
-            error=str(exc),
-        )
     hits = [(h, paper_view(h.paper, with_abstract=False)) for h in found.hits]
     return _page(
         request, "search", "Search my library", cache=_MINE, q=q[:250], found=found, hits=hits, error=None

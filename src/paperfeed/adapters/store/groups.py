@@ -185,7 +185,7 @@ class SqlGroupStore:
         closed; the acceptance is one transaction (:meth:`accept_invitation`)."""
         email = select(users.c.email).where(users.c.id == user_id).scalar_subquery()
         with self.engine.begin() as conn:
-            self._close(conn, group_id, email, datetime.now(UTC))
+            self._close(conn, group_id, datetime.now(UTC), group_invitations.c.email == email)
             conn.execute(
                 delete(group_votes).where(
                     group_votes.c.group_id == group_id, group_votes.c.user_id == user_id
@@ -309,7 +309,7 @@ class SqlGroupStore:
             if row is None:
                 return None
             group_id = int(row.group_id)
-            self._close(conn, group_id, row.email, now)
+            self._close(conn, group_id, now, group_invitations.c.email == row.email)
             conn.execute(
                 self._insert(group_members)
                 .values(
@@ -324,34 +324,25 @@ class SqlGroupStore:
         return group_id
 
     @staticmethod
-    def _close(conn: Connection, group_id: int, email: Any, now: datetime) -> None:
-        """Close the open invitations of ``email`` (a value or a subquery) to the group: their expiry is
-        set back to their creation (see :data:`_CLOSED`)."""
-        conn.execute(
-            update(group_invitations)
-            .where(
-                group_invitations.c.group_id == group_id,
-                group_invitations.c.email == email,
-                group_invitations.c.used_at.is_(None),
-                group_invitations.c.expires_at > now,
-            )
-            .values(expires_at=_CLOSED)
+    def _close(conn: Connection, group_id: int, now: datetime, which: Any) -> int:
+        """Close the group's open invitations ``which`` selects: their expiry is set back to their
+        creation (see :data:`_CLOSED`); how many."""
+        return int(
+            conn.execute(
+                update(group_invitations)
+                .where(
+                    group_invitations.c.group_id == group_id,
+                    which,
+                    group_invitations.c.used_at.is_(None),
+                    group_invitations.c.expires_at > now,
+                )
+                .values(expires_at=_CLOSED)
+            ).rowcount
         )
 
     def withdraw_invitation(self, group_id: int, invitation_id: int, now: datetime) -> bool:
         with self.engine.begin() as conn:
-            return bool(
-                conn.execute(
-                    update(group_invitations)
-                    .where(
-                        group_invitations.c.id == invitation_id,
-                        group_invitations.c.group_id == group_id,
-                        group_invitations.c.used_at.is_(None),
-                        group_invitations.c.expires_at > now,
-                    )
-                    .values(expires_at=_CLOSED)
-                ).rowcount
-            )
+            return bool(self._close(conn, group_id, now, group_invitations.c.id == invitation_id))
 
     def open_invitations(self, group_id: int, now: datetime) -> list[Invitation]:
         query = (
