@@ -140,6 +140,9 @@ class _Adoptable:
         self.asked += 1
         return self.model
 
+    def loading(self) -> bool:
+        return False
+
 
 def test_a_notes_vector_is_made_again_by_a_newly_adopted_model(app: App) -> None:
     me = _library(app)

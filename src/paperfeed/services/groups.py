@@ -62,6 +62,7 @@ from paperfeed.domain.models import Paper
 from paperfeed.domain.mutes import InvalidMuteRule, MuteRule
 from paperfeed.domain.recommend import Recommendation
 from paperfeed.domain.search import SearchFilters
+from paperfeed.domain.wording import count
 from paperfeed.services.mail_limits import MailLimits, bucket
 from paperfeed.services.mutes import MuteService
 from paperfeed.services.visible import VisiblePapers
@@ -397,7 +398,7 @@ class GroupService:
             raise InvalidGroupInput("email", str(exc).removeprefix("Email: ")) from None
         members = self.records.members(group_id)
         if len(members) >= MAX_MEMBERS:
-            raise InvalidGroupInput("email", f"a group has at most {MAX_MEMBERS} members")
+            raise InvalidGroupInput("email", f"a group has at most {count(MAX_MEMBERS, 'member')}")
         self.mail_limits.request(address, client)
         now = self.now()
         self.invite_limits.count(user_id, group_id, now)
@@ -410,10 +411,11 @@ class GroupService:
         url = f"{base_url.rstrip('/')}/groups/invitations/{quote(token)}"
         days = max(1, round(self.invite_lifetime.total_seconds() / 86400))
         text = (
-            f"{who} invites you to a reading group on {self.site_name}. Its name, as its owner wrote it:\n\n"
+            f"{who} has invited you to a reading group on {self.site_name}. "
+            "Its name, as its owner wrote it:\n\n"
             f"    {group.name}\n\n"
             f"Open this link to join (sign in, or sign up, with this address: {address}):\n\n{url}\n\n"
-            f"It works once and for {days} day{'s' if days != 1 else ''}. {self.site_name} did not write the "
+            f"It works once and for {count(days, 'day')}. {self.site_name} did not write the "
             "group's name or the inviter's; if you do not know them, ignore this message."
         )
         # The Subject carries nothing a reader wrote: mail clients show it before anything else, and it
@@ -576,7 +578,7 @@ class GroupService:
         except InvalidLibraryInput as exc:
             raise InvalidGroupInput("query", exc.reason) from None
         if len(self.records.searches(group_id)) >= MAX_GROUP_SEARCHES:
-            raise InvalidGroupInput("query", f"a group follows at most {MAX_GROUP_SEARCHES} searches")
+            raise InvalidGroupInput("query", f"a group follows at most {count(MAX_GROUP_SEARCHES, 'search')}")
         return self.records.add_search(group_id, text, user_id, self.now())
 
     def delete_search(self, user_id: int, group_id: int, search_id: int) -> None:

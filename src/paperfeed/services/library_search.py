@@ -48,7 +48,8 @@ from paperfeed.domain.library_search import (
     query_terms,
 )
 from paperfeed.domain.models import Paper
-from paperfeed.domain.search import Embedder, EmbedderSource, ScoredId
+from paperfeed.domain.search import MODEL_LOADING_NOTE, Embedder, EmbedderSource, ScoredId
+from paperfeed.domain.wording import agree, count
 from paperfeed.services.rate_limits import ClientRateLimiter
 from paperfeed.services.visible import VisiblePapers
 
@@ -68,7 +69,9 @@ class LibrarySearchLimited(Exception):
 
     def __init__(self, retry_after: float) -> None:
         self.retry_after = max(1, int(retry_after + 0.999))
-        super().__init__(f"too many searches of your library: try again in {self.retry_after} seconds")
+        super().__init__(
+            f"too many searches of your library: try again in {count(self.retry_after, 'second')}"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,14 +132,18 @@ class LibrarySearch:
         if not text:
             raise InvalidLibraryInput("q", "type some words to search your library for")
         if len(text) > MAX_LIBRARY_QUERY_CHARS:
-            raise InvalidLibraryInput("q", f"a query has at most {MAX_LIBRARY_QUERY_CHARS} characters")
+            raise InvalidLibraryInput(
+                "q", f"a query has at most {count(MAX_LIBRARY_QUERY_CHARS, 'character')}"
+            )
         wait = self.limiter.wait(f"library:{user_id}")
         if wait > 0:
             raise LibrarySearchLimited(wait)
         wanted, typed = query_terms(text)
         notes: list[str] = []
         if typed > len(wanted):
-            notes.append(f"searched the first {MAX_LIBRARY_QUERY_TERMS} of the query's {typed} words")
+            notes.append(
+                f"searched the first {MAX_LIBRARY_QUERY_TERMS} of the query's {count(typed, 'word')}"
+            )
         index = self._index(user_id)
         keyword, why = keyword_scores(wanted, index.segments())
         dense = self._dense(text, index, notes)
@@ -159,6 +166,9 @@ class LibrarySearch:
         if self.embedder is None:
             notes.append("meaning search is unavailable here: matching your words only")
             return []
+        if self.embedder.loading():  # the web's start: answer with words at once, not after the model
+            notes.append(MODEL_LOADING_NOTE)
+            return []
         try:
             embedder = self.embedder.current()
             query = np.asarray(embedder.embed([text]), dtype=np.float32)[0]
@@ -171,8 +181,9 @@ class LibrarySearch:
             return []
         if waiting:
             notes.append(
-                f"{waiting} of your {len(noted)} notes are not searched by meaning yet: they are being "
-                "prepared (search again in a minute)"
+                f"{waiting} of your {count(len(noted), 'note')} {agree(waiting, 'is', 'are')} not "
+                f"searched by meaning yet: {agree(waiting, 'it is', 'they are')} being prepared "
+                "(search again in a minute)"
             )
         return dense_scores(query, [(paper_ids, paper_rows), (note_ids, note_rows)])
 
