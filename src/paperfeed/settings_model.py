@@ -225,6 +225,14 @@ class SettingsModel(BaseModel):
         "as many at once; more are answered 429 with Retry-After. Answers the page cache holds do not "
         "count, signed-in readers are not limited; 0 turns the limit off.",
     )
+    library_search_rate_per_minute: int = Field(
+        default=30,
+        ge=0,
+        le=100_000,
+        description="Searches of their own library a signed-in reader may run a minute on each web worker "
+        "(/library/search, GET /api/me/library/search, MCP's library_search), as many at once; more are "
+        "answered 429 with Retry-After (MCP: a rate_limited tool error). 0 turns the limit off.",
+    )
     library_import_max_entries: int = Field(
         default=10_000,
         ge=1,
@@ -526,6 +534,22 @@ class SettingsModel(BaseModel):
         ge=1,
         le=60,
         description="How many days a mailed invitation to a reading group works (once; docs/groups.md).",
+    )
+    group_invites_per_account_per_day: int = Field(
+        default=30,
+        ge=1,
+        le=10_000,
+        description="Invitations to reading groups one account may send in any 24 hours (every group it "
+        "owns together); more are answered 429 with Retry-After and nothing is mailed. The mail carries "
+        "text readers wrote (the group's name, the inviter's name) to any address: this bounds how much "
+        "of it the instance sends for one account (docs/security.md).",
+    )
+    group_invites_per_group_per_day: int = Field(
+        default=25,
+        ge=1,
+        le=10_000,
+        description="Invitations one reading group may send in any 24 hours, whoever owns it; more are "
+        "answered 429 with Retry-After and nothing is mailed (docs/security.md).",
     )
     group_digest_weekday: int = Field(
         default=0,

@@ -38,15 +38,17 @@ from starlette.types import Receive, Scope, Send
 from paperfeed import __version__
 from paperfeed.bootstrap import App
 from paperfeed.domain.accounts import User
+from paperfeed.domain.errors import StoreValueError
 from paperfeed.domain.feed import FeedItem, InvalidPeriod, Period, parse_day, parse_month, parse_week
 from paperfeed.domain.groups import GroupForbidden, GroupNotFound, InvalidGroupInput
-from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
+from paperfeed.domain.ids import MAX_ROW_ID, InvalidPaperId, normalize_paper_id
 from paperfeed.domain.library import DEFAULT_TAG, MAX_QUERY_CHARS, InvalidLibraryInput
 from paperfeed.domain.models import Paper
 from paperfeed.domain.search import SearchFilters, reasons_text
 from paperfeed.domain.sentences import Facet
 from paperfeed.domain.wording import agree, count
 from paperfeed.services.library import LibraryNotFound, PaperState
+from paperfeed.services.library_search import LibrarySearchLimited
 from paperfeed.services.recommend import UnknownTag
 
 from .paper_markdown import paper_markdown
@@ -343,6 +345,22 @@ def _guard(call: Callable[[], T]) -> T:
         raise ToolError(str(exc).strip("'\"")) from None
     except InvalidGroupInput as exc:
         raise ToolError(str(exc)) from None
+    except StoreValueError:  # a number or text the database cannot hold: the caller's input
+        raise ToolError("a value in the arguments is too large or out of range") from None
+
+
+def _refused(code: str, message: str, **details: Any) -> CallToolResult:
+    """A refusal a client can act on (docs/mcp.md, "Errors"): ``isError`` with the message as text, and
+    ``structuredContent`` ``{"error": {"code", "message", ...details}}`` -- ``rate_limited`` carries
+    ``retry_after`` (seconds). Other tool errors carry text only, so a client tells them apart."""
+    body = {"code": code, "message": message, **details}
+    return CallToolResult(
+        content=[TextContent(type="text", text=message)], structured_content={"error": body}, is_error=True
+    )
+
+
+def _rate_limited(message: str, seconds: float) -> CallToolResult:
+    return _refused("rate_limited", message, retry_after=max(1, int(seconds + 0.999)))
 
 
 def _unknown_paper(paper_id: str) -> ToolError:
@@ -377,7 +395,9 @@ PaperId = Annotated[
 Categories = Annotated[
     list[str], Field(max_length=20, description="Only papers in any of these arXiv categories, e.g. cs.CL.")
 ]
-GroupId = Annotated[int, Field(ge=1, description="A group id (group_list gives them).")]
+GroupId = Annotated[
+    int, Field(ge=1, le=MAX_ROW_ID, description="A group id (group_list gives them).")
+]  # bounded as the store's ids are: the API answers 400 past them, a tool the same argument error
 TagNames = Annotated[list[str], Field(max_length=50, description="Tag names (created when new).")]
 
 
@@ -469,10 +489,11 @@ def build_server(surface: Surface) -> MCPServer:
         client = surface.anonymous_client(ctx)
         wait = app.search.limiter.wait(client) if client is not None else 0.0
         if wait > 0:
-            raise ToolError(
+            return _rate_limited(
                 f"too many searches from your address: try again in "
                 f"{count(max(1, int(wait + 0.999)), 'second')} "
-                f"(with a personal API token from {site}/account there is no such limit)"
+                f"(with a personal API token from {site}/account there is no such limit)",
+                wait,
             )
         filters = _filters(date_from, date_to, categories or (), has_code)
         page = app.search.hybrid.search(query.strip(), filters, limit=limit, offset=offset)
@@ -679,7 +700,10 @@ def build_server(surface: Surface) -> MCPServer:
         """Search the reader's own library: their saved papers, tag names and private notes, by words and by
         meaning (hybrid, like search_papers). Each result says what matched. Needs a personal API token."""
         app, site, user = signed_in(ctx)
-        found = _guard(lambda: app.readers.library_search.search(user.id, query, limit=limit))
+        try:
+            found = _guard(lambda: app.readers.library_search.search(user.id, query, limit=limit))
+        except LibrarySearchLimited as exc:
+            return _rate_limited(str(exc), exc.retry_after)
         items = [
             _item(h.paper, site, tags=list(h.tags), reason="matched: " + ", ".join(h.matched))
             for h in found.hits
