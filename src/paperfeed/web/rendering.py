@@ -228,8 +228,10 @@ def error_page(
     query: str = "",
     arxiv_url: str | None = None,
     headers: Mapping[str, str] | None = None,
+    **context: Any,
 ) -> HTMLResponse:
-    """A styled error page with a search box, in the site's layout (for handlers and error replies)."""
+    """A styled error page with a search box, in the site's layout (for handlers and error replies);
+    ``context`` may override a template global (the 5xx pages of :mod:`.errors` draw an anonymous header)."""
     missing = MissingView(heading, message, query, arxiv_url, status)
     meta = PageMeta(heading, message, absolute_url(request), noindex=True)
-    return page(request, "not_found.html", meta, status=status, headers=headers, missing=missing)
+    return page(request, "not_found.html", meta, status=status, headers=headers, missing=missing, **context)
