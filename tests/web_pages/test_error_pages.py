@@ -71,7 +71,16 @@ ERRORS = [  # (method, path, body, status, what the page says)
 ]
 
 
-PAGE_HANDLERS = {"/papers/2401.99999", "/papers/date/0001-01-01"}  # pages answering HTML alone (JSON: the API)
+PAGE_HANDLERS = {
+    "/papers/2401.99999",
+    "/papers/date/0001-01-01",
+}  # pages answering HTML alone (JSON: the API)
+
+
+def _text(element: object) -> str:
+    """An element's text (lxml's stubs give cssselect() results the base element type)."""
+    assert isinstance(element, lxml.html.HtmlElement)
+    return str(element.text_content())
 
 
 def _layout(body: str) -> lxml.html.HtmlElement:
@@ -94,8 +103,8 @@ def test_every_error_is_a_page_in_the_sites_layout(
     assert got.headers["content-type"].startswith("text/html")
     assert got.headers["content-security-policy"].startswith("default-src 'self'")
     doc = _layout(got.text)
-    assert doc.cssselect("h1")[0].text_content().strip() == heading
-    assert doc.cssselect(".status-code")[0].text_content().strip() == str(status)
+    assert _text(doc.cssselect("h1")[0]).strip() == heading
+    assert _text(doc.cssselect(".status-code")[0]).strip() == str(status)
     assert "Traceback" not in got.text
     assert "a bug the reader must not see" not in got.text
     assert "connection refused" not in got.text
@@ -121,7 +130,7 @@ def test_a_signed_in_reader_sees_their_menu_on_a_404_but_a_server_error_asks_the
     client.cookies.set(SESSION_COOKIE, session)
     try:
         missing = lxml.html.fromstring(client.get("/no-such-page", headers=HTML).text)
-        assert missing.cssselect(".user-menu summary bdi")[0].text_content() == "Rita Reader"
+        assert _text(missing.cssselect(".user-menu summary bdi")[0]) == "Rita Reader"
         failed = _layout(client.get("/test-only/database-away", headers=HTML).text)
         assert not failed.cssselect(".user-menu")
         assert failed.cssselect(".account-menu .sign-in")
@@ -147,4 +156,4 @@ def test_a_layout_that_cannot_render_falls_back_to_a_plain_page_with_the_viewpor
     doc = lxml.html.fromstring(got.text)
     assert doc.cssselect('meta[name="viewport"]')
     assert doc.cssselect('link[rel="stylesheet"][href="/static/style.css"]')
-    assert doc.cssselect("h1")[0].text_content() == "Page not found"
+    assert _text(doc.cssselect("h1")[0]) == "Page not found"

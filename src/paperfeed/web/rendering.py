@@ -31,12 +31,13 @@ from starlette.types import Scope
 from paperfeed import __version__
 
 from .headers import KEEP_SECONDS_HEADER, PUBLIC_SECONDS_HEADER, baseline_headers
-from .markup import plain_text, render_text
+from .markup import code_spans, plain_text, render_text
 from .views import MissingView, PageMeta, PaperView, author_search_url
 
 __all__ = [
     "NO_STORE",
     "SITE_NAME",
+    "WAITING_HEADERS",
     "Renderer",
     "StaticAssets",
     "absolute_url",
@@ -63,6 +64,11 @@ PARTIAL_SEARCH_HEADERS = {"Cache-Control": PARTIAL_SEARCH, PUBLIC_SECONDS_HEADER
 # anew every 5 s while a backlog lasted (hours after a large import).
 COVERAGE_KEEP_SECONDS = 60
 COVERAGE_SEARCH_HEADERS = {KEEP_SECONDS_HEADER: str(COVERAGE_KEEP_SECONDS)}
+# A page someone is waiting to see change (/topics and /map before the first build: "the indexer builds
+# them, N papers still to embed") is kept seconds by a browser or proxy, not the pages' minutes, so it
+# follows along (the server's own copy goes at once when a build lands: the data version's derived part).
+WAITING_SECONDS = 10
+WAITING_HEADERS = {PUBLIC_SECONDS_HEADER: str(WAITING_SECONDS)}
 
 
 def search_notes_headers(failed: bool, coverage: str | None) -> dict[str, str] | None:
@@ -133,7 +139,7 @@ class Renderer:
             static_url=self.assets.url,
             author_search_url=author_search_url,
         )
-        env.filters.update(rich=render_text, plain=plain_text)
+        env.filters.update(rich=render_text, plain=plain_text, code=code_spans)
         self.env = env
         self.templates = Jinja2Templates(env=env)
 
