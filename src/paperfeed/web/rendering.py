@@ -29,6 +29,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.types import Scope
 
 from paperfeed import __version__
+from paperfeed.domain.digest import timezone_names
 
 from .headers import KEEP_SECONDS_HEADER, PUBLIC_SECONDS_HEADER, baseline_headers
 from .markup import code_spans, plain_text, render_text
@@ -138,6 +139,7 @@ class Renderer:
             version=__version__,
             static_url=self.assets.url,
             author_search_url=author_search_url,
+            time_zones=timezone_names,  # every IANA zone, for the time zone lists (_zones.html)
         )
         env.filters.update(rich=render_text, plain=plain_text, code=code_spans)
         self.env = env
