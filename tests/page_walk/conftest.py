@@ -1,4 +1,4 @@
-"""One seeded instance for the walk over every page (tests/page_walk/test_every_page.py), and an empty one.
+"""One seeded instance for the walk over every page (tests/page_walk/test_every_page.py).
 
 The seeded instance holds real papers (a slice of ../shared/data/hf_daily.jsonl.gz: real titles, author
 lists and abstracts, so a long word or name shows up as it would) and the hostile papers of
@@ -7,13 +7,17 @@ indexing job, topics built by the App's own TopicService, and everything a page 
 its empty state: a reader with a library (tags, a public collection, a note, a dismissed paper, a followed
 author, a saved search), a vote and a comment, picked topics, a mute rule, a digest subscription, an
 administrator, and a reading group with a queue, a session with notes and an open invitation. The
-:class:`Seeded` it yields names the ids and tokens the walk's URLs need.
+:class:`Seeded` it yields names the ids and tokens the walk's URLs need. The data folder is built once
+per run (xdist workers share it, each with a server of its own).
 """
 
 from __future__ import annotations
 
+import fcntl
 import gzip
+import os
 import re
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -174,19 +178,38 @@ def _local(link: str) -> str:
     return parts.path + (f"?{parts.query}" if parts.query else "")
 
 
-@pytest.fixture(scope="module")
-def seeded(tmp_path_factory: pytest.TempPathFactory, hf_path: Path) -> Iterator[Seeded]:
-    folder = tmp_path_factory.mktemp("page-walk")
-    _slice(hf_path, folder / "papers.jsonl")
+SEED_URL = "http://seed.invalid"  # the base of links made while seeding (their paths and tokens are used)
+
+
+@pytest.fixture(scope="session")
+def walk_data(tmp_path_factory: pytest.TempPathFactory, hf_path: Path) -> tuple[Settings, dict[str, object]]:
+    """The seeded data folder, built once per run: the first xdist worker builds it under a lock, the
+    other reuses it (each serves it from a server of its own)."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder = root / "page-walk"
     settings = walk_settings(folder / "data")
+    made = folder / "seeded.json"
+    with (root / "page-walk.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not made.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            _slice(hf_path, folder / "papers.jsonl")
+            app = build_app(settings.model_copy(update={"base_url": SEED_URL}))
+            try:
+                _import(app, folder / "papers.jsonl")
+                _import(app, HOSTILE)
+                app.indexes.indexer.current().run()
+                app.catalogue.topics.build()
+                made.write_bytes(orjson.dumps(_seed(app, SEED_URL)))
+            finally:
+                app.close()
+    return settings, orjson.loads(made.read_bytes())
+
+
+@pytest.fixture(scope="module")
+def seeded(walk_data: tuple[Settings, dict[str, object]]) -> Iterator[Seeded]:
+    settings, made = walk_data
     with live_server(settings, extend=add_failing_routes) as url:
-        app = build_app(settings.model_copy(update={"base_url": url}))
-        try:
-            _import(app, folder / "papers.jsonl")
-            _import(app, HOSTILE)
-            app.indexes.indexer.current().run()
-            app.catalogue.topics.build()
-            made = _seed(app, url)
-        finally:
-            app.close()
         yield Seeded(url=url, **made)  # type: ignore[arg-type]
