@@ -15,32 +15,17 @@ from pathlib import Path
 
 import lxml.html
 import pytest
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from paperfeed.bootstrap import build_app
-from paperfeed.domain.errors import StoreUnavailable
 from paperfeed.settings import Settings
 from paperfeed.web import create_app
 from paperfeed.web.body_limits import DEFAULT_MAX_BYTES
 from paperfeed.web.security import SESSION_COOKIE
 from tests.community.conftest import add_reader
+from tests.support.failing_routes import SECRET, add_failing_routes
 
 HTML = {"accept": "text/html,application/xhtml+xml"}
-
-
-def add_failing_routes(web: FastAPI) -> None:
-    """Two routes that fail as nothing real can on demand: an unexpected bug (500) and the database away
-    (503). Only tests add them (here and in tests/page_walk)."""
-
-    def boom() -> None:
-        raise RuntimeError("a bug the reader must not see")
-
-    def database_away() -> None:
-        raise StoreUnavailable("connection refused")
-
-    web.add_api_route("/test-only/boom", boom, methods=["GET"], include_in_schema=False)
-    web.add_api_route("/test-only/database-away", database_away, methods=["GET"], include_in_schema=False)
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +91,7 @@ def test_every_error_is_a_page_in_the_sites_layout(
     assert _text(doc.cssselect("h1")[0]).strip() == heading
     assert _text(doc.cssselect(".status-code")[0]).strip() == str(status)
     assert "Traceback" not in got.text
-    assert "a bug the reader must not see" not in got.text
+    assert SECRET not in got.text
     assert "connection refused" not in got.text
 
 
