@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from paperfeed.services.check import CheckService
     from paperfeed.services.jobs import JobSchedule, JobService
     from paperfeed.services.store_admin import StoreAdmin
+    from paperfeed.services.topic_outlook import TopicOutlookService
 
 __all__ = ["MaintenanceWing"]
 
@@ -69,6 +70,19 @@ class MaintenanceWing:
 
         s = self.core.settings
         return {"daily": JobSchedule.parse(s.jobs_daily_at), "digests": JobSchedule.parse(s.jobs_digests_at)}
+
+    @cached_property
+    def topic_outlook(self) -> TopicOutlookService:
+        """When the running instance builds its topics (what /topics and /map say before the first build)."""
+        from paperfeed.services.topic_outlook import TopicOutlookService
+
+        return TopicOutlookService(
+            embeddings=self.indexes.embeddings,
+            indexer=self.indexes.activity,
+            jobs=self.jobs,
+            needed=self.core.settings.topics_min_papers,
+            daily=self.schedules["daily"],
+        )
 
     @cached_property
     def store(self) -> StoreAdmin:

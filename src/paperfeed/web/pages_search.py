@@ -78,6 +78,7 @@ class SearchView:
     prev_url: str | None = None
     next_url: str | None = None
     muted: MuteNote | None = None  # hits the reader's mute rules left out of this page
+    store_papers: int | None = None  # no hits: how many papers the instance holds (0: say so, not "no match")
 
     @property
     def export_query(self) -> str:
@@ -276,6 +277,8 @@ def search_page(
         topic_choices=choices,
         mute=lambda hits: apply_mutes(request, hits, lambda h: h.paper),
     )
+    if not view.items:
+        view.store_papers = app.catalogue.feeds.count_papers()
     degraded = bool(view.notes)  # a part of search failed (rendering.search_notes_headers)
     coverage = app.indexes.coverage.note()  # after the search, which reloads a vector index saved meanwhile
     if coverage:
