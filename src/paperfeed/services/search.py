@@ -132,7 +132,13 @@ class HybridSearch:
     def search(
         self, query: str, filters: SearchFilters | None = None, limit: int = 20, offset: int = 0
     ) -> SearchPage:
-        parsed = with_filters(parse_query(query), filters)
+        return self.search_parsed(with_filters(parse_query(query), filters), limit, offset, query=query)
+
+    def search_parsed(
+        self, parsed: ParsedQuery, limit: int = 20, offset: int = 0, *, query: str | None = None
+    ) -> SearchPage:
+        """:meth:`search` of a query already parsed (evidence search ranks papers for its own parse)."""
+        query = parsed.raw if query is None else query
         limit, offset = max(0, limit), max(0, offset)
         if parsed.empty:
             return SearchPage(query, (), 0, offset, limit)
@@ -482,6 +488,11 @@ class HybridSearch:
                 None,
                 "semantic search is unavailable (the embedding model failed); showing keyword matches",
             )
+
+    def query_vector(self, text: str, notes: list[str]) -> Vectors | None:
+        """The query's vector with the embedder in use (cached: a search of the same text just made it);
+        None, with a note, when the model cannot embed."""
+        return self._embed(text, notes) if text else None
 
     def _embed(self, text: str, notes: list[str]) -> Vectors | None:
         with self._lock:
