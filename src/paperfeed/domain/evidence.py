@@ -46,6 +46,7 @@ __all__ = [
     "ScoredSentence",
     "SentenceKeywordIndex",
     "SentenceVectorIndex",
+    "candidate_keys",
     "fuse_sentences",
     "group_hits",
     "looks_like_question",
@@ -54,7 +55,7 @@ __all__ = [
     "split_key",
 ]
 
-MAX_EVIDENCE_LIMIT = 50  # sentences a request may ask for (bounded work per request)
+MAX_EVIDENCE_LIMIT = 100  # sentences a request may ask for (bounded work per request)
 EVIDENCE_NOTICE = (
     "Sentences quoted verbatim from the papers' abstracts, ranked by how closely they match the question "
     "in words and meaning. They are extracted, not generated, and not a verdict: whether a sentence "
@@ -291,6 +292,22 @@ class Fused:
     dense_rank: int | None
     paper_rank: int | None
     cosine: float | None
+
+
+def candidate_keys(
+    keyword: Sequence[str],
+    dense: Sequence[str],
+    papers: Sequence[str],
+    positions: Mapping[str, Sequence[int]],
+    weights: EvidenceWeights,
+) -> list[str]:
+    """The sentences that are ranked: the best ``keyword_depth`` of the BM25 list, the best
+    ``dense_depth`` by cosine, and every sentence (``positions``, of the roles asked for) of the best
+    ``paper_depth`` papers of the paper search; each once, in that order."""
+    keys = [*keyword[: weights.keyword_depth], *dense[: weights.dense_depth]]
+    for paper_id in papers[: weights.paper_depth]:
+        keys.extend(sentence_key(paper_id, i) for i in positions.get(paper_id, ()))
+    return list(dict.fromkeys(keys))
 
 
 def fuse_sentences(

@@ -39,9 +39,9 @@ from paperfeed.domain.evidence import (
     ScoredSentence,
     SentenceKeywordIndex,
     SentenceVectorIndex,
+    candidate_keys,
     fuse_sentences,
     group_hits,
-    sentence_key,
     split_key,
 )
 from paperfeed.domain.query import parse_query, with_filters
@@ -59,7 +59,7 @@ from paperfeed.services.visible import VisiblePapers
 if TYPE_CHECKING:
     from paperfeed.domain.search import Vectors
 
-__all__ = ["EvidenceSearch", "SentenceVectorSource"]
+__all__ = ["EvidenceLegs", "EvidenceSearch", "SentenceVectorSource"]
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +72,44 @@ class SentenceVectorSource(Protocol):
     :class:`~paperfeed.domain.search.VectorIndexError` when it is unusable or of another model)."""
 
     def current(self) -> SentenceVectorIndex | None: ...
+
+
+@dataclass
+class EvidenceLegs:
+    """What one query's lists found, before fusion: sentence keys best first, the paper search's ids best
+    first, the top papers' sentences (rows, and their positions of the roles asked for), and the vector
+    index and query vector every candidate's cosine is read from (None: no meaning leg)."""
+
+    parsed: ParsedQuery
+    keyword: list[str]
+    dense: list[str]
+    papers: list[str]
+    positions: dict[str, list[int]]
+    rows: dict[str, EvidenceRow]
+    index: SentenceVectorIndex | None
+    vector: Vectors | None
+    _cache: dict[str, float] = field(default_factory=dict)
+
+    def cosines(self, keys: list[str]) -> dict[str, float]:
+        """Each of ``keys``' cosine with the query (those the index holds), read once and kept."""
+        if self.index is None or self.vector is None:
+            return {}
+        missing = [k for k in keys if k not in self._cache]
+        if missing:
+            import numpy as np
+
+            try:
+                found = self.index.vectors(missing)
+            except VectorIndexError:
+                found = {}
+            if found:
+                names = list(found)
+                matrix = np.stack([found[k] for k in names]).astype(np.float32, copy=False)
+                scores = matrix @ np.asarray(self.vector, dtype=np.float32)
+                self._cache.update(zip(names, (float(x) for x in scores), strict=True))
+            for key in missing:
+                self._cache.setdefault(key, float("nan"))
+        return {k: v for k in keys if (v := self._cache[k]) == v}  # NaN: not in the index
 
 
 @dataclass
@@ -101,46 +139,8 @@ class EvidenceSearch:
         if parsed.empty or limit == 0:
             return EvidencePage(query, (), roles, (), 0, limit)
         notes: list[str] = []
-        parsed = self._with_topic(parsed, notes)
-        w = self.weights
-        on_sentence = bool(parsed.phrases or parsed.excluded)  # the keyword list is the pool
-        keyword_leg = self._executor().submit(
-            self._keyword, parsed, _POOL_CONSTRAINED if on_sentence else w.keyword_depth, roles
-        )
-        paper_depth = _AUTHOR_PAPERS if parsed.authors else max(w.paper_depth, 1)
-        # The paper prior: the hybrid search of the whole query (it embeds the query, which the sentence
-        # leg then reads from its cache), without its phrase and -word constraints, which are the
-        # sentence's here.
-        paper_query = replace(parsed, phrases=(), excluded=()) if on_sentence else parsed
-        ranked = self.paper_search.search_parsed(paper_query, limit=paper_depth)
-        notes.extend(ranked.notes)
-        paper_ranks = {hit.paper.id: rank for rank, hit in enumerate(ranked.hits, start=1)}
-        keyword, keyword_note = keyword_leg.result()
-        if keyword_note:
-            notes.append(keyword_note)
-        index = self._vector_index(notes)
-        vector = (
-            self.paper_search.query_vector(parsed.text, notes) if index is not None and parsed.text else None
-        )
-        allowed = set(paper_ranks) if parsed.authors else None
-        if allowed is not None:
-            keyword = [k for k in keyword if k.paper_id in allowed]
-        candidates = [s.key for s in keyword]
-        if vector is not None and index is not None and not on_sentence:
-            sentence_filters = parsed.filters
-            if allowed is not None:
-                sentence_filters = replace(sentence_filters, paper_ids=frozenset(allowed))
-            candidates += [s.key for s in self._dense(index, vector, sentence_filters, roles, notes)]
-        prior = list(paper_ranks)[: w.paper_depth] if w.paper > 0 and not on_sentence else []
-        expanded = self._sentences_of(prior, roles)
-        candidates += [
-            sentence_key(row.paper_id, i) for row in expanded.values() for i in _positions(row, roles)
-        ]
-        candidates = list(dict.fromkeys(candidates))
-        cosines: dict[str, float] = {}
-        if vector is not None and index is not None and candidates:
-            cosines = self._cosines(index, vector, candidates)
-        fused = fuse_sentences([s.key for s in keyword], cosines, paper_ranks, w)
+        legs = self.legs(parsed, roles, self.weights, notes)
+        fused = self.rank(legs, self.weights)
         hidden = self.papers.hidden()
         fused = [f for f in fused if split_key(f.key)[0] not in hidden]
         hits: list[EvidenceHit] = []
@@ -148,14 +148,8 @@ class EvidenceSearch:
         while len(hits) < limit and at < len(fused):  # read in windows: stale sentences are skipped
             window = fused[at : at + limit + 10]
             at += len(window)
-            wanted = [split_key(f.key)[0] for f in window]
-            rows = {
-                **expanded,
-                **{
-                    r.paper_id: r
-                    for r in self.rows.rows([p for p in wanted if p not in expanded], vectors=False)
-                },
-            }
+            wanted = [p for p in dict.fromkeys(split_key(f.key)[0] for f in window) if p not in legs.rows]
+            rows = {**legs.rows, **{r.paper_id: r for r in self.rows.rows(wanted, vectors=False)}}
             for f in window:
                 paper_id, position = split_key(f.key)
                 row = rows.get(paper_id)
@@ -163,12 +157,62 @@ class EvidenceSearch:
                     continue  # a paper deleted, or whose abstract changed since (its sentences are redone)
                 if roles is not None and row.sentences[position].role not in roles:
                     continue
-                hits.append(self._hit(parsed, row, position, len(hits) + 1, f))
+                hits.append(self._hit(legs.parsed, row, position, len(hits) + 1, f))
                 if len(hits) == limit:
                     break
         papers = self.papers.get(list(dict.fromkeys(h.paper_id for h in hits)))
         hits = [h for h in hits if h.paper_id in papers]
         return EvidencePage(query, group_hits(hits, papers), roles, tuple(notes), len(fused), limit)
+
+    def legs(
+        self, parsed: ParsedQuery, roles: frozenset[Role] | None, depths: EvidenceWeights, notes: list[str]
+    ) -> EvidenceLegs:
+        """The three lists for ``parsed`` at ``depths`` (a bench asks once for more than it ranks)."""
+        parsed = self._with_topic(parsed, notes)
+        on_sentence = bool(parsed.phrases or parsed.excluded)  # the keyword list is the pool
+        keyword_leg = self._executor().submit(
+            self._keyword, parsed, _POOL_CONSTRAINED if on_sentence else depths.keyword_depth, roles
+        )
+        # The paper prior: the hybrid ranking of the whole query (it embeds the query, which the meaning
+        # leg then reads from its cache), without the phrases and -words, which are the sentence's here.
+        paper_query = replace(parsed, phrases=(), excluded=()) if on_sentence else parsed
+        papers = self.paper_search.ranking(paper_query, notes)
+        keyword, keyword_note = keyword_leg.result()
+        if keyword_note:
+            notes.append(keyword_note)
+        allowed = frozenset(papers) if parsed.authors else None  # author: the paper search's matches only
+        if allowed is not None:
+            keyword = [k for k in keyword if k.paper_id in allowed]
+        index = self._vector_index(notes)
+        vector = None
+        if index is not None and parsed.text:
+            vector = self.paper_search.query_vector(parsed.text, notes)
+        dense: list[ScoredSentence] = []
+        if vector is not None and index is not None and not on_sentence:
+            sentence_filters = parsed.filters
+            if allowed is not None:
+                sentence_filters = replace(sentence_filters, paper_ids=allowed)
+            dense = self._dense(index, vector, depths.dense_depth, sentence_filters, roles, notes)
+        prior = papers[: depths.paper_depth] if depths.paper > 0 and not on_sentence else []
+        rows = {r.paper_id: r for r in self.rows.rows(prior, vectors=False)} if prior else {}
+        positions = {pid: _positions(row, roles) for pid, row in rows.items()}
+        return EvidenceLegs(
+            parsed,
+            [k.key for k in keyword],
+            [d.key for d in dense],
+            [] if on_sentence else papers,
+            positions,
+            rows,
+            index if vector is not None else None,
+            vector,
+        )
+
+    def rank(self, legs: EvidenceLegs, weights: EvidenceWeights) -> list[Fused]:
+        """The candidates of ``legs`` fused by ``weights`` (best first), hidden papers still among them."""
+        keys = candidate_keys(legs.keyword, legs.dense, legs.papers, legs.positions, weights)
+        cosines = legs.cosines(keys)
+        paper_ranks = {pid: rank for rank, pid in enumerate(legs.papers, start=1)}
+        return fuse_sentences(legs.keyword[: weights.keyword_depth], cosines, paper_ranks, weights)
 
     # -- the legs ------------------------------------------------------------------------------------
 
@@ -193,40 +237,21 @@ class EvidenceSearch:
             return None
         return index
 
+    @staticmethod
     def _dense(
-        self,
         index: SentenceVectorIndex,
         vector: Vectors,
+        depth: int,
         filters: SearchFilters,
         roles: frozenset[Role] | None,
         notes: list[str],
     ) -> list[ScoredSentence]:
         try:
-            return index.search(vector, self.weights.dense_depth, filters, roles)
+            return index.search(vector, depth, filters, roles)
         except VectorIndexError as exc:
             log.warning("evidence: sentence vector search failed: %s", exc)
             notes.append("ranking by meaning is unavailable right now; ranking by words only")
             return []
-
-    @staticmethod
-    def _cosines(index: SentenceVectorIndex, vector: Vectors, keys: list[str]) -> dict[str, float]:
-        import numpy as np
-
-        try:
-            found = index.vectors(keys)
-        except VectorIndexError:
-            return {}
-        if not found:
-            return {}
-        names = list(found)
-        matrix = np.stack([found[k] for k in names]).astype(np.float32, copy=False)
-        scores = matrix @ np.asarray(vector, dtype=np.float32)
-        return dict(zip(names, (float(s) for s in scores), strict=True))
-
-    def _sentences_of(self, paper_ids: list[str], roles: frozenset[Role] | None) -> dict[str, EvidenceRow]:
-        if not paper_ids:
-            return {}
-        return {r.paper_id: r for r in self.rows.rows(paper_ids, vectors=False)}
 
     def _hit(self, parsed: ParsedQuery, row: EvidenceRow, position: int, rank: int, f: Fused) -> EvidenceHit:
         sentence = row.sentences[position]
