@@ -287,8 +287,8 @@ class IndexesWing:
 
         path, rows = self.sentence_vector_path, self.evidence_rows
 
-        def writer(model_id: str, dimension: int) -> SentenceVectorWriter:
-            return SentenceVectorWriter(path, rows, model_id=model_id, dimension=dimension)
+        def writer(model_id: str) -> SentenceVectorWriter:
+            return SentenceVectorWriter(path, rows, model_id=model_id)
 
         return self.core.closing(EvidenceIndexes(self.sentence_keyword, self.embedders, writer))
 

@@ -59,6 +59,7 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
     try:
         service = c.app.indexes.indexer.current()
         say(service.plan().message())
+        _evidence(c, say)  # sentences stored before (or by a killed run) reach the sentence indexes
         waiting = ""
         topics_due = True  # once at start (papers embedded before), then after each round that embedded
         while True:
@@ -112,6 +113,7 @@ def _sentences_slice(c: Context, say: Callable[[str], None], slice_size: int) ->
     summary = sentences.run(
         limit=max(1, slice_size // 4)
     )  # ~5 sentences a paper (5.3 measured): slices of similar time
+    c.app.indexes.evidence.flush()  # evidence search's sentence vectors: saved once a slice
     if summary.trained:
         say(f"sentences: trained the sentence-role model for {summary.model_id}")
     if summary.summaries:
@@ -226,6 +228,12 @@ def register(app: typer.Typer) -> None:
             words = c.app.indexes.keyword_maintenance
             size = words.rebuild()
             c.console.print(f"keyword index rebuilt: {size:,} papers ({words.engine})", highlight=False)
+            sentences_index = c.app.indexes.sentence_keyword
+            papers = sentences_index.rebuild()
+            c.console.print(
+                f"sentence keyword index rebuilt: {papers:,} papers' sentences ({sentences_index.name})",
+                highlight=False,
+            )
             return
         try:
             if calibrate:
@@ -286,6 +294,19 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(130)
         if sentences:
             _sentences(c, limit=limit)
+            _evidence(c, lambda text: c.console.print(text, highlight=False))
+
+
+def _evidence(c: Context, say: Callable[[str], None]) -> None:
+    """Evidence search's sentence indexes brought up to date with the stored sentences (resumable: each
+    follows the store by its own cursor) and the sentence vectors saved."""
+    started = time.monotonic()
+    words, vectors = c.app.indexes.evidence.catch_up()
+    if words or vectors:
+        say(
+            f"evidence: {words:,} papers' sentences into the sentence keyword index, {vectors:,} into the "
+            f"sentence vectors, in {time.monotonic() - started:,.1f} s"
+        )
 
 
 def _sentences(c: Context, *, limit: int | None) -> None:

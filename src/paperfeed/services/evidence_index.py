@@ -70,14 +70,14 @@ class EvidenceIndexes:
 
     keyword: SentenceKeywordIndex
     embedders: Embedders
-    vector_writer: Callable[[str, int], SentenceVectorMaintenance]  # (model id, dimension) -> writer
+    vector_writer: Callable[[str], SentenceVectorMaintenance]  # a model id -> the writer of its vectors
     _writer: tuple[str, SentenceVectorMaintenance] | None = field(default=None, init=False)
 
     def vectors(self) -> SentenceVectorMaintenance:
         """The writer of the current embedding model's sentence vectors (a new one after an adoption)."""
-        embedder = self.embedders.current()
-        if self._writer is None or self._writer[0] != embedder.model_id:
-            self._writer = (embedder.model_id, self.vector_writer(embedder.model_id, embedder.dimension))
+        model_id = self.embedders.current().model_id
+        if self._writer is None or self._writer[0] != model_id:
+            self._writer = (model_id, self.vector_writer(model_id))
         return self._writer[1]
 
     def on_saved(self, paper_ids: Sequence[str]) -> None:

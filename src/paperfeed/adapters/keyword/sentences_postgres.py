@@ -135,9 +135,10 @@ class PostgresSentenceIndex:
         if values:
             conn.execute(
                 sql(
-                    "INSERT INTO sentence_search (paper_id, position, role, tsv) SELECT :pid, :pos, :role, "
-                    f"to_tsvector('{CONFIG}', paperfeed_fold(:text)) WHERE EXISTS "
-                    "(SELECT 1 FROM papers WHERE id = :pid)"
+                    "INSERT INTO sentence_search (paper_id, position, role, tsv) SELECT p.id, "
+                    "CAST(:pos AS smallint), CAST(:role AS varchar), "
+                    f"to_tsvector('{CONFIG}', paperfeed_fold(CAST(:text AS text))) "
+                    "FROM papers p WHERE p.id = CAST(:pid AS varchar)"
                 ),
                 values,
             )

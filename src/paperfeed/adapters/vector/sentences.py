@@ -68,6 +68,13 @@ def _categories(row: EvidenceRow, role: str) -> tuple[str, ...]:
     return (*row.categories, tag, *(f"{tag}|{c}" for c in row.categories))
 
 
+def _dimension(page: Sequence[EvidenceRow]) -> int:
+    for row in page:
+        if row.vectors is not None and row.vectors.ndim == 2 and row.vectors.shape[0]:
+            return int(row.vectors.shape[1])
+    raise ValueError("no stored sentence has a vector in this page")
+
+
 def role_filters(filters: SearchFilters | None, roles: frozenset[Role] | None) -> SearchFilters | None:
     """The index's filter for the paper ``filters`` and a choice of ``roles`` (see the module): the
     paper-id allow-list becomes the papers' sentence keys, roles become reserved categories."""
@@ -160,14 +167,12 @@ class SentenceVectorWriter:
         rows: EvidenceRows,
         *,
         model_id: str,
-        dimension: int,
         save_seconds: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.path = path
         self.rows = rows
         self.model_id = model_id
-        self.dimension = dimension
         self.save_seconds = save_seconds
         self._clock = clock
         self._index: StoredVectorIndex | None = None
@@ -197,17 +202,18 @@ class SentenceVectorWriter:
 
     # -- the index ---------------------------------------------------------------------------------------
 
-    def _opened(self) -> StoredVectorIndex:
+    def _opened(self, dimension: int) -> StoredVectorIndex:
+        """The index (its dimension: the stored vectors'), a fresh one in place of another model's."""
         if self._index is None:
             found = read_manifest(self.path)
             fresh = found is not None and (
-                found.manifest.model_id != self.model_id or found.manifest.dimension != self.dimension
+                found.manifest.model_id != self.model_id or found.manifest.dimension != dimension
             )
             if fresh or (found is None and self.path.exists()):
                 shutil.rmtree(self.path, ignore_errors=True)  # another model's, or half-made: start over
             self.path.mkdir(parents=True, exist_ok=True)
             self._index = StoredVectorIndex(
-                self.path, model_id=self.model_id, dimension=self.dimension, policy="auto"
+                self.path, model_id=self.model_id, dimension=dimension, policy="auto"
             )
         return self._index
 
@@ -243,18 +249,20 @@ class SentenceVectorWriter:
                     "%s: another process writes the sentence vectors; leaving the catch-up to it", self.path
                 )
                 return 0
-            index = self._opened()
+            index = self._index
             while True:
                 cursor = self._pending or self.watermark()
                 page = self.rows.changed(cursor, limit=PAGE, vectors=True, model_id=self.model_id)
                 if not page:
                     break
+                if index is None:
+                    index = self._opened(_dimension(page))
                 self._apply(index, page)
                 self._pending = (page[-1].stamp, page[-1].paper_id)
                 done += len(page)
                 if self._clock() - self._saved_at >= self.save_seconds:
                     self._save(index)
-            if save or self._clock() - self._saved_at >= self.save_seconds:
+            if index is not None and (save or self._clock() - self._saved_at >= self.save_seconds):
                 self._save(index)
         return done
 
