@@ -32,9 +32,9 @@ W = EvidenceWeights(
 def test_roles_by_name_or_plural_and_a_bad_one_names_the_choices() -> None:
     assert parse_roles(None) is None
     assert parse_roles("") is None
-    assert parse_roles("results") == {"result"}
-    assert parse_roles(" Method , result") == {"method", "result"}
-    assert parse_roles(["background", "objective"]) == {"background", "objective"}
+    assert parse_roles("results") == frozenset({"result"})
+    assert parse_roles(" Method , result") == frozenset({"method", "result"})
+    assert parse_roles(["background", "objective"]) == frozenset({"background", "objective"})
     assert parse_roles("background,objective,method,result,other") is None  # every role: no filter
     with pytest.raises(ValueError, match="background, objective, method, result, other"):
         parse_roles("findings")

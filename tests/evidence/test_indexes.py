@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import text
@@ -57,14 +58,14 @@ def test_a_catch_up_killed_midway_resumes_where_it_stopped(
     monkeypatch.setattr(module, "PAGE", 2)
     monkeypatch.setattr(sentence_vectors, "PAGE", 2)
     keyword = fresh.indexes.sentence_keyword
-    cls = type(keyword)
+    cls: Any = type(keyword)
     real = cls._replace
-    commits = []
+    commits: list[int] = []
 
     def dies_on_the_third(self: object, *args: object) -> None:
         if len(commits) == 2:
             raise Killed
-        real(self, *args)  # type: ignore[arg-type]
+        real(self, *args)
         commits.append(1)
 
     monkeypatch.setattr(cls, "_replace", dies_on_the_third)
@@ -75,14 +76,14 @@ def test_a_catch_up_killed_midway_resumes_where_it_stopped(
     assert (words.behind, words.indexed) == (True, 4 * 3)  # two pages of two papers made it
     assert keyword.catch_up() == len(PAPERS) - 4  # the rest, not the first four again
     vectors = fresh.indexes.evidence.vectors()
-    writer = type(vectors)
+    writer: Any = type(vectors)
     save = writer._save
-    saves = []
+    saves: list[int] = []
 
     def dies_after_one_save(self: object, index: object) -> None:
         if saves:
             raise Killed
-        save(self, index)  # type: ignore[arg-type]
+        save(self, index)
         saves.append(1)
 
     monkeypatch.setattr(vectors, "save_seconds", 0.0)  # a save after every page
