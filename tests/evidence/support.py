@@ -8,7 +8,8 @@ which sentence must come first is known by construction:
 * ``LONE`` is about weather radar and has one sentence with the words "small batches" in it: a lone
   phrase match, which the paper prior must keep below ``ANSWER``'s sentences;
 * ``HOPPER`` is by Grace Hopper, in cs.CL, from 2021 (filters); ``HIDDEN`` is hidden by an administrator
-  in the tests that need it; ``MUTED`` carries the word the mute tests mute ("quokka").
+  in the tests that need it; ``MUTED`` carries the word the mute tests mute ("quokka"); ``OTHER``'s first
+  sentence carries markup that must reach every surface as text.
 """
 
 from __future__ import annotations
@@ -82,8 +83,8 @@ ROWS = [
     (
         OTHER,
         "Speech recognition for low-resource languages",
-        "Speech recognition needs data that small languages lack. We pretrain on untranscribed audio. "
-        "Word error rates fall for eight languages.",
+        "Speech recognition needs data that small languages <img src=x onerror=alert('evidence-xss')> lack. "
+        "We pretrain on untranscribed audio. Word error rates fall for eight languages.",
         ("Ada Lovelace",),
         ("cs.CL",),
         datetime(2025, 1, 14, tzinfo=UTC),

@@ -149,3 +149,47 @@ def test_sentence_vectors_of_another_model_are_started_afresh(tmp_path: Path) ->
             sentence_vectors.open_sentence_vectors(path, "another-model")
     finally:
         app.close()
+
+
+def test_rows_read_for_search_are_the_sentence_stores_own(tmp_path: Path) -> None:
+    """Search decodes the stored rows in bulk; what it reads must be what the sentence store reads."""
+    app = evidence_app(tmp_path)
+    try:
+        model = app.indexes.embedders.current().model_id
+        ids = [p.id for p in PAPERS]
+        fast = {r.paper_id: r.sentences for r in app.indexes.evidence_rows.rows(ids, vectors=False)}
+        own = {pid: row.sentences for pid, row in app.indexes.sentences.sentences(ids, model).items()}
+        assert fast.keys() == own.keys() == set(ids)
+        for pid in ids:
+            assert [(s.start, s.end, s.role) for s in fast[pid]] == [
+                (s.start, s.end, s.role) for s in own[pid]
+            ]
+            for a, b in zip(fast[pid], own[pid], strict=True):
+                assert max(abs(x - y) for x, y in zip(a.probabilities, b.probabilities, strict=True)) < 1e-3
+    finally:
+        app.close()
+
+
+def test_a_failing_index_never_fails_the_sentence_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sentences are stored whatever an index does with the batch; the index catches up later."""
+    app = evidence_app(tmp_path, index=False)
+    try:
+        evidence = app.indexes.evidence
+
+        def broken(model_id: str) -> Any:
+            raise OSError(f"disk full for {model_id}")
+
+        monkeypatch.setattr(evidence, "vector_writer", broken)
+        summary = app.indexes.sentence_indexer.current().run()
+        assert summary.papers == len(PAPERS)  # every batch stored
+        assert app.indexes.evidence_rows.counts() == (len(PAPERS), STORED)
+        assert evidence.keyword.check().consistent  # the other index took every batch
+        monkeypatch.undo()
+        evidence._writer = None
+        assert all(c.consistent for c in [evidence.keyword.check()])
+        assert evidence.vectors().catch_up() == len(PAPERS)
+        assert all(c.consistent for c in evidence.check())
+    finally:
+        app.close()

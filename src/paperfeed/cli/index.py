@@ -228,11 +228,9 @@ def register(app: typer.Typer) -> None:
             words = c.app.indexes.keyword_maintenance
             size = words.rebuild()
             c.console.print(f"keyword index rebuilt: {size:,} papers ({words.engine})", highlight=False)
-            sentences_index = c.app.indexes.sentence_keyword
-            papers = sentences_index.rebuild()
+            papers, engine = c.app.indexes.evidence.rebuild_keyword()
             c.console.print(
-                f"sentence keyword index rebuilt: {papers:,} papers' sentences ({sentences_index.name})",
-                highlight=False,
+                f"sentence keyword index rebuilt: {papers:,} papers' sentences ({engine})", highlight=False
             )
             return
         try:

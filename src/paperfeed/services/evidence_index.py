@@ -58,6 +58,12 @@ class SentenceVectorMaintenance(Protocol):
     def check(self) -> IndexCheck: ...
 
 
+class SentenceIndexSink(Protocol):
+    """Either sentence index, as a stored batch is handed to it."""
+
+    def on_saved(self, paper_ids: Sequence[str]) -> None: ...
+
+
 class SentenceVectorOpener(Protocol):
     """Opens the saved sentence vector index of a model for reading (None: nothing saved yet)."""
 
@@ -82,9 +88,13 @@ class EvidenceIndexes:
 
     def on_saved(self, paper_ids: Sequence[str]) -> None:
         """After a committed batch of sentences: both indexes take it (failures are logged, not raised)."""
-        for name, step in (("keyword", self.keyword.on_saved), ("vector", self.vectors().on_saved)):
+        steps: tuple[tuple[str, Callable[[], SentenceIndexSink]], ...] = (
+            ("keyword", lambda: self.keyword),
+            ("vector", self.vectors),
+        )
+        for name, index in steps:
             try:
-                step(paper_ids)
+                index().on_saved(paper_ids)
             except Exception as exc:  # the sentences are stored; the index catches up on its next run
                 log.warning(
                     "evidence: the sentence %s index did not take a batch (%s); it catches up later",
@@ -101,6 +111,10 @@ class EvidenceIndexes:
 
     def rebuild(self) -> tuple[int, int]:
         return self.keyword.rebuild(), self.vectors().rebuild()
+
+    def rebuild_keyword(self) -> tuple[int, str]:
+        """The sentence keyword index from scratch (``paperfeed index --keyword``): papers, engine."""
+        return self.keyword.rebuild(), self.keyword.name
 
     def check(self) -> list[IndexCheck]:
         return [self.keyword.check(), self.vectors().check()]
