@@ -193,7 +193,7 @@ class EvidenceSearch:
             if allowed is not None:
                 sentence_filters = replace(sentence_filters, paper_ids=allowed)
             dense = self._dense(index, vector, depths.dense_depth, sentence_filters, roles, notes)
-        prior = papers[: depths.paper_depth] if depths.paper > 0 and not on_sentence else []
+        prior = [] if on_sentence else papers[: depths.paper_depth]
         rows = {r.paper_id: r for r in self.rows.rows(prior, vectors=False)} if prior else {}
         positions = {pid: _positions(row, roles) for pid, row in rows.items()}
         return EvidenceLegs(
