@@ -125,3 +125,19 @@ def test_both_indexes_hold_every_stored_sentence_once(app: App) -> None:
     assert [c.indexed for c in checks] == [stored, stored]
     assert app.indexes.evidence.rebuild() == (len(PAPERS), len(PAPERS))
     assert all(c.consistent for c in app.indexes.evidence.check())
+
+
+def test_the_api_answers_and_refuses_on_this_backend(app: App) -> None:
+    from fastapi.testclient import TestClient
+
+    from paperfeed.bootstrap import build_app
+    from paperfeed.web import create_app
+
+    with TestClient(create_app(lambda: build_app(app.settings))) as client:
+        got = client.get("/api/evidence", params={"q": QUESTION, "role": "result", "limit": 3})
+        assert got.status_code == 200
+        first = got.json()["papers"][0]
+        assert (first["id"], first["sentences"][0]["text"]) == (ANSWER, ANSWER_RESULT)
+        bad = client.get("/api/evidence", params={"q": QUESTION, "to": "2025-13-40"})
+        assert bad.status_code == 400
+        assert bad.json()["errors"][0]["param"] == "to"
