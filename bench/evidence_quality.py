@@ -388,12 +388,14 @@ def bm25_baseline(corpus: Mapping[str, list[str]], claims: Mapping[str, str]) ->
 def dense_baseline(data_dir: Path, claims: Mapping[str, str]) -> dict[str, list[tuple[str, int]]]:
     """The claim's cosine with every stored sentence vector of the instance, exactly (its own model)."""
     from paperfeed.bootstrap import build_app
+    from paperfeed.domain.evidence import sentence_space
     from paperfeed.settings_model import SettingsModel
 
     app = build_app(SettingsModel(data_dir=data_dir))
     try:
         embedder = app.indexes.embedders.current()
-        rows = app.indexes.evidence_rows.changed(None, limit=10**7, vectors=True, model_id=embedder.model_id)
+        space = sentence_space(embedder.model_id)
+        rows = app.indexes.evidence_rows.changed(None, limit=10**7, vectors=True, model_id=space)
         keys = [(r.paper_id, i) for r in rows for i in range(len(r.sentences))]
         matrix = np.concatenate([r.vectors for r in rows if r.vectors is not None and len(r.vectors)]).astype(
             np.float32

@@ -52,6 +52,7 @@ __all__ = [
     "looks_like_question",
     "parse_roles",
     "sentence_key",
+    "sentence_space",
     "split_key",
 ]
 
@@ -114,6 +115,12 @@ def looks_like_question(query: str) -> bool:
     return len(words) >= 6 and any(
         w.lower().endswith(("s", "ed")) and len(w) > 3 and w.isalpha() for w in words[1:]
     )
+
+
+def sentence_space(model_id: str) -> str:
+    """The model id the stored sentence vectors of embedding model ``model_id`` carry (the sentence
+    vector index is of that space, and the query is embedded by ``model_id`` into it)."""
+    return model_id
 
 
 def sentence_key(paper_id: str, position: int) -> str:

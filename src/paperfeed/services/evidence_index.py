@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from paperfeed.domain.evidence import IndexCheck, SentenceKeywordIndex, SentenceVectorIndex
+from paperfeed.domain.evidence import IndexCheck, SentenceKeywordIndex, SentenceVectorIndex, sentence_space
 from paperfeed.domain.search import VectorIndexError
 from paperfeed.domain.sentences import PaperSentences, SentencesPending, SentenceStore
 from paperfeed.domain.summaries import ExtractedSummary
@@ -81,7 +81,7 @@ class EvidenceIndexes:
 
     def vectors(self) -> SentenceVectorMaintenance:
         """The writer of the current embedding model's sentence vectors (a new one after an adoption)."""
-        model_id = self.embedders.current().model_id
+        model_id = sentence_space(self.embedders.current().model_id)
         if self._writer is None or self._writer[0] != model_id:
             self._writer = (model_id, self.vector_writer(model_id))
         return self._writer[1]
@@ -186,7 +186,7 @@ class SentenceVectorReader:
 
     def current(self) -> SentenceVectorIndex | None:
         self.embedders.follow()
-        model_id = self.embedders.current().model_id
+        model_id = sentence_space(self.embedders.current().model_id)
         now = self.clock()
         with self._lock:
             due = now - self._checked >= self.every
