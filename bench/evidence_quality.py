@@ -251,13 +251,16 @@ def sentence_map(data_dir: Path, corpus: dict[str, list[str]], rationales: set[s
 DEEP: dict[str, Any] = {"keyword_depth": 1000, "dense_depth": 1000, "paper_depth": 50}
 
 
-def tune(data_dir: Path, split: str) -> None:
+def tune(data_dir: Path, split: str, claims_limit: int | None = None) -> None:
     from paperfeed.bootstrap import build_app
     from paperfeed.bootstrap.search import evidence_settings
     from paperfeed.domain.query import parse_query
     from paperfeed.settings_model import SettingsModel
 
     claims, rel = load_judgments(split)
+    if claims_limit is not None:  # a quick look at the code path, never a figure
+        claims = dict(list(claims.items())[:claims_limit])
+        rel = {q: rel[q] for q in claims}
     corpus = load_corpus()
     mapping = sentence_map(data_dir, corpus, {s for r in rel.values() for s in r})
     with tempfile.TemporaryDirectory(prefix="pf-evidence-tune-") as tmp:
@@ -468,12 +471,13 @@ def main() -> None:
     parser.add_argument("mode", choices=["tune", "served"])
     parser.add_argument("--data-dir", type=Path, required=True, help="an instance that imported SciFact")
     parser.add_argument("--split", choices=["train", "test"], default=None)
+    parser.add_argument("--claims", type=int, default=None, help="tune: only N claims (a smoke run)")
     args = parser.parse_args()
     if args.mode == "tune":
         split = args.split or "train"
         if split != "train":
             raise SystemExit("settings are chosen on the train claims only")
-        tune(args.data_dir, split)
+        tune(args.data_dir, split, args.claims)
     else:
         served(args.data_dir, args.split or "test")
 
