@@ -147,6 +147,9 @@ class Hashed:
     def embed(self, texts: Any) -> Any:
         return self._inner.embed(texts)
 
+    def embed_spans(self, texts: Any, spans: Any, heads: Any) -> Any:
+        return self._inner.embed_spans(texts, spans, heads)
+
 
 def build(data_dir: Path, papers: int) -> dict[str, float]:
     """The store, its papers' vectors and sentences (once; a marker says it is done), then both sentence

@@ -55,6 +55,7 @@ from paperfeed.domain.sentences import (
     facet_scores,
     role_weights,
 )
+from paperfeed.services.sentences import MAX_SENTENCES
 from paperfeed.settings_model import SettingsModel
 
 F32 = npt.NDArray[np.float32]
@@ -94,34 +95,50 @@ def judgments() -> tuple[dict[str, set[str]], dict[str, str], dict[str, str]]:
     return dict(claims), split, text
 
 
-def role_model(cache: VectorCache) -> LinearRoleModel:
-    """The shipped recipe trained on CSAbstruct's train split (its sentences' vectors from the cache)."""
+def role_model(cache: VectorCache, method: str = "late") -> LinearRoleModel:
+    """The shipped recipe trained on CSAbstruct's train split (its sentences' vectors from the cache,
+    made by ``method``: late chunking as shipped, or each sentence embedded on its own as before #39)."""
     abstracts = read_training()
+    texts = [sentences for sentences, _ in abstracts]
+    if method == "late":
+        rows = list(late_training(cache))
+        return LinearRoleModel.fit(rows, embedding_model=cache.embedder.model_id, texts=texts)
     docs = [Doc(f"t{i}:{j}", s, "") for i, (sents, _) in enumerate(abstracts) for j, s in enumerate(sents)]
     vectors = cache.vectors("csabstruct_sentences", docs, report=print)  # shared with bench.sentence_roles
     rows, at = [], 0
     for sents, labels in abstracts:
         rows.append((vectors[at : at + len(sents)], labels))
         at += len(sents)
-    texts = [sentences for sentences, _ in abstracts]
     return LinearRoleModel.fit(rows, embedding_model=cache.embedder.model_id, texts=texts)
 
 
+def late_training(cache: VectorCache) -> list[tuple[F32, list[str]]]:
+    """CSAbstruct's train split, its sentences pooled late (as ``RoleModelFolder.train`` does)."""
+    from bench.sentence_roles import embed_splits_late
+
+    return embed_splits_late(cache, {"train": read_training()})["train"]
+
+
 def split_and_classify(
-    docs: Sequence[Doc], cache: VectorCache, model: LinearRoleModel
+    docs: Sequence[Doc], cache: VectorCache, model: LinearRoleModel, method: str = "late"
 ) -> tuple[dict[str, Abstract], float]:
     splitter = SentencexSplitter()
-    spans = {d.id: splitter.split(d.abstract) for d in docs}
-    flat = [Doc(f"{d.id}:{i}", d.abstract[a:b], "") for d in docs for i, (a, b) in enumerate(spans[d.id])]
+    spans = {d.id: splitter.split(d.abstract)[:MAX_SENTENCES] for d in docs}
     started = time.perf_counter()
-    vectors = cache.vectors("scifact_sentences", flat, report=print)
+    if method == "late":  # as the indexer makes them: from the paper's own forward pass
+        found = cache.sentence_vectors("scifact", [(d, spans[d.id]) for d in docs], report=print)
+        pooled = dict(zip([d.id for d in docs], found, strict=True))
+    else:
+        flat = [Doc(f"{d.id}:{i}", d.abstract[a:b], "") for d in docs for i, (a, b) in enumerate(spans[d.id])]
+        vectors = cache.vectors("scifact_sentences", flat, report=print)
+        pooled, at = {}, 0
+        for d in docs:
+            pooled[d.id] = vectors[at : at + len(spans[d.id])]
+            at += len(spans[d.id])
     seconds = time.perf_counter() - started
     out: dict[str, Abstract] = {}
-    at = 0
     for d in docs:
-        n = len(spans[d.id])
-        v = vectors[at : at + n]
-        at += n
+        v = pooled[d.id]
         p = model.probabilities(v, [d.abstract[a:b] for a, b in spans[d.id]])
         sentences = [
             Sentence(a, b, ROLES[int(row.argmax())], tuple(float(x) for x in row))
@@ -152,6 +169,13 @@ def main() -> None:
     parser.add_argument("--distinct", type=int, default=200, help="query papers for distinctness")
     parser.add_argument("--backend", default=None, help="embedding backend (default: torch, the reference)")
     parser.add_argument("--threads", type=int, default=None, help="embedding threads (default: all cores)")
+    parser.add_argument(
+        "--vectors",
+        choices=["late", "separate"],
+        default="late",
+        help="sentence vectors: late (pooled from the paper's forward pass, shipped) or separate (each "
+        "sentence embedded on its own, as before #39)",
+    )
     args = parser.parse_args()
     began = time.monotonic()
     print(f"CPU: {platform.machine()}, {os.cpu_count()} cores, {cpu_flags()}")
@@ -163,8 +187,9 @@ def main() -> None:
     docs = [d for d in every if d.id in judged] + others[: max(0, args.docs - len(judged))]
     print(f"corpus: {len(docs):,} SciFact abstracts ({len(judged):,} judged)")
     paper_vectors = cache.vectors("scifact", docs, report=print)
-    model = role_model(cache)
-    abstracts, _ = split_and_classify(docs, cache, model)
+    print(f"sentence vectors: {args.vectors}")
+    model = role_model(cache, args.vectors)
+    abstracts, _ = split_and_classify(docs, cache, model, args.vectors)
     ids = [d.id for d in docs]
     row = {pid: i for i, pid in enumerate(ids)}
     sims = paper_vectors @ paper_vectors.T

@@ -16,6 +16,7 @@ from sqlalchemy import text
 from paperfeed.adapters.keyword import sentences_postgres, sentences_tantivy
 from paperfeed.adapters.vector import sentences as sentence_vectors
 from paperfeed.bootstrap import App
+from paperfeed.domain.sentences import sentence_model_id
 from tests.evidence.support import PAPERS, QUESTION, evidence_app
 
 STORED = 3 * len(PAPERS)
@@ -155,7 +156,7 @@ def test_rows_read_for_search_are_the_sentence_stores_own(tmp_path: Path) -> Non
     """Search decodes the stored rows in bulk; what it reads must be what the sentence store reads."""
     app = evidence_app(tmp_path)
     try:
-        model = app.indexes.embedders.current().model_id
+        model = sentence_model_id(app.indexes.embedders.current().model_id)
         ids = [p.id for p in PAPERS]
         fast = {r.paper_id: r.sentences for r in app.indexes.evidence_rows.rows(ids, vectors=False)}
         own = {pid: row.sentences for pid, row in app.indexes.sentences.sentences(ids, model).items()}

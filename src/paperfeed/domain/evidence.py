@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from .models import Paper
 from .search import ParsedQuery, SearchFilters, Span
-from .sentences import ROLES, Role, Sentence
+from .sentences import ROLES, Role, Sentence, sentence_model_id
 
 if TYPE_CHECKING:
     from .search import Vectors
@@ -118,9 +118,10 @@ def looks_like_question(query: str) -> bool:
 
 
 def sentence_space(model_id: str) -> str:
-    """The model id the stored sentence vectors of embedding model ``model_id`` carry (the sentence
-    vector index is of that space, and the query is embedded by ``model_id`` into it)."""
-    return model_id
+    """The model id the stored sentence vectors of embedding model ``model_id`` carry (pooled from the
+    paper's own forward pass, :func:`~paperfeed.domain.sentences.sentence_model_id`): the sentence vector
+    index is of that space, and a query embedded by ``model_id`` is compared with it."""
+    return sentence_model_id(model_id)
 
 
 def sentence_key(paper_id: str, position: int) -> str:

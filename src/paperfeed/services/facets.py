@@ -33,6 +33,7 @@ from paperfeed.domain.sentences import (
     facet_query,
     facet_scores,
     role_weights,
+    sentence_model_id,
 )
 from paperfeed.services.similar import SimilarPapers
 
@@ -93,7 +94,7 @@ class FacetedSimilar:
             return FacetPage(facet, facet, search.similar_to(paper, limit, filters))
         if limit <= 0:
             return FacetPage(facet, facet, [])
-        model_id = self.embedder.current().model_id
+        model_id = sentence_model_id(self.embedder.current().model_id)  # the sentence rows' space
         own = self.sentences.sentences([paper.id], model_id).get(paper.id)
         query = facet_query(own, facet) if own is not None else None
         if own is None or query is None:
