@@ -87,7 +87,7 @@ def test_a_catch_up_killed_midway_resumes_where_it_stopped(
         save(self, index)
         saves.append(1)
 
-    monkeypatch.setattr(vectors, "save_seconds", 0.0)  # a save after every page
+    monkeypatch.setattr(sentence_vectors, "BULK_SAVE_ROWS", 1)  # a save after every page
     monkeypatch.setattr(writer, "_save", dies_after_one_save)
     with pytest.raises(Killed):
         vectors.catch_up()

@@ -13,7 +13,8 @@ from the index's per-category row lists: nothing is post-filtered, so a selectiv
 
 **Following the store**: :class:`SentenceVectorWriter` (in the process that runs the sentence pass)
 reads the rows stored after its cursor, replaces those papers' rows, and saves at most every
-``save_seconds`` (and when asked to :meth:`~SentenceVectorWriter.flush`); the cursor (``cursor.json``)
+``save_seconds`` after the indexer's batches, every ``BULK_SAVE_ROWS`` sentences of a long catch-up, and
+when asked to :meth:`~SentenceVectorWriter.flush`; the cursor (``cursor.json``)
 is written after each save, so a killed run resumes from the last saved rows. One writer at a time
 (a lock beside the folder); readers open it with :func:`open_sentence_vectors`.
 """
@@ -60,6 +61,9 @@ log = logging.getLogger(__name__)
 
 MAX_POSITIONS = 64  # sentences a paper may have in the index (the sentence pass keeps at most 40)
 PAGE = 2000  # papers read from the store per catch-up step
+# A save writes the whole index (and, past 50,000 sentences, extends its graph): a long catch-up saves
+# after this many sentences (a kill loses at most these), the indexer's batches at most every save_seconds.
+BULK_SAVE_ROWS = 500_000
 _ROLE = "~r:"
 
 
@@ -177,6 +181,7 @@ class SentenceVectorWriter:
         self._clock = clock
         self._index: StoredVectorIndex | None = None
         self._pending: tuple[datetime, str] | None = None  # cursor of rows upserted but not saved
+        self._unsaved = 0  # sentences upserted since the last save
         self._saved_at = clock()
 
     # -- the cursor --------------------------------------------------------------------------------------
@@ -230,9 +235,12 @@ class SentenceVectorWriter:
                 row.has_code,
             )
 
-    def _apply(self, index: StoredVectorIndex, page: Sequence[EvidenceRow]) -> None:
+    def _apply(self, index: StoredVectorIndex, page: Sequence[EvidenceRow]) -> int:
+        """These papers' rows replaced by their stored sentences; how many sentences were written."""
+        records = [record for row in page if row.model_id == self.model_id for record in self._records(row)]
         index.remove(sentence_key(r.paper_id, i) for r in page for i in range(MAX_POSITIONS))
-        index.upsert(record for row in page if row.model_id == self.model_id for record in self._records(row))
+        index.upsert(records)
+        return len(records)
 
     def on_saved(self, paper_ids: Sequence[str]) -> None:
         """After a stored batch: catch up, saving when the last save is ``save_seconds`` old."""
@@ -257,10 +265,10 @@ class SentenceVectorWriter:
                     break
                 if index is None:
                     index = self._opened(_dimension(page))
-                self._apply(index, page)
+                self._unsaved += self._apply(index, page)
                 self._pending = (page[-1].stamp, page[-1].paper_id)
                 done += len(page)
-                if self._clock() - self._saved_at >= self.save_seconds:
+                if self._unsaved >= BULK_SAVE_ROWS:  # a long catch-up keeps what it did, now and then
                     self._save(index)
             if index is not None and (save or self._clock() - self._saved_at >= self.save_seconds):
                 self._save(index)
@@ -280,6 +288,7 @@ class SentenceVectorWriter:
             self._write_cursor(self._pending)
             self._pending = None
         self._saved_at = self._clock()
+        self._unsaved = 0
 
     def rebuild(self) -> int:
         """Every stored sentence vector of the model, from scratch."""
