@@ -290,7 +290,7 @@ def test_cli_check_reports_the_sentence_indexes_and_index_keyword_rebuilds_them(
     assert probes["sentence vector index"]["ok"]
     rebuilt = _cli(settings, "index", "--keyword")
     assert rebuilt.returncode == 0, rebuilt.stderr
-    assert "sentence keyword index rebuilt: 6 papers' sentences (tantivy)" in rebuilt.stdout
+    assert "sentence keyword index rebuilt: the sentences of 6 papers (tantivy)" in rebuilt.stdout
     again = _cli(settings, "check")
     assert again.returncode == 0
     assert "consistent" in again.stdout

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from paperfeed.domain.consistency import ConsistencyInspector, FindingKind, Probe
 from paperfeed.domain.search import EmbedderSource
+from paperfeed.domain.wording import count
 from paperfeed.services.embedders import Indexer
 from paperfeed.services.evidence_index import EvidenceIndexes
 
@@ -123,7 +124,7 @@ class CheckService:
         actions = [f"sentence indexes caught up ({words:,} and {vectors:,} papers)"]
         keyword, vector = evidence.check()
         if not keyword.consistent:
-            actions.append(f"sentence keyword index rebuilt ({evidence.keyword.rebuild():,} papers)")
+            actions.append(f"sentence keyword index rebuilt ({count(evidence.keyword.rebuild(), 'paper')})")
         if not vector.consistent:
             actions.append(f"sentence vector index rebuilt ({evidence.vectors().rebuild():,} papers)")
         return actions
@@ -133,15 +134,15 @@ class CheckService:
         for finding in table.findings:
             if finding.kind is FindingKind.orphan_vector:
                 deleted = self.inspector.delete_vectors(sorted(finding.ids))
-                actions.append(f"deleted {deleted:,} vectors of deleted papers")
+                actions.append(f"deleted {count(deleted, 'vector')} of deleted papers")
         service = self.indexer.current()
         backlog = any(f.kind is not FindingKind.orphan_vector for f in table.findings)
         if backlog:
             summary = service.run()
-            actions.append(f"embedded {summary.embedded:,} papers that had no current vector")
+            actions.append(f"embedded {count(summary.embedded, 'paper')} that had no current vector")
         if not self.inspector.vector_index_consistent(self.embedder.current().model_id):
             synced = service.sync_index(full=True)
-            actions.append(f"vector index rebuilt from the stored vectors ({synced.size:,} vectors)")
+            actions.append(f"vector index rebuilt from the stored vectors ({count(synced.size, 'vector')})")
         elif not index.ok:
             actions.append("vector index brought up to date")
         return actions
