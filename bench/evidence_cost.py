@@ -218,6 +218,12 @@ def build(data_dir: Path, papers: int) -> dict[str, float]:
         words = evidence.keyword.catch_up()
         keyword_wall, keyword_cpu = time.perf_counter() - wall, time.process_time() - cpu
         evidence.keyword.close()
+        print(  # at once: the vector index's build that follows takes far longer
+            f"sentence keyword index (tantivy): {words:,} papers' {counts[1]:,} sentences in "
+            f"{keyword_wall:.0f} s wall, {keyword_cpu:.0f} CPU-s, "
+            f"{folder_bytes(data_dir / 'sentence-keyword') / 2**20:.0f} MiB",
+            flush=True,
+        )
         wall, cpu = time.perf_counter(), time.process_time()
         vectors = evidence.vectors().catch_up(save=True)
         vector_wall, vector_cpu = time.perf_counter() - wall, time.process_time() - cpu
