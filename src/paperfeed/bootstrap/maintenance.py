@@ -112,7 +112,7 @@ class MaintenanceWing:
 
         s = self.core.settings
         inspector = StoreInspector(self.core.engine(), s.data_dir, s.keyword_engine, s.vector_index)
-        return CheckService(inspector, self.indexes.embedders, self.indexes.indexer)
+        return CheckService(inspector, self.indexes.embedders, self.indexes.indexer, self.indexes.evidence)
 
     @cached_property
     def supervisors(self) -> SupervisorStatusStore:

@@ -79,6 +79,8 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
             busy("loading the embedding model")  # a stop meanwhile ends the process after the grace
             service = indexer.current()
             say(service.plan().message())
+            busy("bringing evidence search's sentence indexes up to date")
+            _evidence(c, say)  # sentences stored before (or by a killed run) reach the sentence indexes
         waiting = ""
         topics_due = True  # once at start (papers embedded before), then after each round that embedded
         while service is not None and not stopping.is_set():
@@ -125,6 +127,7 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
             summary = service.run(
                 lines, limit=slice_size, batch_size=batch_size, stop=stopping.is_set, then=None
             )
+            c.app.indexes.evidence.flush()  # the slice's sentence vectors, saved for evidence search
             if summary.embedded or not summary.stopped:
                 with_sentences = f" with their sentences ({summary.sentences:,})" if summary.sentences else ""
                 say(
@@ -236,6 +239,7 @@ def _sentences_slice(
         limit=max(1, slice_size // 4),  # ~5 sentences a paper (5.3 measured): slices of similar time
         stop=lambda: asked() or papers.store.count_backlog(model_id) > 0,
     )
+    c.app.indexes.evidence.flush()  # evidence search's sentence vectors: saved once a slice
     if summary.trained:
         say(f"sentences: trained the sentence-role model for {summary.model_id}")
     if summary.summaries:
@@ -375,6 +379,11 @@ def register(app: typer.Typer) -> None:
             c.console.print(
                 f"keyword index rebuilt: {count(size, 'paper')} ({words.engine})", highlight=False
             )
+            papers, engine = c.app.indexes.evidence.rebuild_keyword()
+            c.console.print(
+                f"sentence keyword index rebuilt: the sentences of {count(papers, 'paper')} ({engine})",
+                highlight=False,
+            )
             return
         try:
             if calibrate:
@@ -449,6 +458,19 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(130)
         if sentences:
             _sentences(c, limit=limit)
+            _evidence(c, lambda text: c.console.print(text, highlight=False))
+
+
+def _evidence(c: Context, say: Callable[[str], None]) -> None:
+    """Evidence search's sentence indexes brought up to date with the stored sentences (resumable: each
+    follows the store by its own cursor) and the sentence vectors saved."""
+    started = time.monotonic()
+    words, vectors = c.app.indexes.evidence.catch_up()
+    if words or vectors:
+        say(
+            f"evidence: the sentences of {count(words, 'paper')} into the sentence keyword index, of "
+            f"{count(vectors, 'paper')} into the sentence vectors, in {time.monotonic() - started:,.1f} s"
+        )
 
 
 def _other_workers(c: Context) -> None:

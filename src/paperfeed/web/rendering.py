@@ -29,8 +29,8 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.types import Scope
 
 from paperfeed import __version__
-from paperfeed.domain.wording import agree, count
 from paperfeed.domain.digest import timezone_names
+from paperfeed.domain.wording import agree, count
 
 from .headers import KEEP_SECONDS_HEADER, PUBLIC_SECONDS_HEADER, baseline_headers
 from .markup import code_spans, plain_text, render_text
