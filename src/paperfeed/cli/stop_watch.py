@@ -42,14 +42,21 @@ def _noted(_signum: int, _frame: FrameType | None) -> None:
 
 
 class StopWatch:
-    """Install in the main thread; ``doing`` says what the main thread is at, for the final line of a
-    stop that cannot wait for it."""
+    """Install in the main thread; ``doing`` says what the main thread is at (None: nothing in flight),
+    and ``forced(doing)`` is the final line of a stop that cannot wait for it."""
 
-    def __init__(self, say: Callable[[str], None], *, grace: float = STOP_GRACE) -> None:
+    def __init__(
+        self,
+        say: Callable[[str], None],
+        forced: Callable[[str | None], str],
+        *,
+        grace: float = STOP_GRACE,
+    ) -> None:
         self.say = say
+        self.forced = forced
         self.grace = grace
         self.requested = threading.Event()
-        self.doing = "starting"
+        self.doing: str | None = None
         self._finishing = threading.Event()
         self._said = threading.Lock()  # whoever takes it says the one final line
         read, write = os.pipe()
@@ -64,12 +71,9 @@ class StopWatch:
             pass  # another signal with a Python handler: not ours
         self.requested.set()
         if not self._finishing.wait(self.grace):
-            self.end(
-                f"indexer stopped in the middle of {self.doing}: what was committed is kept, the work in "
-                "flight is done again at the next start"
-            )
+            self.end(self.forced(self.doing))
         time.sleep(self.grace)  # a deadline for the main thread's last steps, not a synchronisation
-        self.end("indexer stopped")
+        self.end(self.forced(None))  # its final line was not said yet: it was still working it out
 
     def finish(self, line: Callable[[], str], *then: Callable[[], None]) -> NoReturn:
         """The main thread's clean stop: say ``line()`` (what is left), run ``then`` (report, close), leave.
