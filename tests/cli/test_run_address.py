@@ -178,3 +178,43 @@ def test_make_run_port_serves_there(
     assert f"serving on http://127.0.0.1:{port}/" in out, out
     assert re.search(rf"links in mail point to http://127\.0\.0\.1:{port}/", out), out
     assert not _processes_using(tmp_path / "data"), "Ctrl+C left processes behind"
+
+
+def test_a_taken_address_from_the_settings_is_refused_before_anything_is_imported(tmp_path: Path) -> None:
+    """PAPERFEED_HOST and PAPERFEED_PORT are the address checked (the old `run` checked 127.0.0.1:8000
+    whatever they said), a flag wins over them, and the error says how to choose another port, before the
+    import it was asked for."""
+    papers = tmp_path / "papers.jsonl"
+    papers.write_text('{"id": "2503.00001", "title": "A study", "abstract": "Words."}\n')
+    with socket.socket() as held, socket.socket() as other:
+        held.bind(("127.0.0.2", 0))  # another loopback address: only PAPERFEED_HOST can point here
+        held.listen()
+        port = int(held.getsockname()[1])
+        other.bind(("127.0.0.2", 0))
+        other.listen()
+        flag = int(other.getsockname()[1])
+        data = tmp_path / "data"
+        env = _env(data, PAPERFEED_HOST="127.0.0.2", PAPERFEED_PORT=str(port))
+        command = [sys.executable, "-m", "paperfeed", "run", "--offline", "--import", str(papers)]
+        refused = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+        assert refused.returncode == 2, refused.stdout + refused.stderr  # a usage error, as a bad flag
+        said = refused.stdout + refused.stderr
+        assert f"cannot serve on 127.0.0.2:{port}: Address already in use" in said, said
+        assert "--port N, or PAPERFEED_PORT=N (make run PORT=N)" in said, said
+        assert "Traceback" not in said
+        assert not (data / "paperfeed.db").exists() or "2503.00001" not in _stored_ids(data)
+        by_flag = subprocess.run(
+            [*command, "--port", str(flag)], env=env, capture_output=True, text=True, timeout=120
+        )
+    assert by_flag.returncode == 2
+    assert f"cannot serve on 127.0.0.2:{flag}:" in by_flag.stdout + by_flag.stderr
+
+
+def _stored_ids(data: Path) -> set[str]:
+    import sqlite3
+
+    with sqlite3.connect(data / "paperfeed.db") as conn:
+        try:
+            return {row[0] for row in conn.execute("SELECT id FROM papers")}
+        except sqlite3.OperationalError:  # no tables yet
+            return set()

@@ -117,11 +117,11 @@ def test_an_id_namespace_keeps_a_ledger_of_its_own(db_url: str, tmp_path: Path) 
 
 
 def test_the_migration_folds_the_per_name_ledgers_into_one(db_url: str) -> None:
-    """Ledger rows written under ``file:NAME`` before 0021 become one ``file`` row per record key."""
+    """Ledger rows written under ``file:NAME`` before 0022 become one ``file`` row per record key."""
     store = open_store(db_url)
     try:
         store.apply_batch(Batch(papers=[paper("2503.00001"), paper("2503.00002")]))
-        migrate.downgrade(store.engine, "0020_paper_summaries")
+        migrate.downgrade(store.engine, "0021_embedding_claims")
         with store.engine.begin() as conn:
             rows = [
                 ("file:a.jsonl", "2503.00001", "fa1"),

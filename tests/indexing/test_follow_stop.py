@@ -91,9 +91,7 @@ def test_a_stop_while_inside_a_c_call_ends_within_seconds_and_the_next_start_res
         code = indexer.proc.wait(timeout=LOCK_HELD)  # while the lock is still held: the old one could not
         last = indexer.expect("indexer stopped", timeout=5)
     assert code == 0
-    assert last.startswith(
-        "indexer stopped in the middle of a batch of papers to embed: what was committed is kept"
-    )
+    assert last.startswith("indexer stopped while embedding papers: what was committed is kept")
     assert [line for line in indexer.seen if line.startswith("indexer stopped")] == [last]  # one final line
     assert not [line for line in indexer.seen if "Traceback" in line], indexer.seen
 
@@ -144,7 +142,7 @@ def test_ctrl_c_of_paperfeed_run_stops_the_indexer_in_time_with_one_final_line(
     assert not [line for line in said if "did not stop in time" in line], "\n".join(said)
     stopped = [line for line in said if line.startswith("indexer") and "indexer stopped" in line]
     assert len(stopped) == 1, "\n".join(said)
-    assert "in the middle of a batch of papers to embed" in stopped[0]
+    assert "while embedding papers" in stopped[0]
     assert not [line for line in said if "Traceback" in line], "\n".join(said)
 
 

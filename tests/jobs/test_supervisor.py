@@ -290,7 +290,7 @@ def test_every_line_of_the_log_starts_with_its_time_in_utc(tmp_path: Path) -> No
     backoff = Backoff(initial=0.1, maximum=0.1, give_up_after=1, stable_after=30, stop_timeout=5)
     fixed = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone(timedelta(hours=2)))  # 01:04:05 UTC
     supervisor = Supervisor(
-        [child], console=console, identity=process_identity(), backoff=backoff, url=None, clock=lambda: fixed
+        [child], console=console, identity=process_identity(), backoff=backoff, clock=lambda: fixed, url=None
     )
     assert supervisor.run() == 1
     lines = out.getvalue().splitlines()

@@ -49,44 +49,38 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
             os.nice(nice)  # the web server and the scheduler come first
     c.app.indexes.embed_in_background()  # the model in a child process, ended when idle: idle is cheap
 
-    doing: list[str | None] = [None]  # what the heartbeat says it is busy with; None: idle, no lines
-
     def say(text: str) -> None:
         c.console.print(text, highlight=False, markup=False, soft_wrap=True)
         heartbeat.said()
 
-    heartbeat = Heartbeat(say, lambda: doing[0]).start()  # a line at least every 30 s while it works
-    watch = StopWatch(say)
+    # ``watch.doing``: the work in hand, for the heartbeat's "still …" and a forced stop's final line
+    watch = StopWatch(say, _forced_stop)
     stopping = watch.requested
-
-    def busy(what: str | None) -> None:
-        """What the process is at: the heartbeat's "still …" (None: idle) and a forced stop's last line."""
-        doing[0] = what
-        watch.doing = what or "waiting for work"
+    heartbeat = Heartbeat(say, lambda: watch.doing).start()  # a line at least every 30 s while it works
 
     from paperfeed.services.jobs import holder_is_dead
 
-    service: IndexingService | None = None  # until built: a stop while waiting for papers has no report
+    service: IndexingService | None = None  # none until papers come: a stop meanwhile has nothing pending
     try:
         indexer = c.app.indexes.indexer
         if not indexer.has_papers():  # an empty store: no backend measured, no model loaded until papers come
             say(idle_message(0, poll))
             indexer.report_idle()  # readers: an indexer runs, waiting for papers
-            busy(None)
-            while not indexer.has_papers() and not stopping.is_set():
-                stopping.wait(poll)
+            watch.doing = None
+            while not indexer.has_papers() and not stopping.wait(poll):
+                pass
         if not stopping.is_set():
-            busy("loading the embedding model")  # a stop meanwhile ends the process after the grace
-            service = indexer.current()
+            watch.doing = "getting the embedder ready"
+            service = c.app.indexes.indexer.current()
             say(service.plan().message())
-            busy("bringing evidence search's sentence indexes up to date")
+            watch.doing = "bringing evidence search's sentence indexes up to date"
             _evidence(c, say)  # sentences stored before (or by a killed run) reach the sentence indexes
         waiting = ""
         topics_due = True  # once at start (papers embedded before), then after each round that embedded
         while service is not None and not stopping.is_set():
-            busy(None)
+            watch.doing = None
             if c.app.indexes.embedders.follow():  # `paperfeed model adapt` adopted another meanwhile
-                busy("loading the newly adopted embedding model")
+                watch.doing = "getting the newly adopted embedder ready"
                 service = c.app.indexes.indexer.current()
                 say(f"the embedding model changed: {service.plan().message()}")
             held = c.app.maintenance.jobs.lease("job:daily")
@@ -94,7 +88,6 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
                 if waiting != "daily":  # the daily job embeds too: one writer of the vector index
                     say("the daily job is running and indexes too: waiting for it to finish")
                     waiting = "daily"
-                busy(None)
                 stopping.wait(poll)
                 continue
             plan = service.plan()
@@ -104,25 +97,23 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
             # (papers embedded without theirs), a slice that yields as soon as a paper needs its vector.
             if plan.backlog == 0 and topics_due:
                 topics_due = False
-                busy("updating the topics")
+                watch.doing = "updating the topics"
                 service.report("topics", remaining=0, force=True)
                 _topics(c, say)
                 continue  # papers may have arrived while the topics were built: their vectors first
-            if plan.backlog == 0:
-                busy("making the papers' sentences")
-                if _sentences_slice(c, say, slice_size, service, watch):
-                    waiting = ""
-                    continue
+            if plan.backlog == 0 and _sentences_slice(c, say, slice_size, service, watch):
+                waiting = ""
+                continue
             if plan.backlog == 0:
                 if waiting != "idle":
                     say(idle_message(plan.papers, poll))
                     service.report("idle", remaining=0, force=True)  # readers: running, nothing to do
                     waiting = "idle"
-                busy(None)
+                watch.doing = None
                 stopping.wait(poll)
                 continue
             waiting = ""
-            busy("embedding papers")
+            watch.doing = "embedding papers"
             lines = _SliceLines(say, "embedding", plan.backlog, service.reporter)
             summary = service.run(
                 lines, limit=slice_size, batch_size=batch_size, stop=stopping.is_set, then=None
@@ -143,10 +134,50 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
     except EmbedderUnavailable as exc:
         heartbeat.stop()
         raise fail(str(exc)) from None
+    heartbeat.stop()
     stopped = service
-    if stopped is None:
-        watch.finish(lambda: "indexer stopped: no papers yet, nothing was pending", c.close)
-    watch.finish(lambda: _what_is_left(c, stopped), lambda: stopped.report("stopped", force=True), c.close)
+
+    def report() -> None:
+        if stopped is not None:
+            stopped.report("stopped", force=True)
+
+    watch.finish(lambda: _what_is_left(c, stopped), report, c.close)
+
+
+def _forced_stop(doing: str | None) -> str:
+    """The final line of a stop that did not wait for the work in hand (``doing``; None: no work)."""
+    if doing in ("embedding papers", "making the papers' sentences"):
+        return (
+            f"indexer stopped while {doing}: what was committed is kept, the batch in flight is done again "
+            "at the next start"
+        )
+    if doing == "updating the topics":
+        return "indexer stopped while updating the topics: the next start updates them"
+    return f"indexer stopped while {doing or 'looking for work'}: nothing was in flight"
+
+
+def _what_is_left(c: Context, service: IndexingService | None) -> str:
+    """The final line of a clean stop: what the next start has to do, or that nothing waits."""
+    if service is None:
+        return "indexer stopped: no papers yet, nothing was pending"
+    try:
+        backlog = service.plan().backlog
+        sentences = c.app.indexes.sentence_indexer.current().plan()
+    except (StoreError, OSError):  # the line must come whatever the store says now
+        return "indexer stopped; the next start looks for what is left"
+    if backlog:
+        return f"indexer stopped: {count(backlog, 'paper')} still to embed; the next start resumes there"
+    if sentences.backlog:
+        return (
+            f"indexer stopped: every paper is embedded, the sentences of {count(sentences.backlog, 'paper')} "
+            "are still to do; the next start resumes there"
+        )
+    if sentences.summaries:
+        return (
+            f"indexer stopped: every paper is embedded, {count(sentences.summaries, 'one-line summary')} "
+            f"{agree(sentences.summaries, 'is', 'are')} still to choose; the next start resumes there"
+        )
+    return "indexer stopped: every paper is embedded, nothing was pending"
 
 
 def idle_message(papers: int, poll: float) -> str:
@@ -190,28 +221,6 @@ class _SliceLines:
         self.say(line)
 
 
-def _what_is_left(c: Context, service: IndexingService) -> str:
-    """The final line of a clean stop: what the next start has to do, or that nothing waits."""
-    try:
-        backlog = service.plan().backlog
-        sentences = c.app.indexes.sentence_indexer.current().plan()
-    except (StoreError, OSError):  # the line must come whatever the store says now
-        return "indexer stopped; the next start looks for what is left"
-    if backlog:
-        return f"indexer stopped: {count(backlog, 'paper')} still to embed; the next start resumes there"
-    if sentences.backlog:
-        return (
-            f"indexer stopped: every paper is embedded, the sentences of {count(sentences.backlog, 'paper')} "
-            "are still to do; the next start resumes there"
-        )
-    if sentences.summaries:
-        return (
-            f"indexer stopped: every paper is embedded, {count(sentences.summaries, 'one-line summary')} "
-            f"{agree(sentences.summaries, 'is', 'are')} still to choose; the next start resumes there"
-        )
-    return "indexer stopped: every paper is embedded, nothing was pending"
-
-
 def _sentences_slice(
     c: Context,
     say: Callable[[str], None],
@@ -221,8 +230,9 @@ def _sentences_slice(
 ) -> bool:
     """One slice of the sentences' backlog (papers embedded without their sentences); True when it did
     some. It stops between two batches once a paper waits for its vector (``papers``' backlog), so a new
-    paper waits one batch of sentences, seconds, not the slice; and once ``watch`` has a stop asked for. It
-    reports itself as the sentence phase (``papers``' reporter: what the search notes and /admin/jobs say)."""
+    paper waits one batch of sentences, seconds, not the slice, and once ``watch`` has a stop asked for. It
+    reports itself as the sentence phase
+    (``papers``' reporter: what the search notes and /admin/jobs say)."""
     sentences = c.app.indexes.sentence_indexer.current()
     plan = sentences.plan()
     if not plan.pending:
@@ -232,7 +242,7 @@ def _sentences_slice(
         reporter.report("sentences", remaining=0, sentences_left=plan.backlog, force=True)
     model_id = papers.embedder.model_id
     if watch is not None:
-        watch.doing = "the sentences of a batch of papers"
+        watch.doing = "making the papers' sentences"
     asked = watch.requested.is_set if watch is not None else lambda: False
     summary = sentences.run(
         _SliceLines(say, "sentences", plan.backlog, reporter),

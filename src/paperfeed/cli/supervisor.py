@@ -137,7 +137,8 @@ class Supervisor:
         url: str | None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
-        """``clock``: the time each line of the log is stamped with (UTC)."""
+        """``url``: the site's public URL, published in the status; ``clock``: the time each line of the log
+        is stamped with (UTC)."""
         self.children = [_Child(spec) for spec in specs]
         self.console = console
         self.identity = identity

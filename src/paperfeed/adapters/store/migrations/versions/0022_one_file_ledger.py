@@ -10,15 +10,15 @@ the file for every name it was imported under. Files now share one ledger (``fil
 one again changes nothing; a namespaced import's rows land there too and simply never match, so its
 next import merges once more and changes nothing). Nothing else reads the old rows.
 
-Revision ID: 0021_one_file_ledger
-Revises: 0020_paper_summaries
+Revision ID: 0022_one_file_ledger
+Revises: 0021_embedding_claims
 Create Date: 2026-12-01
 """
 
 from alembic import op
 
-revision = "0021_one_file_ledger"
-down_revision = "0020_paper_summaries"
+revision = "0022_one_file_ledger"
+down_revision = "0021_embedding_claims"
 branch_labels = None
 depends_on = None
 
