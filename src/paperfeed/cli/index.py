@@ -127,7 +127,7 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
                     f"{summary.remaining:,} still to embed"
                 )
             if summary.embedded == 0:
-                busy(None)
+                watch.doing = None
                 stopping.wait(poll)  # someone else took them: do not spin
             else:
                 topics_due = True
