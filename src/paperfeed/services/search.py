@@ -350,6 +350,14 @@ class HybridSearch:
         )
         return ranked, found
 
+    def similar_keyword(
+        self, paper: Paper, pool: int, filters: SearchFilters | None = None
+    ) -> list[ScoredId]:
+        """The keyword more-like-this list of ``paper``'s own title and abstract, best first (without the
+        paper itself); empty when the keyword index is unavailable."""
+        found = self._similar_keyword(paper, pool, filters, 1.0)
+        return [x for x in found if x.paper_id != paper.id][:pool]
+
     def _similar_keyword(
         self, paper: Paper, pool: int, filters: SearchFilters | None, weight: float
     ) -> list[ScoredId]:
