@@ -40,7 +40,8 @@ if TYPE_CHECKING:
 
 F32 = npt.NDArray[np.float32]
 FOLDER = CACHE_ROOT / "facets"
-DEPTH = 100  # first-stage candidates kept per query (PAPERFEED_SIMILAR_CANDIDATES)
+DEPTH = 50  # first-stage candidates kept per query: the service asks the first stage for as many, so
+# its pool is PAPERFEED_SIMILAR_CANDIDATES (100), as for a list of 10
 ENGINE = "tantivy"
 
 
@@ -51,6 +52,7 @@ class Sentences:
     vectors: F32
     roles: tuple[str, ...]
     spans: tuple[tuple[int, int], ...] = ()
+    probabilities: tuple[tuple[float, ...], ...] = ()  # each sentence's, in ROLES order
 
 
 @dataclass
@@ -202,6 +204,7 @@ def gather(name: str, queries: Sequence[str], cache: VectorCache, fresh: bool = 
                         np.asarray(r.vectors, dtype=np.float32),
                         tuple(s.role for s in r.sentences),
                         tuple((s.start, s.end) for s in r.sentences),
+                        tuple(s.probabilities for s in r.sentences),
                     )
         index = app.indexes.vectors.current()
         assert index is not None
@@ -259,7 +262,10 @@ def gather_claims(cache: VectorCache, fresh: bool = False) -> Corpus:
             for pid, r in store.sentences(wanted[start : start + 500], cache.embedder.model_id).items():
                 if r.vectors is not None and r.sentences:
                     sentences[pid] = Sentences(
-                        np.asarray(r.vectors, dtype=np.float32), tuple(s.role for s in r.sentences)
+                        np.asarray(r.vectors, dtype=np.float32),
+                        tuple(s.role for s in r.sentences),
+                        tuple((s.start, s.end) for s in r.sentences),
+                        tuple(s.probabilities for s in r.sentences),
                     )
     finally:
         app.close()

@@ -45,18 +45,32 @@ class FacetChoice:
     keyword: float = 0.0
     k: float = 60.0
     depth: int = 30
+    floor: float = 1.0  # least weight of a candidate's sentence of another role (1: role-blind)
     mode: str = "rerank"  # rerank: the overall order vs the facet match's; lean: the overall list with
     # the query's facet sentences weighing ``match`` times the others in its sentence match
 
     def __str__(self) -> str:
         if self.mode == "lean":
             return f"lean: facet sentences ×{self.match:g}"
-        return f"match {self.match:g}, keyword {self.keyword:g}, k {self.k:g}, depth {self.depth}"
+        kw = f", keyword {self.keyword:g}" if self.keyword else ""
+        return f"match {self.match:g}{kw}, k {self.k:g}, depth {self.depth}, floor {self.floor:g}"
 
 
 def meanmax(query: F32, candidate: F32) -> float:
     """Mean over the query's sentences of each one's best cosine among the candidate's sentences."""
     return float((query @ candidate.T).max(axis=1).mean())
+
+
+def role_weights(s: Sentences, facet: str, floor: float) -> list[float]:
+    """As the service weighs a candidate's sentences (domain.sentences.role_weights): the probability of
+    the facet's roles, never below ``floor`` (hard roles where no probabilities were kept)."""
+    from paperfeed.domain.sentences import ROLES
+
+    wanted = FACET_ROLES[facet]
+    if not s.probabilities:
+        return [1.0 if r in wanted else floor for r in s.roles]
+    at = [ROLES.index(r) for r in wanted]
+    return [max(floor, sum(p[i] for i in at)) for p in s.probabilities]
 
 
 def facet_rows(s: Sentences, facet: str) -> list[int]:
@@ -113,7 +127,8 @@ class Matches:
         return {pid: 0.5 * (x + self.reverse[pid]) for pid, x in self.overall.items()}
 
 
-def matches(c: Corpus, ql: QueryLists) -> Matches:
+def matches(c: Corpus, ql: QueryLists, floor: float = 1.0) -> Matches:
+    """``floor`` < 1: in the facets' matches a candidate's sentence of another role counts that much."""
     own = c.sentences.get(ql.query)
     pool = list(dict.fromkeys([pid for pid, _, _ in ql.first] + ql.keyword))
     pool = [pid for pid in pool if pid in c.sentences and pid != ql.query]
@@ -132,8 +147,17 @@ def matches(c: Corpus, ql: QueryLists) -> Matches:
     for facet in FACET_ROLES:
         rows = facet_rows(own, facet)
         rows_of[facet] = rows
-        if rows:
+        if not rows:
+            continue
+        if floor >= 1:
             facets[facet] = dict(zip(pool, best[rows].mean(axis=0).tolist(), strict=True))
+            continue
+        weights = np.asarray(
+            [w for pid in pool for w in role_weights(c.sentences[pid], facet, floor)], dtype=np.float32
+        )
+        weighted = sims[rows] * weights[None, :]
+        found = [float(weighted[:, a:b].max(axis=1).mean()) for a, b in itertools.pairwise(bounds)]
+        facets[facet] = dict(zip(pool, found, strict=True))
     return Matches(overall, facets, reverse, pool, best, rows_of)
 
 

@@ -130,19 +130,39 @@ class Runs:
         return float(np.mean(self.values[key])) if self.values.get(key) else float("nan")
 
 
-def grid(names: Sequence[str]) -> None:
+def significant_loss(after: Sequence[float], before: Sequence[float], rounds: int = 1000) -> bool:
+    """Whether ``after`` is below ``before`` beyond noise: the 95 % paired bootstrap interval of the
+    change of the mean lies wholly below 0."""
+    a, b = np.asarray(after, dtype=np.float64), np.asarray(before, dtype=np.float64)
+    if not len(a) or np.array_equal(a, b):
+        return False
+    rng = np.random.default_rng(13)
+    picks = rng.integers(0, len(a), size=(rounds, len(a)))
+    diffs = (a - b)[picks].mean(axis=1)
+    return bool(np.percentile(diffs, 97.5) < 0)
+
+
+FLOORS = (1.0, 0.5)
+
+
+def grid(names: Sequence[str], overall: str | None = None) -> None:
+    """Choose the settings on the train queries (see the module doc for the two rules)."""
     from bench.facet_rank import FacetChoice, Overall, facet_list, matches, overall_list
 
     proxies = load_proxies(names)
     found = {
-        p.name: {q: matches(p.corpus, p.corpus.lists[q]) for s in p.queries.values() for q in s}
-        for p in proxies
+        floor: {
+            p.name: {q: matches(p.corpus, p.corpus.lists[q], floor) for s in p.queries.values() for q in s}
+            for p in proxies
+        }
+        for floor in FLOORS
     }
 
     def run(p: Proxy, split: str, o: Overall, f: FacetChoice | None) -> Runs:
         values: dict[str, list[float]] = defaultdict(list)
+        floor = f.floor if f is not None else 1.0
         for q in p.queries[split]:
-            ql, m = p.corpus.lists[q], found[p.name][q]
+            ql, m = p.corpus.lists[q], found[floor][p.name][q]
             ov = overall_list(ql, m, o)
             if p.topical:
                 values["overall"].append(p.score(q, ov, "overall"))
@@ -155,48 +175,76 @@ def grid(names: Sequence[str]) -> None:
 
     topical = [p for p in proxies if p.topical]
     today = Overall()
-    base = {p.name: run(p, "train", today, None).mean("overall") for p in topical}
-    print("\n## the overall list's sentence stage, train queries (relative to today's list)")
+    before = {p.name: run(p, "train", today, None).values["overall"] for p in topical}
+    print(
+        "\n## the overall list's sentence stage, train queries (change against today's list)\n"
+        "rule: no topical proxy loses beyond noise (95 % paired interval wholly below 0: ✗); "
+        "the best mean relative gain over the proxies"
+    )
     scored = []
     for s, kw, k, d, direction in itertools.product(
-        [0.0, 0.25, 0.5, 1.0, 2.0], [0.0, 0.25, 0.5], [10.0, 30.0, 60.0], [30, 50, 100], ["query", "both"]
+        [0.0, 0.5, 0.75, 1.0, 1.5], [0.0, 0.25, 0.5], [10.0, 20.0, 30.0, 60.0], [30, 50], ["query", "both"]
     ):
         if (s == 0 and kw == 0) or (s == 0 and direction != "both"):
             continue
         o = Overall(s, kw, k, d, direction)
-        gains = {p.name: run(p, "train", o, None).mean("overall") / base[p.name] - 1 for p in topical}
-        scored.append((min(gains.values()), o, gains))
-    scored.sort(key=lambda x: -x[0])
-    for worth, o, gains in scored[:15]:
+        after = {p.name: run(p, "train", o, None).values["overall"] for p in topical}
+        gains = {n: float(np.mean(after[n])) / float(np.mean(before[n])) - 1 for n in after}
+        ok = not any(significant_loss(after[n], before[n]) for n in after)
+        scored.append((ok, float(np.mean(list(gains.values()))), o, gains))
+    scored.sort(key=lambda x: (-x[0], -x[1]))
+    for ok, worth, o, gains in scored[:15]:
         cells = "  ".join(f"{n.split()[0]} {g * 100:+.1f}%" for n, g in gains.items())
-        print(f"  {o!s:48s} smallest {worth * 100:+.1f}%   {cells}")
-    chosen = scored[0][1] if scored[0][0] > 0 else today
+        print(f"  {'  ' if ok else '✗ '}{o!s:56s} mean {worth * 100:+.1f}%   {cells}")
+    chosen = scored[0][2] if scored[0][0] and scored[0][1] > 0 else today
     print(f"chosen: {chosen}")
+    if overall is not None:  # the facets over another overall list (weight, keyword, k, depth, direction)
+        w, kw, k, d, direction = overall.split(",")
+        chosen = Overall(float(w), float(kw), float(k), int(d), direction)
+        print(f"the facets are measured over: {chosen}")
 
-    print("\n## each facet over the chosen overall list, train queries")
+    print(
+        "\n## the facets over the chosen overall list, train queries (change against the overall list)\n"
+        "rule: for every facet, no topical proxy that speaks for it loses beyond noise (✗); the best "
+        "smallest gain in CSAbstruct role agreement over the three facets (one setting for all)"
+    )
     facet_grid = [
-        FacetChoice(w, 0.0, k, d)
-        for w, k, d in itertools.product(
-            [0.25, 0.5, 0.75, 1.0, 1.5, 2.0], [10.0, 30.0, 60.0], [20, 30, 50, 100]
+        FacetChoice(w, 0.0, k, d, floor)
+        for w, k, d, floor in itertools.product(
+            [0.1, 0.2, 0.3, 0.5, 1.0], [10.0, 20.0, 60.0], [15, 20, 30, 50], FLOORS
         )
-    ] + [FacetChoice(w, mode="lean") for w in (1.5, 2.0, 3.0, 5.0, 10.0, 100.0)]
-    runs = {f: {p.name: run(p, "train", chosen, f) for p in proxies} for f in facet_grid}
-    for facet in FACETS:
-        rows = []
-        for f in facet_grid:
-            gains = {}
-            for p in proxies:
-                r = runs[f][p.name]
-                ref = r.mean("overall") if p.topical else r.mean(f"overall-{facet}")
-                gains[p.name] = r.mean(facet) / ref - 1
-            speaks = [p.name for p in proxies if facet in p.facets]
-            loses = any(gains[p.name] < 0 for p in topical)
-            rows.append((not loses, min(gains[n] for n in speaks), f, gains))
-        rows.sort(key=lambda x: (-x[0], -x[1]))
-        print(f"\n{facet}: speaks for it: {', '.join(speaks)}")
-        for ok, worth, f, gains in rows[:12]:
-            cells = "  ".join(f"{n.split()[0]} {g * 100:+.1f}%" for n, g in gains.items())
-            print(f"  {'  ' if ok else '✗ '}{f!s:40s} smallest {worth * 100:+.1f}%   {cells}")
+    ]
+    agreement = [p for p in proxies if not p.topical]
+    rows = []
+    for f in facet_grid:
+        runs = {p.name: run(p, "train", chosen, f) for p in proxies}
+        ok = True
+        cells = []
+        for p in proxies:
+            r = runs[p.name]
+            changes = []
+            for x in FACETS:
+                ref = r.values["overall"] if p.topical else r.values[f"overall-{x}"]
+                changes.append(float(np.mean(r.values[x])) / max(float(np.mean(ref)), 1e-12) - 1)
+                if p.topical and x in p.facets and significant_loss(r.values[x], ref):
+                    ok = False
+            cells.append(f"{p.name.split()[0][:10]} " + "/".join(f"{c * 100:+.1f}" for c in changes))
+        worth = min(
+            (
+                float(np.mean(runs[p.name].values[x])) / float(np.mean(runs[p.name].values[f"overall-{x}"]))
+                - 1
+                for p in agreement
+                for x in FACETS
+            ),
+            default=0.0,
+        )
+        rows.append((ok, worth, f, cells))
+    rows.sort(key=lambda x: (-x[0], -x[1]))
+    print("  (each proxy: background/method/result, % against the overall list)")
+    for ok, worth, f, cells in rows[:20]:
+        mark = "  " if ok else "✗ "
+        print(f"  {mark}{f!s:40s} smallest agreement gain {worth * 100:+.1f}%   {'  '.join(cells)}")
+    print(f"chosen: {rows[0][2] if rows[0][0] else 'none admissible'}")
 
 
 # -- report: the shipped settings through the service -------------------------------------------------
@@ -401,13 +449,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("step", choices=["grid", "report"])
     parser.add_argument("--proxies", default=",".join(PROXIES))
     parser.add_argument("--served", action="store_true")
+    parser.add_argument("--overall", default=None, help="grid: the facets over this overall setting")
     args = parser.parse_args(argv)
     from bench.sentence_roles import cpu_flags
 
     print(f"CPU: {os.cpu_count()} cores, {cpu_flags()}; load {os.getloadavg()[0]:.2f} (1-min)")
     names = [n.strip() for n in args.proxies.split(",") if n.strip()]
     if args.step == "grid":
-        grid(names)
+        grid(names, args.overall)
     else:
         report(names, args.served)
 

@@ -376,13 +376,13 @@ class SettingsModel(BaseModel):
         "0: off. Chosen on the train queries of bench/facet_similar.py's proxies.",
     )
     similar_sentence_keyword_weight: float = Field(
-        default=0.0,
+        default=0.25,
         ge=0,
         description="Similar papers: weight of the keyword more-like-this list of the paper's own words in "
         "the same fusion (0: off).",
     )
     similar_sentence_rrf_k: float = Field(
-        default=30.0, ge=0, description="Similar papers: rank fusion constant k of the sentence stage."
+        default=20.0, ge=0, description="Similar papers: rank fusion constant k of the sentence stage."
     )
     similar_sentence_depth: int = Field(
         default=50,
