@@ -1,17 +1,17 @@
 """What similar papers by facet cost: store bytes and embedding CPU a paper, measured, per 100k papers (#33).
 
 Real arXiv papers (the 2007-2017 OAI sample, md5 order) go through paperfeed's real composition
-(``build_app`` on SQLite, the bundled MiniLM on torch): imported, embedded by the indexer's first pass,
-then split, embedded and classified by its second pass (``SentenceIndexer``). Measured:
+(``build_app`` on SQLite, the bundled MiniLM, the shipped role model), in two fresh data folders:
 
-* **storage**: the bytes SQLite's pages hold for ``paper_sentences`` and its index (``dbstat``), per
-  paper, beside the papers' own vector index on disk;
-* **embedding cost**: wall and CPU seconds (``time.process_time``, all threads) of each pass, per paper;
-* **sentences per paper** on a larger sample (splitting is cheap), since cost scales with it.
+* **one pass** (what ``paperfeed index`` does since #39): each batch's papers embedded with their
+  sentences, the sentence vectors pooled from the papers' own forward pass (late chunking);
+* **vectors only** (``paperfeed index --no-sentences``), then the sentences alone (the second pass, as it
+  runs for papers embedded without theirs: another forward pass over each paper's text).
 
-The role model is fitted once from the bench vector cache (CSAbstruct's train split, as an instance
-trains it; its training embeds 11,333 sentences once per embedding model, which the sentence rate
-measured here prices). Extrapolation to 100k papers is linear: both passes work in fixed-size batches.
+Measured: wall and CPU seconds (``time.process_time``, all threads) of each, per paper and their ratio;
+the bytes SQLite's pages hold for ``paper_sentences`` and its index (``dbstat``), per paper, beside the
+papers' own vector index on disk; and the sentences per paper on a larger sample (splitting is cheap).
+Extrapolation to 100k papers is linear: the passes work in fixed-size batches.
 
     .venv/bin/python -m bench.facet_cost [--papers 400]
 """
@@ -24,47 +24,22 @@ import platform
 import sqlite3
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
 from bench.sentence_roles import cpu_flags
-from bench.vector_cache import CACHE_ROOT, CORPORA, Doc, VectorCache, read_jsonl, sample_key
-from paperfeed.adapters.sentences.roles import LinearRoleModel, read_training
+from bench.vector_cache import CACHE_ROOT, CORPORA, Doc, read_jsonl, sample_key
 from paperfeed.adapters.sentences.splitter import SentencexSplitter
-from paperfeed.bootstrap import build_app
+from paperfeed.bootstrap import App, build_app
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Paper
-from paperfeed.domain.sentences import EmbedTexts
 from paperfeed.services.sentences import MAX_SENTENCES
 from paperfeed.settings import Settings
 
 PER = 100_000
-
-
-class CachedRoles:
-    """:class:`~paperfeed.domain.sentences.RoleModels` with the shipped recipe fitted on cached vectors."""
-
-    def __init__(self, cache: VectorCache) -> None:
-        self.cache = cache
-        self.model: LinearRoleModel | None = None
-
-    def current(self, embedder_model: str) -> LinearRoleModel | None:
-        return self.model if self.model is not None and self.model.embedding_model == embedder_model else None
-
-    def train(self, embed: EmbedTexts) -> LinearRoleModel:
-        abstracts = read_training()
-        docs = [Doc(f"t{i}:{j}", s, "") for i, (ss, _) in enumerate(abstracts) for j, s in enumerate(ss)]
-        vectors = self.cache.vectors("csabstruct_sentences", docs, report=print)
-        rows, at = [], 0
-        for sentences, labels in abstracts:
-            rows.append((vectors[at : at + len(sentences)], labels))
-            at += len(sentences)
-        texts = [sentences for sentences, _ in abstracts]
-        self.model = LinearRoleModel.fit(rows, embedding_model=embed.model_id, texts=texts)
-        return self.model
 
 
 def table_bytes(db: Path, *names: str) -> int:
@@ -118,57 +93,68 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
 
     chosen = arxiv[: args.papers]
-    cache = VectorCache.default(args.backend, args.threads)
-    with tempfile.TemporaryDirectory(prefix="facet-cost-") as tmp:
+
+    def fresh(tmp: str, name: str) -> tuple[Settings, App]:
         settings = Settings(
-            data_dir=Path(tmp) / "data",
+            data_dir=Path(tmp) / name,
             embedding_backend=args.backend,
             embedding_threads=args.threads,
             model_cache=CACHE_ROOT / "models",
         )
         app = build_app(settings)
-        try:
-            roles = CachedRoles(cache)
-            app.indexes.__dict__["role_models"] = roles
-            result = app.core.store.apply_batch(Batch(papers=papers_of(chosen)))
-            app.indexes.keyword.on_papers_changed(result)
-            app.indexes.keyword.flush()
-            embedder = app.indexes.embedders.current()
-            embedder.embed(["warm the model up"])
-            roles.train(embedder)  # fitted before timing: a one-off per embedding model
+        result = app.core.store.apply_batch(Batch(papers=papers_of(chosen)))
+        app.indexes.keyword.on_papers_changed(result)
+        app.indexes.keyword.flush()
+        app.indexes.embedders.current().embed(["warm the model up"])
+        return settings, app
 
-            wall, cpu = time.perf_counter(), time.process_time()
-            app.indexes.indexer.current().run()
-            paper_wall, paper_cpu = time.perf_counter() - wall, time.process_time() - cpu
-            wall, cpu = time.perf_counter(), time.process_time()
-            summary = app.indexes.sentence_indexer.current().run()
-            sent_wall, sent_cpu = time.perf_counter() - wall, time.process_time() - cpu
+    def timed(work: Callable[[], object]) -> tuple[float, float]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        work()
+        return time.perf_counter() - wall, time.process_time() - cpu
+
+    with tempfile.TemporaryDirectory(prefix="facet-cost-") as tmp:
+        settings, app = fresh(tmp, "one-pass")
+        try:
+            one = timed(lambda: app.indexes.indexer.current().run())
+            summary = app.indexes.sentence_indexer.current().run()  # nothing left: the plan's check only
+            assert summary.papers == 0, f"{summary.papers} papers were left for the second pass"
             db = settings.data_dir / "paperfeed.db"
             sentences_bytes = table_bytes(db, "paper_sentences", "ix_paper_sentences_model_paper")
             papers_bytes = table_bytes(db, "papers")
             vector_bytes = folder_bytes(settings.data_dir / "vectors")
-            model_id = embedder.model_id
+            model_id = app.indexes.embedders.current().model_id
+            stored = app.indexes.sentences.sentences(
+                [d.id for d in chosen], app.indexes.sentence_indexer.current().model_id
+            )
+            sentence_count = sum(len(r.sentences) for r in stored.values())
+        finally:
+            app.close()
+        _, app = fresh(tmp, "two-passes")
+        try:
+            alone = timed(lambda: app.indexes.indexer.current().run(sentences=False))
+            second = timed(lambda: app.indexes.sentence_indexer.current().run())
         finally:
             app.close()
     n = len(chosen)
-    per_sentence = summary.sentences / max(summary.papers, 1)
     print(
-        f"\n## {n} papers through the indexer's two passes "
-        f"({model_id}, {args.backend}, {args.threads} thread(s), SQLite)"
+        f"\n## {n} papers, {sentence_count:,} sentences ({sentence_count / n:.2f} a paper): "
+        f"{model_id}, {args.backend}, {args.threads} thread(s), SQLite"
     )
-    print(
-        f"sentence pass: {summary.papers} papers, {summary.sentences:,} sentences "
-        f"({per_sentence:.2f} a paper)"
-    )
-    print(f"{'':<34}{'wall s':>9}{'CPU s':>9}{'CPU s/paper':>13}{'CPU h per 100k':>16}")
-    for label, w, c in (
-        ("papers' own vectors (pass 1)", paper_wall, paper_cpu),
-        ("sentences (pass 2)", sent_wall, sent_cpu),
+    print(f"{'':<46}{'wall s':>9}{'CPU s':>9}{'CPU s/paper':>13}{'CPU h per 100k':>16}{'x vectors':>11}")
+    for label, (w, c) in (
+        ("papers' vectors only (--no-sentences)", alone),
+        ("one pass: vectors and sentences (shipped)", one),
+        ("sentences alone, a second pass", second),
     ):
-        print(f"{label:<34}{w:>9.1f}{c:>9.1f}{c / n:>13.3f}{c / n * PER / 3600:>16.1f}")
+        print(
+            f"{label:<46}{w:>9.1f}{c:>9.1f}{c / n:>13.3f}{c / n * PER / 3600:>16.1f}"
+            f"{c / max(alone[1], 1e-9):>11.2f}"
+        )
+    both = (alone[1] + second[1]) / max(alone[1], 1e-9)
     print(
-        f"the sentences cost {sent_cpu / max(paper_cpu, 1e-9):.2f}x the papers' own embedding in CPU; "
-        f"wall time on the 2 shared cores: {sent_wall / n * PER / 3600:.1f} h per 100k papers"
+        f"one pass costs {one[1] / max(alone[1], 1e-9):.2f}x the CPU of the vectors alone "
+        f"(vectors, then a second pass for the sentences: {both:.2f}x)"
     )
     print(f"\n## storage (SQLite pages, dbstat) for {n} papers")
     print(
@@ -179,10 +165,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"(for scale: the papers table {papers_bytes / n:,.0f} bytes a paper; the papers' vector index "
         f"{vector_bytes / n:,.0f} bytes a paper on disk)"
     )
-    print(
-        f"the training embedding of the role model (11,333 sentences, once per embedding model) takes about "
-        f"{sent_cpu / max(summary.sentences, 1) * 11_333:.0f} s CPU at this sentence rate"
-    )
+    print("the role model ships trained for the bundled model: no training is counted or needed")
 
 
 if __name__ == "__main__":

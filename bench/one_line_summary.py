@@ -11,7 +11,8 @@ with 95 % bootstrap intervals (papers resampled; the differences paired).
 
     PYTHONPATH=src .venv/bin/python -m bench.one_line_summary [--papers N] [--threads 2]
 
-Sentence vectors are cached in /work/bench-cache/one-line (first run: ~55k sentences to embed).
+Sentence vectors are pooled from each paper's own forward pass, as the indexer makes them (late chunking),
+and cached by bench/vector_cache.py (first run: ~5.7k papers to embed).
 """
 
 from __future__ import annotations
@@ -30,10 +31,10 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from bench.vector_cache import CACHE_ROOT, SHARED, default_embedder
+from bench.vector_cache import CACHE_ROOT, SHARED, Doc, VectorCache, default_embedder
 from paperfeed.adapters.sentences.roles import RoleModelFolder
 from paperfeed.adapters.sentences.splitter import SentencexSplitter
-from paperfeed.domain.sentences import ROLES, Sentence
+from paperfeed.domain.sentences import ROLES, Sentence, pools_sentences
 from paperfeed.domain.summaries import (
     SUMMARY_RULE,
     SummaryRule,
@@ -52,6 +53,7 @@ class Item:
     id: str
     abstract: str
     reference: str  # HF's ai_summary
+    title: str = ""  # the sentences are pooled from the paper's own text, title and abstract
     sentences: tuple[Sentence, ...] = ()
     vectors: F32 | None = None
     rouge: F32 | None = None  # ROUGE-L F1 of each sentence against the reference
@@ -79,7 +81,12 @@ def load(limit: int | None) -> list[Item]:
             d = orjson.loads(line)
             summary, abstract = d.get("ai_summary"), d.get("abstract")
             if summary and abstract and d["id"] not in items:
-                items[d["id"]] = Item(d["id"], " ".join(abstract.split()), " ".join(summary.split()))
+                items[d["id"]] = Item(
+                    d["id"],
+                    " ".join(abstract.split()),
+                    " ".join(summary.split()),
+                    " ".join(str(d.get("title") or "").split()),
+                )
     found = sorted(items.values(), key=lambda i: hashlib.md5(i.id.encode()).hexdigest())
     return found[:limit] if limit else found
 
@@ -110,14 +117,16 @@ def prepare(items: list[Item], threads: int | None) -> dict[str, float]:
     started = time.perf_counter()
     splitter = SentencexSplitter()
     spans = [splitter.split(i.abstract)[:MAX_SENTENCES] for i in items]
-    texts = [i.abstract[a:b] for i, found in zip(items, spans, strict=True) for a, b in found]
     seconds["split"] = time.perf_counter() - started
     started = time.perf_counter()
-    vectors = embed_cached(f"sentences-{len(items)}", texts, embedder.embed)
+    papers = [(Doc(i.id, i.title, i.abstract), found) for i, found in zip(items, spans, strict=True)]
+    pooled = VectorCache(embedder).sentence_vectors("hf_daily_summaries", papers, report=print)
+    vectors = np.vstack([v.reshape(-1, embedder.dimension) for v in pooled])  # as the indexer makes them
     references = embed_cached(f"references-{len(items)}", [i.reference for i in items], embedder.embed)
     seconds["embed (or load)"] = time.perf_counter() - started
     started = time.perf_counter()
-    folder = RoleModelFolder(CACHE / "roles")
+    folder = RoleModelFolder(CACHE / "roles")  # the shipped one for the bundled model
+    assert pools_sentences(embedder)
     roles = folder.current(embedder.model_id) or folder.train(embedder)
     seconds["role model (load or train)"] = time.perf_counter() - started
     started = time.perf_counter()

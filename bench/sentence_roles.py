@@ -61,9 +61,39 @@ def read_splits() -> dict[str, list[tuple[list[str], list[str]]]]:
     return out
 
 
+def abstract_spans(sentences: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
+    """The gold sentences joined by spaces, as an abstract, and each sentence's span in it."""
+    spans, at = [], 0
+    for sentence in sentences:
+        spans.append((at, at + len(sentence)))
+        at += len(sentence) + 1
+    return " ".join(sentences), spans
+
+
+def embed_splits_late(
+    cache: VectorCache, splits: dict[str, list[tuple[list[str], list[str]]]]
+) -> dict[str, Abstracts]:
+    """The sentence vectors as the indexer makes them (late chunking, ``SENTENCE_VECTORS``): each
+    abstract's gold sentences pooled from one forward pass over the abstract (no title: CSAbstruct has
+    none), as the shipped role model is trained (``RoleModelFolder.train``)."""
+    papers = []
+    for name, rows in splits.items():
+        for i, (sentences, _) in enumerate(rows):
+            text, spans = abstract_spans(sentences)
+            papers.append((Doc(f"{name}{i}", "", text), spans))
+    pooled = cache.sentence_vectors("csabstruct", papers, report=print)
+    out: dict[str, Abstracts] = {}
+    at = 0
+    for name, rows in splits.items():
+        out[name] = [(pooled[at + i], labels) for i, (_, labels) in enumerate(rows)]
+        at += len(rows)
+    return out
+
+
 def embed_splits(
     cache: VectorCache, splits: dict[str, list[tuple[list[str], list[str]]]]
 ) -> dict[str, Abstracts]:
+    """Each sentence embedded on its own (how sentence vectors were made before late chunking)."""
     docs = [
         Doc(f"{name}{i}:{j}", s, "")
         for name, rows in splits.items()
@@ -188,6 +218,15 @@ def float16_error(data: dict[str, Abstracts]) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--c", type=float, nargs="*", default=[0.3, 1.0, 3.0], help="C grid")
+    parser.add_argument(
+        "--vectors",
+        nargs="*",
+        choices=["late", "separate"],
+        default=["late"],
+        help="how sentence vectors are made: late (pooled from the abstract's forward pass, shipped) or "
+        "separate (each sentence embedded on its own, as before #39); both: compared in one run",
+    )
+    parser.add_argument("--backend", default=None, help="embedding backend (default: torch, the reference)")
     args = parser.parse_args(argv)
     print(f"CPU: {platform.machine()}, {os.cpu_count()} cores, {cpu_flags()}")
     splits = read_splits()
@@ -205,30 +244,39 @@ def main(argv: Sequence[str] | None = None) -> None:
             "the shipped training set differs from the train split: fix data/csabstruct_train.jsonl.gz"
         )
     splitting(splits)
-    cache = VectorCache.default()
-    data = embed_splits(cache, splits)
+    cache = VectorCache.default(args.backend)
+    for method in args.vectors:
+        print(f"\n# sentence vectors: {method} ({cache.embedder.model_id})")
+        data = (embed_splits_late if method == "late" else embed_splits)(cache, splits)
+        evaluate(data, splits, args.c)
+
+
+def evaluate(
+    data: dict[str, Abstracts], splits: dict[str, list[tuple[list[str], list[str]]]], grid: Sequence[float]
+) -> None:
+    """The recipes chosen on dev, reported on test; the shipped classifier's figures."""
     float16_error(data)
     gold_dev, gold_test = labels_of(data["dev"]), labels_of(data["test"])
 
     print(
         f"\n## choice on dev (macro-F1; C = inverse regularisation)\n{'features':<48}"
-        + "".join(f"{f'C={c:g}':>9}" for c in args.c)
+        + "".join(f"{f'C={c:g}':>9}" for c in grid)
     )
     began = time.monotonic()
     dev: dict[str, dict[float, float]] = {}
     test: dict[str, dict[float, list[Array]]] = {}  # predicted now, looked at only for the dev choice
     for name, recipe in RECIPES.items():
         dev[name], test[name] = {}, {}
-        for c in args.c:
+        for c in grid:
             model = fit(data["train"], recipe, c)
             dev[name][c] = scores(gold_dev, predict(model, data["dev"], recipe))[1]
             test[name][c] = predict(model, data["test"], recipe)
-        print(f"{name:<48}" + "".join(f"{dev[name][c]:>9.4f}" for c in args.c), flush=True)
+        print(f"{name:<48}" + "".join(f"{dev[name][c]:>9.4f}" for c in grid), flush=True)
     texts = {split: [sentences for sentences, _ in rows] for split, rows in splits.items()}
     recipe_shipped = f"shipped: the above + words, balanced ({shipped.FEATURES})"
     dev[recipe_shipped], test[recipe_shipped] = {}, {}
     fitted: dict[float, tuple[LinearRoleModel, float]] = {}
-    for c in args.c:
+    for c in grid:
         cpu = time.process_time()
         model = LinearRoleModel.fit(data["train"], embedding_model="bench", c=c, texts=texts["train"])
         fitted[c] = (model, time.process_time() - cpu)
@@ -239,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         dev[recipe_shipped][c] = scores(gold_dev, roles_of("dev"))[1]
         test[recipe_shipped][c] = roles_of("test")
-    print(f"{recipe_shipped:<48}" + "".join(f"{dev[recipe_shipped][c]:>9.4f}" for c in args.c), flush=True)
+    print(f"{recipe_shipped:<48}" + "".join(f"{dev[recipe_shipped][c]:>9.4f}" for c in grid), flush=True)
     f1_dev, name, c = max((f1, n, cc) for n, row in dev.items() for cc, f1 in row.items())
     print(
         f"chosen on dev: {name}, C={c:g} (dev macro-F1 {f1_dev:.4f}); "
@@ -249,7 +297,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print("\n## test split (226 abstracts, 1,349 sentences), each recipe at its best dev C")
     print(f"{'features':<48}{'accuracy':>10}{'macro-F1':>10}{'95% CI':>18}")
     for recipe_name in RECIPES:
-        dev_best = max(args.c, key=lambda cc: dev[recipe_name][cc])
+        dev_best = max(grid, key=lambda cc: dev[recipe_name][cc])
         pred = test[recipe_name][dev_best]
         acc, macro, _ = scores(gold_test, pred)
         low, high = bootstrap(gold_test, pred)

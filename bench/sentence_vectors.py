@@ -7,15 +7,19 @@ come from the bench vector cache (bench/vector_cache.py; a text is embedded once
 and kept by its content hash), so :func:`fill_sentences` can run the indexer's real second pass
 (:class:`~paperfeed.services.sentences.SentenceIndexer`: the shipped splitter, the role model trained in
 the instance's data folder, the store's rows) on any bench instance at the cost of a cache read.
-
-    .venv/bin/python -m bench.sentence_vectors seeds scifact_1800 csabstruct   # fill the cache once
+Sentence vectors are pooled late (from the paper's own forward pass, as the indexer makes them since
+issue #39), cached under the sentence vector space (``sentence_model_id``) by text, spans and head.
 """
 
 from __future__ import annotations
 
-import argparse
+import hashlib
+import os
+import re
 import time
+import uuid
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -29,13 +33,20 @@ F32 = npt.NDArray[np.float32]
 MAX_SENTENCES = 40  # services.sentences.MAX_SENTENCES
 
 
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.+_-]", "_", name)
+
+
 class CachingEmbedder:
-    """The cache's embedder (same ``model_id``), each text's vector read from the corpus ``corpus``."""
+    """The cache's embedder (same ``model_id``): each text's vector read from the corpus ``corpus``, and
+    (``embed_spans``, late chunking as the indexer pools sentences) each text's vector and its spans'
+    from the sentence vector space's folder of that corpus, keyed by the text, its spans and its head."""
 
     def __init__(self, cache: VectorCache, corpus: str, report: Callable[[str], None] | None = None) -> None:
         self.cache = cache
         self.corpus = corpus
         self.report = report
+        self._late: dict[str, tuple[F32, F32]] | None = None
 
     @property
     def model_id(self) -> str:
@@ -48,6 +59,69 @@ class CachingEmbedder:
     def embed(self, texts: Sequence[str]) -> F32:
         docs = [Doc(str(i), t, "") for i, t in enumerate(texts)]  # embedding_text(t, "") is t
         return self.cache.vectors(self.corpus, docs, report=self.report)
+
+    def _folder(self) -> Path:
+        from paperfeed.domain.sentences import sentence_model_id
+
+        return self.cache.root / _safe(sentence_model_id(self.model_id)) / _safe(self.corpus)
+
+    def _read_late(self) -> dict[str, tuple[F32, F32]]:
+        if self._late is None:
+            self._late = {}
+            for path in sorted(self._folder().glob("late-*.npz")):
+                with np.load(path, allow_pickle=False) as data:
+                    keys, counts = data["keys"], data["counts"]
+                    papers, flat = data["papers"].astype(np.float32), data["spans"].astype(np.float32)
+                at = 0
+                for k, n, v in zip(keys, counts, papers, strict=True):
+                    self._late[str(k)] = (v, flat[at : at + int(n)])
+                    at += int(n)
+        return self._late
+
+    def embed_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]], heads: Sequence[int]
+    ) -> tuple[F32, list[F32]]:
+        """The real embedder's ``embed_spans`` for what the cache lacks (one shard per call)."""
+        from paperfeed.domain.sentences import pools_sentences
+
+        def key(text: str, found: Sequence[tuple[int, int]], head: int) -> str:
+            body = f"{head}:{','.join(f'{a}-{b}' for a, b in found)}:{text}"
+            return hashlib.blake2b(body.encode(), digest_size=16).hexdigest()
+
+        keys = [key(t, s, h) for t, s, h in zip(texts, spans, heads, strict=True)]
+        known = self._read_late()
+        missing: list[int] = []  # the first text of each key the cache lacks
+        for i, k in enumerate(keys):
+            if k not in known and all(keys[j] != k for j in missing):
+                missing.append(i)
+        if missing:
+            embedder = self.cache.embedder
+            if not pools_sentences(embedder):
+                raise SystemExit(f"{embedder.model_id}: this embedder does not pool sentence vectors")
+            if self.report:
+                self.report(f"{self.corpus}: pooling the sentences of {len(missing):,} texts late")
+            papers, pooled = embedder.embed_spans(
+                [texts[i] for i in missing], [spans[i] for i in missing], [heads[i] for i in missing]
+            )
+            folder = self._folder()
+            folder.mkdir(parents=True, exist_ok=True)
+            token = f"{time.time_ns()}-{uuid.uuid4().hex[:6]}"
+            tmp, path = folder / f".tmp-{token}.npz", folder / f"late-{token}.npz"
+            dim = self.dimension
+            np.savez(
+                tmp,
+                keys=np.array([keys[i] for i in missing]),
+                counts=np.array([len(v) for v in pooled], dtype=np.int64),
+                papers=np.asarray(papers, dtype=np.float32),
+                spans=np.vstack([np.asarray(v, dtype=np.float32).reshape(-1, dim) for v in pooled]),
+            )
+            os.replace(tmp, path)
+            for i, v, found in zip(missing, papers, pooled, strict=True):
+                known[keys[i]] = (np.asarray(v, dtype=np.float32), np.asarray(found, dtype=np.float32))
+        return (
+            np.stack([known[k][0] for k in keys]).astype(np.float32),
+            [known[k][1] for k in keys],
+        )
 
 
 def sentence_texts(abstracts: Sequence[str]) -> list[str]:
@@ -101,7 +175,8 @@ def fill_sentences(
 ) -> int:
     """Run the indexer's sentence pass over an instance's backlog (``store``: its SentenceStore,
     ``role_models``: its RoleModels), sentence vectors from the cache corpus ``corpus`` and the role
-    model's training sentences from ``csabstruct_sentences``; the papers done."""
+    model: the one shipped for the bundled model, else trained on vectors from ``csabstruct_sentences``;
+    the papers done."""
     from paperfeed.adapters.sentences.splitter import SentencexSplitter
     from paperfeed.services.sentences import SentenceIndexer
 
@@ -117,44 +192,3 @@ def fill_sentences(
         batch_size=batch_size,
     )
     return indexer.run().papers
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Fill the cache with corpora's sentence vectors.")
-    parser.add_argument("corpora", nargs="+", help="seeds, scifact_1800, csabstruct, paperscape, …")
-    parser.add_argument("--backend", default="torch")
-    parser.add_argument("--threads", type=int, default=None)
-    args = parser.parse_args(argv)
-    cache = VectorCache.default(args.backend, args.threads)
-
-    def report(message: str) -> None:
-        print(f"{time.strftime('%H:%M:%S')} {message}", flush=True)
-
-    for name in args.corpora:
-        if name == "csabstruct":  # the dataset's own sentences (the role model's training and tests)
-            import gzip
-
-            import orjson
-
-            from bench.vector_cache import SHARED
-
-            texts = []
-            with gzip.open(SHARED / "data" / "csabstruct.jsonl.gz", "rb") as fh:
-                for line in fh:
-                    texts.extend(orjson.loads(line)["sentences"])
-            CachingEmbedder(cache, "csabstruct_sentences", report).embed(texts)
-            report(f"csabstruct: {len(texts):,} sentences cached")
-            continue
-        if name == "paperscape":
-            from bench.similar_citations import read_papers
-
-            abstracts = [r.abstract for r in read_papers().values() if r.abstract]
-        else:
-            abstracts = [d.abstract for d in corpus_docs(name) if d.abstract]
-        texts = sentence_texts(abstracts)
-        CachingEmbedder(cache, f"{name.split('_')[0]}_sentences", report).embed(texts)
-        report(f"{name}: {len(texts):,} sentences of {len(abstracts):,} abstracts cached")
-
-
-if __name__ == "__main__":
-    main()

@@ -245,6 +245,65 @@ class VectorCache:
             return np.zeros((0, self.embedder.dimension), dtype=np.float32)
         return np.stack([found[d.hash] for d in docs]).astype(np.float32)
 
+    def sentence_vectors(
+        self,
+        corpus: str,
+        papers: Sequence[tuple[Doc, Sequence[tuple[int, int]]]],
+        *,
+        chunk: int = 256,
+        report: Callable[[str], None] | None = None,
+    ) -> list[F32]:
+        """Each paper's sentence vectors as the indexer makes them (``domain.sentences.embed_sentences``:
+        late chunking over the paper's own text), for the spans given (of its abstract), cached under
+        the sentence vector space (``sentence_model_id``) by the paper's text and spans."""
+        from paperfeed.domain.sentences import embed_sentences, pools_sentences, sentence_model_id
+
+        embedder = self.embedder
+        if not pools_sentences(embedder):
+            raise SystemExit(f"{embedder.model_id}: this embedder does not pool sentence vectors")
+        folder = self.root / _safe(sentence_model_id(embedder.model_id)) / _safe(corpus)
+
+        def key(doc: Doc, spans: Sequence[tuple[int, int]]) -> str:
+            text = f"{doc.hash}:" + ",".join(f"{a}-{b}" for a, b in spans)
+            return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+        found: dict[str, F32] = {}
+        for path in sorted(folder.glob("part-*.npz")):
+            with np.load(path, allow_pickle=False) as data:
+                keys, counts, flat = data["keys"], data["counts"], data["vectors"].astype(np.float32)
+            at = 0
+            for k, n in zip(keys, counts, strict=True):
+                found[str(k)] = flat[at : at + int(n)]
+                at += int(n)
+        keys = [key(d, s) for d, s in papers]
+        missing = list({k: p for k, p in zip(keys, papers, strict=True) if k not in found}.items())
+        if report and missing:
+            report(
+                f"{corpus}: {len(papers) - len(missing):,} cached, pooling {len(missing):,} papers' sentences"
+            )
+        started = time.perf_counter()
+        for begin in range(0, len(missing), chunk):
+            part = missing[begin : begin + chunk]
+            _, pooled = embed_sentences(embedder, [(d.title, d.abstract, s) for _, (d, s) in part])
+            folder.mkdir(parents=True, exist_ok=True)
+            token = f"{time.time_ns()}-{uuid.uuid4().hex[:6]}"
+            tmp, path = folder / f".tmp-{token}.npz", folder / f"part-{token}.npz"
+            dim = embedder.dimension
+            np.savez(
+                tmp,
+                keys=np.array([k for k, _ in part]),
+                counts=np.array([len(v) for v in pooled], dtype=np.int64),
+                vectors=np.vstack([v.reshape(-1, dim) for v in pooled]).astype(np.float32),
+            )
+            os.replace(tmp, path)
+            for (k, _), v in zip(part, pooled, strict=True):
+                found[k] = v
+            if report:
+                done = begin + len(part)
+                rate = done / max(time.perf_counter() - started, 1e-9)
+                report(f"{corpus}: {done:,} papers pooled here ({rate:,.1f}/s), {len(missing) - done:,} left")
+        return [found[k] for k in keys]
+
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Fill the benchmark vector cache (resumable).")

@@ -252,8 +252,9 @@ class SettingsModel(BaseModel):
         default="auto",
         description="How papers are embedded: auto (time torch, onnx and onnx-int8 on this machine once "
         f"and keep the fastest whose vectors are torch's, cosine >= {AGREEMENT_FLOOR} on every probe text: "
-        "torch or onnx, since onnx-int8's rank worse; recorded in <data_dir>/embedding-calibration.json, "
-        "redone by `paperfeed index --calibrate`), onnx (same vectors as torch), onnx-int8 (quantised, its "
+        "torch or onnx, since onnx-int8's rank worse; recorded in <data_dir>/embedding-calibration.json and, "
+        "for new data folders on this machine, beside the ONNX exports; redone by `paperfeed index "
+        "--calibrate`), onnx (same vectors as torch), onnx-int8 (quantised, its "
         "own vectors: faster on AVX512-VNNI CPUs, lower search quality), torch (reference), fake (hashing, "
         "for tests). A change of vector space re-embeds everything.",
     )
@@ -426,7 +427,8 @@ class SettingsModel(BaseModel):
         ge=1,
         le=10_000,
         description="Papers whose abstracts' sentences are split, embedded and classified per committed "
-        "batch (the indexer's second pass, after the papers' vectors).",
+        "batch in the indexer's second pass (papers embedded without their sentences; new papers get theirs "
+        "in the same pass as their vectors); a running indexer's slice gives way between two batches.",
     )
     topics_method: Literal["kmeans", "hdbscan"] = Field(
         default="kmeans",

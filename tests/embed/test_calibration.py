@@ -66,6 +66,8 @@ def _chooser(
     records: _Records | CalibrationFile,
     stored: dict[str, int] | None = None,
     candidates: tuple[str, ...] = ("torch", "onnx", "onnx-int8"),
+    machine: _Records | None = None,
+    threads: int = 1,
 ) -> BackendChooser:
     return BackendChooser(
         open_backend=open_backend.__getitem__,
@@ -74,8 +76,9 @@ def _chooser(
         stored_models=lambda: dict(stored or {}),
         model="all-MiniLM-L6-v2@256",
         cpu=cpu_info().describe(),
-        threads=1,
+        threads=threads,
         candidates=candidates,
+        machine=machine,
     )
 
 
@@ -193,6 +196,25 @@ def test_first_use_with_stored_vectors_measures_only_within_their_space() -> Non
     found = _chooser(fake, records, stored={"q-hash8": 3}).resolve()
     assert (found.backend, found.reason) == ("onnx-int8", "calibrated now, within the stored vectors' space")
     assert records.saved[-1].backend == "onnx-int8"  # kept although it disagrees with the reference
+
+
+def test_a_new_data_folder_takes_the_machines_calibration_and_measures_nothing() -> None:
+    """Issue #39: the timings are the machine's, so a second data folder on it does not measure again --
+    unless it has vectors of its own (their space decides) or runs with another thread count."""
+    fake = {"torch": FakeEmbedder(8, "m"), "onnx": FakeEmbedder(8, "m"), "onnx-int8": FakeEmbedder(8, "q")}
+    machine, first = _Records(), _Records()
+    made = _chooser(fake, first, machine=machine).resolve()
+    assert made.reason == "calibrated now"
+    assert machine.saved == first.saved  # measured once, kept for the machine too
+    second = _Records()
+    found = _chooser(fake, second, machine=machine).resolve(calibrate=False)  # a reader: never measures
+    assert (found.backend, found.reason, found.final) == (made.backend, "this machine's calibration", True)
+    assert second.saved == machine.saved  # copied into the data folder's own record
+    own = _chooser(fake, _Records(), stored={"q-hash8": 3}, machine=machine).resolve()
+    assert own.reason == "calibrated now, within the stored vectors' space"  # its vectors decide
+    assert machine.saved[-1].backend == made.backend  # and that choice stays the data folder's own
+    other = _chooser(fake, _Records(), machine=machine, threads=2).resolve(calibrate=False)
+    assert other.reason == "provisional"  # measured with another thread count: not this one's
 
 
 def _write_record(data: Path, backend: str, model_id: str) -> None:

@@ -22,7 +22,7 @@ from paperfeed.adapters.sentences.roles import (
     role_features,
     word_buckets,
 )
-from paperfeed.domain.sentences import ROLES
+from paperfeed.domain.sentences import ROLES, SENTENCE_VECTORS, sentence_model_id
 
 
 def _small(n: int = 120) -> bytes:
@@ -77,7 +77,8 @@ def test_trained_saved_loaded_and_retrained_for_another_model(tmp_path: Path) ->
     assert roles.current(fake.model_id) is None
     model = roles.train(fake)
     manifest = json.loads((folder / "manifest.json").read_text())
-    assert manifest["embedding_model"] == fake.model_id
+    assert manifest["embedding_model"] == sentence_model_id(fake.model_id)  # the sentence vectors' space
+    assert manifest["sentence_vectors"] == SENTENCE_VECTORS
     assert manifest["features"] == FEATURES
     assert manifest["model_id"] == model.model_id
     assert manifest["abstracts"] == 120
@@ -92,7 +93,7 @@ def test_trained_saved_loaded_and_retrained_for_another_model(tmp_path: Path) ->
     other = FakeEmbedder(name="adapted")
     assert roles.current(other.model_id) is None  # made for another vector space: retrain
     retrained = roles.train(other)
-    assert retrained.embedding_model == other.model_id
+    assert retrained.embedding_model == sentence_model_id(other.model_id)
     assert retrained.model_id != model.model_id
     assert len(list(folder.glob("roles-*.npz"))) == 1  # the old weights are gone
 

@@ -14,8 +14,11 @@ from paperfeed.adapters.store import SqlPaperStore
 from paperfeed.adapters.store.sentences import SqlSentenceStore
 from paperfeed.domain.ingest import Batch
 from paperfeed.domain.models import Paper
+from paperfeed.domain.sentences import SENTENCE_VECTORS, PaperSentences, sentence_model_id
 from paperfeed.services.sentences import SentenceIndexer
 from tests.facets.support import PAPERS, PositionalRoles
+
+SPACE = sentence_model_id(FakeEmbedder().model_id)  # what the rows record: the model and the pooling
 
 
 def _indexer(
@@ -42,7 +45,7 @@ def test_batches_commit_and_a_second_run_resumes(store: SqlPaperStore) -> None:
     assert rest.remaining == 0
     assert indexer.plan().backlog == 0
     assert indexer.run().papers == 0
-    rows = SqlSentenceStore(store.engine).sentences([p.id for p in PAPERS], FakeEmbedder().model_id)
+    rows = SqlSentenceStore(store.engine).sentences([p.id for p in PAPERS], SPACE)
     me = rows[PAPERS[0].id]
     assert [s.role for s in me.sentences] == ["background", "method", "result"]
     assert [s.text(PAPERS[0].abstract) for s in me.sentences][1:] == [
@@ -62,7 +65,9 @@ def test_stop_is_asked_between_batches(store: SqlPaperStore) -> None:
         asked.append(1)
         return len(asked) > 1
 
-    summary = _indexer(store, FakeEmbedder(), PositionalRoles(), size=2).run(stop=stop)
+    roles = PositionalRoles()
+    roles.trained = 1  # a role model at hand: no training, before which the stop would be asked too
+    summary = _indexer(store, FakeEmbedder(), roles, size=2).run(stop=stop)
     assert summary.stopped
     assert summary.papers == 2
 
@@ -72,7 +77,7 @@ def test_a_paper_without_an_abstract_gets_an_empty_row(store: SqlPaperStore) -> 
     indexer = _indexer(store, FakeEmbedder(), PositionalRoles())
     assert indexer.run().papers == 1
     assert indexer.plan().backlog == 0
-    found = SqlSentenceStore(store.engine).sentences(["2501.00011"], FakeEmbedder().model_id)
+    found = SqlSentenceStore(store.engine).sentences(["2501.00011"], SPACE)
     assert found["2501.00011"].sentences == ()
 
 
@@ -84,8 +89,8 @@ def test_another_embedding_model_redoes_every_paper(store: SqlPaperStore) -> Non
     assert other.plan().backlog == len(PAPERS)
     assert other.run().papers == len(PAPERS)
     stored = SqlSentenceStore(store.engine)
-    assert stored.count_done(FakeEmbedder(name="other").model_id) == len(PAPERS)
-    assert stored.count_done(FakeEmbedder().model_id) == 0
+    assert stored.count_done(sentence_model_id(FakeEmbedder(name="other").model_id)) == len(PAPERS)
+    assert stored.count_done(SPACE) == 0
 
 
 def test_a_changed_abstract_is_redone(store: SqlPaperStore) -> None:
@@ -96,8 +101,31 @@ def test_a_changed_abstract_is_redone(store: SqlPaperStore) -> None:
     store.apply_batch(Batch(papers=[changed]))
     assert indexer.plan().backlog == 1
     indexer.run()
-    row = SqlSentenceStore(store.engine).sentences([changed.id], FakeEmbedder().model_id)[changed.id]
+    row = SqlSentenceStore(store.engine).sentences([changed.id], SPACE)[changed.id]
     assert [s.text(changed.abstract) for s in row.sentences] == ["One new sentence only."]
+
+
+def test_sentences_made_another_way_are_redone(store: SqlPaperStore) -> None:
+    """Rows stored under the plain model id (sentences embedded one by one, before late chunking) are not
+    read and are redone: the id records how the sentence vectors were made."""
+    store.apply_batch(Batch(papers=PAPERS))
+    roles = PositionalRoles()
+    indexer = _indexer(store, FakeEmbedder(), roles)
+    sentences = SqlSentenceStore(store.engine)
+    made = indexer.sentences_of(sentences.backlog(SPACE, "", limit=100), roles.train(FakeEmbedder()))
+    plain = FakeEmbedder().model_id
+    sentences.save(
+        [
+            PaperSentences(r.paper_id, r.content_hash, plain, r.role_model, r.sentences, r.vectors)
+            for r in made
+        ]
+    )
+    assert sentences.count_done(plain) == len(PAPERS)
+    assert indexer.model_id == SPACE == f"{FakeEmbedder().model_id}+{SENTENCE_VECTORS}"
+    assert indexer.plan().backlog == len(PAPERS)  # none is current for the late-chunked space
+    assert sentences.sentences([PAPERS[0].id], SPACE) == {}
+    assert indexer.run().papers == len(PAPERS)
+    assert sentences.count_done(SPACE) == len(PAPERS)
 
 
 def test_batch_size_must_be_positive(tmp_path: Path) -> None:

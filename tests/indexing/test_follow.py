@@ -26,7 +26,9 @@ def test_follow_embeds_new_papers_as_they_arrive_and_stops_on_sigterm(tmp_path: 
         follower.expect("embedded 3 papers")  # slices of --limit
         assert follower.seen[-1].endswith("; 2 still to embed")
         follower.expect("embedded 2 papers")
-        follower.expect("all 5 papers are embedded; checking for new ones every 0.3 s")
+        # after the vectors, the sentences: the fake model ships no role model, so it is trained first
+        # (~30 CPU-s of logistic regression, minutes of wall time on a loaded machine)
+        follower.expect("all 5 papers are embedded; checking for new ones every 0.3 s", timeout=400)
         pid = follower.proc.pid
         assert Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[16] == "5"  # nice
         import_file(data, env, write_jsonl(tmp_path / "b.jsonl", [rec("2503.00100"), rec("2503.00101")]))

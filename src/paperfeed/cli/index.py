@@ -73,23 +73,29 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
                 time.sleep(poll)
                 continue
             plan = service.plan()
-            if plan.backlog == 0 and _sentences_slice(c, say, slice_size):
+            # Order by dependency, the cheapest useful result first (issue #39): the papers' vectors (and,
+            # in the same forward pass, their sentences), which search reads seconds after each batch;
+            # then topics and the map, once the vectors cover what arrived; then the sentences' backlog
+            # (papers embedded without theirs), a slice that yields as soon as a paper needs its vector.
+            if plan.backlog == 0 and topics_due:
+                topics_due = False
+                _topics(c, say)
+                continue  # papers may have arrived while the topics were built: their vectors first
+            if plan.backlog == 0 and _sentences_slice(c, say, slice_size, service):
                 waiting = ""
-                continue  # the papers' vectors first, then the sentences, a slice at a time
+                continue
             if plan.backlog == 0:
                 if waiting != "idle":
                     say(f"all {plan.papers:,} papers are embedded; checking for new ones every {poll:g} s")
                     service.report("idle", remaining=0, force=True)  # readers: running, nothing to do
                     waiting = "idle"
-                if topics_due:
-                    topics_due = False
-                    _topics(c, say)
                 time.sleep(poll)
                 continue
             waiting = ""
             summary = service.run(limit=slice_size, batch_size=batch_size)
+            with_sentences = f" with their sentences ({summary.sentences:,})" if summary.sentences else ""
             say(
-                f"embedded {summary.embedded:,} papers in {summary.seconds:,.1f} s "
+                f"embedded {summary.embedded:,} papers{with_sentences} in {summary.seconds:,.1f} s "
                 f"({summary.rate:,.1f} papers/s); {summary.remaining:,} still to embed"
             )
             if summary.embedded == 0:
@@ -104,14 +110,20 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
         say("indexer stopped; the next start resumes where it left off")
 
 
-def _sentences_slice(c: Context, say: Callable[[str], None], slice_size: int) -> bool:
-    """One slice of the sentences' backlog (the indexer's second pass); True when it did some."""
+def _sentences_slice(
+    c: Context, say: Callable[[str], None], slice_size: int, papers: IndexingService
+) -> bool:
+    """One slice of the sentences' backlog (papers embedded without their sentences); True when it did
+    some. It stops between two batches once a paper waits for its vector (``papers``' backlog), so a new
+    paper waits one batch of sentences, seconds, not the slice."""
     sentences = c.app.indexes.sentence_indexer.current()
     if not sentences.plan().pending:
         return False
+    model_id = papers.embedder.model_id
     summary = sentences.run(
-        limit=max(1, slice_size // 4)
-    )  # ~5 sentences a paper (5.3 measured): slices of similar time
+        limit=max(1, slice_size // 4),  # ~5 sentences a paper (5.3 measured): slices of similar time
+        stop=lambda: papers.store.count_backlog(model_id) > 0,
+    )
     if summary.trained:
         say(f"sentences: trained the sentence-role model for {summary.model_id}")
     if summary.summaries:
@@ -119,6 +131,7 @@ def _sentences_slice(c: Context, say: Callable[[str], None], slice_size: int) ->
     say(
         f"sentences: {summary.papers:,} papers ({summary.sentences:,} sentences) in {summary.seconds:,.1f} s "
         f"({summary.rate:,.1f} papers/s); {summary.remaining:,} still to do"
+        + ("; new papers first" if summary.stopped else "")
     )
     return summary.papers + summary.summaries > 0
 
@@ -198,8 +211,9 @@ def register(app: typer.Typer) -> None:
             bool,
             typer.Option(
                 "--sentences/--no-sentences",
-                help="After the papers, split their abstracts into sentences, embed them and give each its "
-                "role (for similar papers by facet and the one-line summaries).",
+                help="With the papers, split their abstracts into sentences, pool each one's vector from the "
+                "paper's own forward pass and give it its role (for similar papers by facet and the one-line "
+                "summaries); --no-sentences: the papers' vectors only.",
             ),
         ] = True,
         workers: Annotated[
@@ -254,7 +268,9 @@ def register(app: typer.Typer) -> None:
                 summary = _run_workers(c, workers, rebuild=rebuild, limit=limit, batch_size=batch_size)
             else:
                 with RichProgress(c.err, "embedding", unit="items") as progress:
-                    summary = service.run(progress, rebuild=rebuild, limit=limit, batch_size=batch_size)
+                    summary = service.run(
+                        progress, rebuild=rebuild, limit=limit, batch_size=batch_size, sentences=sentences
+                    )
             service.report("stopped", summary, remaining=summary.remaining, force=True)  # this run is over
         except EmbedderUnavailable as exc:
             raise fail(str(exc)) from None

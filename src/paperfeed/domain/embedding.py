@@ -132,8 +132,11 @@ class EmbeddingStore(Protocol):
         """Papers with no vector of ``model_id`` for their current text."""
         ...
 
-    def backlog(self, model_id: str, *, after: str = "", limit: int = 256) -> list[PendingPaper]:
-        """The next ``limit`` such papers with id greater than ``after``, in id order."""
+    def backlog(
+        self, model_id: str, *, after: str = "", limit: int = 256, since: datetime | None = None
+    ) -> list[PendingPaper]:
+        """The next ``limit`` such papers with id greater than ``after``, in id order; ``since``: only
+        papers added or changed from then on (the papers that arrived while a run was under way)."""
         ...
 
     def save_vectors(self, model_id: str, papers: Sequence[PendingPaper], vectors: Vectors) -> None:

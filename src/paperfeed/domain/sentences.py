@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol, get_args
+from typing import TYPE_CHECKING, Literal, Protocol, TypeGuard, get_args
 
 if TYPE_CHECKING:  # numpy only in annotations and inside functions: `paperfeed --help` imports the domain
     import numpy as np
@@ -30,6 +30,7 @@ __all__ = [
     "FACETS",
     "FACET_ROLES",
     "ROLES",
+    "SENTENCE_VECTORS",
     "Facet",
     "FacetAggregate",
     "PaperSentences",
@@ -37,14 +38,19 @@ __all__ = [
     "RoleModel",
     "RoleModels",
     "Sentence",
+    "SentenceEmbedder",
     "SentenceSplitter",
     "SentenceStore",
     "SentencesPending",
+    "embed_sentences",
     "facet_query",
     "facet_scores",
     "max_sim",
     "parse_facet",
+    "pools_sentences",
     "role_weights",
+    "sentence_model_id",
+    "sentence_text",
     "spans_of",
 ]
 
@@ -61,6 +67,34 @@ FACET_ROLES: Mapping[Facet, frozenset[Role]] = {
 }
 FacetAggregate = Literal["meanmax", "max", "mean"]
 
+SENTENCE_VECTORS = "late1"
+"""How sentence vectors are made, recorded in every stored row's model id (:func:`sentence_model_id`):
+``late1`` is late chunking (issue #39): each sentence's vector is the mean of its tokens' output states
+in the forward pass over the paper's own text (title + abstract, the paper vector's pass), a sentence
+beyond the model's window pooled from a continuation window (the title, then the rest of the abstract).
+Rows made another way (sentences embedded one by one, before) carry another id, so they are redone, and
+a role model trained on other vectors is not used for these."""
+
+
+def sentence_model_id(model_id: str) -> str:
+    """The vector space of sentence vectors made from the embedding model ``model_id`` (what the stored
+    sentence rows and the role model record; a reader asks the store for this id)."""
+    return f"{model_id}+{SENTENCE_VECTORS}"
+
+
+def sentence_text(
+    title: str, abstract: str, spans: Sequence[tuple[int, int]]
+) -> tuple[str, list[tuple[int, int]], int]:
+    """The text the model reads for a paper's sentences -- its embedding text (title + ". " + abstract;
+    the abstract alone without a title, as CSAbstruct's training abstracts come) -- the sentences' ``spans``
+    of the abstract moved into it, and the length of its head (the title part, which a continuation
+    window repeats as context)."""
+    from .embedding import embedding_text
+
+    text = embedding_text(title, abstract) if title else abstract
+    head = len(text) - len(abstract)
+    return text, [(a + head, b + head) for a, b in spans], head
+
 
 def parse_facet(value: str | None) -> Facet:
     """``value`` as a facet (None or empty: overall); a ValueError naming the choices otherwise."""
@@ -71,6 +105,16 @@ def parse_facet(value: str | None) -> Facet:
         if facet == found:
             return facet
     raise ValueError(f"unknown facet {value!r}: choose one of {', '.join(FACETS)}")
+
+
+def embed_sentences(
+    embedder: SentenceEmbedder, papers: Sequence[tuple[str, str, Sequence[tuple[int, int]]]]
+) -> tuple[Vectors, list[Vectors]]:
+    """Each paper's vector and its sentences' vectors, from one forward pass over its text: ``papers``
+    are (title, abstract, the sentences' spans in the abstract). The one recipe of sentence vectors: the
+    indexer, the role model's training (``adapters/sentences/roles.py``) and the benches all call it."""
+    made = [sentence_text(title, abstract, spans) for title, abstract, spans in papers]
+    return embedder.embed_spans([m[0] for m in made], [m[1] for m in made], [m[2] for m in made])
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +162,7 @@ class SentencesPending:
     paper_id: str
     abstract: str
     content_hash: str
+    title: str = ""  # the sentences are pooled from the paper's own text, title included
 
 
 def spans_of(text: str, pieces: Sequence[str]) -> list[tuple[int, int]]:
@@ -260,18 +305,36 @@ class RoleModels(Protocol):
         """The saved model for ``embedder_model``, or None when it must be trained first."""
         ...
 
-    def train(self, embed: EmbedTexts) -> RoleModel:
-        """Train one for the embedder ``embed`` stands for, save it and return it."""
+    def train(self, embed: SentenceEmbedder) -> RoleModel:
+        """Train one for the sentence vectors ``embed`` makes, save it and return it."""
         ...
 
 
-class EmbedTexts(Protocol):
-    """Embeds texts (an :class:`~paperfeed.domain.search.Embedder`'s ``embed`` with its model id)."""
+def pools_sentences(embedder: object) -> TypeGuard[SentenceEmbedder]:
+    """Whether ``embedder`` is a :class:`SentenceEmbedder` (looked up on its class: asking an instance
+    for its ``dimension`` would load its model)."""
+    return callable(getattr(type(embedder), "embed_spans", None))
+
+
+class SentenceEmbedder(Protocol):
+    """An embedder that also pools spans of a text from the text's own forward pass (late chunking: every
+    real embedder of ``adapters/embed`` is one)."""
 
     @property
     def model_id(self) -> str: ...
 
+    @property
+    def dimension(self) -> int: ...
+
     def embed(self, texts: Sequence[str]) -> Vectors: ...
+
+    def embed_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]], heads: Sequence[int]
+    ) -> tuple[Vectors, list[Vectors]]:
+        """Each text's vector (as ``embed`` gives it) and, from the same forward pass, the vectors of its
+        ``spans`` (character ranges, in order; unit length); ``heads[i]``: the leading characters of
+        ``texts[i]`` a window past the model's first repeats as context."""
+        ...
 
 
 class SentenceStore(Protocol):

@@ -2,12 +2,16 @@
 
 Resolution order: an explicit ``PAPERFEED_EMBEDDING_BACKEND`` (the caller does not ask us then); a stored
 calibration made for this model on this CPU; the backend whose vectors are already stored (an instance
-that embedded before calibration existed is never re-embedded behind its back); otherwise calibrate now
-and store the result. Only ``paperfeed index --calibrate`` may replace a choice that has vectors.
+that embedded before calibration existed is never re-embedded behind its back); for a data folder with no
+vectors yet, the machine's calibration (``machine``: made by another data folder on this machine for this
+model, CPU and thread count -- the timings are the machine's, not the data folder's, issue #39), copied
+into the data folder's record; otherwise calibrate now and store the result (in both). Only ``paperfeed
+index --calibrate`` may replace a choice that has vectors.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -63,9 +67,13 @@ class BackendChooser:
         probes: int = PROBE_TEXTS,
         clock: Callable[[], float] = time.perf_counter,
         cpu_clock: Callable[[], float] = time.process_time,
+        machine: CalibrationRecords | None = None,
     ) -> None:
+        """``records``: the data folder's calibration; ``machine``: the one every data folder of this
+        machine shares (None: none is kept)."""
         self._open = open_backend
         self._records = records
+        self._machine = machine
         self._probe_texts = probe_texts
         self._stored_models = stored_models
         self._model = model
@@ -101,6 +109,15 @@ class BackendChooser:
             return Resolution(
                 calibration.backend, "calibrated now, within the stored vectors' space", calibration
             )
+        shared = self._machine.load() if self._machine is not None else None
+        if (
+            shared is not None
+            and shared.applies_to(self._model, self._cpu, self._floor)
+            and shared.threads == self._threads
+            and shared.backend in self._candidates
+        ):  # no vectors here yet: this machine's measurement holds for this data folder too
+            self._records.save(shared)
+            return Resolution(shared.backend, "this machine's calibration", shared)
         if not calibrate:
             return Resolution(UNMEASURED_PREFERENCE[0], "provisional", None)
         calibration = self.calibrate()
@@ -167,4 +184,7 @@ class BackendChooser:
             timings=tuple(timings),
         )
         self._records.save(calibration)
+        if within is None and self._machine is not None:  # a choice of no data folder's own: the machine's
+            with contextlib.suppress(OSError):  # a read-only shared cache: this data folder keeps its own
+                self._machine.save(calibration)
         return calibration

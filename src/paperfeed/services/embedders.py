@@ -103,6 +103,7 @@ class Indexer:
     batch_size: int  # PAPERFEED_EMBEDDING_BATCH_SIZE
     marks: IndexMarks | None  # a node-local index's sync point (None: in the store)
     reports: IndexerReports | None
+    sentences: SentencePass | None = None  # each batch embedded with its sentences (None: vectors only)
     _service: IndexingService | None = field(default=None, init=False)
 
     def current(self) -> IndexingService:
@@ -117,6 +118,7 @@ class Indexer:
                 batch_size=self.batch_size,
                 marks=self.marks,
                 reports=self.reports,
+                sentences=self.sentences.of(embedder) if self.sentences is not None else None,
             )
         return self._service
 
@@ -135,9 +137,23 @@ class SentencePass:
     _indexer: SentenceIndexer | None = field(default=None, init=False)
 
     def current(self) -> SentenceIndexer:
-        from paperfeed.services.sentences import SentenceIndexer
+        from paperfeed.domain.errors import EmbedderUnavailable
 
         embedder = self.embedders.resolve(calibrate=True)
+        found = self.of(embedder)
+        if found is None:
+            raise EmbedderUnavailable(
+                f"the embedder {embedder.model_id} cannot pool sentence vectors (no embed_spans)"
+            )
+        return found
+
+    def of(self, embedder: Embedder) -> SentenceIndexer | None:
+        """The sentence indexer of ``embedder`` (None: it pools no sentence vectors, e.g. a test double)."""
+        from paperfeed.domain.sentences import pools_sentences
+        from paperfeed.services.sentences import SentenceIndexer
+
+        if not pools_sentences(embedder):
+            return None
         if self._indexer is None or self._indexer.embedder is not embedder:
             self._indexer = SentenceIndexer(
                 self.store, embedder, self.splitter, self.roles, batch_size=self.batch_size

@@ -38,6 +38,7 @@ from paperfeed.domain.sentences import (
     facet_query,
     facet_scores,
     role_weights,
+    sentence_model_id,
 )
 from paperfeed.services.similar import SimilarPapers
 
@@ -116,7 +117,7 @@ class FacetedSimilar:
             return FacetPage(facet, facet, self.similar.of(paper, limit, filters))
         s = self.settings
         ranked = self.similar.ranked(paper, max(s.candidates, limit), filters)
-        model_id = self.embedder.current().model_id
+        model_id = sentence_model_id(self.embedder.current().model_id)  # the sentence rows' space
         own = ranked.own
         if not ranked.read:
             own = self.sentences.sentences([paper.id], model_id).get(paper.id)

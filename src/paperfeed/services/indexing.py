@@ -6,6 +6,15 @@ job loses at most the batch in flight and a re-run starts where it stopped. Chan
 paper stale at once; each vector of the old model is replaced by one of the new, and readers only ever
 ask for one model's vectors, so the two spaces never mix.
 
+With a sentence indexer (``sentences``, the indexer of the same embedder) each batch is embedded with its
+sentences: one forward pass per paper gives its vector and its sentences' (late chunking, issue #39), the
+vectors are committed first and the sentences right after.
+
+The vector index is saved after each batch that finished at least ``sync_every`` seconds after the last
+save, and at most as often as keeps saving under a tenth of the run (:data:`SYNC_COST_RATIO`; a large
+index takes longer to write), so the serving processes, which reload it within
+``PAPERFEED_VECTOR_RELOAD_SECONDS``, search a batch's papers seconds after it is written.
+
 The vector index is derived data. Its sync point is a high-water mark (the newest vector it holds, kept in
 the database *after* the index is saved), so an index that missed updates because the process died
 between committing vectors and saving the index catches up on the next run, and one that drifted (its
@@ -39,6 +48,7 @@ from paperfeed.domain.search import Embedder, IndexOpener, VectorIndex, VectorIn
 
 if TYPE_CHECKING:
     from paperfeed.domain.embedding import Vectors
+    from paperfeed.services.sentences import SentenceIndexer
 
 __all__ = ["IndexPlan", "IndexSync", "IndexingService", "IndexingSummary", "WorkerRate"]
 
@@ -46,7 +56,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_BATCH = 128
 REPORT_EVERY_SECONDS = 5.0  # how often a run records its progress for /admin/jobs (one small upsert)
-SYNC_EVERY_SECONDS = 600.0  # a long job refreshes the index this often, so search sees papers early
+SYNC_EVERY_SECONDS = 2.0  # the vector index is saved after a batch at most this often (issue #39: was 600)
+SYNC_COST_RATIO = 10.0  # ... and only once the run went on for this many times the last save's duration
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +119,7 @@ class IndexingSummary:
     added: int = 0  # papers that had no vector at all
     replaced: int = 0  # papers whose vector was of older text or of another model
     remaining: int = 0  # backlog left when --limit (or a stop) ended the run early
+    sentences: int = 0  # papers whose sentences were made in the same pass (``sentences`` wired)
     seconds: float = 0.0
     index: IndexSync | None = None  # None: no vector index is configured
     workers: list[WorkerRate] = field(default_factory=list)  # empty: embedded in this process
@@ -133,11 +145,13 @@ class IndexingService:
         marks: IndexMarks | None = None,
         reports: IndexerReports | None = None,
         report_every: float = REPORT_EVERY_SECONDS,
+        sentences: SentenceIndexer | None = None,
     ) -> None:
         """``marks``: where the index's sync point is kept (default: the store, for an index every process
         shares; a node-local index on PostgreSQL keeps its own next to it). ``reports``: where this process
         says how far it is and how fast it goes (/admin/jobs and the search's coverage notice read it), at
-        most every ``report_every`` s."""
+        most every ``report_every`` s. ``sentences``: the sentence indexer of ``embedder``, to embed each
+        batch with its sentences (None: vectors only)."""
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         self.store = store
@@ -149,6 +163,8 @@ class IndexingService:
         self.marks: IndexMarks = marks if marks is not None else store
         self.reports = reports
         self.report_every = report_every
+        self.sentences = sentences
+        self._sync_cost = 0.0  # seconds the last save of the vector index took
         self._reported = float("-inf")
         self._run: tuple[float, int] = (clock(), 0)  # the current run's start and backlog, for reports
         self._followed = False  # follow_index(): looked at least once
@@ -174,12 +190,15 @@ class IndexingService:
         batch_size: int | None = None,
         workers: EmbedWorkers | None = None,
         stop: Callable[[], bool] | None = None,
+        sentences: bool = True,
     ) -> IndexingSummary:
         """Embed up to ``limit`` papers of the backlog (all by default), then sync the vector index.
 
         ``rebuild`` forgets every stored vector first (all models) and rebuilds the index from scratch.
-        ``workers``: embed in those processes (this one stays the only writer) instead of in this one.
+        ``workers``: embed in those processes (this one stays the only writer) instead of in this one
+        (vectors only: the sentence pass does their sentences).
         ``stop``: asked between batches; once it answers True the run commits what is done and ends.
+        ``sentences``: make each batch's sentences in the same pass, when a sentence indexer is wired.
         """
         started = self._clock()
         model_id = self.embedder.model_id
@@ -197,7 +216,7 @@ class IndexingService:
             progress.update(0, target, 0, 0, 0)
         try:
             if workers is None:
-                self._embed_here(summary, target, size, progress, stop)
+                self._embed_here(summary, target, size, progress, stop, self.sentences if sentences else None)
             else:
                 self._embed_in(workers, summary, target, size, progress, stop)
             summary.remaining = max(0, backlog - summary.embedded)
@@ -246,22 +265,40 @@ class IndexingService:
         size: int,
         progress: ProgressReporter | None,
         stop: Callable[[], bool] | None,
+        sentences: SentenceIndexer | None,
     ) -> None:
-        """One batch at a time, embedded in this process."""
+        """One batch at a time, embedded in this process (with its sentences when ``sentences``)."""
         after = ""
         last_sync = self._clock()
+        began = datetime.now(UTC)
         while summary.embedded < target and not (stop is not None and stop()):
-            batch = self.store.backlog(
-                summary.model_id, after=after, limit=min(size, target - summary.embedded)
-            )
+            # papers that arrived since the run began go first: a paper added during a long import's
+            # backlog waits one batch, not the whole backlog (issue #39); the id cursor stays put for them
+            limit = min(size, target - summary.embedded)
+            batch = self.store.backlog(summary.model_id, limit=limit, since=began)
             if not batch:
-                break  # papers were embedded by someone else meanwhile
-            self._commit(summary, batch, self.embedder.embed([p.text for p in batch]), progress, target)
-            after = batch[-1].paper_id
-            if self.open_index is not None and self._clock() - last_sync >= self.sync_every:
-                self.sync_index()
-                last_sync = self._clock()
+                batch = self.store.backlog(summary.model_id, after=after, limit=limit)
+                if not batch:
+                    break  # papers were embedded by someone else meanwhile
+                after = batch[-1].paper_id
+            made = sentences.with_papers(batch) if sentences is not None else None
+            vectors = made.vectors if made is not None else self.embedder.embed([p.text for p in batch])
+            self._commit(summary, batch, vectors, progress, target)
+            if sentences is not None and made is not None:
+                sentences.save(made)  # after the vectors: search needs those, the facets these
+                summary.sentences += len(made.rows)
+            last_sync = self._sync_due(last_sync)
         summary.stopped = summary.embedded < target and stop is not None and stop()
+
+    def _sync_due(self, last_sync: float) -> float:
+        """Save the vector index if it is due (see the module doc); returns the time of the last save."""
+        now = self._clock()
+        if self.open_index is None or now - last_sync < max(
+            self.sync_every, SYNC_COST_RATIO * self._sync_cost
+        ):
+            return last_sync
+        self.sync_index()
+        return self._clock()
 
     def _embed_in(
         self,
@@ -312,9 +349,7 @@ class IndexingService:
                     rate.papers += len(batch)
                     rate.busy_seconds += result.seconds
                     rate.load_seconds += result.load_seconds
-                if self.open_index is not None and self._clock() - last_sync >= self.sync_every:
-                    self.sync_index()
-                    last_sync = self._clock()
+                last_sync = self._sync_due(last_sync)
         finally:
             workers.close()  # batches still in flight are dropped: they stay in the backlog
             summary.workers = sorted(rates.values(), key=lambda r: r.pid)
@@ -393,6 +428,14 @@ class IndexingService:
         """Bring the vector index up to date with the stored vectors of the current model, then save it."""
         if self.open_index is None:
             raise RuntimeError("no vector index is configured")
+        started = time.perf_counter()
+        try:
+            return self._sync_index(full=full)
+        finally:
+            self._sync_cost = time.perf_counter() - started
+
+    def _sync_index(self, *, full: bool) -> IndexSync:
+        assert self.open_index is not None
         model_id = self.embedder.model_id
         mark_name = self._mark(model_id)
         newest = self.store.newest(model_id)

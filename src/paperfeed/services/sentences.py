@@ -1,40 +1,51 @@
-"""Background sentence indexing: each abstract split into sentences, each sentence embedded and given its
-role, after the papers themselves are embedded (issue #33, part 4); from those, each paper's one-line
-summary is chosen and stored beside it (part 5, domain/summaries.py).
+"""Sentence indexing: each abstract split into sentences, each sentence given a vector and a role (issue
+#33, part 4); from those, each paper's one-line summary is chosen and stored beside it (part 5,
+domain/summaries.py).
 
-It is a second pass of the indexer, not a job of its own: ``paperfeed index`` runs it once the papers'
-vectors are done, and ``paperfeed index --follow`` (what ``paperfeed run`` keeps going) runs it in slices
-whenever no paper waits for its vector, so the paper vectors that search needs always come first and
-the sentences, about as much CPU again as the papers (bench/facet_cost.py), fill in behind them. The
-backlog is a join (``SentenceStore``), each batch one transaction: a killed run resumes where it stopped.
-Changing the embedding model makes every row stale (another ``model_id``), and the role model is trained
-again for the new vector space before any sentence is classified.
+The sentence vectors are pooled from the paper's own forward pass (late chunking, issue #39:
+``domain.sentences.embed_sentences``), so they cost little beyond the paper's vector: the indexer makes
+both in one pass (:meth:`SentenceIndexer.with_papers`, called by ``IndexingService`` for each batch) and
+saves the sentences right after the batch's vectors. What is left for this second pass is the backlog
+of papers embedded without their sentences: vectors made by worker processes (``--workers``), by an
+older version (sentences made another way carry another id: ``sentence_model_id``), or for a model
+whose role model had to be trained first. ``paperfeed index`` runs it after the papers, ``paperfeed
+index --follow`` in slices whenever no paper waits for its vector, and a slice yields between batches
+as soon as one does. The backlog is a join (``SentenceStore``), each batch one transaction: a killed run
+resumes where it stopped. Changing the embedding model makes every row stale (another id); the role
+model ships trained for the bundled model and is trained only for another vector space.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from paperfeed.domain.embedding import PendingPaper
 from paperfeed.domain.ports import ProgressReporter
-from paperfeed.domain.search import Embedder
 from paperfeed.domain.sentences import (
     ROLES,
     PaperSentences,
     RoleModel,
     RoleModels,
     Sentence,
+    SentenceEmbedder,
     SentencesPending,
     SentenceSplitter,
     SentenceStore,
+    embed_sentences,
+    sentence_model_id,
 )
 from paperfeed.domain.summaries import SUMMARY_RULE, ExtractedSummary, SummaryRule, extract_summary
 
-__all__ = ["MAX_SENTENCES", "SentenceIndexer", "SentencePlan", "SentenceSummary"]
+if TYPE_CHECKING:
+    from paperfeed.domain.embedding import Vectors
+
+__all__ = ["MAX_SENTENCES", "PapersWithSentences", "SentenceIndexer", "SentencePlan", "SentenceSummary"]
 
 log = logging.getLogger(__name__)
 
@@ -85,13 +96,24 @@ class SentenceSummary:
         return self.papers / self.seconds if self.seconds > 0 else 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class PapersWithSentences:
+    """One batch of papers embedded with their sentences (:meth:`SentenceIndexer.with_papers`): the
+    papers' vectors, to commit first, then their sentences and one-line summaries
+    (:meth:`SentenceIndexer.save`)."""
+
+    vectors: Vectors
+    rows: list[PaperSentences]
+    summaries: list[ExtractedSummary]
+
+
 class SentenceIndexer:
     """Splits, embeds and classifies the sentences of the papers in the backlog, in committed batches."""
 
     def __init__(
         self,
         store: SentenceStore,
-        embedder: Embedder,
+        embedder: SentenceEmbedder,
         splitter: SentenceSplitter,
         roles: RoleModels,
         *,
@@ -109,18 +131,39 @@ class SentenceIndexer:
         self._clock = clock
         self.rule = rule  # how the one-line summary is chosen from the sentences
 
+    @property
+    def model_id(self) -> str:
+        """The sentence vectors' space (the embedding model and how sentences are pooled): what the stored
+        rows record and readers ask for."""
+        return sentence_model_id(self.embedder.model_id)
+
     def role_model(self) -> tuple[RoleModel, bool]:
-        """The role model of the current embedding model, trained first when there is none (True)."""
+        """The role model of the current embedding model (shipped for the bundled one), trained first when
+        there is none (True)."""
         found = self.roles.current(self.embedder.model_id)
         if found is not None:
             return found, False
         log.info("training the sentence-role model for %s", self.embedder.model_id)
         return self.roles.train(self.embedder), True
 
+    def with_papers(self, papers: Sequence[PendingPaper]) -> PapersWithSentences | None:
+        """These papers' vectors and their sentences from one forward pass each (the indexer's batch), or
+        None when the role model must be trained first (the sentences are then left to :meth:`run`)."""
+        role_model = self.roles.current(self.embedder.model_id)
+        if role_model is None:
+            return None
+        pending = [SentencesPending(p.paper_id, p.abstract, p.content_hash, p.title) for p in papers]
+        vectors, rows = self._embed(pending, role_model)
+        return PapersWithSentences(vectors, rows, self.summaries_of(pending, rows))
+
+    def save(self, made: PapersWithSentences) -> None:
+        """Store a batch's sentences and summaries (one transaction), after its vectors were committed."""
+        self.store.save(made.rows, made.summaries)
+
     def plan(self) -> SentencePlan:
         """How far the sentences are (the backlog against the saved role model; all papers when none)."""
-        model_id = self.embedder.model_id
-        found = self.roles.current(model_id)
+        model_id = self.model_id
+        found = self.roles.current(self.embedder.model_id)
         done = self.store.count_done(model_id)
         backlog = self.store.count_backlog(model_id, found.model_id if found is not None else "")
         summaries = self.store.count_summary_backlog(model_id, self.rule.rule_id)
@@ -135,11 +178,15 @@ class SentenceIndexer:
     ) -> SentenceSummary:
         """Do up to ``limit`` papers of the backlog (all by default); ``stop`` is asked between batches."""
         started = self._clock()
-        model_id = self.embedder.model_id
+        model_id = self.model_id
         summary = SentenceSummary(model_id)
         summary.summaries = self.fill_summaries(limit=limit, stop=stop)
         backlog = self.store.count_backlog(model_id, self._saved_role_model())
         target = backlog if limit is None else min(backlog, max(0, limit))
+        untrained = target and self.roles.current(self.embedder.model_id) is None
+        if untrained and stop is not None and stop():  # asked before a training too: it takes minutes
+            summary.stopped = True
+            target = 0
         if target:
             role_model, summary.trained = self.role_model()
             backlog = self.store.count_backlog(model_id, role_model.model_id)
@@ -181,7 +228,7 @@ class SentenceIndexer:
         """Choose the summaries of papers whose sentences are stored but whose summary is missing or was
         chosen by another rule: from the stored sentences, roles and vectors, without embedding anything.
         Returns how many papers it did."""
-        model_id = self.embedder.model_id
+        model_id = self.model_id
         done = 0
         after = ""
         while limit is None or done < limit:
@@ -203,24 +250,28 @@ class SentenceIndexer:
         return found.model_id if found is not None else ""
 
     def sentences_of(self, papers: list[SentencesPending], role_model: RoleModel) -> list[PaperSentences]:
-        """Split, embed (one call for the whole batch) and classify these papers' abstracts."""
+        """Split these papers' abstracts, pool their sentences' vectors (one forward pass per paper, for
+        the whole batch) and classify them."""
+        return self._embed(papers, role_model)[1]
+
+    def _embed(
+        self, papers: Sequence[SentencesPending], role_model: RoleModel
+    ) -> tuple[Vectors, list[PaperSentences]]:
+        """The papers' vectors and their sentences (split, pooled late, classified)."""
         spans = [self.splitter.split(p.abstract)[:MAX_SENTENCES] for p in papers]
-        texts = [p.abstract[a:b] for p, found in zip(papers, spans, strict=True) for a, b in found]
-        dimension = 0
-        vectors = np.zeros((0, 0), dtype=np.float32)
-        if texts:
-            vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32)
-            dimension = vectors.shape[1]
-            if vectors.shape[0] != len(texts) or not np.isfinite(vectors).all():
-                raise RuntimeError(
-                    f"embedder {self.embedder.model_id} returned {vectors.shape} for {len(texts)} sentences "
-                    f"(or non-finite values) around paper {papers[0].paper_id}"
-                )
+        vectors, pooled = embed_sentences(
+            self.embedder, [(p.title, p.abstract, found) for p, found in zip(papers, spans, strict=True)]
+        )
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.shape[0] != len(papers) or not all(
+            np.isfinite(v).all() and len(v) == len(found) for v, found in zip(pooled, spans, strict=True)
+        ):
+            raise RuntimeError(
+                f"embedder {self.embedder.model_id} returned {vectors.shape} for {len(papers)} papers "
+                f"(or wrong or non-finite sentence vectors) around paper {papers[0].paper_id}"
+            )
         rows: list[PaperSentences] = []
-        at = 0
-        for paper, found in zip(papers, spans, strict=True):
-            own = vectors[at : at + len(found)] if found else np.zeros((0, dimension), dtype=np.float32)
-            at += len(found)
+        for paper, found, own in zip(papers, spans, pooled, strict=True):
             probabilities = role_model.probabilities(own, [paper.abstract[a:b] for a, b in found])
             sentences = tuple(
                 Sentence(a, b, ROLES[int(p.argmax())], tuple(float(x) for x in p))
@@ -228,12 +279,7 @@ class SentenceIndexer:
             )
             rows.append(
                 PaperSentences(
-                    paper.paper_id,
-                    paper.content_hash,
-                    self.embedder.model_id,
-                    role_model.model_id,
-                    sentences,
-                    own,
+                    paper.paper_id, paper.content_hash, self.model_id, role_model.model_id, sentences, own
                 )
             )
-        return rows
+        return vectors, rows

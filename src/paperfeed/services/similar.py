@@ -27,7 +27,7 @@ from paperfeed.domain.fusion import reciprocal_rank_fusion
 from paperfeed.domain.models import Paper
 from paperfeed.domain.results import SearchHit
 from paperfeed.domain.search import EmbedderSource, ScoredId, SearchFilters
-from paperfeed.domain.sentences import PaperSentences, SentenceStore, max_sim
+from paperfeed.domain.sentences import PaperSentences, SentenceStore, max_sim, sentence_model_id
 from paperfeed.services.search import HybridSearch
 from paperfeed.services.visible import VisiblePapers
 
@@ -113,7 +113,7 @@ class SimilarPapers:
     ) -> tuple[PaperSentences | None, dict[str, PaperSentences]]:
         """The paper's stored sentences and the candidates' (with vectors), of the model in use."""
         try:
-            model_id = self.embedder.current().model_id
+            model_id = sentence_model_id(self.embedder.current().model_id)  # the sentence rows' space
             found = self.sentences.sentences([paper.id, *ids], model_id)
         except Exception as exc:  # an unreadable sentence store must not take similar papers down
             log.warning("similar papers without their sentences: %s", exc)

@@ -71,3 +71,11 @@ class FakeEmbedder:
             if not out[row].any():  # every token cancelled out: fall back to the first token's bucket
                 out[row, self._bucket(tokens[0])[0]] = 1.0
         return normalise_rows(out)
+
+    def embed_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]], heads: Sequence[int]
+    ) -> tuple[Vectors, list[Vectors]]:
+        """The texts' vectors and each span's own (a hashing model has no context to pool from)."""
+        del heads
+        pieces = [[text[a:b] for a, b in found] for text, found in zip(texts, spans, strict=True)]
+        return self.embed(texts), [self.embed(p) for p in pieces]

@@ -41,6 +41,7 @@ from paperfeed.domain.embedding import MAX_TOKENS
 from paperfeed.domain.errors import EmbedderUnavailable
 
 from .base import ModelSource, force_offline, normalise_rows, token_suffix
+from .late import late_vectors
 
 __all__ = ["OnnxEmbedder", "OnnxFiles", "ensure_onnx"]
 
@@ -468,3 +469,26 @@ class OnnxEmbedder:
             pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
             out[rows] = pooled
         return normalise_rows(out)
+
+    def embed_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]], heads: Sequence[int]
+    ) -> tuple[Vectors, list[Vectors]]:
+        """Each text's vector (as :meth:`embed`) and its spans' vectors from the same forward pass
+        (late chunking: ``late.py``)."""
+        self._load()
+        assert self._files is not None
+        names = self._input_names
+
+        def forward(feed: dict[str, npt.NDArray[np.int64]]) -> Any:
+            return self._session.run(None, {k: feed[k] for k in names})[0]
+
+        return late_vectors(
+            self._tokenizer,
+            forward,
+            texts,
+            spans,
+            heads,
+            input_names=names,
+            batch=INFERENCE_BATCH,
+            dimension=self._files.dimension,
+        )

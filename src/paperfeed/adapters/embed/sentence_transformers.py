@@ -21,6 +21,7 @@ from paperfeed.domain.embedding import MAX_TOKENS
 from paperfeed.domain.errors import EmbedderUnavailable
 
 from .base import ModelSource, force_offline, normalise_rows, token_suffix
+from .late import late_vectors
 
 __all__ = ["SentenceTransformerEmbedder", "cpu_supports_bf16"]
 
@@ -70,6 +71,7 @@ class SentenceTransformerEmbedder:
         self._max_tokens = max_tokens
         self._spinning = spinning
         self._model: Any = None
+        self._tokenizer: Any = None  # the model's fast tokenizer, for late chunking (embed_spans)
         self._lock = threading.Lock()
 
     @property
@@ -130,3 +132,53 @@ class SentenceTransformerEmbedder:
                 show_progress_bar=False,
             )
         return normalise_rows(np.asarray(out, dtype=np.float32))  # bf16 rounding: re-normalise in float32
+
+    def _late_tokenizer(self, model: Any) -> Any:
+        """The model's own Rust tokenizer, truncating at its window and not padding (``late.py``)."""
+        with self._lock:
+            if self._tokenizer is None:
+                from tokenizers import Tokenizer
+
+                backend = getattr(model.tokenizer, "backend_tokenizer", None)
+                if backend is None:
+                    raise EmbedderUnavailable(
+                        f"{self._source.spec}: sentence vectors need a fast (Rust) tokenizer"
+                    )
+                tokenizer = Tokenizer.from_str(backend.to_str())
+                tokenizer.enable_truncation(max_length=int(model.max_seq_length))
+                tokenizer.no_padding()
+                self._tokenizer = tokenizer
+            return self._tokenizer
+
+    def embed_spans(
+        self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]], heads: Sequence[int]
+    ) -> tuple[Vectors, list[Vectors]]:
+        """Each text's vector (as :meth:`embed`) and its spans' vectors from the same forward pass
+        (late chunking: ``late.py``), the transformer's hidden states pooled in NumPy as ONNX's are."""
+        model = self._load()
+        tokenizer = self._late_tokenizer(model)
+        import torch
+
+        transformer = model[0].auto_model
+        names = [
+            n
+            for n in ("input_ids", "attention_mask", "token_type_ids")
+            if n in model.tokenizer.model_input_names
+        ]
+
+        def forward(feed: dict[str, npt.NDArray[np.int64]]) -> Any:
+            autocast = torch.autocast("cpu", dtype=torch.bfloat16) if self._bf16 else contextlib.nullcontext()
+            with torch.inference_mode(), autocast:
+                out = transformer(**{k: torch.from_numpy(v) for k, v in feed.items()}, return_dict=True)
+            return out.last_hidden_state.float().numpy()
+
+        return late_vectors(
+            tokenizer,
+            forward,
+            texts,
+            spans,
+            heads,
+            input_names=names,
+            batch=INFERENCE_BATCH,
+            dimension=self.dimension,
+        )

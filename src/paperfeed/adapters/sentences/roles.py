@@ -1,5 +1,5 @@
-"""The sentence-role classifier: logistic regression on sentence embeddings in their context, kept with the
-instance's data and retrained when the embedding model changes.
+"""The sentence-role classifier: logistic regression on sentence embeddings in their context, shipped
+trained for the bundled embedding model, and trained by an instance only for another model.
 
 Features of sentence *i* of an abstract of *n*: its own vector, its neighbours' (*i*-1, *i*+1; zeros past
 the ends), the mean of the abstract's sentence vectors, its place (relative position, one-hot of the
@@ -7,15 +7,20 @@ first five and last five places, log *n*), and its words and word pairs hashed i
 (:func:`word_buckets`); the classes are weighted by their rarity. Sequential sentence classification
 needs the context: a sentence such as "We evaluate it on three datasets" is a method or a result
 depending on what comes around it; and the role is often in small words ("we propose", "results show")
-that a sentence vector barely keeps. Chosen on CSAbstruct's dev split (macro-F1 0.621; vectors in
-context alone 0.578, the own vector with its place 0.593), it reaches accuracy 0.774 and macro-F1 0.775
-on the test split (bench/sentence_roles.py, docs/search.md#similar-by-facet).
+that a sentence vector barely keeps. The recipe was chosen on CSAbstruct's dev split; its test figures
+are in docs/search.md#similar-by-facet (bench/sentence_roles.py).
 
-The model is trained on the CSAbstruct train split (1,668 computer-science abstracts, Apache-2.0,
-allenai/sequential_sentence_classification), shipped in the package (``data/csabstruct_train.jsonl.gz``)
-so that an instance can train it again in its own vector space: after ``paperfeed model adapt`` or a change
-of ``PAPERFEED_EMBEDDING_MODEL`` the old classifier's weights mean nothing. Weights are a plain NumPy file
-(no pickle) beside a manifest naming the embedding model; prediction is a matrix product and a softmax.
+The sentence vectors it reads are made by ``domain.sentences.embed_sentences`` (late chunking: pooled
+from the abstract's own forward pass, ``SENTENCE_VECTORS``), and its training vectors are made by the
+same function, on the CSAbstruct train split (1,668 computer-science abstracts, Apache-2.0,
+allenai/sequential_sentence_classification, ``data/csabstruct_train.jsonl.gz``).
+
+For the bundled all-MiniLM-L6-v2 the trained weights ship inside the package (``data/sentence-roles/``,
+made by ``python -m bench.ship_role_model``), so a new data folder never trains one. An instance trains
+its own, into ``<data>/models/sentence-roles``, only for a vector space no shipped model is for: a model
+it adopted (``paperfeed model adapt``) or configured (``PAPERFEED_EMBEDDING_MODEL``, the onnx-int8 or
+bf16 backends, a shorter ``PAPERFEED_EMBEDDING_MAX_TOKENS``). Weights are a plain NumPy file (no
+pickle) beside a manifest naming the vector space; prediction is a matrix product and a softmax.
 """
 
 from __future__ import annotations
@@ -40,14 +45,26 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from paperfeed.domain.sentences import ROLES, EmbedTexts
+from paperfeed.domain.sentences import (
+    ROLES,
+    SENTENCE_VECTORS,
+    SentenceEmbedder,
+    embed_sentences,
+    sentence_model_id,
+)
 
 __all__ = [
     "FEATURES",
+    "SHIPPED",
     "LinearRoleModel",
     "RoleModelFolder",
     "read_training",
     "role_features",
+    "save_role_model",
+    "shipped_folder",
+    "shipped_role_model",
+    "train_role_model",
+    "training_abstracts",
     "word_buckets",
 ]
 
@@ -62,6 +79,8 @@ _BUCKETS = 2**14  # hashed words and word pairs of the sentence (crc32: the same
 _TOKEN = re.compile(r"[a-z]+|\d+|[^\sa-z\d]")
 TRAINING = "csabstruct_train.jsonl.gz"
 MANIFEST = "manifest.json"
+SHIPPED = "sentence-roles"  # the shipped model's folder inside the package data (paperfeed.data)
+TRAINING_SOURCE = "CSAbstruct train split (allenai/sequential_sentence_classification, Apache-2.0)"
 
 
 def read_training(data: bytes | None = None) -> list[tuple[list[str], list[str]]]:
@@ -74,6 +93,55 @@ def read_training(data: bytes | None = None) -> list[tuple[list[str], list[str]]
                 record = json.loads(line)
                 out.append(([" ".join(s.split()) for s in record["sentences"]], list(record["labels"])))
     return out
+
+
+def training_abstracts(
+    abstracts: Sequence[tuple[list[str], list[str]]],
+) -> list[tuple[str, list[tuple[int, int]]]]:
+    """Each training abstract as its text (the labelled sentences joined by spaces; CSAbstruct gives no
+    title) and its sentences' spans in it: the input ``embed_sentences`` makes the training vectors of."""
+    out = []
+    for sentences, _ in abstracts:
+        spans, at = [], 0
+        for sentence in sentences:
+            spans.append((at, at + len(sentence)))
+            at += len(sentence) + 1
+        out.append((" ".join(sentences), spans))
+    return out
+
+
+def train_role_model(
+    embed: SentenceEmbedder, training: bytes | None = None, *, batch: int = 64
+) -> tuple[LinearRoleModel, dict[str, Any]]:
+    """The role model for ``embed``'s sentence vectors, trained on the CSAbstruct train split (or on
+    ``training``), its sentence vectors made as the indexer makes them; with the facts of its training
+    (for the manifest). ``batch``: abstracts per forward-pass call."""
+    started = time.monotonic()
+    abstracts = read_training(training)
+    inputs = training_abstracts(abstracts)
+    rows: list[tuple[Array, Sequence[str]]] = []
+    for begin in range(0, len(inputs), batch):
+        part = inputs[begin : begin + batch]
+        _, pooled = embed_sentences(embed, [("", text, spans) for text, spans in part])
+        rows.extend(
+            (v, labels) for v, (_, labels) in zip(pooled, abstracts[begin : begin + batch], strict=True)
+        )
+    model = LinearRoleModel.fit(
+        rows, embedding_model=sentence_model_id(embed.model_id), texts=[s for s, _ in abstracts]
+    )
+    raw = (
+        training
+        if training is not None
+        else resources.files("paperfeed.data").joinpath(TRAINING).read_bytes()
+    )
+    facts = {
+        "abstracts": len(abstracts),
+        "sentences": sum(len(s) for s, _ in abstracts),
+        "seconds": round(time.monotonic() - started, 1),
+        "training_sha256": hashlib.sha256(raw).hexdigest(),
+        "c": _C,
+    }
+    return model, facts
 
 
 def role_features(vectors: Array) -> Array:
@@ -204,17 +272,62 @@ class LinearRoleModel:
         return cls(weights, bias, embedding_model=embedding_model)
 
 
-class RoleModelFolder:
-    """:class:`~paperfeed.domain.sentences.RoleModels` in a folder of the data folder
-    (``<data>/models/sentence-roles``): ``roles.npz`` and ``manifest.json``, both replaced atomically
-    (weights first, the manifest naming them last). A loaded model is kept until the manifest changes on
-    disk, so a process notices a model another one trained."""
+def _load(folder: Path, manifest: dict[str, Any], space: str) -> LinearRoleModel:
+    with np.load(folder / str(manifest["weights"]), allow_pickle=False) as data:
+        return LinearRoleModel(data["weights"], data["bias"], embedding_model=space, features=FEATURES)
 
-    def __init__(self, folder: Path, training: bytes | None = None) -> None:
+
+def _usable(manifest: dict[str, Any] | None, space: str) -> bool:
+    return (
+        manifest is not None
+        and manifest.get("embedding_model") == space
+        and manifest.get("features") == FEATURES
+        and manifest.get("sentence_vectors", SENTENCE_VECTORS) == SENTENCE_VECTORS
+    )
+
+
+def _read_manifest(path: Path) -> dict[str, Any] | None:
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def shipped_folder() -> Path:
+    """Where the shipped role model lies in the installed package (``paperfeed/data/sentence-roles``)."""
+    return Path(str(resources.files("paperfeed.data").joinpath(SHIPPED)))
+
+
+def shipped_role_model(space: str, folder: Path | None = None) -> LinearRoleModel | None:
+    """The role model shipped in the package for the sentence vector space ``space`` (None: none is)."""
+    where = folder if folder is not None else shipped_folder()
+    manifest = _read_manifest(where / MANIFEST)
+    if manifest is None or not _usable(manifest, space):
+        return None
+    try:
+        return _load(where, manifest, space)
+    except (OSError, KeyError, ValueError) as exc:  # a broken install: say so, then train one as before
+        log.warning("the shipped sentence-role model in %s cannot be read (%s)", where, exc)
+        return None
+
+
+class RoleModelFolder:
+    """:class:`~paperfeed.domain.sentences.RoleModels`: the model shipped in the package when it is for
+    the vector space asked for (the bundled model's), else one this instance trained, kept in a folder
+    of the data folder (``<data>/models/sentence-roles``): ``roles-*.npz`` and ``manifest.json``, both
+    replaced atomically (weights first, the manifest naming them last). A loaded model is kept until the
+    manifest changes on disk, so a process notices a model another one trained."""
+
+    def __init__(self, folder: Path, training: bytes | None = None, shipped: Path | None = None) -> None:
+        """``training``: tests pass a small set (None: the shipped CSAbstruct train split); ``shipped``:
+        the folder of the shipped model (None: the package's)."""
         self.folder = folder
-        self._training = training  # tests pass a small set; None: the shipped CSAbstruct train split
+        self._training = training
+        self._shipped_folder = shipped
         self._lock = threading.Lock()
         self._loaded: tuple[tuple[int, int], LinearRoleModel] | None = None
+        self._shipped: dict[str, LinearRoleModel | None] = {}
 
     def _stamp(self) -> tuple[int, int] | None:
         try:
@@ -224,33 +337,35 @@ class RoleModelFolder:
         return found.st_mtime_ns, found.st_size
 
     def manifest(self) -> dict[str, Any] | None:
-        """The saved model's manifest, or None (none saved, or unreadable)."""
-        try:
-            found = json.loads((self.folder / MANIFEST).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        return found if isinstance(found, dict) else None
+        """The manifest of the model this instance trained, or None (none saved, or unreadable)."""
+        return _read_manifest(self.folder / MANIFEST)
+
+    def shipped(self, space: str) -> LinearRoleModel | None:
+        """The shipped model for ``space``, read once (None: none ships for it)."""
+        with self._lock:
+            if space not in self._shipped:
+                self._shipped[space] = shipped_role_model(space, self._shipped_folder)
+            return self._shipped[space]
 
     def current(self, embedder_model: str) -> LinearRoleModel | None:
+        """The model for the sentence vectors of ``embedder_model`` (an embedding model id), or None when
+        one must be trained first."""
+        space = sentence_model_id(embedder_model)
+        shipped = self.shipped(space)
+        if shipped is not None:
+            return shipped
         stamp = self._stamp()
         if stamp is None:
             return None
         with self._lock:
             if self._loaded is not None and self._loaded[0] == stamp:
                 model = self._loaded[1]
-                return model if model.embedding_model == embedder_model else None
+                return model if model.embedding_model == space else None
         manifest = self.manifest()
-        if (
-            manifest is None
-            or manifest.get("embedding_model") != embedder_model
-            or manifest.get("features") != FEATURES
-        ):
+        if manifest is None or not _usable(manifest, space):
             return None
         try:
-            with np.load(self.folder / str(manifest["weights"]), allow_pickle=False) as data:
-                model = LinearRoleModel(
-                    data["weights"], data["bias"], embedding_model=embedder_model, features=FEATURES
-                )
+            model = _load(self.folder, manifest, space)
         except (OSError, KeyError, ValueError) as exc:
             log.warning(
                 "the sentence-role model in %s cannot be read (%s): it will be trained again",
@@ -262,43 +377,37 @@ class RoleModelFolder:
             self._loaded = (stamp, model)
         return model
 
-    def train(self, embed: EmbedTexts) -> LinearRoleModel:
-        started = time.monotonic()
-        abstracts = read_training(self._training)
-        texts = [s for sentences, _ in abstracts for s in sentences]
-        vectors = np.asarray(embed.embed(texts), dtype=np.float32)
-        rows: list[tuple[Array, Sequence[str]]] = []
-        at = 0
-        for sentences, labels in abstracts:
-            rows.append((vectors[at : at + len(sentences)], labels))
-            at += len(sentences)
-        model = LinearRoleModel.fit(
-            rows, embedding_model=embed.model_id, texts=[sentences for sentences, _ in abstracts]
-        )
-        self._save(model, abstracts=len(abstracts), sentences=len(texts), seconds=time.monotonic() - started)
-        log.info("trained the sentence-role model for %s on %d sentences", embed.model_id, len(texts))
+    def train(self, embed: SentenceEmbedder) -> LinearRoleModel:
+        model, facts = train_role_model(embed, self._training)
+        save_role_model(self.folder, model, **facts)
+        log.info("trained the sentence-role model for %s on %d sentences", embed.model_id, facts["sentences"])
         return model
 
-    def _save(self, model: LinearRoleModel, **facts: Any) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        weights = f"roles-{model.model_id[-12:]}.npz"
-        tmp = self.folder / f".{weights}.tmp"
-        with open(tmp, "wb") as fh:
-            np.savez(fh, weights=model.weights, bias=model.bias)
-        os.replace(tmp, self.folder / weights)
-        manifest = {
-            "model_id": model.model_id,
-            "embedding_model": model.embedding_model,
-            "features": FEATURES,
-            "classes": list(ROLES),
-            "weights": weights,
-            "training": "CSAbstruct train split (allenai/sequential_sentence_classification, Apache-2.0)",
-            "trained_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            **facts,
-        }
-        tmp = self.folder / f".{MANIFEST}.tmp"
-        tmp.write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-        os.replace(tmp, self.folder / MANIFEST)
-        for old in self.folder.glob("roles-*.npz"):
-            if old.name != weights:
-                old.unlink(missing_ok=True)
+
+def save_role_model(folder: Path, model: LinearRoleModel, **facts: Any) -> Path:
+    """Write ``model`` into ``folder`` (weights, then the manifest naming them; older weights removed);
+    returns the manifest's path. ``facts``: what the manifest records of its training."""
+    folder.mkdir(parents=True, exist_ok=True)
+    weights = f"roles-{model.model_id[-12:]}.npz"
+    tmp = folder / f".{weights}.tmp"
+    with open(tmp, "wb") as fh:
+        np.savez(fh, weights=model.weights, bias=model.bias)
+    os.replace(tmp, folder / weights)
+    manifest = {
+        "model_id": model.model_id,
+        "embedding_model": model.embedding_model,
+        "features": FEATURES,
+        "sentence_vectors": SENTENCE_VECTORS,
+        "classes": list(ROLES),
+        "weights": weights,
+        "training": TRAINING_SOURCE,
+        "trained_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        **facts,
+    }
+    tmp = folder / f".{MANIFEST}.tmp"
+    tmp.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, folder / MANIFEST)
+    for old in folder.glob("roles-*.npz"):
+        if old.name != weights:
+            old.unlink(missing_ok=True)
+    return folder / MANIFEST

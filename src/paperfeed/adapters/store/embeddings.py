@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import orjson
-from sqlalchemy import ColumnElement, func, or_, select
+from sqlalchemy import ColumnElement, func, or_, select, true
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine
 
@@ -81,7 +81,10 @@ class SqlEmbeddingStore:
         with self.engine.connect() as conn:
             return int(conn.execute(query).scalar_one())
 
-    def backlog(self, model_id: str, *, after: str = "", limit: int = 256) -> list[PendingPaper]:
+    def backlog(
+        self, model_id: str, *, after: str = "", limit: int = 256, since: datetime | None = None
+    ) -> list[PendingPaper]:
+        recent = papers.c.modified_at >= since if since is not None else true()  # ix_papers_modified_at
         query = (
             select(
                 papers.c.id,
@@ -91,7 +94,7 @@ class SqlEmbeddingStore:
                 embeddings.c.paper_id.is_not(None).label("has_vector"),
             )
             .select_from(papers.outerjoin(embeddings, embeddings.c.paper_id == papers.c.id))
-            .where(papers.c.id > after, self._needs_vector(model_id))
+            .where(papers.c.id > after, recent, self._needs_vector(model_id))
             .order_by(papers.c.id)
             .limit(limit)
         )

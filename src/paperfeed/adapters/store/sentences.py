@@ -161,7 +161,7 @@ class SqlSentenceStore:
     ) -> list[SentencesPending]:
         """Papers after ``after`` (by id) that ``stale`` says are due, ``limit`` of them."""
         query = (
-            select(papers.c.id, papers.c.abstract, papers.c.content_hash)
+            select(papers.c.id, papers.c.abstract, papers.c.content_hash, papers.c.title)
             .select_from(joined)
             .where(papers.c.id > after, stale)
             .order_by(papers.c.id)
@@ -169,7 +169,7 @@ class SqlSentenceStore:
         )
         with self.engine.connect() as conn:
             rows = conn.execute(query).all()
-        return [SentencesPending(r.id, r.abstract, r.content_hash) for r in rows]
+        return [SentencesPending(r.id, r.abstract, r.content_hash, r.title) for r in rows]
 
     def save_summaries(self, summaries: Sequence[ExtractedSummary]) -> None:
         if summaries:
