@@ -199,8 +199,8 @@ def grid(names: Sequence[str], overall: str | None = None) -> None:
     chosen = scored[0][2] if scored[0][0] and scored[0][1] > 0 else today
     print(f"chosen: {chosen}")
     if overall is not None:  # the facets over another overall list (weight, keyword, k, depth, direction)
-        w, kw, k, d, direction = overall.split(",")
-        chosen = Overall(float(w), float(kw), float(k), int(d), direction)
+        given = overall.split(",")
+        chosen = Overall(float(given[0]), float(given[1]), float(given[2]), int(given[3]), given[4])
         print(f"the facets are measured over: {chosen}")
 
     print(
@@ -219,7 +219,7 @@ def grid(names: Sequence[str], overall: str | None = None) -> None:
     for f in facet_grid:
         runs = {p.name: run(p, "train", chosen, f) for p in proxies}
         ok = True
-        cells = []
+        columns: list[str] = []
         for p in proxies:
             r = runs[p.name]
             changes = []
@@ -228,7 +228,7 @@ def grid(names: Sequence[str], overall: str | None = None) -> None:
                 changes.append(float(np.mean(r.values[x])) / max(float(np.mean(ref)), 1e-12) - 1)
                 if p.topical and x in p.facets and significant_loss(r.values[x], ref):
                     ok = False
-            cells.append(f"{p.name.split()[0][:10]} " + "/".join(f"{c * 100:+.1f}" for c in changes))
+            columns.append(f"{p.name.split()[0][:10]} " + "/".join(f"{c * 100:+.1f}" for c in changes))
         worth = min(
             (
                 float(np.mean(runs[p.name].values[x])) / float(np.mean(runs[p.name].values[f"overall-{x}"]))
@@ -238,12 +238,12 @@ def grid(names: Sequence[str], overall: str | None = None) -> None:
             ),
             default=0.0,
         )
-        rows.append((ok, worth, f, cells))
+        rows.append((ok, worth, f, columns))
     rows.sort(key=lambda x: (-x[0], -x[1]))
     print("  (each proxy: background/method/result, % against the overall list)")
-    for ok, worth, f, cells in rows[:20]:
+    for ok, worth, f, shown in rows[:20]:
         mark = "  " if ok else "✗ "
-        print(f"  {mark}{f!s:40s} smallest agreement gain {worth * 100:+.1f}%   {'  '.join(cells)}")
+        print(f"  {mark}{f!s:40s} smallest agreement gain {worth * 100:+.1f}%   {'  '.join(shown)}")
     print(f"chosen: {rows[0][2] if rows[0][0] else 'none admissible'}")
 
 
