@@ -29,6 +29,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.types import Scope
 
 from paperfeed import __version__
+from paperfeed.domain.wording import agree, count
 
 from .headers import KEEP_SECONDS_HEADER, PUBLIC_SECONDS_HEADER, baseline_headers
 from .markup import plain_text, render_text
@@ -133,7 +134,8 @@ class Renderer:
             static_url=self.assets.url,
             author_search_url=author_search_url,
         )
-        env.filters.update(rich=render_text, plain=plain_text)
+        # counts in words, one helper for every message (domain/wording.py): {{ n|count("paper") }}
+        env.filters.update(rich=render_text, plain=plain_text, count=count, agree=agree)
         self.env = env
         self.templates = Jinja2Templates(env=env)
 
