@@ -33,13 +33,14 @@ import numpy.typing as npt
 
 from bench.sentence_vectors import corpus_docs, fill_sentences
 from bench.vector_cache import CACHE_ROOT, VectorCache
+from paperfeed.domain.sentences import SENTENCE_VECTORS, sentence_model_id
 
 if TYPE_CHECKING:
     from paperfeed.bootstrap import App
     from paperfeed.settings import Settings
 
 F32 = npt.NDArray[np.float32]
-FOLDER = CACHE_ROOT / "facets"
+FOLDER = CACHE_ROOT / "facets" / SENTENCE_VECTORS  # lists of one way of making sentence vectors
 DEPTH = 50  # first-stage candidates kept per query: the service asks the first stage for as many, so
 # its pool is PAPERFEED_SIMILAR_CANDIDATES (100), as for a list of 10
 ENGINE = "tantivy"
@@ -170,7 +171,7 @@ def gather(name: str, queries: Sequence[str], cache: VectorCache, fresh: bool = 
     app = build_app(settings_for(data_dir, similar_keyword_weight=0.0))
     try:
         store = app.indexes.sentences
-        model_id = cache.embedder.model_id
+        model_id = sentence_model_id(cache.embedder.model_id)  # the sentence rows' space (late pooled)
         own = store.sentences(list(queries), model_id)
         lists: dict[str, QueryLists] = {}
         started = time.perf_counter()
@@ -257,9 +258,9 @@ def gather_claims(cache: VectorCache, fresh: bool = False) -> Corpus:
             lists[qid] = QueryLists(qid, first, keyword, {"result": keyword})
             sentences[qid] = Sentences(v[None, :].astype(np.float32), ("result",))
         wanted = sorted({pid for ql in lists.values() for pid in [*(p for p, _, _ in ql.first), *ql.keyword]})
-        store = app.indexes.sentences
+        store, space = app.indexes.sentences, sentence_model_id(cache.embedder.model_id)
         for start in range(0, len(wanted), 500):
-            for pid, r in store.sentences(wanted[start : start + 500], cache.embedder.model_id).items():
+            for pid, r in store.sentences(wanted[start : start + 500], space).items():
                 if r.vectors is not None and r.sentences:
                     sentences[pid] = Sentences(
                         np.asarray(r.vectors, dtype=np.float32),
