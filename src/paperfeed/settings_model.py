@@ -261,6 +261,14 @@ class SettingsModel(BaseModel):
     embedding_batch_size: int = Field(
         default=128, ge=1, le=10_000, description="Papers embedded per committed batch."
     )
+    embedding_claim_seconds: float = Field(
+        default=120.0,
+        ge=5,
+        le=86_400,
+        description="How long an indexing process's claim on the batch it embeds lasts without renewal "
+        "(renewed every quarter of it while the process lives): after a worker's machine dies, its batch "
+        "goes to another worker this much later (a dead process on the same host frees it at once).",
+    )
     embedding_threads: int | None = Field(
         default=None,
         ge=1,

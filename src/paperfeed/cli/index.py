@@ -308,11 +308,24 @@ def register(app: typer.Typer) -> None:
                 "(PAPERFEED_EMBEDDING_THREADS, when set, is the budget they share); 1: in this process.",
             ),
         ] = 1,
+        vector_index: Annotated[
+            bool,
+            typer.Option(
+                "--vector-index/--no-vector-index",
+                help="After embedding, bring the vector index up to date; --no-vector-index only stores the "
+                "vectors (an embedding worker whose web nodes keep their own index, PAPERFEED_VECTOR_INDEX="
+                "local, and follow the database).",
+            ),
+        ] = True,
     ) -> None:
         """Embed papers whose vector is missing or stale. Safe to interrupt: a re-run resumes."""
         c: Context = ctx.obj
         if workers > 1 and (follow or keyword):
             raise fail("--workers applies to embedding a backlog once: not with --follow or --keyword")
+        if not vector_index and (follow or keyword):
+            raise fail(
+                "--no-vector-index applies to embedding a backlog once: not with --follow or --keyword"
+            )
         if follow:
             if rebuild or keyword:
                 raise fail("--follow embeds the backlog: it cannot be combined with --rebuild or --keyword")
@@ -347,14 +360,22 @@ def register(app: typer.Typer) -> None:
                 )
             plan = service.plan(rebuild=rebuild)
             c.console.print(plan.message(), highlight=False)
+            _other_workers(c)
             if limit is not None and limit < plan.backlog:
                 c.console.print(f"this run embeds at most {limit:,} of them", highlight=False)
             if workers > 1:
-                summary = _run_workers(c, workers, rebuild=rebuild, limit=limit, batch_size=batch_size)
+                summary = _run_workers(
+                    c, workers, rebuild=rebuild, limit=limit, batch_size=batch_size, sync=vector_index
+                )
             else:
                 with RichProgress(c.err, "embedding", unit="items") as progress:
                     summary = service.run(
-                        progress, rebuild=rebuild, limit=limit, batch_size=batch_size, sentences=sentences
+                        progress,
+                        rebuild=rebuild,
+                        limit=limit,
+                        batch_size=batch_size,
+                        sentences=sentences,
+                        sync=vector_index,
                     )
             service.report("stopped", summary, remaining=summary.remaining, force=True)  # this run is over
         except EmbedderUnavailable as exc:
@@ -381,6 +402,8 @@ def register(app: typer.Typer) -> None:
                 f"{summary.index.upserted:,} written)",
                 highlight=False,
             )
+        elif not vector_index:
+            c.console.print("vector index: not updated (--no-vector-index): the vectors are in the database")
         else:
             c.console.print("no vector index is configured: vectors are stored in the database only")
         if summary.stopped:
@@ -388,6 +411,25 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(130)
         if sentences:
             _sentences(c, limit=limit)
+
+
+def _other_workers(c: Context) -> None:
+    """Say which other processes hold batches of this backlog: this one takes the rest, batch by batch."""
+    claims = c.app.indexes.claims
+    others = [h for h in claims.holdings() if h.holder != claims.holder]
+    if not others:
+        return
+    held = "; ".join(
+        f"pid {h.holder.split(':')[1]} on {h.holder.split(':')[0]} holds {h.papers:,} "
+        f"({h.first_id} … {h.last_id})"
+        for h in others
+    )
+    c.console.print(
+        f"other workers are embedding this backlog ({held}): this one claims the papers nobody holds",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 def _sentences(c: Context, *, limit: int | None) -> None:
@@ -439,7 +481,7 @@ class _Lines:
 
 
 def _run_workers(
-    c: Context, workers: int, *, rebuild: bool, limit: int | None, batch_size: int | None
+    c: Context, workers: int, *, rebuild: bool, limit: int | None, batch_size: int | None, sync: bool
 ) -> IndexingSummary:
     """Embed the backlog in ``workers`` processes; the first Ctrl-C (or SIGTERM) stops it cleanly: the
     batches done are committed, those in flight dropped, the vector index synced. A second one aborts."""
@@ -470,6 +512,7 @@ def _run_workers(
                 batch_size=batch_size,
                 workers=pool,
                 stop=stop.is_set,
+                sync=sync,
             )
     finally:
         pool.close()

@@ -105,6 +105,11 @@ def status(
 
     for line in describe_supervisors(c.app.maintenance.supervisors.read_all(), holder_is_dead):
         c.console.print(line, markup=False, highlight=False, soft_wrap=True)
+    from paperfeed.domain.embedding_claims import describe_workers
+
+    claims = c.app.indexes.claims  # every `paperfeed index` process sharing this store's backlog
+    for line in describe_workers(claims.workers(), claims.holdings(), now, holder_is_dead):
+        c.console.print(line, markup=False, highlight=False, soft_wrap=True)
     # what the indexer does and what is left, in /admin/jobs' own sentences (the sentences included)
     c.console.print("indexing:", highlight=False)
     for line in c.app.indexes.status.status().lines():
