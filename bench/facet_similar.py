@@ -10,10 +10,11 @@ Steps:
 
 * ``grid``: the settings, chosen on the *train* queries of every proxy from cached lists (NumPy over the
   first stage's candidates as the service made them, bench/facet_rank.py): first the overall list's
-  sentence stage (weight of the sentence max-sim order, of the keyword list, k, depth), worth the
-  *smallest* relative gain over today's list across the topical proxies; then each facet (weight of its
-  match, k, depth), worth the smallest gain on the proxies that speak for it, among the settings that
-  lose on no topical proxy. The test queries' figures of the chosen settings follow.
+  sentence stage (weight of the sentence max-sim order, of the keyword list, k, depth), among the
+  settings that lose beyond noise on no topical proxy the best mean relative gain over today's list;
+  then the facets (weight of the match, k, depth, role floor; one setting for the three), among those
+  whose every facet list loses beyond noise on no topical proxy, the best smallest gain in CSAbstruct
+  role agreement. It ends with the chosen settings as ``PAPERFEED_*`` lines (the defaults to ship).
 * ``report``: for the settings as shipped (the ``PAPERFEED_SIMILAR_*`` defaults), every proxy's test
   and train queries through the service (``app.search.facets``, what the page, the API, MCP and the
   CLI call; ``--served``: through ``GET /api/papers/{id}/similar?facet=`` of a real ``paperfeed serve``),
@@ -182,12 +183,12 @@ def grid(names: Sequence[str], overall: str | None = None) -> None:
         "the best mean relative gain over the proxies"
     )
     scored = []
-    for s, kw, k, d, direction in itertools.product(
-        [0.0, 0.5, 0.75, 1.0, 1.5], [0.0, 0.25, 0.5], [10.0, 20.0, 30.0, 60.0], [30, 50], ["query", "both"]
+    for s, kw, k, d in itertools.product(
+        [0.0, 0.5, 0.75, 1.0, 1.5], [0.0, 0.25, 0.5], [10.0, 20.0, 30.0, 60.0], [30, 50]
     ):
-        if (s == 0 and kw == 0) or (s == 0 and direction != "both"):
+        if s == 0 and kw == 0:
             continue
-        o = Overall(s, kw, k, d, direction)
+        o = Overall(s, kw, k, d, "both")  # the service's max-sim (domain.sentences.max_sim) is both ways
         after = {p.name: run(p, "train", o, None).values["overall"] for p in topical}
         gains = {n: float(np.mean(after[n])) / float(np.mean(before[n])) - 1 for n in after}
         ok = not any(significant_loss(after[n], before[n]) for n in after)
@@ -205,8 +206,8 @@ def grid(names: Sequence[str], overall: str | None = None) -> None:
 
     print(
         "\n## the facets over the chosen overall list, train queries (change against the overall list)\n"
-        "rule: for every facet, no topical proxy that speaks for it loses beyond noise (✗); the best "
-        "smallest gain in CSAbstruct role agreement over the three facets (one setting for all)"
+        "rule: for every facet, no topical proxy loses beyond noise (✗); the best smallest gain in "
+        "CSAbstruct role agreement over the three facets (one setting for all)"
     )
     facet_grid = [
         FacetChoice(w, 0.0, k, d, floor)
@@ -226,7 +227,7 @@ def grid(names: Sequence[str], overall: str | None = None) -> None:
             for x in FACETS:
                 ref = r.values["overall"] if p.topical else r.values[f"overall-{x}"]
                 changes.append(float(np.mean(r.values[x])) / max(float(np.mean(ref)), 1e-12) - 1)
-                if p.topical and x in p.facets and significant_loss(r.values[x], ref):
+                if p.topical and significant_loss(r.values[x], ref):
                     ok = False
             columns.append(f"{p.name.split()[0][:10]} " + "/".join(f"{c * 100:+.1f}" for c in changes))
         worth = min(
@@ -245,6 +246,19 @@ def grid(names: Sequence[str], overall: str | None = None) -> None:
         mark = "  " if ok else "✗ "
         print(f"  {mark}{f!s:40s} smallest agreement gain {worth * 100:+.1f}%   {'  '.join(shown)}")
     print(f"chosen: {rows[0][2] if rows[0][0] else 'none admissible'}")
+    print("\nthe chosen settings (the defaults to ship):")
+    print(
+        f"PAPERFEED_SIMILAR_SENTENCE_WEIGHT={chosen.sentences:g}\n"
+        f"PAPERFEED_SIMILAR_SENTENCE_KEYWORD_WEIGHT={chosen.keyword:g}\n"
+        f"PAPERFEED_SIMILAR_SENTENCE_RRF_K={chosen.k:g}\n"
+        f"PAPERFEED_SIMILAR_SENTENCE_DEPTH={chosen.depth}"
+    )
+    if rows[0][0]:
+        f = rows[0][2]
+        print(
+            f"PAPERFEED_SIMILAR_FACET_WEIGHT={f.match:g}\nPAPERFEED_SIMILAR_FACET_RRF_K={f.k:g}\n"
+            f"PAPERFEED_SIMILAR_FACET_CANDIDATES={f.depth}\nPAPERFEED_SIMILAR_FACET_ROLE_FLOOR={f.floor:g}"
+        )
 
 
 # -- report: the shipped settings through the service -------------------------------------------------
@@ -258,7 +272,8 @@ def in_process_lists(data_dir: Path, queries: Sequence[str]) -> dict[str, dict[s
     from paperfeed.bootstrap import build_app
 
     out: dict[str, dict[str, list[str]]] = {k: {} for k in KINDS}
-    for kind, overrides in (("today", {"similar_sentence_weight": 0.0}), ("shipped", {})):
+    off = {"similar_sentence_weight": 0.0, "similar_sentence_keyword_weight": 0.0}  # the stage off
+    for kind, overrides in (("today", off), ("shipped", {})):
         app = build_app(settings_for(data_dir, **overrides))
         try:
             for q in queries:
@@ -287,7 +302,8 @@ def served_lists(
     from bench.served_quality import free_port, product_env, reader_token, wait_until_up
 
     out: dict[str, dict[str, list[str]]] = {k: {} for k in KINDS}
-    for kind, extra in (("today", {"PAPERFEED_SIMILAR_SENTENCE_WEIGHT": "0"}), ("shipped", {})):
+    off = {"PAPERFEED_SIMILAR_SENTENCE_WEIGHT": "0", "PAPERFEED_SIMILAR_SENTENCE_KEYWORD_WEIGHT": "0"}
+    for kind, extra in (("today", off), ("shipped", {})):
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         env = {**product_env(data_dir), "PAPERFEED_SECRET_KEY": secrets.token_hex(32), **extra}
@@ -384,7 +400,11 @@ def cost(data_dir: Path, queries: Sequence[str], rounds: int = 3) -> None:
     from paperfeed.bootstrap import build_app
 
     variants: tuple[tuple[str, dict[str, float], str], ...] = (
-        ("overall, the sentence stage off (before)", {"similar_sentence_weight": 0.0}, "overall"),
+        (
+            "overall, the sentence stage off (before)",
+            {"similar_sentence_weight": 0.0, "similar_sentence_keyword_weight": 0.0},
+            "overall",
+        ),
         ("overall, as shipped", {}, "overall"),
         ("by method, as shipped", {}, "method"),
     )
