@@ -387,7 +387,7 @@ class SettingsModel(BaseModel):
     )
     # Similar papers: the sentence stage (issue #43; docs/search.md, bench/facet_similar.py)
     similar_sentence_weight: float = Field(
-        default=1.0,
+        default=0.5,
         ge=0,
         description="Similar papers: weight of the candidates' order by the late interaction of the two "
         "papers' sentences (each of this paper's sentences takes its best cosine among the candidate's, "
@@ -395,13 +395,13 @@ class SettingsModel(BaseModel):
         "0: off. Chosen on the train queries of bench/facet_similar.py's proxies.",
     )
     similar_sentence_keyword_weight: float = Field(
-        default=0.25,
+        default=0.5,
         ge=0,
         description="Similar papers: weight of the keyword more-like-this list of the paper's own words in "
         "the same fusion (0: off).",
     )
     similar_sentence_rrf_k: float = Field(
-        default=20.0, ge=0, description="Similar papers: rank fusion constant k of the sentence stage."
+        default=10.0, ge=0, description="Similar papers: rank fusion constant k of the sentence stage."
     )
     similar_sentence_depth: int = Field(
         default=50,
@@ -411,24 +411,24 @@ class SettingsModel(BaseModel):
     )
     # Similar papers by facet (background, method, result; docs/search.md, bench/facet_similar.py)
     similar_facet_candidates: int = Field(
-        default=30,
+        default=20,
         ge=1,
         le=1000,
         description="Similar papers by facet: how many of the overall similar list's papers the facet "
         "re-ranks (it never draws papers the overall list does not hold).",
     )
     similar_facet_weight: float = Field(
-        default=1.0,
+        default=0.2,
         ge=0,
         description="Similar papers by facet: weight of the candidates' order by how well their sentences "
         "match this paper's sentences of the facet, in a rank fusion with the overall order (weight 1). "
         "0: the overall list.",
     )
     similar_facet_rrf_k: float = Field(
-        default=30.0, ge=0, description="Similar papers by facet: rank fusion constant k."
+        default=10.0, ge=0, description="Similar papers by facet: rank fusion constant k."
     )
     similar_facet_role_floor: float = Field(
-        default=1.0,
+        default=0.5,
         ge=0,
         le=1,
         description="Similar papers by facet: least weight of a candidate's sentence that the role "
