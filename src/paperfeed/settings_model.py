@@ -393,24 +393,50 @@ class SettingsModel(BaseModel):
         "1 + ln(1 + citations); docs/search.md); a paper without any keeps its text list. 0: off. Chosen "
         "on the train queries of bench/similar_citations.py (real citations, Paperscape 1991-1996).",
     )
-    # Similar papers by facet (background, method, result; docs/search.md, bench/facet_similar.py)
-    similar_facet_candidates: int = Field(
-        default=100,
+    # Similar papers: the sentence stage (issue #43; docs/search.md, bench/facet_similar.py)
+    similar_sentence_weight: float = Field(
+        default=0.5,
+        ge=0,
+        description="Similar papers: weight of the candidates' order by the late interaction of the two "
+        "papers' sentences (each of this paper's sentences takes its best cosine among the candidate's, "
+        "averaged) in the rank fusion that re-ranks the first candidates; the first-stage order weighs 1. "
+        "0: off. Chosen on the train queries of bench/facet_similar.py's proxies.",
+    )
+    similar_sentence_keyword_weight: float = Field(
+        default=0.5,
+        ge=0,
+        description="Similar papers: weight of the keyword more-like-this list of the paper's own words in "
+        "the same fusion (0: off).",
+    )
+    similar_sentence_rrf_k: float = Field(
+        default=10.0, ge=0, description="Similar papers: rank fusion constant k of the sentence stage."
+    )
+    similar_sentence_depth: int = Field(
+        default=50,
         ge=1,
         le=1000,
-        description="Similar papers by facet: candidates taken from the overall similar list and from the "
-        "papers nearest the facet's sentences, each.",
+        description="Similar papers: how many of the first stage's candidates the sentence stage re-ranks.",
     )
-    similar_facet_blend: float = Field(
-        default=0.0,
+    # Similar papers by facet (background, method, result; docs/search.md, bench/facet_similar.py)
+    similar_facet_candidates: int = Field(
+        default=20,
+        ge=1,
+        le=1000,
+        description="Similar papers by facet: how many of the overall similar list's papers the facet "
+        "re-ranks (it never draws papers the overall list does not hold).",
+    )
+    similar_facet_weight: float = Field(
+        default=0.2,
         ge=0,
-        le=1,
-        description="Similar papers by facet: share of the two papers' overall cosine in a candidate's "
-        "score; the rest is how well their sentences of the facet match (0: the facet alone, so the list "
-        "differs from the overall one; docs/search.md#similar-by-facet).",
+        description="Similar papers by facet: weight of the candidates' order by how well their sentences "
+        "match this paper's sentences of the facet, in a rank fusion with the overall order (weight 1). "
+        "0: the overall list.",
+    )
+    similar_facet_rrf_k: float = Field(
+        default=10.0, ge=0, description="Similar papers by facet: rank fusion constant k."
     )
     similar_facet_role_floor: float = Field(
-        default=1.0,
+        default=0.5,
         ge=0,
         le=1,
         description="Similar papers by facet: least weight of a candidate's sentence that the role "
