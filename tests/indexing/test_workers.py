@@ -85,7 +85,7 @@ def test_two_workers_give_the_vectors_one_process_gives(
     _fill(db_url, corpus[:24])
     code, out, err = _index(tmp_path / "data", db_url, "--workers", "2", "--batch-size", "4")
     assert code == 0, err
-    assert "embedding in 2 worker processes (torch), 1 thread(s) each" in out
+    assert "embedding in 2 worker processes (torch), 1 thread each" in out
     assert "embedded 24 papers (24 new, 0 re-embedded" in out
     shares = [int(n) for n in re.findall(r"worker \d \(pid \d+\): (\d+) papers", out)]
     assert sum(shares) == 24
