@@ -40,7 +40,8 @@ FOLLOW_SLICE = 2000
 
 def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None, nice: int) -> None:
     """Embed the backlog slice by slice, then poll for new papers, until SIGTERM/SIGINT: stopped within a
-    few seconds wherever it is (:mod:`.stop_watch`), with one final line saying what is left."""
+    few seconds wherever it is (:mod:`.stop_watch`), with one final line saying what is left. A heartbeat
+    line comes at least every 30 s while it works (:class:`~.progress.Heartbeat`)."""
     from .stop_watch import StopWatch
 
     if nice:
@@ -72,6 +73,8 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
             watch.doing = "getting the embedder ready"
             service = c.app.indexes.indexer.current()
             say(service.plan().message())
+            watch.doing = "bringing evidence search's sentence indexes up to date"
+            _evidence(c, say)  # sentences stored before (or by a killed run) reach the sentence indexes
         waiting = ""
         topics_due = True  # once at start (papers embedded before), then after each round that embedded
         while service is not None and not stopping.is_set():
@@ -115,6 +118,7 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
             summary = service.run(
                 lines, limit=slice_size, batch_size=batch_size, stop=stopping.is_set, then=None
             )
+            c.app.indexes.evidence.flush()  # the slice's sentence vectors, saved for evidence search
             if summary.embedded or not summary.stopped:
                 with_sentences = f" with their sentences ({summary.sentences:,})" if summary.sentences else ""
                 say(
@@ -123,6 +127,7 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
                     f"{summary.remaining:,} still to embed"
                 )
             if summary.embedded == 0:
+                watch.doing = None
                 stopping.wait(poll)  # someone else took them: do not spin
             else:
                 topics_due = True
@@ -244,6 +249,7 @@ def _sentences_slice(
         limit=max(1, slice_size // 4),  # ~5 sentences a paper (5.3 measured): slices of similar time
         stop=lambda: asked() or papers.store.count_backlog(model_id) > 0,
     )
+    c.app.indexes.evidence.flush()  # evidence search's sentence vectors: saved once a slice
     if summary.trained:
         say(f"sentences: trained the sentence-role model for {summary.model_id}")
     if summary.summaries:
@@ -383,6 +389,11 @@ def register(app: typer.Typer) -> None:
             c.console.print(
                 f"keyword index rebuilt: {count(size, 'paper')} ({words.engine})", highlight=False
             )
+            papers, engine = c.app.indexes.evidence.rebuild_keyword()
+            c.console.print(
+                f"sentence keyword index rebuilt: the sentences of {count(papers, 'paper')} ({engine})",
+                highlight=False,
+            )
             return
         try:
             if calibrate:
@@ -457,6 +468,19 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(130)
         if sentences:
             _sentences(c, limit=limit)
+            _evidence(c, lambda text: c.console.print(text, highlight=False))
+
+
+def _evidence(c: Context, say: Callable[[str], None]) -> None:
+    """Evidence search's sentence indexes brought up to date with the stored sentences (resumable: each
+    follows the store by its own cursor) and the sentence vectors saved."""
+    started = time.monotonic()
+    words, vectors = c.app.indexes.evidence.catch_up()
+    if words or vectors:
+        say(
+            f"evidence: the sentences of {count(words, 'paper')} into the sentence keyword index, of "
+            f"{count(vectors, 'paper')} into the sentence vectors, in {time.monotonic() - started:,.1f} s"
+        )
 
 
 def _other_workers(c: Context) -> None:
