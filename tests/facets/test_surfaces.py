@@ -156,7 +156,7 @@ def test_cli_similar_facet(settings: Settings) -> None:
     found = _cli(settings, "similar", ME, "--facet", "method", "--json")
     assert found.returncode == 0, found.stderr
     assert orjson.loads(found.stdout.splitlines()[0])["id"] == METHOD  # --json: one object a line
-    table = _cli(settings, "similar", ME, "--facet", "result")
+    table = _cli(settings, "similar", ME, "--facet", "result", "--format", "table")
     assert table.returncode == 0
     assert "similar to 2501.00001 by result" in table.stdout
     fallback = _cli(settings, "similar", NO_RESULT, "--facet", "result", "--json")

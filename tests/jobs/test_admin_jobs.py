@@ -121,7 +121,9 @@ def test_the_page_says_how_many_papers_have_no_vector_and_how_to_embed_them(inst
     assert "0 of 120 papers have a vector of" in said
     assert "120 still have none" in said
     assert "No indexer has run yet." in said
-    assert "`paperfeed run` starts an indexer with the server, `paperfeed index` embeds them once" in said
+    assert "paperfeed run starts an indexer with the server, paperfeed index embeds them once" in said
+    codes = [c.text_content() for c in doc.cssselect(".indexing-status code")]
+    assert {"paperfeed run", "paperfeed index"} <= set(codes)  # commands as code, not raw backticks (#40)
     assert doc.cssselect(".indexing-status progress")[0].get("value") == "0"
 
 

@@ -33,6 +33,7 @@ from paperfeed.domain.embedding_claims import (
     WorkerState,
 )
 from paperfeed.domain.job_runs import LeaseStore
+from paperfeed.domain.wording import agree, count
 
 if TYPE_CHECKING:
     from paperfeed.domain.embedding import Vectors
@@ -152,8 +153,8 @@ class ClaimedBacklog:
                 said = time.monotonic()
                 held = sum(h.papers for h in others.values())
                 log.warning(  # a warning, so a command's plain stderr shows why it has not ended yet
-                    "nothing left to claim; waiting for the %s papers other workers are embedding (%s)",
-                    f"{held:,}",
+                    "nothing left to claim; waiting for the %s other workers are embedding (%s)",
+                    count(held, "paper"),
                     "; ".join(_held(h) for h in others.values()),
                 )
             self.sleep(self.poll)
@@ -201,11 +202,16 @@ class ClaimedBacklog:
             for h in holdings:
                 if h.holder in dead:
                     log.warning(
-                        "%s is no longer running: its %s claimed papers are free again", _who(h), h.papers
+                        "%s is no longer running: its %s %s free again",
+                        _who(h),
+                        count(h.papers, "claimed paper"),
+                        agree(h.papers, "is", "are"),
                     )
                 elif h.expires_at < now and h.holder != self.holder:
                     log.warning(
-                        "the claims of %s expired (%s papers): they are free again", _who(h), h.papers
+                        "the claims of %s expired (%s): they are free again",
+                        _who(h),
+                        count(h.papers, "paper"),
                     )
         return holdings
 
@@ -220,10 +226,11 @@ class ClaimedBacklog:
         keep = [i for i, p in enumerate(batch) if p.paper_id in stored]
         self.lost += len(batch) - len(keep)
         log.warning(
-            "%s of %s papers of this batch were no longer claimed by this worker (its claim expired and "
-            "another worker took them): their vectors are that worker's to store",
-            len(batch) - len(keep),
-            len(batch),
+            "%s of the batch's %s %s no longer claimed by this worker (its claim expired and another worker "
+            "took them): their vectors are that worker's to store",
+            f"{len(batch) - len(keep):,}",
+            count(len(batch), "paper"),
+            agree(len(batch) - len(keep), "was", "were"),
         )
         return [batch[i] for i in keep], vectors[keep]
 
@@ -265,6 +272,5 @@ def _who(h: ClaimHolding) -> str:
 
 
 def _held(h: ClaimHolding) -> str:
-    return (
-        f"{_who(h)}: {h.papers:,} papers, {h.first_id}…{h.last_id}, claimed until {h.expires_at:%H:%M:%S} UTC"
-    )
+    papers = count(h.papers, "paper")
+    return f"{_who(h)}: {papers}, {h.first_id}…{h.last_id}, claimed until {h.expires_at:%H:%M:%S} UTC"

@@ -31,6 +31,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from paperfeed.domain.embedding import PendingPaper
 from paperfeed.domain.embedding_claims import ClaimHolding, EmbeddingWorker, WorkerState
+from paperfeed.domain.wording import count
 
 from .columns import UtcDateTime, as_utc
 from .embeddings import needs_vector, write_vectors
@@ -109,7 +110,7 @@ class SqlBatchClaims:
         self, model_id: str, holder: str, papers_: Sequence[PendingPaper], vectors: Vectors, now: datetime
     ) -> list[str]:
         if len(papers_) != len(vectors):
-            raise ValueError(f"{len(papers_)} papers but {len(vectors)} vectors")
+            raise ValueError(f"{count(len(papers_), 'paper')} but {count(len(vectors), 'vector')}")
         ids = [p.paper_id for p in papers_]
         with self.engine.begin() as conn:
             held: set[str] = set()
