@@ -80,7 +80,7 @@ def test_page_switch_in_a_browser(url: str, chromium_browser: Any) -> None:
         assert page.locator(".similar-switch [aria-current]").inner_text() == "method"
         explain = page.locator(".similar-explain")
         assert explain.is_visible()  # what the facet changes, said where the list is
-        assert "reordered by how well their sentences match this paper's method sentences" in (
+        assert "reordered by how well their sentences match the sentences of this paper's method" in (
             explain.inner_text()
         )
         first = page.locator("ol.similar > li").first

@@ -40,6 +40,7 @@ from paperfeed.domain.sentences import (
     role_weights,
     sentence_model_id,
 )
+from paperfeed.domain.wording import count
 from paperfeed.services.similar import SimilarPapers
 
 if TYPE_CHECKING:
@@ -97,9 +98,9 @@ class FacetedSimilar:
                 "where citations are stored, by the papers they are cited with."
             )
         return (
-            f"The overall list's first {self.settings.candidates} papers, reordered by how well their "
-            f"sentences match this paper's {FACET_WORDS[facet]} sentences: a paper rises when it is close "
-            "overall and matches on that part too. Under each, its sentence that matched best."
+            f"The overall list's first {count(self.settings.candidates, 'paper')}, reordered by how well "
+            f"their sentences match the sentences of this paper's {FACET_WORDS[facet]}: a paper rises when "
+            "it is close overall and matches on that part too. Under each, its sentence that matched best."
         )
 
     def of_id(self, paper_id: str, facet: Facet = "overall", limit: int = 10) -> FacetPage | None:
