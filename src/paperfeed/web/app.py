@@ -21,6 +21,7 @@ from . import (
     community,
     docs,
     errors,
+    evidence,
     feeds,
     graph_api,
     groups,
@@ -120,6 +121,7 @@ def create_app(
     web.include_router(rising.api_router)  # /api/topics/rising before topics' /api/topics/{id}
     web.include_router(topics.api_router)
     web.include_router(topic_map.api_router)
+    web.include_router(evidence.api_router)
     web.include_router(api.router)
     web.include_router(auth.router)
     web.include_router(account_data.router)

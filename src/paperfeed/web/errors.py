@@ -2,11 +2,11 @@
 
 Every API, feed and Markdown error is JSON ``{"error": message, "status": code, "title": phrase}``
 (validation errors add ``"errors": [{"param", "message"}]``); a browser asking for an HTML page gets the
-same message as a small HTML page instead. Bad input is a 4xx that says what was wrong and what is
-expected; anything unexpected is logged with its traceback and answered with a clean 500 of the same
-shape (never a stack trace to the client). A database that cannot be reached (restarting, overloaded,
-locked) is a 503 with ``Retry-After`` instead: the request can be retried, and the pool reconnects by
-itself once the database is back.
+same message as an error page in the site's layout instead (its header, search box and footer). Bad
+input is a 4xx that says what was wrong and what is expected; anything unexpected is logged with its
+traceback and answered with a clean 500 of the same shape (never a stack trace to the client). A
+database that cannot be reached (restarting, overloaded, locked) is a 503 with ``Retry-After`` instead:
+the request can be retried, and the pool reconnects by itself once the database is back.
 """
 
 from __future__ import annotations
@@ -74,22 +74,73 @@ def _wants_html(request: Request) -> bool:
 def error_response(
     request: Request, status: int, message: str, headers: Mapping[str, str] | None = None, **extra: Any
 ) -> Response:
-    """The error answer for ``request``: JSON shape, or a minimal HTML page for browsers.
+    """The error answer for ``request``: JSON shape, or an error page in the site's layout for browsers.
 
     It carries the shared headers itself: a 500 is sent from outside the app's middlewares.
     """
     html_wanted = _wants_html(request)
     headers = {**baseline_headers(html_wanted), **(headers or {})}
     if html_wanted:
-        title = error_body(status, message)["title"]
-        page = (
-            "<!doctype html><html lang=en><meta charset=utf-8>"
-            f"<title>{status} {html.escape(title)} · paperfeed</title>"
-            f"<h1>{status} {html.escape(title)}</h1><p>{html.escape(message)}</p>"
-            '<p><a href="/">Back to today\'s papers</a></p></html>'
-        )
-        return HTMLResponse(page, status_code=status, headers=headers)
+        return _error_page(request, status, message, headers)
     return JsonResponse(error_body(status, message, **extra), status_code=status, headers=headers)
+
+
+# What a browser's error page says in its heading; other statuses show their HTTP phrase.
+HEADINGS = {
+    400: "Bad request",
+    401: "Sign-in needed",
+    403: "Not allowed",
+    404: "Page not found",
+    405: "Method not allowed",
+    413: "Too large",
+    429: "Too many requests",
+    500: "Something went wrong",
+    502: "Bad gateway",
+    503: "Temporarily unavailable",
+    504: "Timed out",
+}
+
+
+def _sentence(message: str) -> str:
+    """An API message (``no such page or endpoint: /x``) as a sentence for a page: capitalised, full stop."""
+    text = message.strip() or "The request failed"
+    text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "!", "?", ")")) else text + "."
+
+
+def _error_page(request: Request, status: int, message: str, headers: Mapping[str, str]) -> Response:
+    """The error page of :func:`~.rendering.error_page` (the site's header, search box and footer).
+
+    A server error (5xx) is drawn for an anonymous reader: its header must not ask the store who is
+    signed in, which may be what failed. Should the layout itself fail to render, a plain page that still
+    carries the viewport and the site's stylesheet is sent instead (and the failure logged), never a 500
+    about the 500."""
+    from .rendering import error_page
+
+    heading = HEADINGS.get(status) or error_body(status, message)["title"]
+    anonymous: dict[str, Any] = {"current_user": _nobody} if status >= 500 else {}
+    try:
+        return error_page(request, status, heading, _sentence(message), headers=headers, **anonymous)
+    except Exception:
+        log.exception("the error page of %s %s did not render", request.method, request.url.path)
+    return HTMLResponse(_plain_page(status, heading, _sentence(message)), status_code=status, headers=headers)
+
+
+def _nobody() -> None:
+    """The layout's ``current_user()`` on a server error's page: no one (the store is not asked)."""
+
+
+def _plain_page(status: int, heading: str, message: str) -> str:
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{status} {html.escape(heading)} · paperfeed</title>"
+        '<link rel="stylesheet" href="/static/style.css"></head>'
+        '<body><main id="main"><div class="wrap"><section class="not-found">'
+        f'<p class="status-code" aria-hidden="true">{status}</p><h1>{html.escape(heading)}</h1>'
+        f'<p class="lede">{html.escape(message)}</p><p><a href="/">Back to the latest papers</a></p>'
+        "</section></div></main></body></html>"
+    )
 
 
 def _param(loc: tuple[Any, ...] | list[Any]) -> str:

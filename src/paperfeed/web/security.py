@@ -200,6 +200,7 @@ SEARCH_PATHS = frozenset(
         "/search",
         "/search/export",
         "/api/papers/search",
+        "/api/evidence",
         "/api/papers/search/export",
         "/rss/search",
         "/atom/search",
