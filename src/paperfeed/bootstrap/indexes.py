@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from paperfeed.domain.search import SyncedKeywordIndex
     from paperfeed.services.calibration import BackendChooser
     from paperfeed.services.coverage import CoverageService
+    from paperfeed.services.embed_claims import ClaimedBacklog
     from paperfeed.services.embedders import Embedders, Indexer, SentencePass
     from paperfeed.services.evidence_index import EvidenceIndexes, SentenceVectorReader
     from paperfeed.services.index_follow import IndexFollower
@@ -259,6 +260,20 @@ class IndexesWing:
             marks=self.node.marks(),
             reports=self.embeddings,
             sentences=self.sentence_indexer,  # one forward pass per paper: its vector and its sentences
+            claims=self.claims,
+        )
+
+    @cached_property
+    def claims(self) -> ClaimedBacklog:
+        """Batches of the backlog claimed in the store, so several ``paperfeed index`` processes (on one
+        machine, or on many against one PostgreSQL) never embed a paper twice (docs/scaling.md)."""
+        from paperfeed.adapters.store.claims import open_claims
+        from paperfeed.services.embed_claims import ClaimedBacklog
+        from paperfeed.services.jobs import holder_is_dead
+
+        seconds = self.core.settings.embedding_claim_seconds
+        return ClaimedBacklog(
+            open_claims(self.core.engine()), self.core.job_runs, seconds=seconds, is_dead=holder_is_dead
         )
 
     # -- the papers' sentences (issue #33, parts 4-5) -------------------------------------------------------

@@ -19,10 +19,17 @@ if TYPE_CHECKING:
     from paperfeed.services.facets import FacetedSimilar, FacetSettings
     from paperfeed.services.rate_limits import ClientRateLimiter
     from paperfeed.services.search import HybridSearch, HybridSettings, SimilarSettings
-    from paperfeed.services.similar import SimilarPapers
+    from paperfeed.services.similar import SentenceStage, SimilarPapers
     from paperfeed.settings_model import SettingsModel
 
-__all__ = ["SearchWing", "evidence_settings", "facet_settings", "search_settings", "similar_settings"]
+__all__ = [
+    "SearchWing",
+    "evidence_settings",
+    "facet_settings",
+    "search_settings",
+    "sentence_stage",
+    "similar_settings",
+]
 
 
 def search_settings(s: SettingsModel) -> HybridSettings:
@@ -53,13 +60,26 @@ def similar_settings(s: SettingsModel) -> SimilarSettings:
     )
 
 
+def sentence_stage(s: SettingsModel) -> SentenceStage:
+    """How similar papers re-rank their first candidates by sentences (``PAPERFEED_SIMILAR_SENTENCE_*``)."""
+    from paperfeed.services.similar import SentenceStage
+
+    return SentenceStage(
+        weight=s.similar_sentence_weight,
+        keyword_weight=s.similar_sentence_keyword_weight,
+        rrf_k=s.similar_sentence_rrf_k,
+        depth=s.similar_sentence_depth,
+    )
+
+
 def facet_settings(s: SettingsModel) -> FacetSettings:
     """How similar papers by facet match sentences (``PAPERFEED_SIMILAR_FACET_*``)."""
     from paperfeed.services.facets import FacetSettings
 
     return FacetSettings(
         candidates=s.similar_facet_candidates,
-        blend=s.similar_facet_blend,
+        weight=s.similar_facet_weight,
+        rrf_k=s.similar_facet_rrf_k,
         role_floor=s.similar_facet_role_floor,
         aggregate=s.similar_facet_aggregate,
     )
@@ -165,7 +185,13 @@ class SearchWing:
         """Similar papers as every surface shows them."""
         from paperfeed.services.similar import SimilarPapers
 
-        return SimilarPapers(self.catalogue.visible, self.hybrid)
+        return SimilarPapers(
+            self.catalogue.visible,
+            self.hybrid,
+            self.indexes.sentences,
+            self.indexes.embedders,
+            sentence_stage(self.core.settings),
+        )
 
     @cached_property
     def facets(self) -> FacetedSimilar:

@@ -122,8 +122,8 @@ def register(app: typer.Typer) -> None:
                 "--format",
                 "-f",
                 case_sensitive=False,
-                help="table, json (one array), jsonl (one sentence per line), csv (with a header) or bibtex "
-                "(the papers quoted).",
+                help="table or lines (each paper, then its sentences quoted one a line), json (one array), "
+                "jsonl (one sentence per line), csv (with a header) or bibtex (the papers quoted).",
             ),
         ] = OutputFormat.table,
         as_json: Annotated[bool, typer.Option("--json", help="Same as --format jsonl.")] = False,
@@ -136,7 +136,7 @@ def register(app: typer.Typer) -> None:
         c: Context = ctx.obj
         if not question.strip():
             raise fail('the question is empty: e.g. paperfeed evidence "dropout reduces overfitting"')
-        fmt = _output_format(fmt, as_json)
+        fmt = _output_format(fmt, as_json, c.console)
         try:
             roles = parse_roles(role)
         except ValueError as exc:
@@ -149,7 +149,7 @@ def register(app: typer.Typer) -> None:
         page = c.app.search.evidence.search(question, filters, roles, limit=limit)
         for note in page.notes:
             c.err.print(f"[yellow]note:[/] {escape(note)}", highlight=False)
-        if fmt is not OutputFormat.table:
+        if fmt not in (OutputFormat.table, OutputFormat.lines):  # lines: the same quotes, one a line
             sys.stdout.write(_render(fmt, page.groups))
             return
         c.err.print(f"[dim]{escape(EVIDENCE_NOTICE)}[/]", highlight=False)

@@ -38,16 +38,18 @@ from starlette.types import Receive, Scope, Send
 from paperfeed import __version__
 from paperfeed.bootstrap import App
 from paperfeed.domain.accounts import User
+from paperfeed.domain.errors import StoreValueError
 from paperfeed.domain.evidence import EVIDENCE_NOTICE
 from paperfeed.domain.feed import FeedItem, InvalidPeriod, Period, parse_day, parse_month, parse_week
 from paperfeed.domain.groups import GroupForbidden, GroupNotFound, InvalidGroupInput
-from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
+from paperfeed.domain.ids import MAX_ROW_ID, InvalidPaperId, normalize_paper_id
 from paperfeed.domain.library import DEFAULT_TAG, MAX_QUERY_CHARS, InvalidLibraryInput
 from paperfeed.domain.models import Paper
 from paperfeed.domain.search import SearchFilters, reasons_text
 from paperfeed.domain.sentences import Facet
 from paperfeed.domain.wording import agree, count
 from paperfeed.services.library import LibraryNotFound, PaperState
+from paperfeed.services.library_search import LibrarySearchLimited
 from paperfeed.services.recommend import UnknownTag
 
 from .paper_markdown import paper_markdown
@@ -373,6 +375,22 @@ def _guard(call: Callable[[], T]) -> T:
         raise ToolError(str(exc).strip("'\"")) from None
     except InvalidGroupInput as exc:
         raise ToolError(str(exc)) from None
+    except StoreValueError:  # a number or text the database cannot hold: the caller's input
+        raise ToolError("a value in the arguments is too large or out of range") from None
+
+
+def _refused(code: str, message: str, **details: Any) -> CallToolResult:
+    """A refusal a client can act on (docs/mcp.md, "Errors"): ``isError`` with the message as text, and
+    ``structuredContent`` ``{"error": {"code", "message", ...details}}`` -- ``rate_limited`` carries
+    ``retry_after`` (seconds). Other tool errors carry text only, so a client tells them apart."""
+    body = {"code": code, "message": message, **details}
+    return CallToolResult(
+        content=[TextContent(type="text", text=message)], structured_content={"error": body}, is_error=True
+    )
+
+
+def _rate_limited(message: str, seconds: float) -> CallToolResult:
+    return _refused("rate_limited", message, retry_after=max(1, int(seconds + 0.999)))
 
 
 def _unknown_paper(paper_id: str) -> ToolError:
@@ -407,7 +425,9 @@ PaperId = Annotated[
 Categories = Annotated[
     list[str], Field(max_length=20, description="Only papers in any of these arXiv categories, e.g. cs.CL.")
 ]
-GroupId = Annotated[int, Field(ge=1, description="A group id (group_list gives them).")]
+GroupId = Annotated[
+    int, Field(ge=1, le=MAX_ROW_ID, description="A group id (group_list gives them).")
+]  # bounded as the store's ids are: the API answers 400 past them, a tool the same argument error
 TagNames = Annotated[list[str], Field(max_length=50, description="Tag names (created when new).")]
 
 
@@ -470,6 +490,18 @@ def build_server(surface: Surface) -> MCPServer:
             else []
         )
 
+    def anonymous_limit(ctx: Context, app: App, site: str) -> CallToolResult | None:
+        """A search without a token past its address's limit: the structured ``rate_limited`` refusal."""
+        client = surface.anonymous_client(ctx)
+        wait = app.search.limiter.wait(client) if client is not None else 0.0
+        if wait <= 0:
+            return None
+        return _rate_limited(
+            f"too many searches from your address: try again in {count(max(1, int(wait + 0.999)), 'second')} "
+            f"(with a personal API token from {site}/account there is no such limit)",
+            wait,
+        )
+
     @server.tool(annotations=READER)
     def search_papers(
         ctx: Context,
@@ -496,14 +528,9 @@ def build_server(surface: Surface) -> MCPServer:
         Returns the best matches with id, title, date, upvotes and authors; use get_paper for a paper's
         abstract and details."""
         app, site = open_app(ctx)
-        client = surface.anonymous_client(ctx)
-        wait = app.search.limiter.wait(client) if client is not None else 0.0
-        if wait > 0:
-            raise ToolError(
-                f"too many searches from your address: try again in "
-                f"{count(max(1, int(wait + 0.999)), 'second')} "
-                f"(with a personal API token from {site}/account there is no such limit)"
-            )
+        refused = anonymous_limit(ctx, app, site)
+        if refused is not None:
+            return refused
         filters = _filters(date_from, date_to, categories or (), has_code)
         page = app.search.hybrid.search(query.strip(), filters, limit=limit, offset=offset)
         hits, muted = unmuted(ctx, app, page.hits, lambda h: h.paper)
@@ -541,13 +568,9 @@ def build_server(surface: Surface) -> MCPServer:
         grouped under their papers, best first. Ranked by words and meaning, with each paper's relevance
         to the whole question; extracted, not generated, and no verdict on the claim."""
         app, site = open_app(ctx)
-        client = surface.anonymous_client(ctx)
-        wait = app.search.limiter.wait(client) if client is not None else 0.0
-        if wait > 0:
-            raise ToolError(
-                f"too many searches from your address: try again in {max(1, int(wait + 0.999))} seconds "
-                f"(with a personal API token from {site}/account there is no such limit)"
-            )
+        refused = anonymous_limit(ctx, app, site)
+        if refused is not None:
+            return refused
         filters = _filters(date_from, date_to, categories or (), None)
         wanted = frozenset(roles) if roles else None
         page = app.search.evidence.search(question.strip(), filters, wanted, limit=limit)
@@ -773,7 +796,10 @@ def build_server(surface: Surface) -> MCPServer:
         """Search the reader's own library: their saved papers, tag names and private notes, by words and by
         meaning (hybrid, like search_papers). Each result says what matched. Needs a personal API token."""
         app, site, user = signed_in(ctx)
-        found = _guard(lambda: app.readers.library_search.search(user.id, query, limit=limit))
+        try:
+            found = _guard(lambda: app.readers.library_search.search(user.id, query, limit=limit))
+        except LibrarySearchLimited as exc:
+            return _rate_limited(str(exc), exc.retry_after)
         items = [
             _item(h.paper, site, tags=list(h.tags), reason="matched: " + ", ".join(h.matched))
             for h in found.hits

@@ -121,12 +121,15 @@ class CheckService:
     def _repair_sentences(evidence: EvidenceIndexes) -> list[str]:
         """Catch both sentence indexes up; rebuild one that is still off (deleted papers, a lost file)."""
         words, vectors = evidence.catch_up()
-        actions = [f"sentence indexes caught up ({words:,} and {vectors:,} papers)"]
+        actions = [
+            f"sentence indexes caught up (keyword: {count(words, 'paper')}, "
+            f"vectors: {count(vectors, 'paper')})"
+        ]
         keyword, vector = evidence.check()
         if not keyword.consistent:
             actions.append(f"sentence keyword index rebuilt ({count(evidence.keyword.rebuild(), 'paper')})")
         if not vector.consistent:
-            actions.append(f"sentence vector index rebuilt ({evidence.vectors().rebuild():,} papers)")
+            actions.append(f"sentence vector index rebuilt ({count(evidence.vectors().rebuild(), 'paper')})")
         return actions
 
     def _repair_vectors(self, table: Probe, index: Probe) -> list[str]:

@@ -268,6 +268,16 @@ class JobService:
         """The newest runs as recorded (reads only: /admin/jobs shows a dead run as such)."""
         return self.store.runs(limit=limit)
 
+    def last_run(self, job: str) -> JobRun | None:
+        """The newest run of ``job`` as recorded (reads only, for pages)."""
+        runs = self.store.runs(job=job, limit=1)
+        return runs[0] if runs else None
+
+    def held_by_a_live_process(self, name: str) -> bool:
+        """Whether a process that is alive holds the lease ``name`` now (``scheduler``, ``job:topics``)."""
+        held = self.store.lease(name)
+        return held is not None and held[1] > self.clock() and not holder_is_dead(held[0])
+
     def interrupt_dead(self) -> int:
         """Record the runs whose process is gone (killed, machine restarted) as interrupted."""
         return self.store.interrupt_dead_runs(holder_is_dead, self.clock())

@@ -375,6 +375,16 @@ class HybridSearch:
         )
         return ranked, found
 
+    def similar_keyword(
+        self, paper: Paper, pool: int, filters: SearchFilters | None = None
+    ) -> list[ScoredId]:
+        """The keyword more-like-this list of ``paper``'s own title and abstract, best first (without the
+        paper itself); empty when the keyword index is unavailable."""
+        found = self._similar_keyword(paper, pool + 1, filters, 1.0)
+        # ties in the engine's order are not stable between searches (tantivy's more-like-this): by id
+        found = sorted(found, key=lambda x: (-x.score, x.paper_id))
+        return [x for x in found if x.paper_id != paper.id][:pool]
+
     def _similar_keyword(
         self, paper: Paper, pool: int, filters: SearchFilters | None, weight: float
     ) -> list[ScoredId]:

@@ -34,6 +34,7 @@ from paperfeed.domain.links import paper_url
 from paperfeed.domain.query import parse_query
 from paperfeed.domain.search import SearchFilters
 from paperfeed.domain.sentences import Role
+from paperfeed.domain.wording import count
 from paperfeed.services.evidence import EvidenceSearch
 
 from .deps import app_of
@@ -242,7 +243,7 @@ def answer_json(page: EvidencePage, groups: Sequence[EvidenceGroup]) -> dict[str
 def evidence_api(
     request: Request,
     q: Annotated[
-        str, Query(description=f"The question or claim, at most {MAX_QUERY_CHARS} characters.")
+        str, Query(description=f"The question or claim, at most {count(MAX_QUERY_CHARS, 'character')}.")
     ] = "",
     limit: Annotated[int, Query(ge=1, le=MAX_EVIDENCE_LIMIT, description="Sentences to return.")] = 20,
     role: Annotated[
@@ -264,7 +265,7 @@ def evidence_api(
         message = 'give the question or claim to find sentences for, e.g. q="dropout reduces overfitting"'
         raise ApiError(400, f"q: {message}", errors=[{"param": "q", "message": message}])
     if len(text) > MAX_QUERY_CHARS:
-        message = f"{len(text)} characters long; the limit is {MAX_QUERY_CHARS}"
+        message = f"{count(len(text), 'character')} long; the limit is {MAX_QUERY_CHARS}"
         raise ApiError(400, f"q is {message}", errors=[{"param": "q", "message": message}])
     try:
         roles = parse_roles(role)

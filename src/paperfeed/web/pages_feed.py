@@ -384,12 +384,17 @@ def _trending_view(page: TrendingPage, feeds: FeedService) -> TrendingView:
         if page.now_note
         else f"the last {count(page.window_days, 'day')} (up to {until})"
     )
+    subheading = (
+        f"The top {len(items)} of {total} in {last}, ranked by a score that balances votes and stars "
+        "against age."
+        if items
+        else f"No paper with upvotes or stars was first seen in {last}."
+    )
     return TrendingView(
         items=items,
         formula=page.formula,
         explanation=explanation,
-        subheading=f"The top {len(items)} of {total} in {last}, "
-        "ranked by a score that balances votes and stars against age.",
+        subheading=subheading,
         now_note=page.now_note,
     )
 
@@ -418,8 +423,12 @@ def _cited_view(page: CitedPage, params: CitedParams) -> TrendingView:
         items=items,
         formula=page.formula,
         explanation=explanation,
-        subheading=f"The top {len(items)} of {plural(page.total, 'paper')} cited in the last twelve "
-        "months, ranked by citations per month.",
+        subheading=(
+            f"The top {len(items)} of {plural(page.total, 'paper')} cited in the last twelve months, "
+            "ranked by citations per month."
+            if items
+            else "No paper of this instance has dated citations from the last twelve months."
+        ),
     )
 
 

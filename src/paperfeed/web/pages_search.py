@@ -80,6 +80,7 @@ class SearchView:
     prev_url: str | None = None
     next_url: str | None = None
     muted: MuteNote | None = None  # hits the reader's mute rules left out of this page
+    store_papers: int | None = None  # no hits: how many papers the instance holds (0: say so, not "no match")
     filters: SearchFilters = field(default_factory=SearchFilters)  # as understood from the fields
     question: bool = False  # the query reads as a question or claim: the Evidence view is offered
     evidence: EvidenceView | None = None  # the Evidence view (view=evidence) instead of papers
@@ -334,6 +335,8 @@ def search_page(
                 mute=lambda groups: apply_mutes(request, groups, lambda g: g.paper),
             )
             shown.notes = shown.evidence.notes
+    if not shown.items:  # nothing to show: say so if the instance holds no papers at all, not "no match"
+        shown.store_papers = app.catalogue.feeds.count_papers()
     return _search_page(request, app, shown)
 
 

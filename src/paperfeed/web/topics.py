@@ -141,11 +141,14 @@ def topics_page(request: Request, topics: Topics) -> HTMLResponse:
         f"{plural(len(rows), 'topic')} of the papers of this instance, with their weekly volume.",
         absolute_url(request, "/topics"),
     )
+    built = overview.build is not None
     return rendering.page(
         request,
         "topics.html",
         meta,
         nav="topics",
+        headers=None if built else rendering.WAITING_HEADERS,
+        outlook=None if built else app_of(request).maintenance.topic_outlook.outlook().sentences(),
         rows=rows,
         build=overview.build,
         rising=rising,

@@ -8,15 +8,15 @@ keyword index of sentences.
   ``paperfeed_fold`` of revision 0009), GIN-indexed; rows go with their paper (``ON DELETE CASCADE``).
   SQLite deployments keep the same index in tantivy (``<data_dir>/sentence-keyword``).
 
-Revision ID: 0021_sentence_search
-Revises: 0020_paper_summaries
+Revision ID: 0023_sentence_search
+Revises: 0022_one_file_ledger
 Create Date: 2026-12-01
 """
 
 from alembic import op
 
-revision = "0021_sentence_search"
-down_revision = "0020_paper_summaries"
+revision = "0023_sentence_search"
+down_revision = "0022_one_file_ledger"
 branch_labels = None
 depends_on = None
 
