@@ -350,14 +350,31 @@ def describe(w: Any) -> str:
 # -- served (test) ---------------------------------------------------------------------------------------
 
 
+def wait_for_model(client: httpx.Client, timeout: float = 600.0) -> float:
+    """Seconds until the server's embedding model has loaded: ``serve`` answers at once and, until then,
+    searches with words only and says so (``MODEL_LOADING_NOTE``); a figure taken meanwhile would not be
+    the hybrid's."""
+    from paperfeed.domain.search import MODEL_LOADING_NOTE
+
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        answer = client.get("/api/evidence", params={"q": "does the model load", "limit": 1})
+        answer.raise_for_status()
+        if MODEL_LOADING_NOTE not in (answer.json().get("notes") or []):
+            return time.monotonic() - started
+        time.sleep(1.0)
+    raise SystemExit(f"the server's embedding model did not load within {timeout:.0f} s")
+
+
 def served_run(
     base: str, claims: Mapping[str, str], token: str
 ) -> tuple[dict[str, list[tuple[str, int]]], int, float]:
     """Each claim's ranked sentences (paper id, position) from ``GET /api/evidence``, notes, ms a claim."""
     run: dict[str, list[tuple[str, int]]] = {}
     noted = 0
-    started = time.perf_counter()
     with httpx.Client(base_url=base, timeout=120.0, headers={"Authorization": f"Bearer {token}"}) as client:
+        print(f"the server's model loaded after {wait_for_model(client):.0f} s", flush=True)
+        started = time.perf_counter()
         for qid, text in claims.items():
             answer = client.get("/api/evidence", params={"q": text, "limit": LIMIT})
             answer.raise_for_status()
