@@ -90,7 +90,7 @@ def test_damage_everywhere_is_reported_then_repaired(data: Path, tmp_path: Path)
     }
     code, out = run(data, "check", "--repair")
     assert code == 1  # problems were found ...
-    assert "5 problem(s) found and repaired; the re-check is clean" in out  # ... and all repaired
+    assert "5 problems found and repaired; the re-check is clean" in out  # ... and all repaired
     assert "repair: deleted 1 vector of deleted papers" in out
     assert "repair: embedded 1 paper that had no current vector" in out
     code, out = run(data, "check")
