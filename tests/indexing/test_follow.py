@@ -74,6 +74,8 @@ def test_a_stop_while_the_model_is_still_loading_is_one_line_not_a_traceback(tmp
         "PAPERFEED_MODEL_CACHE": str(tmp_path / "models"),
         "HF_HUB_OFFLINE": "1",
     }
+    # a paper to embed: on an empty store the follower waits for papers without measuring the backends
+    import_file(data, env, write_jsonl(tmp_path / "a.jsonl", [rec("2503.00001")]))
     command = [sys.executable, "-m", "paperfeed", "--data-dir", str(data), "index", "--follow"]
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 120
