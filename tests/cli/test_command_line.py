@@ -64,7 +64,7 @@ def test_search_shows_the_coverage_note_on_stderr_and_an_upvotes_column(data: Pa
     web_note = SearchCoverage(0, 6).note()  # what the search page and the API say
     assert web_note is not None
     assert f"note: {web_note}" in done.stderr
-    table = _cli("--data-dir", str(data), "search", "graph networks part 3")
+    table = _cli("--data-dir", str(data), "search", "graph networks part 3", "--format", "table")
     assert table.returncode == 0, table.stderr
     header = next(line for line in table.stdout.splitlines() if "paper" in line and "date" in line)
     assert "upvotes" in header
@@ -195,7 +195,7 @@ def test_stats_tells_of_vectors_and_topics(data: Path) -> None:
     text = " ".join(after.stdout.split())
     assert f"with a vector │ 6 of 6 (100%), model {MODEL}" in text
     assert (
-        f"topics │ 3 in 1 groups, built 2026-11-02 05:00 UTC from 5 papers (kmeans k=3 seed=0, model {MODEL})"
+        f"topics │ 3 in 1 group, built 2026-11-02 05:00 UTC from 5 papers (kmeans k=3 seed=0, model {MODEL})"
         in (text)
     )
     row = orjson.loads(_cli("--data-dir", str(data), "stats", "--json").stdout)

@@ -14,6 +14,7 @@ from paperfeed.domain.topics import (
     ctfidf,
     label_of,
     match_topics,
+    merge_inflections,
     rising,
     week_of,
     weekly_counts,
@@ -34,6 +35,34 @@ def test_ctfidf_weighs_terms_frequent_here_and_rare_elsewhere() -> None:
 def test_label_skips_terms_an_earlier_term_already_shows() -> None:
     assert label_of(["graph neural", "graph", "neural", "networks", "gnn"]) == "graph neural, networks, gnn"
     assert label_of([]) == "(no words)"
+
+
+SINGULARS = {"models": "model", "agents": "agent", "llms": "llm", "bias": "bia", "data": "datum"}
+
+
+def test_a_words_singular_and_plural_count_as_one_term_written_as_the_texts_write_it_most() -> None:
+    counts = [
+        {"models": 5, "model": 2, "language models": 3, "language model": 1, "language": 4},
+        {"agents": 1, "agent": 3, "agents act": 2, "bias": 2, "data": 2},
+    ]
+    merged = merge_inflections(counts, SINGULARS.get)
+    # "models" is the more used form (5 + 3 + 0 against 2 + 1): every term writes it so
+    assert merged[0] == {"models": 7, "language models": 4, "language": 4}
+    # "agent" 3 + 0 against "agents" 1 + 2: a tie goes to the shorter form
+    assert merged[1] == {"agent": 4, "agent act": 2, "bias": 2, "data": 2}  # bia, datum: never written
+
+
+def test_labels_no_longer_repeat_a_word_in_two_forms() -> None:
+    """#40 item 10: "models, language, model" and "agents, agent, language" were labels of real topics."""
+    counts = [
+        {"models": 9, "language": 8, "model": 7, "reasoning": 3},
+        {"agents": 9, "agent": 8, "language": 7, "tools": 3},
+        {"protein": 9, "folding": 5, "structure": 3},
+    ]
+    before = [label_of([t for t, _ in top]) for top in ctfidf(counts, 5)]
+    assert before[:2] == ["models, model, language", "agents, agent, language"]  # what a reader saw
+    after = [label_of([t for t, _ in top]) for top in ctfidf(merge_inflections(counts, SINGULARS.get), 5)]
+    assert after[:2] == ["models, language, reasoning", "agents, language, tools"]
 
 
 def test_choose_k_fixed_or_one_per_papers_per_topic_within_bounds() -> None:

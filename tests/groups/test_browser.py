@@ -118,7 +118,7 @@ def test_two_readers_run_a_journal_club(
             owner.goto(group_url)
             when = (datetime.now(UTC) + timedelta(days=3)).replace(second=0, microsecond=0)
             owner.fill("#s-when", when.strftime("%Y-%m-%dT%H:%M"))
-            owner.fill("#s-tz", "UTC")
+            owner.select_option("#s-tz", "UTC")
             owner.select_option("#s-presenter", label="Mehdi")
             owner.select_option("#s-paper", "vote")
             owner.click("form[action$='/sessions'] button[type=submit]")
@@ -172,7 +172,7 @@ def _wait_mail(server: SmtpTestServer, to: str, timeout: float = 10.0) -> list[s
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        found = [m.text for m in server.to(to) if "join" in m.subject.lower()]
+        found = [m.text for m in server.to(to) if "invitation" in m.subject.lower()]
         if found:
             return found
         time.sleep(0.05)

@@ -122,17 +122,20 @@ def test_search_highlights_matches(page: Any, site: str) -> None:
     page.wait_for_function("() => Number(document.getElementById('map-canvas').dataset.highlighted) > 0")
     assert int(canvas.get_attribute("data-highlighted")) == 40
     assert "40 on the map" in page.locator("#map-status").inner_text()
-    orange = page.evaluate(
-        """() => {
+    ink = page.evaluate("() => document.getElementById('map-canvas').paperMapHighlight")
+    marked = page.evaluate(
+        """(ink) => {
         const c = document.getElementById('map-canvas');
         const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        const rgb = [1, 3, 5].map(i => parseInt(ink.slice(i, i + 2), 16));
         let n = 0;
         for (let i = 0; i < d.length; i += 4)
-          if (d[i] === 0xd9 && d[i + 1] === 0x48 && d[i + 2] === 0x0f) n++;
+          if (d[i] === rgb[0] && d[i + 1] === rgb[1] && d[i + 2] === rgb[2] && d[i + 3] === 255) n++;
         return n;
-    }"""
+    }""",
+        ink,
     )
-    assert orange >= 40 * 16  # the highlighted dots are drawn bigger, in orange
+    assert marked >= 40 * 16  # the highlighted dots are drawn bigger, in the page's ink
     page.click("#map-clear")
     page.wait_for_function("() => document.getElementById('map-canvas').dataset.highlighted === '0'")
 

@@ -265,3 +265,120 @@ def test_a_finger_pinches_to_zoom_and_taps_twice_to_open_a_paper(chromium_browse
     finally:
         context.close()
     assert problems == [], problems
+
+
+_UNDER_LABELS = """() => {
+  const c = document.getElementById('map-canvas'), k = c.width / c.getBoundingClientRect().width;
+  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  const rgb = (h) => [1, 3, 5].map(i => parseInt(h.slice(i, i + 2), 16));
+  const palette = Object.values(c.paperMapColors).map(rgb);
+  const near = (i) => palette.some(p => Math.abs(p[0] - d[i]) + Math.abs(p[1] - d[i + 1])
+    + Math.abs(p[2] - d[i + 2]) < 12);
+  let dots = 0, pixels = 0;
+  for (const l of (c.paperMapLabels || []).filter(l => !l.picked)) {
+    for (let y = Math.ceil(l.top * k); y < Math.floor(l.bottom * k); y++) {
+      for (let x = Math.ceil(l.left * k); x < Math.floor(l.right * k); x++) {
+        const i = (y * c.width + x) * 4; pixels++;
+        if (d[i + 3] === 255 && near(i)) dots++;
+      }
+    }
+  }
+  return {dots, pixels};
+}"""
+
+
+@pytest.mark.parametrize("size", WIDTHS, ids=lambda s: f"{s[0]}px")
+def test_a_topics_name_sits_on_a_halo_no_dot_shows_through(
+    chromium_browser: Any, site: str, size: tuple[int, int]
+) -> None:
+    """#40 item 10: names were drawn straight over the dots, which crossed their letters."""
+    context, page, problems = _open(chromium_browser, site, size)
+    try:
+        for _ in range(3):  # the whole map, then the crowded fine names
+            found = page.evaluate(_UNDER_LABELS)
+            assert found["pixels"] > 500, "no label was drawn"
+            assert found["dots"] == 0, f"{found['dots']} pixels of dots show through the names"
+            page.click("#map-zoom-in")
+            page.wait_for_timeout(60)
+    finally:
+        context.close()
+    assert problems == [], problems
+
+
+def test_a_searchs_matches_wear_a_colour_no_topic_wears_and_the_rest_fade(
+    chromium_browser: Any, site: str
+) -> None:
+    """#40 item 10: the matches' orange was one of the topics' own colours."""
+    context, page, problems = _open(chromium_browser, site, WIDTHS[0])
+    try:
+        canvas = page.locator("#map-canvas")
+        ink = page.evaluate("() => document.getElementById('map-canvas').paperMapHighlight")
+        colours = page.evaluate("() => Object.values(document.getElementById('map-canvas').paperMapColors)")
+        for colour in colours:  # ΔE ≥ 40 from every topic's colour
+            assert math.dist(_lab(ink), _lab(colour)) >= 40, (ink, colour)
+        page.fill("#map-q", "quantum")
+        page.click("#map-search button[type=submit]")
+        page.wait_for_function("() => Number(document.getElementById('map-canvas').dataset.highlighted) > 0")
+        assert int(canvas.get_attribute("data-highlighted") or 0) == 15
+        counts = page.evaluate(
+            """(ink) => { const c = document.getElementById('map-canvas');
+            const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+            const rgb = [1, 3, 5].map(i => parseInt(ink.slice(i, i + 2), 16));
+            let matches = 0, opaque = 0;
+            for (let i = 0; i < d.length; i += 4) {
+              if (d[i + 3] !== 255) continue; opaque++;
+              if (d[i] === rgb[0] && d[i + 1] === rgb[1] && d[i + 2] === rgb[2]) matches++;
+            } return {matches, opaque}; }""",
+            ink,
+        )
+        assert counts["matches"] >= 15 * 16  # each match drawn bigger, in the ink
+        # every other dot is faded (not opaque): what stays opaque is the matches, their rims and names
+        assert counts["opaque"] < 4 * counts["matches"], counts
+        assert "while the others fade" in page.locator("#map-status").inner_text()
+    finally:
+        context.close()
+    assert problems == [], problems
+
+
+_FILL = """() => { const c = document.getElementById('map-canvas');
+  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data, xs = [], ys = [];
+  for (let y = 0; y < c.height; y += 2) for (let x = 0; x < c.width; x += 2)
+    if (d[(y * c.width + x) * 4 + 3] === 255) { xs.push(x); ys.push(y); }
+  xs.sort((a, b) => a - b); ys.sort((a, b) => a - b);
+  const q = (a, f) => a[Math.floor(f * (a.length - 1))];
+  return (q(xs, 0.99) - q(xs, 0.01)) / c.width * (q(ys, 0.99) - q(ys, 0.01)) / c.height; }"""
+
+
+@pytest.mark.parametrize("size", WIDTHS, ids=lambda s: f"{s[0]}px")
+def test_the_dots_fill_the_maps_box_on_a_phone_too(
+    chromium_browser: Any, site: str, size: tuple[int, int]
+) -> None:
+    """#40 item 10: on a phone the dots filled a third of the box (a tall box, a wide layout)."""
+    context, page, problems = _open(chromium_browser, site, size)
+    try:
+        filled = page.evaluate(_FILL)
+        assert filled >= 0.55, f"the dots fill {filled:.0%} of the map's box"
+    finally:
+        context.close()
+    assert problems == [], problems
+
+
+def test_the_date_filters_are_wide_enough_for_a_whole_date(chromium_browser: Any, site: str) -> None:
+    """#40 item 10: at 390 px the date fields showed "mm/dd/yyy", their last digit cut."""
+    context = chromium_browser.new_context(viewport={"width": 390, "height": 844}, locale="en-US")
+    page = context.new_page()
+    try:
+        page.goto(site + "/map")
+        page.locator("canvas#map-canvas[data-ready='1']").wait_for()
+        for field in ("#map-from", "#map-to"):
+            room, need = page.locator(field).evaluate(
+                """(e) => { const cs = getComputedStyle(e);
+                const c = document.createElement('canvas').getContext('2d');
+                c.font = cs.font;
+                return [e.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight),
+                        c.measureText('mm/dd/yyyy').width + 24]; }"""  # 24: the calendar button
+            )
+            assert room >= need, f"{field}: {room:.0f} px for a date that needs {need:.0f}"
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    finally:
+        context.close()

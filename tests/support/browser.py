@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-__all__ = ["CHROMIUM_ARGS", "chromium_browser", "chromium_path", "watch_problems"]
+__all__ = ["CHROMIUM_ARGS", "chromium_browser", "chromium_path", "header_on_one_row", "watch_problems"]
 
 CHROMIUM_ARGS = [
     "--headless",
@@ -67,3 +67,34 @@ def watch_problems(page: Any) -> list[str]:
 
     page.on("dialog", on_dialog)
     return problems
+
+
+_HEADER_ROW = """() => {
+  const parts = ['.brand', '.site-nav', '.header-search', '.account-menu']
+    .map(s => document.querySelector('.site-header ' + s)).filter(Boolean)
+    .map(e => { const r = e.getBoundingClientRect();
+                return {top: r.top, bottom: r.bottom, left: r.left, right: r.right}; });
+  const header = document.querySelector('.site-header').getBoundingClientRect();
+  return {parts, height: header.height, width: document.documentElement.clientWidth,
+          scroll: document.documentElement.scrollWidth};
+}"""
+
+
+def header_row(page: Any) -> dict[str, Any]:
+    """The boxes of the site header's parts (brand, menu, search, account), its height, the page's width
+    and scroll width."""
+    found: dict[str, Any] = page.evaluate(_HEADER_ROW)
+    return found
+
+
+def header_on_one_row(page: Any, where: str) -> None:
+    """Fails unless the site header's parts share one row, the header is under 70 px and none is off-screen
+    (#30 item 9: at 1280 px the sign-in link or the account button had dropped to a second row)."""
+    found = header_row(page)
+    parts = found["parts"]
+    assert len(parts) >= 3, f"{where}: the header lost its parts"
+    top = max(p["top"] for p in parts)
+    bottom = min(p["bottom"] for p in parts)
+    assert top < bottom, f"{where}: the header's parts are not on one row: {parts}"
+    assert found["height"] < 70, f"{where}: the header is {found['height']:.0f} px tall"
+    assert all(p["right"] <= found["width"] for p in parts), f"{where}: a part of the header is off-screen"

@@ -5,11 +5,12 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import pytest
 import uvicorn
+from fastapi import FastAPI
 
 from paperfeed.bootstrap import build_app
 from paperfeed.settings import Settings
@@ -18,7 +19,11 @@ from paperfeed.web import create_app
 
 @contextmanager
 def live_server(
-    settings: Settings, *, start_timeout: float = 30.0, receive_buffer: int | None = None
+    settings: Settings,
+    *,
+    start_timeout: float = 30.0,
+    receive_buffer: int | None = None,
+    extend: Callable[[FastAPI], None] | None = None,
 ) -> Iterator[str]:
     """Serve the app for ``settings`` on a loopback socket bound here (no free-port race); yield its URL.
 
@@ -28,6 +33,8 @@ def live_server(
 
     Without a ``base_url`` in ``settings`` the served URL becomes it, as ``paperfeed run`` does: mailed
     links are built from it alone (never from the request), so a browser can follow them.
+
+    ``extend`` adds to the app before it serves (tests/page_walk: routes that fail on purpose).
     """
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -37,7 +44,10 @@ def live_server(
     port = sock.getsockname()[1]
     if not settings.base_url:
         settings = settings.model_copy(update={"base_url": f"http://127.0.0.1:{port}"})
-    config = uvicorn.Config(create_app(lambda: build_app(settings)), log_level="warning", lifespan="on")
+    web = create_app(lambda: build_app(settings))
+    if extend is not None:
+        extend(web)
+    config = uvicorn.Config(web, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name="paperfeed-test-server", daemon=True

@@ -21,6 +21,7 @@ from paperfeed.domain.models import Listing
 from paperfeed.settings import Settings
 from paperfeed.web.security import SESSION_COOKIE
 from tests.community.conftest import add_reader
+from tests.support.browser import header_on_one_row, header_row
 from tests.support.live_server import live_server
 from tests.topics.conftest import add_papers
 
@@ -71,28 +72,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
         yield url, session
 
 
-_ROW = """() => {
-  const parts = ['.brand', '.site-nav', '.header-search', '.account-menu']
-    .map(s => document.querySelector('.site-header ' + s)).filter(Boolean)
-    .map(e => { const r = e.getBoundingClientRect();
-                return {top: r.top, bottom: r.bottom, left: r.left, right: r.right}; });
-  const header = document.querySelector('.site-header').getBoundingClientRect();
-  return {parts, height: header.height, width: document.documentElement.clientWidth,
-          scroll: document.documentElement.scrollWidth};
-}"""
-
-
-def _one_row(page: Any, where: str) -> None:
-    found = page.evaluate(_ROW)
-    parts = found["parts"]
-    assert len(parts) >= 3, f"{where}: the header lost its parts"
-    top = max(p["top"] for p in parts)
-    bottom = min(p["bottom"] for p in parts)
-    assert top < bottom, f"{where}: the header's parts are not on one row: {parts}"
-    assert found["height"] < 70, f"{where}: the header is {found['height']:.0f} px tall"
-    assert all(p["right"] <= found["width"] for p in parts), f"{where}: a part of the header is off-screen"
-
-
 def _visit(
     browser: Any, url: str, session: str | None, width: int, paths: list[str]
 ) -> Iterator[tuple[Any, str]]:
@@ -122,7 +101,7 @@ def test_the_header_is_one_row_at_1280_px_on_every_page(
             assert page.locator(".user-menu summary").count() == 1, f"{path}: not signed in"
         else:
             assert page.locator(".account-menu .sign-in").count() == 1, f"{path}: no sign-in link"
-        _one_row(page, f"{who}, {path}")
+        header_on_one_row(page, f"{who}, {path}")
         if path == "/":
             page.screenshot(path=str(tmp_path / f"header-1280-{who.replace(' ', '-')}.png"))
 
@@ -132,7 +111,7 @@ def test_at_390_px_the_menu_fits_and_nothing_runs_off_the_screen(
 ) -> None:
     url, session = site
     for page, path in _visit(chromium_browser, url, session, 390, ["/", "/search", "/map", "/topics"]):
-        found = page.evaluate(_ROW)
+        found = header_row(page)
         assert found["scroll"] <= found["width"], f"{path}: the page scrolls sideways"
         nav = page.evaluate(
             """() => { const n = document.querySelector('.site-nav');

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from paperfeed.services.check import CheckService
     from paperfeed.services.jobs import JobSchedule, JobService
     from paperfeed.services.store_admin import StoreAdmin
+    from paperfeed.services.topic_outlook import TopicOutlookService
 
 __all__ = ["MaintenanceWing"]
 
@@ -71,6 +72,19 @@ class MaintenanceWing:
         return {"daily": JobSchedule.parse(s.jobs_daily_at), "digests": JobSchedule.parse(s.jobs_digests_at)}
 
     @cached_property
+    def topic_outlook(self) -> TopicOutlookService:
+        """When the running instance builds its topics (what /topics and /map say before the first build)."""
+        from paperfeed.services.topic_outlook import TopicOutlookService
+
+        return TopicOutlookService(
+            embeddings=self.indexes.embeddings,
+            indexer=self.indexes.activity,
+            jobs=self.jobs,
+            needed=self.core.settings.topics_min_papers,
+            daily=self.schedules["daily"],
+        )
+
+    @cached_property
     def store(self) -> StoreAdmin:
         """Stats, backup and restore, copies into another database, the schema."""
         from paperfeed.adapters.store_admin import SqlStoreAdmin
@@ -98,14 +112,12 @@ class MaintenanceWing:
 
         s = self.core.settings
         inspector = StoreInspector(self.core.engine(), s.data_dir, s.keyword_engine, s.vector_index)
-        return CheckService(inspector, self.indexes.embedders, self.indexes.indexer)
+        return CheckService(inspector, self.indexes.embedders, self.indexes.indexer, self.indexes.evidence)
 
     @cached_property
     def supervisors(self) -> SupervisorStatusStore:
         """What ``paperfeed run`` publishes about its children (files in ``<data_dir>/run``, no database)."""
-        from paperfeed.adapters.supervisor_status import JsonSupervisorStatus
-
-        return JsonSupervisorStatus(self.core.data_dir / "run")
+        return self.core.supervisors
 
     @cached_property
     def adaptation(self) -> AdaptationService:

@@ -9,7 +9,10 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from paperfeed.domain.wording import count
+
 from .context import Context, fail
+from .tables import print_table
 
 if TYPE_CHECKING:
     from paperfeed.settings_model import SettingsModel
@@ -74,7 +77,7 @@ def register(app: typer.Typer) -> None:
         table.add_column("rows written", justify="right")
         for name, rows in summary.tables.items():
             table.add_row(name + (" (resumed)" if name in summary.resumed else ""), f"{rows:,}")
-        c.console.print(table)
+        print_table(c.console, table)
         if summary.missing:
             c.console.print(f"not in the source (left empty): {', '.join(summary.missing)}", highlight=False)
         c.console.print(index_note, highlight=False)
@@ -96,7 +99,8 @@ def _build_indexes(settings: SettingsModel, target_url: str) -> str:
         if not indexing.stored_vectors():
             return f"vector index: no copied vectors of {model}; `paperfeed index` will embed the papers"
         sync = indexing.sync_index(full=True)
-        return f"vector index: {sync.size:,} vectors of {model} (pgvector HNSW); keyword index: built on copy"
+        vectors = count(sync.size, "vector")
+        return f"vector index: {vectors} of {model} (pgvector HNSW); keyword index: built on copy"
     except VectorIndexError as exc:
         return f"vector index not built: {exc}"
     finally:

@@ -16,6 +16,7 @@ import typer
 from rich.markup import escape
 
 from paperfeed.domain.ingest import IngestSummary, Reject
+from paperfeed.domain.wording import count
 
 from .context import Context, fail
 from .progress import RichProgress, print_summary
@@ -66,7 +67,7 @@ def import_paths(
     rejects and the summary table."""
     files = paper_files(files)
     if len(files) > 1:
-        c.err.print(f"importing {len(files)} files", highlight=False, markup=False)
+        c.err.print(f"importing {count(len(files), 'file')}", highlight=False, markup=False)
     service = c.app.sources.ingest
     started = time.perf_counter()
     size = batch_size or c.settings.batch_size
@@ -133,7 +134,12 @@ def register(app: typer.Typer) -> None:
             ),
         ],
         keep_going: Annotated[
-            bool, typer.Option("--keep-going", help="Exit 0 even when some records were rejected.")
+            bool,
+            typer.Option(
+                "--keep-going",
+                help="Exit 0 even when some records were rejected (not when a file could not be read to its "
+                "end, e.g. a truncated gzip).",
+            ),
         ] = False,
         id_namespace: Annotated[
             str | None,
@@ -150,5 +156,5 @@ def register(app: typer.Typer) -> None:
         summary = import_paths(
             c, files, namespace=id_namespace, rejects_file=rejects_file, batch_size=batch_size
         )
-        if summary.rejected and not keep_going:
+        if summary.broken or (summary.rejected and not keep_going):
             raise typer.Exit(1)

@@ -24,9 +24,11 @@ from rich.table import Table
 
 from paperfeed.domain.adaptation import MIN_TRAIN, AdaptOptions, Quality
 from paperfeed.domain.errors import EmbedderUnavailable
+from paperfeed.domain.wording import count
 
 from .context import Context, fail
 from .progress import PlainLines, time_left
+from .tables import print_table
 
 if TYPE_CHECKING:
     from paperfeed.services.adaptation import AdaptResult
@@ -125,9 +127,8 @@ def _comparison(base_name: str, result: AdaptResult) -> Table:
 def _quality_line(q: Quality | None) -> str:
     if q is None:
         return "—"
-    return (
-        f"nDCG@10 {q.ndcg10:.4f}, MRR {q.mrr:.4f}, category@10 {_fmt(q.category_at10)} ({q.queries} queries)"
-    )
+    queries = count(q.queries, "query")
+    return f"nDCG@10 {q.ndcg10:.4f}, MRR {q.mrr:.4f}, category@10 {_fmt(q.category_at10)} ({queries})"
 
 
 @model_app.command("adapt")
@@ -227,7 +228,7 @@ def adapt(
         raise fail(str(exc)) from None
     except EmbedderUnavailable as exc:
         raise fail(str(exc)) from None
-    c.console.print(_comparison(service.base_name, result))
+    print_table(c.console, _comparison(service.base_name, result))
     if result.decision.adopt:
         c.console.print(
             f"adopted {result.model_id}: {result.decision.reason}.\n"

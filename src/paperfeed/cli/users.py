@@ -17,8 +17,10 @@ from rich.table import Table
 
 from paperfeed.domain.accounts import AccountError, AccountExists, NotFound
 from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
+from paperfeed.domain.wording import count
 
 from .context import Context, fail
+from .tables import print_table
 
 __all__ = ["papers_app", "users_app"]
 
@@ -83,7 +85,8 @@ def add_user(
         str | None,
         typer.Option(
             "--base-url",
-            help="Where --link points (default: PAPERFEED_BASE_URL, else PAPERFEED_HOST:PAPERFEED_PORT).",
+            help="Where --link points (default: PAPERFEED_BASE_URL, else where a running paperfeed run on "
+            "this data folder serves, else PAPERFEED_HOST:PAPERFEED_PORT).",
         ),
     ] = None,
 ) -> None:
@@ -174,7 +177,7 @@ def list_users(
             str(u.sessions),
             str(u.tokens),
         )
-    c.console.print(table)
+    print_table(c.console, table)
 
 
 @users_app.command("promote")
@@ -232,7 +235,7 @@ def export_user(
         c.app.core.write_private_file(target, archive.content)  # 0600: addresses, notes, everything of theirs
     except OSError as exc:
         raise fail(f"{target}: cannot write: {exc.strerror or exc}") from None
-    c.console.print(f"wrote {escape(str(target))} ({len(archive.content):,} bytes)", highlight=False)
+    c.console.print(f"wrote {escape(str(target))} ({count(len(archive.content), 'byte')})", highlight=False)
 
 
 @users_app.command("delete")
@@ -255,7 +258,8 @@ def delete_user(
     except AccountError as exc:
         raise fail(str(exc)) from None
     c.console.print(
-        f"{escape(user.email)} is deleted ({deleted.total:,} rows removed or detached)", highlight=False
+        f"{escape(user.email)} is deleted ({count(deleted.total, 'row')} removed or detached)",
+        highlight=False,
     )
 
 

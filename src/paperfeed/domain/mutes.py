@@ -18,6 +18,7 @@ from typing import Literal, Protocol, TypeVar
 
 from .library import author_key
 from .models import Paper
+from .wording import count
 
 __all__ = [
     "KINDS",
@@ -80,7 +81,7 @@ def check_rule(kind: str, value: str) -> MuteRule:
     if not text:
         raise InvalidMuteRule("value", f"say which {kind} to mute")
     if len(text) > MAX_VALUE_CHARS:
-        raise InvalidMuteRule("value", f"a mute rule has at most {MAX_VALUE_CHARS} characters")
+        raise InvalidMuteRule("value", f"a mute rule has at most {count(MAX_VALUE_CHARS, 'character')}")
     if kind == "author":
         return MuteRule("author", text, author_key(text))
     if kind == "category":
@@ -154,6 +155,10 @@ class MuteRecords(Protocol):
     ("group", group id)."""
 
     def rules(self, owner: tuple[str, int]) -> list[MuteRule]: ...
-    def add(self, owner: tuple[str, int], rule: MuteRule, now: datetime) -> bool: ...
+    def add(self, owner: tuple[str, int], rule: MuteRule, now: datetime, *, cap: int) -> bool | None:
+        """Add a rule unless the owner has ``cap`` already, checked and written in one transaction (so
+        parallel adds never pass the cap): True added, False there already, None refused (full)."""
+        ...
+
     def remove(self, owner: tuple[str, int], kind: str, key: str) -> bool: ...
     def count(self, owner: tuple[str, int]) -> int: ...

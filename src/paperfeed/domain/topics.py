@@ -7,7 +7,9 @@ Everything here is pure: the clustering itself and the word counting are ports (
 * **Labels** by class-based TF-IDF (c-TF-IDF, as BERTopic): all the texts of a topic are one document,
   and a term weighs ``tf(t, c) · log(1 + A / f(t))`` where ``tf(t, c)`` is its count in topic ``c``, ``f(t)``
   its count over all topics and ``A`` the average number of terms per topic. Frequent in this topic and
-  rare elsewhere wins.
+  rare elsewhere wins. The singular and plural of a word count as one term (:func:`merge_inflections`),
+  written as the text writes it most often: a label says "models, language", not "models, language,
+  model".
 * **Stable ids** across rebuilds: a new cluster keeps the id of the old topic whose members overlap it
   with Jaccard ``|old ∩ new| / |old ∪ new| ≥ 0.5`` (at most one such old topic per new cluster when the
   threshold is above one half; pairs are taken greedily, best first, one-to-one). Other clusters get ids
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from enum import StrEnum
@@ -58,6 +60,7 @@ __all__ = [
     "jaccard",
     "label_of",
     "match_topics",
+    "merge_inflections",
     "rising",
     "week_of",
 ]
@@ -259,7 +262,8 @@ class TopicModeller(Protocol):
 
 
 class TermCounter(Protocol):
-    """Term counts per group of texts (tokenised, stop words dropped; unigrams and bigrams)."""
+    """Term counts per group of texts (tokenised, stop words dropped; unigrams and bigrams), a word's
+    singular and plural counted as one term (:func:`merge_inflections`)."""
 
     def count(self, groups: Sequence[Sequence[str]]) -> list[Counter[str]]: ...
 
@@ -343,6 +347,38 @@ def ctfidf(counts: Sequence[Mapping[str, int]], top: int) -> list[list[tuple[str
         scored = [(t, n * math.log(1 + average / totals[t])) for t, n in c.items() if n > 0]
         scored.sort(key=lambda s: (-s[1], s[0]))
         out.append(scored[:top])
+    return out
+
+
+def merge_inflections(
+    counts: Sequence[Mapping[str, int]], singular: Callable[[str], str | None]
+) -> list[Counter[str]]:
+    """``counts`` with the inflections of a word merged: each word of a term stands for its singular
+    (``singular(word)``, None when the word is no plural) where that singular occurs too, and is written
+    as the form the texts use most, the same in every group and every term (so a label's check that a
+    word is already shown still works across unigrams and bigrams). A plural whose singular never occurs
+    stays as it is: a rule's wrong guess (``bias`` → ``bia``) then merges nothing.
+    """
+    words: Counter[str] = Counter()
+    for group in counts:
+        for term, n in group.items():
+            for word in term.split():
+                words[word] += n
+    key: dict[str, str] = {}
+    for word in words:
+        single = singular(word)
+        key[word] = single if single and single != word and single in words else word
+    by_key: dict[str, list[str]] = {}
+    for word in sorted(words):
+        by_key.setdefault(key[word], []).append(word)
+    # the most used form of each key; a tie goes to the shorter, then the first alphabetically
+    shown = {k: min(forms, key=lambda f: (-words[f], len(f), f)) for k, forms in by_key.items()}
+    out: list[Counter[str]] = []
+    for group in counts:
+        merged: Counter[str] = Counter()
+        for term, n in group.items():
+            merged[" ".join(shown[key[w]] for w in term.split())] += n
+        out.append(merged)
     return out
 
 

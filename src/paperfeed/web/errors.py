@@ -2,11 +2,11 @@
 
 Every API, feed and Markdown error is JSON ``{"error": message, "status": code, "title": phrase}``
 (validation errors add ``"errors": [{"param", "message"}]``); a browser asking for an HTML page gets the
-same message as a small HTML page instead. Bad input is a 4xx that says what was wrong and what is
-expected; anything unexpected is logged with its traceback and answered with a clean 500 of the same
-shape (never a stack trace to the client). A database that cannot be reached (restarting, overloaded,
-locked) is a 503 with ``Retry-After`` instead: the request can be retried, and the pool reconnects by
-itself once the database is back.
+same message as an error page in the site's layout instead (its header, search box and footer). Bad
+input is a 4xx that says what was wrong and what is expected; anything unexpected is logged with its
+traceback and answered with a clean 500 of the same shape (never a stack trace to the client). A
+database that cannot be reached (restarting, overloaded, locked) is a 503 with ``Retry-After`` instead:
+the request can be retried, and the pool reconnects by itself once the database is back.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from paperfeed.domain.errors import StoreUnavailable, StoreValueError
 from paperfeed.domain.feed import InvalidCursor, InvalidPeriod
 from paperfeed.domain.ids import InvalidPaperId
 
+from .access_log import redacted_target
 from .headers import baseline_headers
 
 __all__ = ["ApiError", "JsonResponse", "error_response", "install"]
@@ -73,22 +74,73 @@ def _wants_html(request: Request) -> bool:
 def error_response(
     request: Request, status: int, message: str, headers: Mapping[str, str] | None = None, **extra: Any
 ) -> Response:
-    """The error answer for ``request``: JSON shape, or a minimal HTML page for browsers.
+    """The error answer for ``request``: JSON shape, or an error page in the site's layout for browsers.
 
     It carries the shared headers itself: a 500 is sent from outside the app's middlewares.
     """
     html_wanted = _wants_html(request)
     headers = {**baseline_headers(html_wanted), **(headers or {})}
     if html_wanted:
-        title = error_body(status, message)["title"]
-        page = (
-            "<!doctype html><html lang=en><meta charset=utf-8>"
-            f"<title>{status} {html.escape(title)} · paperfeed</title>"
-            f"<h1>{status} {html.escape(title)}</h1><p>{html.escape(message)}</p>"
-            '<p><a href="/">Back to today\'s papers</a></p></html>'
-        )
-        return HTMLResponse(page, status_code=status, headers=headers)
+        return _error_page(request, status, message, headers)
     return JsonResponse(error_body(status, message, **extra), status_code=status, headers=headers)
+
+
+# What a browser's error page says in its heading; other statuses show their HTTP phrase.
+HEADINGS = {
+    400: "Bad request",
+    401: "Sign-in needed",
+    403: "Not allowed",
+    404: "Page not found",
+    405: "Method not allowed",
+    413: "Too large",
+    429: "Too many requests",
+    500: "Something went wrong",
+    502: "Bad gateway",
+    503: "Temporarily unavailable",
+    504: "Timed out",
+}
+
+
+def _sentence(message: str) -> str:
+    """An API message (``no such page or endpoint: /x``) as a sentence for a page: capitalised, full stop."""
+    text = message.strip() or "The request failed"
+    text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "!", "?", ")")) else text + "."
+
+
+def _error_page(request: Request, status: int, message: str, headers: Mapping[str, str]) -> Response:
+    """The error page of :func:`~.rendering.error_page` (the site's header, search box and footer).
+
+    A server error (5xx) is drawn for an anonymous reader: its header must not ask the store who is
+    signed in, which may be what failed. Should the layout itself fail to render, a plain page that still
+    carries the viewport and the site's stylesheet is sent instead (and the failure logged), never a 500
+    about the 500."""
+    from .rendering import error_page
+
+    heading = HEADINGS.get(status) or error_body(status, message)["title"]
+    anonymous: dict[str, Any] = {"current_user": _nobody} if status >= 500 else {}
+    try:
+        return error_page(request, status, heading, _sentence(message), headers=headers, **anonymous)
+    except Exception:
+        log.exception("the error page of %s %s did not render", request.method, request.url.path)
+    return HTMLResponse(_plain_page(status, heading, _sentence(message)), status_code=status, headers=headers)
+
+
+def _nobody() -> None:
+    """The layout's ``current_user()`` on a server error's page: no one (the store is not asked)."""
+
+
+def _plain_page(status: int, heading: str, message: str) -> str:
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{status} {html.escape(heading)} · paperfeed</title>"
+        '<link rel="stylesheet" href="/static/style.css"></head>'
+        '<body><main id="main"><div class="wrap"><section class="not-found">'
+        f'<p class="status-code" aria-hidden="true">{status}</p><h1>{html.escape(heading)}</h1>'
+        f'<p class="lede">{html.escape(message)}</p><p><a href="/">Back to the latest papers</a></p>'
+        "</section></div></main></body></html>"
+    )
 
 
 def _param(loc: tuple[Any, ...] | list[Any]) -> str:
@@ -138,14 +190,14 @@ async def _bad_input(request: Request, exc: Exception) -> Response:
 
 async def _out_of_range(request: Request, exc: Exception) -> Response:
     """A number or text the database cannot hold (an id of 2**63, an over-long value): bad input, 400."""
-    log.info("value out of range on %s %s: %s", request.method, request.url.path, str(exc)[:200])
+    log.info("value out of range on %s %s: %s", request.method, redacted_target(request), str(exc)[:200])
     return error_response(request, 400, "a value in the request is too large or out of range")
 
 
 async def _database_unavailable(request: Request, exc: Exception) -> Response:
     """Connection refused/reset, a server shutting down, SQLite busy, pool exhausted: retryable, not a bug
     (the store says so with :class:`StoreUnavailable`; an integrity or programming error stays a 500)."""
-    log.warning("database unavailable on %s %s: %s", request.method, request.url.path, str(exc)[:300])
+    log.warning("database unavailable on %s %s: %s", request.method, redacted_target(request), str(exc)[:300])
     return error_response(
         request,
         503,
@@ -155,7 +207,7 @@ async def _database_unavailable(request: Request, exc: Exception) -> Response:
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
-    log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    log.error("unhandled error on %s %s", request.method, redacted_target(request), exc_info=exc)
     return error_response(request, 500, "internal error: the server could not answer this request")
 
 

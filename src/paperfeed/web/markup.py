@@ -20,7 +20,7 @@ from markupsafe import Markup, escape
 from paperfeed.domain.search import Span
 from paperfeed.domain.tex import Segment, segments
 
-__all__ = ["Segment", "plain_text", "render_text", "segments", "snippet"]
+__all__ = ["Segment", "code_spans", "plain_text", "render_text", "segments", "snippet"]
 
 _MATHML_NS = "http://www.w3.org/1998/Math/MathML"
 
@@ -208,6 +208,15 @@ def render_text(text: str, spans: Sequence[Span] = (), *, math: bool = True) -> 
         )
         parts.append(f"<mark>{html}</mark>" if inside else html)
     return Markup("".join(parts))
+
+
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+
+
+def code_spans(text: object) -> Markup:
+    """A service's note or message as a page shows it: escaped text whose `backticked` parts (commands,
+    settings: ``run `paperfeed index` ``) are ``<code>``, instead of raw backticks (#40 item 8)."""
+    return Markup(_CODE_SPAN.sub(r"<code>\1</code>", str(escape(str(text)))))
 
 
 def plain_text(text: str) -> str:

@@ -59,7 +59,7 @@ def _panel(
     name: str,
 ) -> None:
     """One panel of bars: its y axis (0 and the maximum), its name, one bar per week with a tooltip."""
-    axis = 'font-size="10" fill="currentColor"'
+    axis = 'font-size="12" fill="currentColor"'
     peak = max(max(values, default=0), 1)
     bar = width / max(len(values), 1)
     base_y = top + height
@@ -113,7 +113,7 @@ def trend_plot(
             colour=_UPVOTES, css="bar-upvotes", name="upvotes",
         )  # fmt: skip
     if weeks:
-        axis = 'font-size="10" fill="currentColor"'
+        axis = 'font-size="12" fill="currentColor"'
         y = height - 6
         parts.append(f'<text x="{left}" y="{y}" {axis}>{weeks[0].isoformat()}</text>')
         parts.append(

@@ -29,14 +29,17 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.types import Scope
 
 from paperfeed import __version__
+from paperfeed.domain.digest import timezone_names
+from paperfeed.domain.wording import agree, count
 
 from .headers import KEEP_SECONDS_HEADER, PUBLIC_SECONDS_HEADER, baseline_headers
-from .markup import plain_text, render_text
+from .markup import code_spans, plain_text, render_text
 from .views import MissingView, PageMeta, PaperView, author_search_url
 
 __all__ = [
     "NO_STORE",
     "SITE_NAME",
+    "WAITING_HEADERS",
     "Renderer",
     "StaticAssets",
     "absolute_url",
@@ -63,6 +66,11 @@ PARTIAL_SEARCH_HEADERS = {"Cache-Control": PARTIAL_SEARCH, PUBLIC_SECONDS_HEADER
 # anew every 5 s while a backlog lasted (hours after a large import).
 COVERAGE_KEEP_SECONDS = 60
 COVERAGE_SEARCH_HEADERS = {KEEP_SECONDS_HEADER: str(COVERAGE_KEEP_SECONDS)}
+# A page someone is waiting to see change (/topics and /map before the first build: "the indexer builds
+# them, N papers still to embed") is kept seconds by a browser or proxy, not the pages' minutes, so it
+# follows along (the server's own copy goes at once when a build lands: the data version's derived part).
+WAITING_SECONDS = 10
+WAITING_HEADERS = {PUBLIC_SECONDS_HEADER: str(WAITING_SECONDS)}
 
 
 def search_notes_headers(failed: bool, coverage: str | None) -> dict[str, str] | None:
@@ -132,8 +140,10 @@ class Renderer:
             version=__version__,
             static_url=self.assets.url,
             author_search_url=author_search_url,
+            time_zones=timezone_names,  # every IANA zone, for the time zone lists (_zones.html)
         )
-        env.filters.update(rich=render_text, plain=plain_text)
+        # counts in words, one helper for every message (domain/wording.py): {{ n|count("paper") }}
+        env.filters.update(rich=render_text, plain=plain_text, code=code_spans, count=count, agree=agree)
         self.env = env
         self.templates = Jinja2Templates(env=env)
 
@@ -228,8 +238,10 @@ def error_page(
     query: str = "",
     arxiv_url: str | None = None,
     headers: Mapping[str, str] | None = None,
+    **context: Any,
 ) -> HTMLResponse:
-    """A styled error page with a search box, in the site's layout (for handlers and error replies)."""
+    """A styled error page with a search box, in the site's layout (for handlers and error replies);
+    ``context`` may override a template global (the 5xx pages of :mod:`.errors` draw an anonymous header)."""
     missing = MissingView(heading, message, query, arxiv_url, status)
     meta = PageMeta(heading, message, absolute_url(request), noindex=True)
-    return page(request, "not_found.html", meta, status=status, headers=headers, missing=missing)
+    return page(request, "not_found.html", meta, status=status, headers=headers, missing=missing, **context)

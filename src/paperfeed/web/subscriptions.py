@@ -27,7 +27,6 @@ from paperfeed.domain.digest import (
     Section,
     Subscription,
     SubscriptionStatus,
-    timezone_names,
 )
 from paperfeed.domain.digest_links import InvalidToken
 
@@ -48,16 +47,8 @@ CADENCE_CHOICES = {
     Cadence.weekdays: "Weekdays (Monday to Friday)",
     Cadence.weekly: "Once a week",
 }
-_ZONES: list[str] | None = None
 # The locks the admin's jobs page shows (the scheduler's, each job's, the digest sender's).
 LEASE_NAMES = ("scheduler", "job:daily", "job:digests", "digest-send")
-
-
-def _zones() -> list[str]:
-    global _ZONES
-    if _ZONES is None:
-        _ZONES = timezone_names()
-    return _ZONES
 
 
 def _page(
@@ -78,7 +69,6 @@ def _page(
         "cadences": CADENCE_CHOICES,
         "section_titles": {s.value: SECTION_TITLES[s] for s in Section},
         "personal": {s.value for s in PERSONAL_SECTIONS},
-        "zones": _zones(),
         "max_items": MAX_ITEMS,
         **context,
     }

@@ -28,12 +28,12 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from paperfeed.domain.topic_map import EPOCH, MapTopic
+from paperfeed.domain.wording import count
 from paperfeed.services.topic_map import MapData, TopicMapService
 
 from . import rendering
 from .deps import app_of
 from .errors import ApiError, JsonResponse
-from .headers import PUBLIC_SECONDS_HEADER
 from .map_plots import place_map
 from .rendering import absolute_url
 from .views import PageMeta, paper_url
@@ -46,9 +46,6 @@ MAGIC = b"PFMAP1\0\0"
 MAX_TITLES = 50
 MAX_ID = 64
 QUANT = 65_535  # places are sent as 16-bit fractions of the map's bounds
-# "No map yet" is a page someone is waiting to see change: a browser or proxy keeps it seconds, not the
-# map's five minutes (the server's own copy goes at once when a build lands: the data version's derived part)
-WAITING_SECONDS = 10
 
 
 def _service(request: Request) -> TopicMapService:
@@ -181,7 +178,7 @@ def api_titles(
     if not wanted:
         raise ApiError(400, "ids: give at least one paper id", errors=[{"param": "ids", "message": "empty"}])
     if len(wanted) > MAX_TITLES:
-        raise ApiError(400, f"ids: at most {MAX_TITLES} ids (got {len(wanted)})")
+        raise ApiError(400, f"ids: at most {count(MAX_TITLES, 'id')} (got {len(wanted)})")
     bad = next((i for i in wanted if len(i) > MAX_ID or not i.isprintable()), None)
     if bad is not None:
         raise ApiError(400, f"ids: {bad[:40]!r} is not a paper id")
@@ -207,8 +204,11 @@ def map_page(
         "map.html",
         meta,
         nav="map",
-        headers=None if generation is not None else {PUBLIC_SECONDS_HEADER: str(WAITING_SECONDS)},
+        headers=None if generation is not None else rendering.WAITING_HEADERS,
         built=generation is not None,
+        outlook=None
+        if generation is not None
+        else app_of(request).maintenance.topic_outlook.outlook().sentences(),
         paper=paper.strip(),
         paper_href=paper_url(paper.strip()) if paper.strip() else None,
     )

@@ -31,6 +31,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from paperfeed.domain.accounts import User
 from paperfeed.domain.topic_picks import PickedTopic, UnknownTopic
 from paperfeed.domain.topics import Topic, WeekCount, week_of
+from paperfeed.domain.wording import count
 from paperfeed.services.topic_picks import TopicPickService
 from paperfeed.services.topics import TopicService, TopicsOverview
 
@@ -129,7 +130,7 @@ def topics_page(request: Request, topics: Topics) -> HTMLResponse:
             "topic": t,
             "spark": sparkline(
                 [w.papers for w in overview.weeks.get(t.id, [])],
-                label=f"{t.label}: papers per week, last {SPARK_WEEKS} weeks",
+                label=f"{t.label}: papers per week, last {count(SPARK_WEEKS, 'week')}",
             ),
         }
         for t in overview.topics
@@ -140,11 +141,14 @@ def topics_page(request: Request, topics: Topics) -> HTMLResponse:
         f"{plural(len(rows), 'topic')} of the papers of this instance, with their weekly volume.",
         absolute_url(request, "/topics"),
     )
+    built = overview.build is not None
     return rendering.page(
         request,
         "topics.html",
         meta,
         nav="topics",
+        headers=None if built else rendering.WAITING_HEADERS,
+        outlook=None if built else app_of(request).maintenance.topic_outlook.outlook().sentences(),
         rows=rows,
         build=overview.build,
         rising=rising,

@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from paperfeed.domain.sentences import ROLES, PaperSentences, Sentence, SentencesPending
 from paperfeed.domain.summaries import SUMMARIES_CHECKPOINT, ExtractedSummary
+from paperfeed.domain.wording import count
 
 from .schema import papers
 from .schema_sentences import paper_sentences
@@ -35,7 +36,7 @@ def pack(row: PaperSentences) -> dict[str, Any]:
         raise ValueError(f"the sentences of {row.paper_id} have no vectors")
     n = len(row.sentences)
     if len(row.vectors) != n:
-        raise ValueError(f"{row.paper_id}: {n} sentences but {len(row.vectors)} vectors")
+        raise ValueError(f"{row.paper_id}: {count(n, 'sentence')} but {count(len(row.vectors), 'vector')}")
     spans = np.array([[s.start, s.end] for s in row.sentences], dtype="<i4").reshape(n, 2)
     probabilities = np.array([s.probabilities for s in row.sentences], dtype="<f2").reshape(n, len(ROLES))
     return {
@@ -55,9 +56,13 @@ def unpack(r: Any, *, vectors: bool) -> PaperSentences:
     n = int(r.count)
     spans = np.frombuffer(r.spans, dtype="<i4").reshape(n, 2)
     probs = np.frombuffer(r.probabilities, dtype="<f2").astype(np.float32).reshape(n, len(ROLES))
+    # whole arrays to Python at once: a similar list reads a hundred papers' rows per request
+    roles = probs.argmax(axis=1).tolist() if n else []
     sentences = tuple(
-        Sentence(int(a), int(b), ROLES[int(p.argmax())], tuple(round(float(x), 4) for x in p))
-        for (a, b), p in zip(spans, probs, strict=True)
+        Sentence(a, b, ROLES[role], tuple(p))
+        for (a, b), role, p in zip(
+            spans.tolist(), roles, np.round(probs.astype(np.float64), 4).tolist(), strict=True
+        )
     )
     found = None
     if vectors:

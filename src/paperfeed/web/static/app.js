@@ -95,7 +95,22 @@
     });
   }
 
+  // A time zone list (<select data-browser-zone>, a new session or a new digest) starts on the reader's own
+  // zone, which the browser knows; without JavaScript it stays on UTC. The server checks the name anyway.
+  function setupZone(select) {
+    var zone = "";
+    try { zone = Intl.DateTimeFormat().resolvedOptions().timeZone || ""; } catch (e) { zone = ""; }
+    for (var i = 0; i < select.options.length; i++) {
+      if (select.options[i].value === zone) {
+        select.value = zone;
+        return;
+      }
+    }
+  }
+
   function init() {
+    var zones = document.querySelectorAll("select[data-browser-zone]");
+    for (var z = 0; z < zones.length; z++) setupZone(zones[z]);
     var buttons = document.querySelectorAll("button[data-copy-target]");
     for (var i = 0; i < buttons.length; i++) setupCopy(buttons[i]);
     setupSlash();

@@ -15,10 +15,15 @@
  *
  * Colours: each fine topic gets one of PALETTE's 12 well-separated colours, chosen so that topics near each
  * other on the map differ (greedily, biggest topic first: the colour whose nearest topic already wearing
- * it is farthest away). Labels stay whole inside the canvas (shifted in from the edges, shortened when a
- * name is wider than the map, never under the zoom buttons) and never overlap: a label that would is not
- * drawn, bigger topics first. On a touch screen one finger pans, two pinch-zoom, a tap on a dot shows its
- * title and a second tap opens the paper.
+ * it is farthest away). A search's matches are drawn bigger in the page's ink (near-black, near-white in
+ * the dark theme), which no topic wears, ringed in the map's background, and every other dot fades while
+ * they are shown. Labels stay whole inside the canvas (shifted in from the edges, shortened when a name is
+ * wider than the map, never under the zoom buttons), never overlap (a label that would is not drawn,
+ * bigger topics first) and sit on a plate of the map's background, so the dots under a name never cross
+ * its letters. Zoom 1 fits the middle 99 % of the papers (a few outliers do not shrink the rest to a
+ * corner), and on a phone the map's box takes the layout's proportions, so the dots fill it.
+ * On a touch screen one finger pans, two pinch-zoom, a tap on a dot shows its title and a second tap
+ * opens the paper.
  */
 (function () {
   "use strict";
@@ -50,7 +55,12 @@
     "#f032e6", "#a9d134", "#9a6324", "#469990", "#808000", "#ff8fa3"
   ];
   var EDGE = 4; // CSS pixels kept free between a label and the canvas's edge
-  var HIGHLIGHT = "#d9480f";
+  var DARK = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches;
+  var INK = DARK ? "#f4f5f7" : "#111318"; // a search's matches: the page's ink, which no topic wears
+  var PAPER = DARK ? "#161920" : "#ffffff"; // the map's background: rings around matches, label plates
+  var FADED = 70; // the alpha (of 255) of the other dots while matches are shown
+  var FIT_SHARE = 0.99; // zoom 1 fits this share of the papers along each axis
+  var PHONE = window.matchMedia ? window.matchMedia("(max-width: 40rem)") : null;
   var FINE_ZOOM = 2.5; // fine topic labels from this zoom on, coarse ones below it
   var MIN_ZOOM = 0.5, MAX_ZOOM = 512;
 
@@ -114,7 +124,10 @@
     });
     out.tones = tones;
     out.colors[header.topics.length] = packColor("#888888", little);
-    out.highlight = packColor(HIGHLIGHT, little);
+    out.faded = new Uint32Array(out.colors.length); // the same colours, faded: while matches are shown
+    for (var c = 0; c < out.colors.length; c++) out.faded[c] = withAlpha(out.colors[c], FADED, little);
+    out.highlight = packColor(INK, little);
+    out.ring = packColor(PAPER, little);
     out.little = little;
     return out;
   }
@@ -141,6 +154,10 @@
     return out;
   }
 
+  function withAlpha(packed, alpha, little) {
+    return little ? (((packed & 0x00ffffff) | (alpha << 24)) >>> 0) : (((packed & 0xffffff00) | alpha) >>> 0);
+  }
+
   function packColor(hex, little) {
     var r = parseInt(hex.slice(1, 3), 16), g = parseInt(hex.slice(3, 5), 16), b = parseInt(hex.slice(5, 7), 16);
     return little ? ((255 << 24) | (b << 16) | (g << 8) | r) >>> 0 : ((r << 24) | (g << 16) | (b << 8) | 255) >>> 0;
@@ -160,11 +177,41 @@
     image = ctx.createImageData(width, height);
     pixels = new Uint32Array(image.data.buffer);
     pick = new Int32Array(width * height);
-    if (data) {
-      // zoom 1: the whole map fits with a margin (scale in pixels per map unit)
-      baseScale = 0.94 * Math.min(width / data.spanX, height / data.spanY);
+    if (data && data.fit) {
+      // zoom 1: the middle of the papers fits with a margin (scale in pixels per map unit)
+      var q = data.header.quant, f = data.fit;
+      baseScale = 0.94 * Math.min(width / (data.spanX * (f[2] - f[0]) / q), height / (data.spanY * (f[3] - f[1]) / q));
     }
     request();
+  }
+
+  function fitBox() { // [x0, y0, x1, y1] in quantised units holding FIT_SHARE of the papers on each axis
+    var n = data.n, q = data.header.quant;
+    if (n < 20) return [0, 0, q, q];
+    var xs = Array.from(data.x).sort(function (a, b) { return a - b; });
+    var ys = Array.from(data.y).sort(function (a, b) { return a - b; });
+    var lo = Math.floor((1 - FIT_SHARE) / 2 * (n - 1)), hi = Math.ceil((1 + FIT_SHARE) / 2 * (n - 1));
+    var box = [xs[lo], ys[lo], xs[hi], ys[hi]];
+    var minSpan = q / 50; // a degenerate layout (all papers on a line) still gets a box
+    for (var a = 0; a < 2; a++) {
+      if (box[a + 2] - box[a] < minSpan) {
+        var mid = (box[a] + box[a + 2]) / 2;
+        box[a] = mid - minSpan / 2;
+        box[a + 2] = mid + minSpan / 2;
+      }
+    }
+    return box;
+  }
+
+  function shapeFrame() { // a phone: the box takes the layout's proportions (between 280 px and 70 % of the screen)
+    if (!PHONE || !PHONE.matches) {
+      frame.style.height = "";
+      return;
+    }
+    var f = data.fit, q = data.header.quant;
+    var aspect = (data.spanY * (f[3] - f[1])) / (data.spanX * (f[2] - f[0]));
+    var wanted = frame.clientWidth * aspect / 0.94 + 8;
+    frame.style.height = Math.round(Math.max(280, Math.min(window.innerHeight * 0.7, wanted))) + "px"; // CSSOM: allowed by the CSP
   }
 
   function transform() {
@@ -197,7 +244,8 @@
     pending = false;
     var started = performance.now();
     var t = transform();
-    var n = data.n, xs = data.x, ys = data.y, topic = data.topic, colors = data.colors;
+    var n = data.n, xs = data.x, ys = data.y, topic = data.topic;
+    var colors = highlighted.length ? data.faded : data.colors;
     var dot = dotSize(), half = dot >> 1;
     var maxX = width - dot, maxY = height - dot;
     pixels.fill(0);
@@ -219,25 +267,28 @@
       }
       drawn++;
     }
-    var big = dot + 4, bigHalf = big >> 1;
+    var big = dot + 4, bigHalf = big >> 1, rim = Math.max(1, Math.round(dpr));
     var shown = 0;
     for (var h = 0; h < highlighted.length; h++) {
       var k = highlighted[h];
       if (!visible[k]) continue;
       var hx = (xs[k] * t.ax + t.bx - bigHalf) | 0;
       var hy = (ys[k] * t.ay + t.by - bigHalf) | 0;
-      if (hx < 0 || hy < 0 || hx > width - big || hy > height - big) continue;
-      for (var ey = 0; ey < big; ey++) {
-        for (var ex = 0; ex < big; ex++) {
-          pixels[(hy + ey) * width + hx + ex] = data.highlight;
-          pick[(hy + ey) * width + hx + ex] = k;
+      if (hx < rim || hy < rim || hx > width - big - rim || hy > height - big - rim) continue;
+      for (var ey = -rim; ey < big + rim; ey++) {
+        for (var ex = -rim; ex < big + rim; ex++) {
+          var inside = ey >= 0 && ex >= 0 && ey < big && ex < big;
+          var at2 = (hy + ey) * width + hx + ex;
+          if (!inside && pixels[at2] === data.highlight) continue; // a neighbouring match's ink stays
+          pixels[at2] = inside ? data.highlight : data.ring;
+          pick[at2] = k;
         }
       }
       shown++;
     }
     ctx.putImageData(image, 0, 0);
     drawLabels(t);
-    drawRing(t, focusIndex, HIGHLIGHT, 11);
+    drawRing(t, focusIndex, INK, 11);
     drawRing(t, hoverIndex, "#111111", 7);
     canvas.dataset.drawn = String(drawn);
     canvas.dataset.highlighted = String(shown);
@@ -344,10 +395,13 @@
         ctx.fillText(text, x, y);
         pickedShown++;
       } else {
-        ctx.lineWidth = 3 * dpr;
-        ctx.strokeStyle = dark ? "rgba(22,25,32,0.85)" : "rgba(255,255,255,0.85)";
+        // a plate of the map's background under the name (a halo the dots cannot cross), then the name
+        ctx.beginPath();
+        if (ctx.roundRect) ctx.roundRect(box[0], box[1], w, hgt, 4 * dpr);
+        else ctx.rect(box[0], box[1], w, hgt);
+        ctx.fillStyle = dark ? "rgba(22,25,32,0.86)" : "rgba(255,255,255,0.86)";
+        ctx.fill();
         ctx.fillStyle = dark ? "#e7e9ee" : "#1a1d23";
-        ctx.strokeText(text, x, y);
         ctx.fillText(text, x, y);
       }
       labelled++;
@@ -617,7 +671,7 @@
         clearButton.hidden = false;
         var onMap = found.filter(function (k) { return visible[k]; }).length;
         say(items.length + " result" + (items.length === 1 ? "" : "s") + " for “" + q + "”: " + found.length +
-          " on the map" + (onMap < found.length ? " (" + onMap + " within the filters)" : "") + ", in orange.");
+          " on the map" + (onMap < found.length ? " (" + onMap + " within the filters)" : "") + ", drawn large in " + (DARK ? "white" : "black") + " while the others fade.");
         request();
       })
       .catch(function (e) { say(String(e.message || e)); });
@@ -643,9 +697,9 @@
   }
 
   function reset() {
-    var q = data.header.quant;
-    view.cx = q / 2;
-    view.cy = q / 2;
+    var f = data.fit;
+    view.cx = (f[0] + f[2]) / 2;
+    view.cy = (f[1] + f[3]) / 2;
     view.zoom = 1;
     request();
   }
@@ -808,7 +862,7 @@
     searchInput.value = "";
     if (data) applyFilters();
   });
-  window.addEventListener("resize", function () { if (data) resize(); });
+  window.addEventListener("resize", function () { if (data && data.fit) { shapeFrame(); resize(); } });
   document.getElementById("map-topic-close").addEventListener("click", closeTopic);
   panel.addEventListener("keydown", function (e) { if (e.key === "Escape") closeTopic(); });
   if (pickButton) pickButton.addEventListener("click", togglePick);
@@ -830,7 +884,10 @@
         return;
       }
       visible = new Uint8Array(data.n);
+      data.fit = fitBox();
+      canvas.paperMapHighlight = INK; // for tests: the matches' colour
       fillFilters();
+      shapeFrame();
       reset();
       resize();
       applyFilters();
