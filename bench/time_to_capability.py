@@ -16,7 +16,13 @@ From the end of the import it records the wall seconds and the CPU seconds of th
   yet" and has a ``oneLineSummary``;
 * **a late paper**: one more real paper imported (``paperfeed import``, a process of its own) while the
   indexer is busy -- once half of the vectors are stored, or, for code that makes sentences in a pass of
-  their own, a minute into that pass -- and the seconds until its vector is stored and served.
+  their own, a minute into that pass -- and the seconds until its vector is stored, and until search
+  covers every paper again (the coverage note gone: the rest of the import's vectors included).
+
+``--sentences-later`` makes the papers' vectors first (``paperfeed index --no-sentences``, not timed), as
+a worker or an older version leaves them: ``paperfeed run`` then finds only the sentence backlog, and the
+late paper arrives a minute into that pass (issue #39: "a late paper's vector <= 30 s after it arrives
+while the sentence pass runs").
 
 ``--variant NAME=PYTHONPATH`` runs another checkout (e.g. main as it was: ``git worktree add
 /work/scratch-pipeline/before main``) with the same interpreter and libraries, so before and after are
@@ -141,8 +147,9 @@ def run_session(
     *,
     cap: float,
     poll: float,
+    sentences_later: bool = False,
 ) -> Session:
-    folder = SCRATCH / f"{corpus}-{name}"
+    folder = SCRATCH / (f"{corpus}-{name}" + ("-backlog" if sentences_later else ""))
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     data = folder / "data"
@@ -171,16 +178,20 @@ def run_session(
     session = Session(name, len(lines))
     port = free_port()
     command = [*base, "run", "--offline", "--port", str(port)]
-    if namespace:  # `paperfeed run --import` takes no --id-namespace: the seed ids need one
+    # `paperfeed run --import` takes no --id-namespace: the seed ids need one; a backlog is made first
+    imported_first = bool(namespace) or sentences_later
+    if imported_first:
         subprocess.run(
             [*base, "import", *namespace, str(papers_file)], env=env, check=True, capture_output=True
         )
     else:
         command += ["--import", str(papers_file)]
+    if sentences_later:  # the vectors without their sentences, as a worker or an older version leaves them
+        subprocess.run([*base, "index", "--no-sentences"], env=env, check=True, capture_output=True)
     log = (folder / "run.log").open("w")
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     imported = threading.Event()
-    if namespace:
+    if imported_first:
         session.t0, session.cpu0 = time.monotonic(), 0.0
         imported.set()
 
@@ -282,16 +293,17 @@ def run_session(
                     print(f"  [{name}] late paper's vector stored {waited:,.1f} s after arriving", flush=True)
                 if (
                     "late paper: vector stored" in session.marks
-                    and "late paper: searchable" not in session.marks
+                    and "late paper: search covers every paper" not in session.marks
                 ):
                     found = client.get("/api/papers/search", params={"q": QUERY, "limit": 5})
                     if "Meaning search covers" not in found.headers.get("X-Search-Notes", ""):
-                        session.marks["late paper: searchable"] = (time.monotonic() - late_at, 0.0)
+                        waited = time.monotonic() - late_at
+                        session.marks["late paper: search covers every paper"] = (waited, 0.0)
             wanted = (
                 "(a) hybrid search over every paper",
                 "(b) topics and the map",
                 "(c) facets and one-line summaries",
-                "late paper: searchable",
+                "late paper: search covers every paper",
             )
             if all(w in session.marks for w in wanted):
                 break
@@ -326,7 +338,7 @@ def report(sessions: list[Session]) -> None:
             found = s.marks.get(row)
             cells.append(f"{found[0]:>12,.1f} ({found[1]:>8,.1f})" if found else f"{'not reached':>25}")
         print(f"{row:<40}" + "".join(f"{c:>26}" for c in cells))
-    for row in ("late paper: vector stored", "late paper: searchable"):
+    for row in ("late paper: vector stored", "late paper: search covers every paper"):
         cells = [
             f"{s.marks[row][0]:,.1f} s after it arrived" if row in s.marks else "not reached"
             for s in sessions
@@ -364,6 +376,12 @@ def main() -> None:
     parser.add_argument("--papers", type=int, default=1500, help="Hugging Face papers (hf1500)")
     parser.add_argument("--cap", type=float, default=3600, help="give up on a session after this many s")
     parser.add_argument("--poll", type=float, default=1.0, help="seconds between looks")
+    parser.add_argument(
+        "--sentences-later",
+        action="store_true",
+        help="the papers' vectors made first (paperfeed index --no-sentences, not timed), so paperfeed run "
+        "finds only the sentence backlog: the late paper arrives a minute into that pass",
+    )
     args = parser.parse_args()
     variants = [v.split("=", 1) for v in (args.variant or [f"after={ROOT / 'src'}"])]
     print(f"CPU: {os.cpu_count()} cores, {cpu_flags()}; {time.strftime('%Y-%m-%d %H:%M')}")
@@ -380,7 +398,16 @@ def main() -> None:
         else:
             lines, late_line = hf_papers(args.papers)
         sessions = [
-            run_session(name, Path(path), corpus, lines, late_line, cap=args.cap, poll=args.poll)
+            run_session(
+                name,
+                Path(path),
+                corpus,
+                lines,
+                late_line,
+                cap=args.cap,
+                poll=args.poll,
+                sentences_later=args.sentences_later,
+            )
             for name, path in variants
         ]
         report(sessions)

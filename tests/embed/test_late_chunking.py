@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from paperfeed.adapters.embed.late import PADDING, _batches
 from paperfeed.adapters.embed.onnx import OnnxEmbedder
 from paperfeed.adapters.embed.sentence_transformers import SentenceTransformerEmbedder
 from paperfeed.adapters.sentences.splitter import SentencexSplitter
@@ -90,3 +91,18 @@ def test_sentences_past_the_window_are_pooled_from_a_continuation_window(
     # 48 sentences of ~14 tokens in windows of 256 (the title's ~10 and two specials included): a new
     # window every 17 sentences, each the first window of the paper that starts there
     assert starts == [17, 34]
+
+
+def test_continuation_windows_are_batched_with_windows_of_similar_length() -> None:
+    """A batch is padded to its widest window: windows of 256 and 20 tokens in one batch ran the model over
+    as much padding as text. Batches keep the longest-first order, at most ``batch`` windows, and a
+    widest window at most ``PADDING`` times the narrowest."""
+    lengths = np.array([20, 256, 130, 250, 24, 120, 256, 21, 60, 64])
+    order = np.argsort(-lengths, kind="stable")
+    found = _batches(order, lengths, 3)
+    assert [i for rows in found for i in rows] == list(order)  # every window once, in order
+    for rows in found:
+        assert 1 <= len(rows) <= 3
+        assert lengths[rows].max() <= PADDING * lengths[rows].min()
+    assert [list(lengths[rows]) for rows in found] == [[256, 256, 250], [130, 120], [64, 60], [24, 21, 20]]
+    assert len(_batches(order, np.full(10, 100), 128)) == 1  # equal lengths: one batch

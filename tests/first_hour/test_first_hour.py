@@ -23,12 +23,14 @@ exist.
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import os
 import queue
 import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import threading
 import time
@@ -299,3 +301,56 @@ def test_the_first_hour_on_the_installed_wheel(
     assert code == 0, "\n".join(second.seen[-40:])
     assert not _processes_using(data), "Ctrl+C left processes behind"
     assert not [line for line in said if "Traceback" in line], "\n".join(said)
+
+
+def test_a_fresh_data_folder_of_the_installed_wheel_takes_the_shipped_role_model(
+    installed: Path, shared_dir: Path, tmp_path: Path
+) -> None:
+    """Issue #39 item 1, as installed: the wheel carries the role model trained for the bundled model
+    (``paperfeed/data/sentence-roles``), and a new data folder's ``paperfeed index`` gives every sentence a
+    role with it -- nothing trained, nothing written under ``models/``. Before the model shipped, the
+    first index trained one (some 20 minutes) in every new folder."""
+    where = subprocess.run(
+        [
+            str(installed / "bin" / "python"),
+            "-c",
+            "from paperfeed.adapters.sentences.roles import shipped_folder; print(shipped_folder())",
+        ],
+        capture_output=True,
+        text=True,
+        env=_clean_env(),
+        check=True,
+    ).stdout.strip()
+    shipped = Path(where)
+    assert "site-packages" in where, where
+    assert shipped.is_dir(), f"the wheel lacks the shipped role model: {where}"
+    manifest = json.loads((shipped / "manifest.json").read_text(encoding="utf-8"))
+    assert (shipped / f"roles-{manifest['model_id'].rsplit('-', 1)[1]}.npz").is_file()
+
+    with gzip.open(shared_dir / "data" / "hf_daily.jsonl.gz", "rt") as fh:
+        rows = [row for row in map(json.loads, itertools.islice(fh, 200)) if row.get("abstract")][:3]
+    papers = tmp_path / "three.jsonl"
+    papers.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = tmp_path / "paperfeed-data"
+    env = _clean_env(
+        PAPERFEED_EMBEDDING_BACKEND="torch",  # no ONNX export to wait for; torch's vectors are the reference
+        PAPERFEED_EMBEDDING_THREADS="1",
+        PAPERFEED_MODEL_CACHE=str(tmp_path / "model-cache"),
+    )
+    base = [str(installed / "bin" / "paperfeed"), "--data-dir", str(data)]
+    done = subprocess.run(
+        [*base, "import", str(papers)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run([*base, "index"], capture_output=True, text=True, env=env, timeout=600)
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said
+    assert "embedded 3 papers (3 new, 0 re-embedded, 3 with their sentences)" in said, said
+    assert "trained" not in said, said
+    assert "training" not in said, said
+    assert not (data / "models" / "sentence-roles").exists()
+    with sqlite3.connect(data / "paperfeed.db") as conn:
+        rows_found = conn.execute("SELECT role_model, count FROM paper_sentences").fetchall()
+    assert len(rows_found) == 3
+    assert {r for r, _ in rows_found} == {manifest["model_id"]}
+    assert all(n >= 1 for _, n in rows_found)

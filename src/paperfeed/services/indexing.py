@@ -8,7 +8,7 @@ ask for one model's vectors, so the two spaces never mix.
 
 With a sentence indexer (``sentences``, the indexer of the same embedder) each batch is embedded with its
 sentences: one forward pass per paper gives its vector and its sentences' (late chunking, issue #39), the
-vectors are committed first and the sentences right after.
+vectors are committed (and the vector index saved, when due) first and the sentences right after.
 
 The vector index is saved after each batch that finished at least ``sync_every`` seconds after the last
 save, and at most as often as keeps saving under a tenth of the run (:data:`SYNC_COST_RATIO`; a large
@@ -318,10 +318,10 @@ class IndexingService:
             made = sentences.with_papers(batch) if sentences is not None else None
             vectors = made.vectors if made is not None else self.embedder.embed([p.text for p in batch])
             whole = self._commit(summary, batch, vectors, progress, target)
+            last_sync = self._sync_due(last_sync)  # search serves the batch before its sentences are saved
             if sentences is not None and made is not None and whole:
                 sentences.save(made)  # after the vectors: search needs those, the facets these
                 summary.sentences += len(made.rows)
-            last_sync = self._sync_due(last_sync)
         summary.stopped = summary.embedded < target and stop is not None and stop()
 
     def _take(

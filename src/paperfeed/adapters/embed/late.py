@@ -113,6 +113,25 @@ def late_vectors(
     return normalise_rows(vectors), [normalise_rows(p) for p in pooled]
 
 
+PADDING = 1.25
+"""A batch's widest window is at most this many times its narrowest: continuation windows vary in length
+(a title and an abstract's last sentences), and a batch padded to its widest would run the model over
+as many padding tokens as text (64 seed papers: 16,384 tokens instead of 7,662, 0.62 against 0.37 ms a
+token)."""
+
+
+def _batches(order: npt.NDArray[np.intp], lengths: npt.NDArray[np.int_], batch: int) -> list[Any]:
+    """``order`` (windows, longest first) cut into batches of at most ``batch`` windows whose widest is at
+    most :data:`PADDING` times their narrowest."""
+    found: list[Any] = []
+    begin = 0
+    for at in range(1, len(order) + 1):
+        if at == len(order) or at - begin >= batch or lengths[order[begin]] > PADDING * lengths[order[at]]:
+            found.append(order[begin:at])
+            begin = at
+    return found
+
+
 def _run(
     windows: list[_Window],
     forward: Forward,
@@ -124,8 +143,7 @@ def _run(
     """Forward passes over ``windows`` (similar lengths together: little padding), pooling as they come."""
     lengths = np.array([len(w.encoding.ids) for w in windows])
     order = np.argsort(-lengths, kind="stable")
-    for begin in range(0, len(order), batch):
-        rows = order[begin : begin + batch]
+    for rows in _batches(order, lengths, batch):
         width = int(lengths[rows].max())
         feed = {name: np.zeros((len(rows), width), dtype=np.int64) for name in input_names}
         for r, row in enumerate(rows):
