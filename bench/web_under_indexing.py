@@ -6,7 +6,7 @@ server (``paperfeed serve``, uvicorn, one worker) and times the HTML day page (s
 
 1. idle: no indexer;
 2. background: ``paperfeed index --rebuild`` started as ``paperfeed run`` starts it (``nice -n 10``): its
-   thread budget is half the cores, ONNX Runtime threads do not spin;
+   thread budget is every core (half of them before issue #39), ONNX Runtime threads do not spin;
 3. foreground (the old behaviour, for comparison): an indexer at normal priority with every core and
    spinning threads.
 

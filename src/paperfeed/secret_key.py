@@ -12,6 +12,7 @@ import os
 import secrets
 from pathlib import Path
 
+from paperfeed.domain.wording import count
 from paperfeed.settings_model import SettingsModel
 
 __all__ = ["SECRET_FILE", "InsecureSecret", "check_secret", "file_secret", "resolve_secret"]
@@ -52,7 +53,7 @@ def check_secret(settings: SettingsModel, *, allow_generated: bool = False) -> N
     if value.lower() in _PLACEHOLDERS:
         raise InsecureSecret(f"PAPERFEED_SECRET_KEY is a well-known placeholder: {_HOW}")
     if len(value) < MIN_LENGTH:
-        raise InsecureSecret(f"PAPERFEED_SECRET_KEY is shorter than {MIN_LENGTH} characters: {_HOW}")
+        raise InsecureSecret(f"PAPERFEED_SECRET_KEY is shorter than {count(MIN_LENGTH, 'character')}: {_HOW}")
 
 
 def file_secret(data_dir: Path) -> bytes:

@@ -265,8 +265,18 @@ class SettingsModel(BaseModel):
         default=None,
         ge=1,
         le=256,
-        description="CPU threads of one embedding process (default: the cores the process may use; half "
-        "of them, and no busy-waiting, for a niced background indexer such as `paperfeed run`'s).",
+        description="CPU threads of one embedding process (default: the cores the process may use; a niced "
+        "background indexer such as `paperfeed run`'s uses them too, at its lower priority, and its threads "
+        "never busy-wait).",
+    )
+    embedder_idle_seconds: float = Field(
+        default=120.0,
+        ge=0,
+        le=86_400,
+        description="A long-lived background process (`paperfeed run`'s indexer and scheduler, `paperfeed "
+        "scheduler`, `paperfeed index --follow`) embeds in a child process that it ends this many seconds "
+        "after its last batch, so an idle instance holds no model in memory (the next batch loads it again, "
+        "seconds); 0: embed in the process itself and keep the model loaded.",
     )
     embedding_max_tokens: int = Field(
         default=256,

@@ -195,7 +195,7 @@ def test_stats_tells_of_vectors_and_topics(data: Path) -> None:
     text = " ".join(after.stdout.split())
     assert f"with a vector │ 6 of 6 (100%), model {MODEL}" in text
     assert (
-        f"topics │ 3 in 1 groups, built 2026-11-02 05:00 UTC from 5 papers (kmeans k=3 seed=0, model {MODEL})"
+        f"topics │ 3 in 1 group, built 2026-11-02 05:00 UTC from 5 papers (kmeans k=3 seed=0, model {MODEL})"
         in (text)
     )
     row = orjson.loads(_cli("--data-dir", str(data), "stats", "--json").stdout)

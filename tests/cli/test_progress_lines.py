@@ -85,3 +85,61 @@ def test_a_short_piped_job_prints_no_progress_line() -> None:
         progress.update(0, 2, 0, 0, 0)
         progress.update(2, 2, 5, 0, 0)
     assert out.getvalue() == ""
+
+
+def test_a_heartbeat_fills_silences_of_30_s_while_work_is_in_hand() -> None:
+    """`index --follow` and the scheduler say something at least every 30 s while they work (issue #39
+    item 5: the log said nothing for 745 s, nor during a 21-minute slice): when nothing else was said
+    for that long and there is work in hand, "still <doing> (<how long> so far)"; never while idle."""
+    from paperfeed.cli.progress import Heartbeat
+
+    said: list[str] = []
+    now = [0.0]
+    doing: list[str | None] = [None]
+    beat = Heartbeat(said.append, lambda: doing[0], every=30.0, clock=lambda: now[0])
+    now[0] = 45.0
+    assert not beat.beat()  # idle: nothing to say however long the silence
+    doing[0] = "loading the embedding model"
+    beat.beat()  # work begins now: a silence of 45 s already, so it is said at once
+    now[0] = 60.0
+    assert not beat.beat()  # 15 s after the last line
+    now[0] = 75.0
+    beat.said()  # another line was printed
+    now[0] = 100.0
+    assert not beat.beat()
+    now[0] = 106.0
+    assert beat.beat()
+    assert said == [
+        "still loading the embedding model (1 s so far)",
+        "still loading the embedding model (1 min so far)",
+    ]
+
+
+def test_the_follower_says_how_far_a_slice_is_every_30_s() -> None:
+    from paperfeed.cli.index import _SliceLines
+    from paperfeed.services.indexer_status import IndexerReporter
+
+    class Kept:
+        def __init__(self) -> None:
+            self.all: list[object] = []
+
+        def report_indexer(self, report: object) -> None:
+            self.all.append(report)
+
+        def indexer_report(self) -> None:
+            return None
+
+    said: list[str] = []
+    now = [0.0]
+    reports = Kept()
+    reporter = IndexerReporter(reports, every=0, clock=lambda: now[0], identity=lambda: "h:1:1")
+    lines = _SliceLines(said.append, "sentences", 1000, reporter, clock=lambda: now[0])
+    for done in range(0, 501, 50):
+        now[0] += 10.0
+        lines.update(done, 500, done, 0, 0)
+    assert said == [
+        "sentences: 100 of 500 papers in this slice, 5.00 papers/s, about 3 min left for all 900",
+        "sentences: 250 of 500 papers in this slice, 5.00 papers/s, about 2 min left for all 750",
+        "sentences: 400 of 500 papers in this slice, 5.00 papers/s, about 2 min left for all 600",
+    ]
+    assert all(r.state == "sentences" for r in reports.all)  # type: ignore[attr-defined]

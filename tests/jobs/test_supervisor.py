@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -13,6 +14,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,8 @@ from paperfeed.cli.supervisor import Backoff, ChildSpec, Supervisor
 from paperfeed.services.jobs import Lease, holder_is_dead, process_identity
 from paperfeed.settings import Settings
 from paperfeed.web.security import SESSION_COOKIE
+
+STAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d ")  # what every line of paperfeed run's log starts with
 
 pytestmark = pytest.mark.slow
 
@@ -223,7 +227,8 @@ def test_a_killed_scheduler_is_restarted_and_sigterm_stops_everything(start: Cal
     _assert_gone(children)
     assert "Traceback" not in out
     assert "scheduler was killed by SIGKILL" in out  # one log stream, prefixed by the child's name
-    assert any(line.startswith("scheduler ") for line in out.splitlines()), out
+    relayed = [line for line in out.splitlines() if STAMP.match(line)]  # every line the supervisor prints
+    assert any(STAMP.sub("", line, count=1).startswith("scheduler ") for line in relayed), out
     assert "stopping web, scheduler, indexer (SIGTERM)" in out
     assert run.status() is None  # a clean stop withdraws the status
     assert "no paperfeed run supervisor is running" in run.cli("jobs", "status")
@@ -274,6 +279,26 @@ def test_a_hard_killed_supervisor_leaves_no_orphans(start: Callable[..., Instanc
 def _console() -> tuple[Console, io.StringIO]:
     out = io.StringIO()
     return Console(file=out, width=200, force_terminal=False), out
+
+
+def test_every_line_of_the_log_starts_with_its_time_in_utc(tmp_path: Path) -> None:
+    """The supervisor's own lines and every line a child prints carry the time (issue #39 item 5); a
+    child that stamps its lines itself (the scheduler) keeps its own time, moved to the front, once."""
+    console, out = _console()
+    script = "print('hello'); print('2026-03-04 05:06:07 running daily'); raise SystemExit(3)"
+    child = ChildSpec("web", [sys.executable, "-c", script], essential=True)
+    backoff = Backoff(initial=0.1, maximum=0.1, give_up_after=1, stable_after=30, stop_timeout=5)
+    fixed = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone(timedelta(hours=2)))  # 01:04:05 UTC
+    supervisor = Supervisor(
+        [child], console=console, identity=process_identity(), backoff=backoff, clock=lambda: fixed
+    )
+    assert supervisor.run() == 1
+    lines = out.getvalue().splitlines()
+    assert lines, out.getvalue()
+    assert all(STAMP.match(line) for line in lines), lines
+    assert "2026-01-02 01:04:05 web       hello" in lines
+    assert "2026-03-04 05:06:07 web       running daily" in lines  # its own time, not a second one
+    assert any(line.startswith("2026-01-02 01:04:05 run       ") for line in lines), lines
 
 
 def test_a_child_that_keeps_crashing_is_reported_and_given_up(tmp_path: Path) -> None:

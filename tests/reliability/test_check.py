@@ -43,7 +43,7 @@ def report(data: Path, url: str | None = None) -> dict[str, object]:
 def problems(found: dict[str, object]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for probe in found["probes"]:  # type: ignore[attr-defined]
-        out[probe["area"]] = [f"{f['count']} {f['problem']}" for f in probe["findings"]]
+        out[probe["area"]] = [f["said"] for f in probe["findings"]]  # "1 paper …", "2 papers …"
     return {k: v for k, v in out.items() if v}
 
 
@@ -79,20 +79,20 @@ def test_damage_everywhere_is_reported_then_repaired(data: Path, tmp_path: Path)
     found = problems(report(data))
     assert found == {
         "keyword": [
-            "1 keyword documents of papers that are not in the store",
-            "1 papers changed since they were indexed",
+            "1 keyword document of papers that are not in the store",
+            "1 paper changed since it was indexed",
         ],
         "embeddings": [
-            "1 vectors made from an older version of the paper's text",
-            "1 vectors of papers that are not in the store",
+            "1 vector made from an older version of the paper's text",
+            "1 vector of papers that are not in the store",
         ],
-        "vector index": ["1 vector index entries with no stored vector"],
+        "vector index": ["1 vector index entry with no stored vector"],
     }
     code, out = run(data, "check", "--repair")
     assert code == 1  # problems were found ...
     assert "5 problem(s) found and repaired; the re-check is clean" in out  # ... and all repaired
-    assert "repair: deleted 1 vectors of deleted papers" in out
-    assert "repair: embedded 1 papers that had no current vector" in out
+    assert "repair: deleted 1 vector of deleted papers" in out
+    assert "repair: embedded 1 paper that had no current vector" in out
     code, out = run(data, "check")
     assert code == 0, out
     assert "store ok 29 papers" in out
@@ -211,9 +211,9 @@ def test_check_and_repair_on_postgresql(pg_url: str, tmp_path: Path) -> None:
     finally:
         engine.dispose()
     found = problems(report(data, pg_url))
-    assert found["keyword"] == ["1 papers without a search document"]
-    assert found["embeddings"] == ["1 vectors made from an older version of the paper's text"]
-    assert "1 vectors missing from the vector index" in found["vector index"]
+    assert found["keyword"] == ["1 paper without a search document"]
+    assert found["embeddings"] == ["1 vector made from an older version of the paper's text"]
+    assert "1 vector missing from the vector index" in found["vector index"]
     code, out = run(data, "check", "--repair", url=pg_url)
     assert "the re-check is clean" in out, out
     assert run(data, "check", url=pg_url)[0] == 0
@@ -228,7 +228,7 @@ def test_fts5_engine_queue_and_content_checks(tmp_path: Path, monkeypatch: pytes
     assert "keyword ok 20 documents (fts5)" in out
     with sqlite3.connect(data / "paperfeed.db") as conn:  # a change queued, never applied
         conn.execute("UPDATE papers SET title = 'Changed behind its back' WHERE id = '2501.00002'")
-    assert problems(report(data)) == {"keyword": ["1 changes queued but not yet in the keyword index"]}
+    assert problems(report(data)) == {"keyword": ["1 change queued but not yet in the keyword index"]}
     with sqlite3.connect(data / "paperfeed.db") as conn:  # the queue lost: content differs
         conn.execute("DELETE FROM papers_fts_queue")
     found = problems(report(data))

@@ -29,6 +29,7 @@ from paperfeed.adapters.vector.factory import VectorIndexChoice
 from paperfeed.domain.consistency import EmbeddingState, FindingKind, Probe
 from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
 from paperfeed.domain.search import VectorIndexError
+from paperfeed.domain.wording import count
 
 __all__ = [
     "StoreInspector",
@@ -91,7 +92,7 @@ def store_probe(engine: Engine) -> tuple[Probe, set[str]]:
     twice = [pid for group in bases.values() if len(group) > 1 for pid in group]
     probe.add(FindingKind.non_canonical_id, "papers stored under a non-canonical id", odd)
     probe.add(FindingKind.duplicate_id, "papers stored twice under different spellings of one id", twice)
-    probe.summary = f"{len(ids):,} papers"
+    probe.summary = f"{count(len(ids), 'paper')}"
     return probe, ids
 
 
@@ -180,7 +181,7 @@ def tantivy_probe(path: Path, engine: Engine, store_ids: set[str], *, version: s
             "papers changed since they were indexed",
             _modified_since(engine, since) & indexed,
         )
-    probe.summary = f"{total:,} documents"
+    probe.summary = f"{count(total, 'document')}"
     return probe
 
 
@@ -213,7 +214,7 @@ def fts5_probe(engine: Engine, store_ids: set[str]) -> Probe:
                 f"keyword index content differs from the papers ({str(exc)[:120]})",
                 count=1,
             )
-    probe.summary = f"{docs:,} documents"
+    probe.summary = f"{count(docs, 'document')}"
     return probe
 
 
@@ -233,7 +234,7 @@ def postgres_fts_probe(engine: Engine) -> Probe:
         docs = int(conn.execute(sql("SELECT count(*) FROM papers WHERE search_tsv IS NOT NULL")).scalar_one())
     probe.add(FindingKind.not_indexed, "papers without a search document", missing)
     probe.add(FindingKind.index_stale, "papers whose search document is out of date", stale)
-    probe.summary = f"{docs:,} documents"
+    probe.summary = f"{count(docs, 'document')}"
     return probe
 
 
@@ -287,7 +288,7 @@ def embeddings_probe(engine: Engine, model_id: str, store_ids: set[str]) -> tupl
     probe.add(FindingKind.orphan_vector, "vectors of papers that are not in the store", orphans)
     if not in_use:
         probe.notes.append("no paper is embedded yet: semantic search is off until `paperfeed index`")
-    probe.summary = f"{len(ids):,} vectors of {model_id}"
+    probe.summary = f"{count(len(ids), 'vector')} of {model_id}"
     live = ids & store_ids
     return probe, EmbeddingState(model_id, len(live), frozenset(live), dimension)
 
@@ -344,7 +345,7 @@ def vector_folder_probe(path: Path, engine: Engine, state: EmbeddingState) -> Pr
                 f"the configured model is {state.model_id}",
                 count=max(1, manifest.count),
             )
-            probe.summary = f"{manifest.count:,} vectors of another model"
+            probe.summary = f"{count(manifest.count, 'vector')} of another model"
             return probe
         generation = folder.generation_dir(stored)
         rows = RowStore.read(generation, dimension=manifest.dimension, rows=stored.rows, dtype=np.float32)
@@ -358,7 +359,7 @@ def vector_folder_probe(path: Path, engine: Engine, state: EmbeddingState) -> Pr
     if rows.live_count != manifest.count:
         probe.add(
             FindingKind.index_miscounted,
-            f"manifest says {manifest.count:,} vectors, the files hold {rows.live_count:,}",
+            f"manifest says {count(manifest.count, 'vector')}, the files hold {rows.live_count:,}",
             count=abs(manifest.count - rows.live_count),
         )
     _index_vs_table(probe, rows.row_of.keys(), state)
@@ -367,7 +368,7 @@ def vector_folder_probe(path: Path, engine: Engine, state: EmbeddingState) -> Pr
         "vectors in the index differ from the stored ones",
         _compare_vectors(engine, state.model_id, rows.row_of, rows.vectors),
     )
-    probe.summary = f"{rows.live_count:,} vectors, built {manifest.built_at}"
+    probe.summary = f"{count(rows.live_count, 'vector')}, built {manifest.built_at}"
     return probe
 
 
@@ -410,12 +411,12 @@ def pgvector_probe(engine: Engine, state: EmbeddingState, mark: datetime | None)
     if len(held) != manifest.count:
         probe.add(
             FindingKind.index_miscounted,
-            f"index metadata says {manifest.count:,} vectors, the table holds {len(held):,}",
+            f"index metadata says {count(manifest.count, 'vector')}, the table holds {len(held):,}",
             count=abs(manifest.count - len(held)),
         )
     _index_vs_table(probe, held, state)
     probe.add(FindingKind.index_stale, "vectors stored since the index was last synced", count=newer)
-    probe.summary = f"{len(held):,} vectors, built {manifest.built_at}"
+    probe.summary = f"{count(len(held), 'vector')}, built {manifest.built_at}"
     return probe
 
 
@@ -478,13 +479,13 @@ class StoreInspector:
                 index = TantivyKeywordIndex(folder, self.engine, catch_up=False, background=False)
                 try:
                     if probe.unusable:
-                        return f"keyword index rebuilt from the store ({index.rebuild():,} papers)"
+                        return f"keyword index rebuilt from the store ({count(index.rebuild(), 'paper')})"
                     ids: set[str] = set()
                     for finding in probe.findings:
                         ids |= finding.ids
                     done = index.reindex(sorted(ids))
                     caught = index.catch_up()
-                    return f"keyword index: {done:,} papers re-indexed, {caught:,} caught up"
+                    return f"keyword index: {count(done, 'paper')} re-indexed, {caught:,} caught up"
                 finally:
                     index.close()
             except KeywordIndexBusy as exc:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from paperfeed.adapters.embed import EmbedderConfig, EmbedderFactory
+    from paperfeed.adapters.embed.child import ChildProcessOpener
     from paperfeed.adapters.keyword.lazy import LazyKeywordIndex
     from paperfeed.adapters.node_indexes import NodeIndexes
     from paperfeed.adapters.sentences.roles import RoleModelFolder
@@ -61,6 +62,15 @@ def embedder_config(
 class IndexesWing:
     def __init__(self, core: Core) -> None:
         self.core = core
+        self.background = False  # embed in a child process released when idle: embed_in_background()
+
+    def embed_in_background(self) -> None:
+        """This process is a long-lived background one (an indexer that follows, the scheduler): embed in a
+        child process ended ``PAPERFEED_EMBEDDER_IDLE_SECONDS`` after its last batch, so the model is not
+        kept in memory while idle. Called by the command before anything is embedded."""
+        if "factory" in self.__dict__:
+            raise RuntimeError("embed_in_background() must come before the first embedder is made")
+        self.background = self.core.settings.embedder_idle_seconds > 0
 
     # -- the keyword index -----------------------------------------------------------------------------
 
@@ -109,20 +119,31 @@ class IndexesWing:
         return SqlEmbeddingStore(self.core.engine())
 
     def embedder_config(self, backend: str | None = None) -> EmbedderConfig:
-        """How to build ``backend`` (default: the configured one) with this process's thread budget."""
+        """How to build ``backend`` (default: the configured one) with this process's thread budget: every
+        core it may use. A niced process (``paperfeed run``'s indexer) takes them too, since its priority
+        already gives the web server and the scheduler the CPU whenever they want it, but its threads never
+        busy-wait: a spinning thread would hold a core the others could use (issue #39 item 4; it took
+        half the cores before, leaving one idle on a 2-core machine)."""
         from paperfeed.adapters.embed.cpu import available_cores, runs_in_background
 
         s = self.core.settings
         background = runs_in_background()
-        cores = available_cores()
-        threads = s.embedding_threads or (max(1, cores // 2) if background else cores)
+        threads = s.embedding_threads or available_cores()
         return embedder_config(s, backend=backend, threads=threads, spinning=not background)
 
     @cached_property
-    def factory(self) -> EmbedderFactory:
+    def factory(self) -> EmbedderFactory | ChildProcessOpener:
+        """Opens the embedder of a backend: in this process, or for a background process
+        (:meth:`embed_in_background`) in a child process released when idle."""
         from paperfeed.adapters.embed import EmbedderFactory
 
-        return EmbedderFactory(self.embedder_config())
+        factory = EmbedderFactory(self.embedder_config())
+        if not self.background:
+            return factory
+        from paperfeed.adapters.embed.child import ChildProcessOpener
+
+        idle = self.core.settings.embedder_idle_seconds
+        return self.core.closing_first(ChildProcessOpener(factory, idle))
 
     @cached_property
     def chooser(self) -> BackendChooser:
@@ -171,6 +192,21 @@ class IndexesWing:
         config = self.factory.config_for(choice.backend if choice is not None else None)
         total = self.core.settings.embedding_threads or available_cores()
         return ProcessEmbedWorkers(config, workers, total_threads=total)
+
+    def warm_up(self) -> None:
+        """Load the embedding model in the background once there are vectors to search (a web process at
+        start; searches meanwhile answer with keyword matches, domain/search.py's MODEL_LOADING_NOTE)."""
+        vectors = self.vectors
+
+        def ready() -> bool:
+            try:
+                return bool(vectors.count())
+            except Exception:  # an unreadable index: searches say so; nothing to warm for
+                return False
+
+        embedders = self.embedders
+        self.core.closing_first(embedders)
+        embedders.warm_up(ready)
 
     # -- the vector index --------------------------------------------------------------------------------
 
@@ -266,7 +302,15 @@ class IndexesWing:
         from paperfeed.services.jobs import holder_is_dead
 
         embeddings = self.embeddings
-        return IndexingStatusService(embeddings, embeddings, self.embedders, self.vectors, holder_is_dead)
+        return IndexingStatusService(
+            embeddings,
+            embeddings,
+            self.embedders,
+            self.vectors,
+            holder_is_dead,
+            sentences=self.sentences,
+            roles=self.role_models,
+        )
 
     @cached_property
     def coverage(self) -> CoverageService:

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from paperfeed.domain.errors import BackupError
+from paperfeed.domain.wording import count
 
 from .context import Context, fail
 
@@ -36,7 +37,8 @@ def register(app: typer.Typer) -> None:
         except BackupError as exc:
             raise fail(str(exc)) from None
         c.console.print(
-            f"backed up {info.papers:,} papers ({info.size / 1e6:,.1f} MB, schema {info.schema_revision}) "
+            f"backed up {count(info.papers, 'paper')} ({info.size / 1e6:,.1f} MB, schema "
+            f"{info.schema_revision}) "
             f"to {dest} in {info.seconds:,.1f} s"
             + ("; with the data folder's secret key" if info.secret_key else ""),
             highlight=False,
@@ -65,7 +67,8 @@ def register(app: typer.Typer) -> None:
         except BackupError as exc:
             raise fail(str(exc)) from None
         c.console.print(
-            f"restored {info.papers:,} papers from the backup of {info.created_at} into {settings.data_dir}",
+            f"restored {count(info.papers, 'paper')} from the backup of {info.created_at} into "
+            f"{settings.data_dir}",
             highlight=False,
         )
         app_ = c.app
@@ -79,7 +82,8 @@ def register(app: typer.Typer) -> None:
             except VectorIndexError as exc:
                 raise fail(f"vector index: {exc}") from None
             c.console.print(
-                f"vector index rebuilt from the stored vectors ({synced.size:,} vectors)", highlight=False
+                f"vector index rebuilt from the stored vectors ({count(synced.size, 'vector')})",
+                highlight=False,
             )
         else:
             c.console.print("no stored vectors of the configured model: run paperfeed index", highlight=False)

@@ -22,7 +22,7 @@ def _lines(probes: list[Probe]) -> list[str]:
         out.append(f"{probe.area:<13}{status:<8} {probe.summary}{kind}")
         for finding in probe.findings:
             examples = f" (e.g. {', '.join(finding.examples)})" if finding.examples else ""
-            out.append(f"{'':<13}- {finding.count:,} {finding.problem}{examples}")
+            out.append(f"{'':<13}- {finding.said()}{examples}")
         for note in probe.notes:
             out.append(f"{'':<13}  note: {note}")
     return out
@@ -38,7 +38,8 @@ def _as_json(report: CheckReport) -> dict[str, object]:
                 "summary": p.summary,
                 "notes": p.notes,
                 "findings": [
-                    {"problem": f.problem, "count": f.count, "examples": list(f.examples)} for f in p.findings
+                    {"problem": f.problem, "count": f.count, "said": f.said(), "examples": list(f.examples)}
+                    for f in p.findings
                 ],
             }
             for p in items

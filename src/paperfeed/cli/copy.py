@@ -9,6 +9,8 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from paperfeed.domain.wording import count
+
 from .context import Context, fail
 
 if TYPE_CHECKING:
@@ -96,7 +98,8 @@ def _build_indexes(settings: SettingsModel, target_url: str) -> str:
         if not indexing.stored_vectors():
             return f"vector index: no copied vectors of {model}; `paperfeed index` will embed the papers"
         sync = indexing.sync_index(full=True)
-        return f"vector index: {sync.size:,} vectors of {model} (pgvector HNSW); keyword index: built on copy"
+        vectors = count(sync.size, "vector")
+        return f"vector index: {vectors} of {model} (pgvector HNSW); keyword index: built on copy"
     except VectorIndexError as exc:
         return f"vector index not built: {exc}"
     finally:

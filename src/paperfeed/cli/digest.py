@@ -14,6 +14,8 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from paperfeed.domain.wording import agree, count
+
 from .context import Context, fail
 
 __all__ = ["digest_app"]
@@ -116,7 +118,7 @@ def preview(
     except OSError as exc:
         raise fail(f"cannot write {out}: {exc.strerror or exc}") from None
     papers = len(result.digest.paper_ids)
-    c.console.print(f"wrote {out} ({papers} papers, period {result.period})", highlight=False)
+    c.console.print(f"wrote {out} ({count(papers, 'paper')}, period {result.period})", highlight=False)
 
 
 @digest_app.command("send")
@@ -144,15 +146,16 @@ def send(
     verb = "would compose" if dry_run else "composed"
     c.console.print(
         f"{composed.subscriptions:,} active subscriptions, {composed.due:,} due: "
-        f"{verb} {composed.composed:,} digests ({composed.papers:,} papers), "
+        f"{verb} {count(composed.composed, 'digest')} ({count(composed.papers, 'paper')}), "
         f"{composed.empty:,} with nothing new, "
         f"{composed.skipped_bouncing:,} bouncing addresses skipped ({composed.seconds:.2f} s)",
         highlight=False,
     )
     if composed.group_digests:
         c.console.print(f"{verb} {composed.group_digests:,} reading groups' weekly digests", highlight=False)
-    for section, count in sorted(composed.missing_sections.items()):
-        c.err.print(f"note: {count:,} subscribers want '{section}', which this instance cannot fill")
+    for section, n in sorted(composed.missing_sections.items()):
+        wants = agree(n, "wants", "want")
+        c.err.print(f"note: {count(n, 'subscriber')} {wants} '{section}', which this instance cannot fill")
     if sent is None:
         return
     c.console.print(
@@ -163,7 +166,8 @@ def send(
     )
     if sent.recovered_pending or sent.recovered_unconfirmed:
         c.console.print(
-            f"after an interrupted run: {sent.recovered_pending:,} digests resent (never handed over), "
+            f"after an interrupted run: {count(sent.recovered_pending, 'digest')} resent (never handed "
+            "over), "
             f"{sent.recovered_unconfirmed:,} not resent (already handed over)",
             highlight=False,
         )

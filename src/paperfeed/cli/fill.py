@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
+from paperfeed.domain.wording import count
+
 from .context import Context
 from .progress import FillBars
 
@@ -47,7 +49,7 @@ def fill_window(
     hf = report.hf
     window = service.settings.days
     c.err.print(
-        f"Hugging Face Daily Papers, last {window} days: {len(hf.fetched)} day(s) fetched, "
+        f"Hugging Face Daily Papers, last {count(window, 'day')}: {len(hf.fetched)} day(s) fetched, "
         f"{hf.complete_before} complete already; {hf.summary.added:,} new, {hf.summary.updated:,} updated",
         highlight=False,
         markup=False,

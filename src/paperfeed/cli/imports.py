@@ -16,6 +16,7 @@ import typer
 from rich.markup import escape
 
 from paperfeed.domain.ingest import IngestSummary, Reject
+from paperfeed.domain.wording import count
 
 from .context import Context, fail
 from .progress import RichProgress, print_summary
@@ -66,7 +67,7 @@ def import_paths(
     rejects and the summary table."""
     files = paper_files(files)
     if len(files) > 1:
-        c.err.print(f"importing {len(files)} files", highlight=False, markup=False)
+        c.err.print(f"importing {count(len(files), 'file')}", highlight=False, markup=False)
     service = c.app.sources.ingest
     started = time.perf_counter()
     size = batch_size or c.settings.batch_size

@@ -21,12 +21,16 @@ import typer
 from paperfeed.domain.calibration import AGREEMENT_FLOOR
 from paperfeed.domain.embedding import MAX_WORKERS
 from paperfeed.domain.errors import EmbedderUnavailable
+from paperfeed.domain.indexing_status import describe_duration
+from paperfeed.domain.wording import agree, count, every
 
 from .context import Context, fail
-from .progress import RichProgress
+from .progress import LINE_EVERY, Heartbeat, RichProgress
 
 if TYPE_CHECKING:
     from paperfeed.domain.calibration import Calibration
+    from paperfeed.domain.indexing_status import IndexerState
+    from paperfeed.services.indexer_status import IndexerReporter
     from paperfeed.services.indexing import IndexingService, IndexingSummary
 
 FOLLOW_SLICE = 2000
@@ -41,6 +45,7 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
     if nice:
         with contextlib.suppress(OSError):
             os.nice(nice)  # the web server and the scheduler come first
+    c.app.indexes.embed_in_background()  # the model in a child process, ended when idle: idle is cheap
 
     def stop(_signum: int, _frame: FrameType | None) -> None:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: let the unwinding finish
@@ -50,13 +55,26 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
 
+    doing: list[str | None] = ["getting the embedder ready"]  # what the heartbeat says it is busy with
+
     def say(text: str) -> None:
         c.console.print(text, highlight=False, markup=False, soft_wrap=True)
+        heartbeat.said()
+
+    heartbeat = Heartbeat(say, lambda: doing[0]).start()  # a line at least every 30 s while it works
 
     from paperfeed.services.jobs import holder_is_dead
 
     service: IndexingService | None = None  # until built: a stop while the model loads has nothing to report
     try:
+        indexer = c.app.indexes.indexer
+        if not indexer.has_papers():  # an empty store: no backend measured, no model loaded until papers come
+            say(idle_message(0, poll))
+            indexer.report_idle()  # readers: an indexer runs, waiting for papers
+            doing[0] = None
+            while not indexer.has_papers():
+                time.sleep(poll)
+        doing[0] = "getting the embedder ready"
         service = c.app.indexes.indexer.current()
         say(service.plan().message())
         waiting = ""
@@ -70,6 +88,7 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
                 if waiting != "daily":  # the daily job embeds too: one writer of the vector index
                     say("the daily job is running and indexes too: waiting for it to finish")
                     waiting = "daily"
+                doing[0] = None
                 time.sleep(poll)
                 continue
             plan = service.plan()
@@ -79,23 +98,29 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
             # (papers embedded without theirs), a slice that yields as soon as a paper needs its vector.
             if plan.backlog == 0 and topics_due:
                 topics_due = False
+                doing[0] = "updating the topics"
+                service.report("topics", remaining=0, force=True)
                 _topics(c, say)
                 continue  # papers may have arrived while the topics were built: their vectors first
+            doing[0] = "making the papers' sentences"
             if plan.backlog == 0 and _sentences_slice(c, say, slice_size, service):
                 waiting = ""
                 continue
             if plan.backlog == 0:
                 if waiting != "idle":
-                    say(f"all {plan.papers:,} papers are embedded; checking for new ones every {poll:g} s")
+                    say(idle_message(plan.papers, poll))
                     service.report("idle", remaining=0, force=True)  # readers: running, nothing to do
                     waiting = "idle"
+                doing[0] = None
                 time.sleep(poll)
                 continue
             waiting = ""
-            summary = service.run(limit=slice_size, batch_size=batch_size)
+            doing[0] = "embedding papers"
+            lines = _SliceLines(say, "embedding", plan.backlog, service.reporter)
+            summary = service.run(lines, limit=slice_size, batch_size=batch_size, then=None)
             with_sentences = f" with their sentences ({summary.sentences:,})" if summary.sentences else ""
             say(
-                f"embedded {summary.embedded:,} papers{with_sentences} in {summary.seconds:,.1f} s "
+                f"embedded {count(summary.embedded, 'paper')}{with_sentences} in {summary.seconds:,.1f} s "
                 f"({summary.rate:,.1f} papers/s); {summary.remaining:,} still to embed"
             )
             if summary.embedded == 0:
@@ -108,6 +133,49 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
         if service is not None:
             service.report("stopped", force=True)
         say("indexer stopped; the next start resumes where it left off")
+    finally:
+        heartbeat.stop()
+
+
+def idle_message(papers: int, poll: float) -> str:
+    """What the follower says once every paper is embedded."""
+    if not papers:
+        return f"no papers yet; checking for new ones every {poll:g} s"
+    subject = f"{every(papers, 'paper')} {agree(papers, 'is', 'are')}"
+    return f"{subject} embedded; checking for new ones every {poll:g} s"
+
+
+class _SliceLines:
+    """The follower's :class:`~paperfeed.domain.ports.ProgressReporter` for one slice: a line every 30 s
+    inside it (papers done, the recent rate, the time left of the whole backlog) and, for the sentences,
+    the report readers see (the papers' vectors report themselves, services/indexing.py)."""
+
+    def __init__(
+        self,
+        say: Callable[[str], None],
+        phase: IndexerState,
+        backlog: int,
+        reporter: IndexerReporter | None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.say, self.phase, self.backlog, self.reporter, self._clock = say, phase, backlog, reporter, clock
+        self.last = clock()
+
+    def update(self, position: int, total: int | None, added: int, updated: int, rejected: int) -> None:
+        if self.reporter is not None and self.phase == "sentences":
+            left = max(0, self.backlog - position)
+            self.reporter.report("sentences", done=position, remaining=0, sentences_left=left)
+        now = self._clock()
+        if not position or now - self.last < LINE_EVERY:
+            return
+        self.last = now
+        rate = self.reporter.rate(self.phase) if self.reporter is not None else None
+        what = "embedding" if self.phase == "embedding" else "sentences"
+        line = f"{what}: {position:,} of {count(total or 0, 'paper')} in this slice"
+        if rate:
+            left = max(0, self.backlog - position)
+            line += f", {rate:,.2f} papers/s, about {describe_duration(left / rate)} left for all {left:,}"
+        self.say(line)
 
 
 def _sentences_slice(
@@ -115,22 +183,31 @@ def _sentences_slice(
 ) -> bool:
     """One slice of the sentences' backlog (papers embedded without their sentences); True when it did
     some. It stops between two batches once a paper waits for its vector (``papers``' backlog), so a new
-    paper waits one batch of sentences, seconds, not the slice."""
+    paper waits one batch of sentences, seconds, not the slice. It reports itself as the sentence phase
+    (``papers``' reporter: what the search notes and /admin/jobs say)."""
     sentences = c.app.indexes.sentence_indexer.current()
-    if not sentences.plan().pending:
+    plan = sentences.plan()
+    if not plan.pending:
         return False
+    reporter = papers.reporter
+    if reporter is not None:
+        reporter.report("sentences", remaining=0, sentences_left=plan.backlog, force=True)
     model_id = papers.embedder.model_id
     summary = sentences.run(
+        _SliceLines(say, "sentences", plan.backlog, reporter),
         limit=max(1, slice_size // 4),  # ~5 sentences a paper (5.3 measured): slices of similar time
         stop=lambda: papers.store.count_backlog(model_id) > 0,
     )
     if summary.trained:
         say(f"sentences: trained the sentence-role model for {summary.model_id}")
     if summary.summaries:
-        say(f"sentences: chose the one-line summary of {summary.summaries:,} papers from stored sentences")
+        say(
+            f"sentences: chose the one-line summary of {count(summary.summaries, 'paper')} from stored "
+            "sentences"
+        )
     say(
-        f"sentences: {summary.papers:,} papers ({summary.sentences:,} sentences) in {summary.seconds:,.1f} s "
-        f"({summary.rate:,.1f} papers/s); {summary.remaining:,} still to do"
+        f"sentences: {count(summary.papers, 'paper')} ({count(summary.sentences, 'sentence')}) in "
+        f"{summary.seconds:,.1f} s ({summary.rate:,.1f} papers/s); {summary.remaining:,} still to do"
         + ("; new papers first" if summary.stopped else "")
     )
     return summary.papers + summary.summaries > 0
@@ -155,15 +232,20 @@ def _topics(c: Context, say: Callable[[str], None]) -> None:
     if run.status != "ok":
         say(f"topics: not updated ({run.error})")
     elif counts.get("built"):
+        topics, papers = int(counts.get("topics", 0)), int(counts.get("papers", 0))
         say(
-            f"topics: built {counts.get('topics')} topics of {int(counts.get('papers', 0)):,} papers "
+            f"topics: built {count(topics, 'topic')} of {count(papers, 'paper')} "
             f"in {time.monotonic() - started:,.1f} s; /topics and /map show them"
         )
     elif counts.get("too_few"):  # none at all (an empty first start) is not worth a line
         minimum = c.app.settings.topics_min_papers
-        say(f"topics: {int(counts['too_few']):,} papers have a vector; topics need at least {minimum:,}")
+        few = int(counts["too_few"])
+        say(
+            f"topics: {count(few, 'paper')} {agree(few, 'has', 'have')} a vector; topics need at least "
+            f"{minimum:,}"
+        )
     elif counts.get("placed"):
-        say(f"topics: placed {int(counts['placed']):,} new papers into the topics")
+        say(f"topics: placed {count(int(counts['placed']), 'new paper')} into the topics")
 
 
 def register(app: typer.Typer) -> None:
@@ -239,7 +321,9 @@ def register(app: typer.Typer) -> None:
         if keyword:
             words = c.app.indexes.keyword_maintenance
             size = words.rebuild()
-            c.console.print(f"keyword index rebuilt: {size:,} papers ({words.engine})", highlight=False)
+            c.console.print(
+                f"keyword index rebuilt: {count(size, 'paper')} ({words.engine})", highlight=False
+            )
             return
         try:
             if calibrate:
@@ -257,7 +341,8 @@ def register(app: typer.Typer) -> None:
                     _print_calibration(c, choice.calibration, choice.reason)
                 config = c.app.indexes.embedder_config(choice.backend)
                 c.console.print(
-                    f"embedding backend: {choice.backend} ({choice.reason}), {config.threads} threads",
+                    f"embedding backend: {choice.backend} ({choice.reason}), "
+                    f"{count(config.threads or 0, 'thread')}",
                     highlight=False,
                 )
             plan = service.plan(rebuild=rebuild)
@@ -275,23 +360,24 @@ def register(app: typer.Typer) -> None:
         except EmbedderUnavailable as exc:
             raise fail(str(exc)) from None
         if summary.embedded:
+            with_sentences = f", {summary.sentences:,} with their sentences" if summary.sentences else ""
             c.console.print(
-                f"embedded {summary.embedded:,} papers ({summary.added:,} new, {summary.replaced:,} "
-                f"re-embedded) in {summary.seconds:,.1f} s ({summary.rate:,.1f} papers/s)",
+                f"embedded {count(summary.embedded, 'paper')} ({summary.added:,} new, {summary.replaced:,} "
+                f"re-embedded{with_sentences}) in {summary.seconds:,.1f} s ({summary.rate:,.1f} papers/s)",
                 highlight=False,
             )
         for n, worker in enumerate(summary.workers, 1):
             c.console.print(
-                f"  worker {n} (pid {worker.pid}): {worker.papers:,} papers, "
+                f"  worker {n} (pid {worker.pid}): {count(worker.papers, 'paper')}, "
                 f"{worker.rate(summary.seconds):,.2f} papers/s ({worker.busy_rate:,.2f} papers/s while "
                 f"embedding; model loaded in {worker.load_seconds:,.1f} s)",
                 highlight=False,
             )
         if summary.remaining:
-            c.console.print(f"{summary.remaining:,} papers still to embed: run paperfeed index again")
+            c.console.print(f"{count(summary.remaining, 'paper')} still to embed: run paperfeed index again")
         if summary.index is not None:
             c.console.print(
-                f"vector index: {summary.index.size:,} vectors ({summary.index.mode} update, "
+                f"vector index: {count(summary.index.size, 'vector')} ({summary.index.mode} update, "
                 f"{summary.index.upserted:,} written)",
                 highlight=False,
             )
@@ -320,16 +406,19 @@ def _sentences(c: Context, *, limit: int | None) -> None:
         c.console.print(f"trained the sentence-role model for {summary.model_id}", highlight=False)
     if summary.summaries:
         c.console.print(
-            f"chose the one-line summary of {summary.summaries:,} papers from their stored sentences",
+            f"chose the one-line summary of {count(summary.summaries, 'paper')} from their stored sentences",
             highlight=False,
         )
     c.console.print(
-        f"sentences: {summary.papers:,} papers ({summary.sentences:,} sentences) in {summary.seconds:,.1f} s "
+        f"sentences: {count(summary.papers, 'paper')} ({count(summary.sentences, 'sentence')}) in "
+        f"{summary.seconds:,.1f} s "
         f"({summary.rate:,.1f} papers/s)",
         highlight=False,
     )
     if summary.remaining:
-        c.console.print(f"{summary.remaining:,} papers' sentences still to do: run paperfeed index again")
+        c.console.print(
+            f"the sentences of {count(summary.remaining, 'paper')} still to do: run paperfeed index again"
+        )
 
 
 class _Lines:
@@ -346,7 +435,7 @@ class _Lines:
         if self.say is not None and position and (now - self.last >= self.every or position == total):
             self.last = now
             rate = position / (now - self.started) if now > self.started else 0.0
-            self.say(f"embedded {position:,} of {total or 0:,} papers, {rate:,.2f} papers/s")
+            self.say(f"embedded {position:,} of {count(total or 0, 'paper')}, {rate:,.2f} papers/s")
 
 
 def _run_workers(
@@ -390,7 +479,7 @@ def _run_workers(
 
 def _print_calibration(c: Context, calibration: Calibration, how: str) -> None:
     c.console.print(
-        f"embedding backends on {calibration.cpu}, {calibration.threads} threads, "
+        f"embedding backends on {calibration.cpu}, {count(calibration.threads, 'thread')}, "
         f"{calibration.timings[0].texts if calibration.timings else 0} {calibration.probe_source} ({how}):",
         highlight=False,
         markup=False,

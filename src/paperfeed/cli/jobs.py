@@ -78,8 +78,9 @@ def status(
     ctx: typer.Context,
     limit: Annotated[int, typer.Option("--limit", min=1, max=500, help="How many recent runs to show.")] = 10,
 ) -> None:
-    """Recent job runs (start, end, per-step counts, errors), when the scheduler runs them next, and the
-    processes ``paperfeed run`` supervises (web, scheduler, indexer: running, restarting or failed)."""
+    """Recent job runs (start, end, per-step counts, errors), when the scheduler runs them next, the
+    processes ``paperfeed run`` supervises (web, scheduler, indexer: running, restarting or failed), and
+    what the indexer is doing and has left (papers' vectors and sentences), as /admin/jobs says it."""
     c: Context = ctx.obj
     service = c.app.maintenance.jobs
     runs = service.status(limit=limit)
@@ -104,6 +105,10 @@ def status(
 
     for line in describe_supervisors(c.app.maintenance.supervisors.read_all(), holder_is_dead):
         c.console.print(line, markup=False, highlight=False, soft_wrap=True)
+    # what the indexer does and what is left, in /admin/jobs' own sentences (the sentences included)
+    c.console.print("indexing:", highlight=False)
+    for line in c.app.indexes.status.status().lines():
+        c.console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -132,13 +137,18 @@ def register(app: typer.Typer) -> None:
 
         c: Context = ctx.obj
         if nice:
-            os.nice(nice)  # before any embedder is built: niced, it embeds on half the cores, no spinning
+            os.nice(nice)  # before any embedder is built: niced, its embedding threads never spin
+        c.app.indexes.embed_in_background()  # the daily job's model in a child process, ended when idle
+        from .progress import Heartbeat
+
         plan = c.app.maintenance.schedules
-        loop = Scheduler(
-            c.app.maintenance.jobs,
-            plan,
-            notify=lambda m: c.console.print(f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} {m}", markup=False),
-        )
+
+        def say(message: str) -> None:
+            c.console.print(f"{datetime.now(UTC):%Y-%m-%d %H:%M:%S} {message}", markup=False)
+            heartbeat.said()
+
+        loop = Scheduler(c.app.maintenance.jobs, plan, notify=say)
+        heartbeat = Heartbeat(say, lambda: loop.doing)  # a line at least every 30 s while a job runs
 
         def stop(_signum: int, _frame: FrameType | None) -> None:
             loop.stop()
@@ -147,8 +157,11 @@ def register(app: typer.Typer) -> None:
         signal.signal(signal.SIGINT, stop)
         for job, schedule in plan.items():
             c.console.print(f"{job}: {schedule}", highlight=False)
+        heartbeat.start()
         try:
             loop.run_forever(iterations=1 if once else None)
         except LeaseBusy as exc:
             c.err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(4) from None
+        finally:
+            heartbeat.stop()

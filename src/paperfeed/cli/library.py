@@ -10,6 +10,7 @@ import typer
 
 from paperfeed.domain.errors import SourceAnswerError, SourceUnavailable
 from paperfeed.domain.library import DEFAULT_TAG, FORMATS, BibliographyError, Format, InvalidLibraryInput
+from paperfeed.domain.wording import count
 
 from .context import Context, fail
 from .progress import RichProgress
@@ -97,10 +98,10 @@ def import_library(
     if len(report.problems) > 100:
         c.err.print(f"  … and {len(report.problems) - 100:,} more")
     c.console.print(
-        f"{report.source}: {report.entries:,} entries, {report.with_arxiv_id:,} with an arXiv id; "
+        f"{report.source}: {count(report.entries, 'entry')}, {report.with_arxiv_id:,} with an arXiv id; "
         f"saved {report.saved:,} new to {where} ({report.already_saved:,} already there), "
         f"fetched {report.fetched:,} from arXiv, {report.not_saved:,} not saved"
-        + (f", {report.notes:,} notes added" if with_tags else ""),
+        + (f", {count(report.notes, 'note')} added" if with_tags else ""),
         highlight=False,
         markup=False,
     )
@@ -197,5 +198,5 @@ def export_library(
             c.app.core.write_private_file(output, text.encode())  # 0600: a reader's tags and notes
         except OSError as exc:
             raise fail(f"{output}: cannot write: {exc.strerror or exc}") from None
-        also = f" and {cited:,} references" if with_references else ""
-        c.err.print(f"wrote {len(refs):,} papers{also} to {output}", highlight=False, markup=False)
+        also = f" and {count(cited, 'reference')}" if with_references else ""
+        c.err.print(f"wrote {count(len(refs), 'paper')}{also} to {output}", highlight=False, markup=False)

@@ -24,6 +24,7 @@ from rich.table import Table
 
 from paperfeed.domain.adaptation import MIN_TRAIN, AdaptOptions, Quality
 from paperfeed.domain.errors import EmbedderUnavailable
+from paperfeed.domain.wording import count
 
 from .context import Context, fail
 from .progress import PlainLines, time_left
@@ -125,9 +126,8 @@ def _comparison(base_name: str, result: AdaptResult) -> Table:
 def _quality_line(q: Quality | None) -> str:
     if q is None:
         return "—"
-    return (
-        f"nDCG@10 {q.ndcg10:.4f}, MRR {q.mrr:.4f}, category@10 {_fmt(q.category_at10)} ({q.queries} queries)"
-    )
+    queries = count(q.queries, "query")
+    return f"nDCG@10 {q.ndcg10:.4f}, MRR {q.mrr:.4f}, category@10 {_fmt(q.category_at10)} ({queries})"
 
 
 @model_app.command("adapt")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from types import TracebackType
@@ -20,9 +21,10 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from paperfeed.domain.indexing_status import describe_duration
 from paperfeed.domain.ingest import IngestSummary
 
-__all__ = ["FillBars", "PlainLines", "RichProgress", "print_summary", "time_left"]
+__all__ = ["FillBars", "Heartbeat", "PlainLines", "RichProgress", "print_summary", "time_left"]
 
 LINE_EVERY = 30.0  # seconds between two progress lines when the output is a log or a pipe
 
@@ -162,3 +164,57 @@ class FillBars:
 
     def note(self, message: str) -> None:
         self._say(f"note: {message}")
+
+
+class Heartbeat:
+    """A line at least every ``every`` seconds while a long-lived process works (``index --follow``, the
+    scheduler): when nothing else was said for that long and ``doing()`` names the work in hand (a model
+    loading, a slice, a topic build, a job's step), it says "still <doing> (<how long>)". ``said()`` is
+    called for every other line, so the heartbeat only fills silences. Runs on a daemon thread between
+    :meth:`start` and :meth:`stop`; a line is printed whole, never interleaved with another."""
+
+    def __init__(
+        self,
+        say: Callable[[str], None],
+        doing: Callable[[], str | None],
+        *,
+        every: float = LINE_EVERY,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._say, self._doing, self._every, self._clock = say, doing, every, clock
+        self._last = clock()
+        self._since: tuple[str, float] | None = None  # what is being done, since when
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def said(self) -> None:
+        self._last = self._clock()
+
+    def beat(self) -> bool:
+        """Say the line if one is due now (the thread calls this every second); True when it did."""
+        now = self._clock()
+        doing = self._doing()
+        if doing is None:
+            self._since = None
+            return False
+        if self._since is None or self._since[0] != doing:
+            self._since = (doing, now)
+        if now - self._last < self._every:
+            return False
+        self._last = now
+        self._say(f"still {doing} ({describe_duration(now - self._since[1])} so far)")
+        return True
+
+    def start(self) -> Heartbeat:
+        self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(1.0):
+            self.beat()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2)

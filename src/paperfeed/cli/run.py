@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
+from paperfeed.domain.wording import count
+
 from .context import Context, fail
 from .fill import OFFLINE_HINT, fill_window
 from .imports import import_paths
@@ -186,7 +188,7 @@ def register(app: typer.Typer) -> None:
             if not offline:  # the import advice is given below, once, if the store is empty
                 fill_window(c, probe_timeout=probe_timeout, hint=False)
             stats = c.app.maintenance.store.open()
-            c.console.print(f"{stats.papers:,} papers in {escape(stats.location)}", highlight=False)
+            c.console.print(f"{count(stats.papers, 'paper')} in {escape(stats.location)}", highlight=False)
             if stats.papers == 0:
                 c.console.print(f"[yellow]the store is empty.[/] {escape(OFFLINE_HINT)}", highlight=False)
 
@@ -227,7 +229,7 @@ def register(app: typer.Typer) -> None:
         c.console.print(
             "supervising "
             + ", ".join(spec.name for spec in specs)
-            + " (status: paperfeed jobs status, /admin/jobs)",
+            + " (their lines start with the time, UTC; status: paperfeed jobs status, /admin/jobs)",
             highlight=False,
         )
         # the database URL may hold a password: to the children by environment, not on their command line

@@ -9,6 +9,8 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from paperfeed.domain.wording import count
+
 from .context import Context, fail
 
 __all__ = ["register"]
@@ -97,10 +99,12 @@ def register(app: typer.Typer) -> None:
             raise fail(f"cannot open the store at {settings.db_url}: {exc}") from None
         c.close()
         if supervised:
-            c.console.print(f"serving {papers:,} papers (API docs at /docs)", highlight=False, markup=False)
+            c.console.print(
+                f"serving {count(papers, 'paper')} (API docs at /docs)", highlight=False, markup=False
+            )
         else:
             c.console.print(
-                f"serving {papers:,} papers on http://{settings.host}:{settings.port}/ "
+                f"serving {count(papers, 'paper')} on http://{settings.host}:{settings.port}/ "
                 f"(API docs at /docs; Ctrl+C to stop); links in mail point to {public_url(settings)}/",
                 highlight=False,
                 markup=False,

@@ -7,6 +7,8 @@ from typing import Annotated
 import orjson
 import typer
 
+from paperfeed.domain.wording import count
+
 from .context import Context
 
 
@@ -33,23 +35,23 @@ def register(app: typer.Typer) -> None:
 
         table = Table(title=f"paperfeed store: {s.location}", show_header=False)
         table.add_row("papers", f"{s.papers:,}")
-        table.add_row("daily listings", f"{s.listings:,} on {s.listing_days:,} days")
+        table.add_row("daily listings", f"{s.listings:,} on {count(s.listing_days, 'day')}")
         table.add_row("published", f"{s.first_published or '-'} → {s.last_published or '-'}")
-        for name, count in s.by_source.items():
-            table.add_row(f"  seen by {name}", f"{count:,}")
+        for name, n in s.by_source.items():
+            table.add_row(f"  seen by {name}", f"{n:,}")
         if not derived.vectors:
             table.add_row("with a vector", "none yet (paperfeed index embeds them; paperfeed run does it)")
-        for model, count in derived.vectors.items():
-            share = f" ({count / s.papers:.0%})" if s.papers else ""
-            table.add_row("with a vector", f"{count:,} of {s.papers:,}{share}, model {model}")
+        for model, n in derived.vectors.items():
+            share = f" ({n / s.papers:.0%})" if s.papers else ""
+            table.add_row("with a vector", f"{n:,} of {s.papers:,}{share}, model {model}")
         build = derived.topics
         if build is None:
             table.add_row("topics", "none built yet (paperfeed topics build)")
         else:
-            coarse = f" in {build.coarse:,} groups" if build.coarse else ""
+            coarse = f" in {count(build.coarse, 'group')}" if build.coarse else ""
             table.add_row(
                 "topics",
                 f"{build.topics:,}{coarse}, built {build.built_at:%Y-%m-%d %H:%M} UTC from "
-                f"{build.papers:,} papers ({build.method}, model {build.model_id})",
+                f"{count(build.papers, 'paper')} ({build.method}, model {build.model_id})",
             )
         c.console.print(table)

@@ -5,8 +5,8 @@ Ctrl+C in the terminal reaches the supervisor only, which then stops the childre
 each group, a wait, SIGKILL to what is left. A child that dies is restarted after an exponential
 back-off (reset once it has stayed up a while); one that keeps crashing is reported with its last lines
 and given up. Children relay their output line by line through the supervisor's console, prefixed with
-their name, and the supervisor publishes their state (``SupervisorStatusStore``) for ``paperfeed jobs
-status`` and /admin/jobs.
+the time (UTC) and their name, and the supervisor publishes their state (``SupervisorStatusStore``) for
+``paperfeed jobs status`` and /admin/jobs.
 
 No orphans when the supervisor itself is killed hard (SIGKILL, OOM): each child calls
 :func:`follow_parent` when it starts, which on Linux asks the kernel for SIGTERM when its parent dies
@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -36,6 +37,7 @@ from rich.markup import escape
 from rich.text import Text
 
 from paperfeed.domain.supervision import ChildStatus, SupervisorStatus, SupervisorStatusStore
+from paperfeed.domain.wording import count
 
 __all__ = ["PARENT_ENV", "Backoff", "ChildSpec", "Supervisor", "follow_parent"]
 
@@ -96,6 +98,20 @@ class _Child:
         return ChildStatus(spec.name, pid, state, self.restarts, self.last_exit, self.since, self.note)
 
 
+_STAMP = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)(?: UTC)? ")
+
+
+def stamp(now: datetime) -> str:
+    """The time every line of ``paperfeed run``'s log starts with: UTC, as ``jobs status`` says times."""
+    return f"{now.astimezone(UTC):%Y-%m-%d %H:%M:%S} "
+
+
+def _own_stamp(line: str) -> tuple[str | None, str]:
+    """A child's line that starts with its own time in :func:`stamp`'s form: that time and the rest."""
+    found = _STAMP.match(line)
+    return (found.group(1) + " ", line[found.end() :]) if found else (None, line)
+
+
 def _exit_text(code: int) -> str:
     if code < 0:
         try:
@@ -118,7 +134,9 @@ class Supervisor:
         is_dead: Callable[[str], bool] = lambda _identity: False,
         backoff: Backoff | None = None,
         env: Mapping[str, str] | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
+        """``clock``: the time each line of the log is stamped with (UTC)."""
         self.children = [_Child(spec) for spec in specs]
         self.console = console
         self.identity = identity
@@ -126,6 +144,7 @@ class Supervisor:
         self.is_dead = is_dead
         self.backoff = backoff or Backoff()
         self.env = dict(env or {})
+        self.clock = clock
         self.started_at = datetime.now(UTC)
         self._signal: int | None = None
         self._force = False
@@ -139,7 +158,11 @@ class Supervisor:
         """A line of the supervisor's own (markup allowed)."""
         with self._print_lock:
             self.console.print(
-                Text.assemble(("run".ljust(10), "bold"), Text.from_markup(message, style=style)),
+                Text.assemble(
+                    (stamp(self.clock()), "dim"),
+                    ("run".ljust(10), "bold"),
+                    Text.from_markup(message, style=style),
+                ),
                 soft_wrap=True,
                 highlight=False,
             )
@@ -152,8 +175,13 @@ class Supervisor:
             if not line.strip():
                 continue
             child.tail.append(line)
+            when, line = _own_stamp(line)  # a child that stamps its lines (the scheduler) keeps its time
             with self._print_lock:
-                self.console.print(Text.assemble(prefix, line), soft_wrap=True, highlight=False)
+                self.console.print(
+                    Text.assemble((when or stamp(self.clock()), "dim"), prefix, line),
+                    soft_wrap=True,
+                    highlight=False,
+                )
         proc.stdout.close()
 
     def _publish(self) -> None:
@@ -244,11 +272,12 @@ class Supervisor:
         child.crashes += 1
         if child.crashes >= self.backoff.give_up_after:
             self.say(
-                f"[bold red]{name} keeps crashing[/]: it {escape(what)}, {child.crashes} times in a row, "
+                f"[bold red]{name} keeps crashing[/]: it {escape(what)}, {count(child.crashes, 'time')} "
+                "in a row, "
                 f"each within {self.backoff.stable_after:g} s of starting; it is not restarted again. "
                 + ("Its last lines are above." if child.tail else "It printed nothing.")
             )
-            self._set(child, "failed", f"{child.crashes} crashes in a row, last: {what}")
+            self._set(child, "failed", f"{count(child.crashes, 'crash')} in a row, last: {what}")
             if child.spec.essential:
                 self._failed_essential = name
             return

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from paperfeed.domain.wording import agree, count
+
 from .context import Context, fail
 
 if TYPE_CHECKING:
@@ -57,17 +59,22 @@ def build(ctx: typer.Context) -> None:
     summary = built[0]
     b = summary.build
     c.console.print(
-        f"built {b.topics} topics of {b.papers:,} papers in {summary.seconds:.1f} s "
+        f"built {count(b.topics, 'topic')} of {count(b.papers, 'paper')} in {summary.seconds:.1f} s "
         f"({b.method}; {b.model_id}): "
         f"{summary.kept} kept their id, {summary.new} new, {summary.removed} removed",
         highlight=False,
     )
-    c.console.print(f"{b.coarse} coarse topics group them (`paperfeed topics list`)", highlight=False)
+    c.console.print(
+        f"{count(b.coarse, 'coarse topic')} {agree(b.coarse, 'groups', 'group')} them "
+        "(`paperfeed topics list`)",
+        highlight=False,
+    )
     if b.noise:
-        c.console.print(f"{b.noise:,} papers the clustering left as noise went to their nearest topic")
+        c.console.print(f"{count(b.noise, 'paper')} the clustering left as noise went to their nearest topic")
     if summary.without_vector:
         c.console.print(
-            f"{summary.without_vector:,} papers have no embedding yet and were skipped "
+            f"{count(summary.without_vector, 'paper')} {agree(summary.without_vector, 'has', 'have')} no "
+            f"embedding yet and {agree(summary.without_vector, 'was', 'were')} skipped "
             "(run `paperfeed index`)",
             highlight=False,
         )
@@ -85,7 +92,8 @@ def place(
     except LookupError as exc:
         raise fail(str(exc)) from None
     c.console.print(
-        f"placed {summary.placed:,} papers in {summary.seconds:.2f} s; {summary.remaining:,} still unplaced",
+        f"placed {count(summary.placed, 'paper')} in {summary.seconds:.2f} s; {summary.remaining:,} "
+        "still unplaced",
         highlight=False,
     )
 
@@ -102,7 +110,7 @@ def list_topics(
         raise fail("no topics yet: run `paperfeed topics build`", 1)
     b = overview.build
     c.console.print(
-        f"{b.topics} topics of {b.papers:,} papers in {b.coarse} coarse topics, "
+        f"{count(b.topics, 'topic')} of {count(b.papers, 'paper')} in {count(b.coarse, 'coarse topic')}, "
         f"built {b.built_at:%Y-%m-%d %H:%M} UTC",
         highlight=False,
     )
@@ -125,5 +133,6 @@ def list_topics(
             shown += 1
     for r in overview.rising[:5]:
         c.console.print(
-            f"rising: topic {r.topic_id} ({r.papers} papers this week, {r.share:.1%} vs {r.before:.1%})"
+            f"rising: topic {r.topic_id} ({count(r.papers, 'paper')} this week, {r.share:.1%} vs "
+            f"{r.before:.1%})"
         )

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from paperfeed.domain.accounts import AccountError, AccountExists, NotFound
 from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
+from paperfeed.domain.wording import count
 
 from .context import Context, fail
 
@@ -232,7 +233,7 @@ def export_user(
         c.app.core.write_private_file(target, archive.content)  # 0600: addresses, notes, everything of theirs
     except OSError as exc:
         raise fail(f"{target}: cannot write: {exc.strerror or exc}") from None
-    c.console.print(f"wrote {escape(str(target))} ({len(archive.content):,} bytes)", highlight=False)
+    c.console.print(f"wrote {escape(str(target))} ({count(len(archive.content), 'byte')})", highlight=False)
 
 
 @users_app.command("delete")
@@ -255,7 +256,8 @@ def delete_user(
     except AccountError as exc:
         raise fail(str(exc)) from None
     c.console.print(
-        f"{escape(user.email)} is deleted ({deleted.total:,} rows removed or detached)", highlight=False
+        f"{escape(user.email)} is deleted ({count(deleted.total, 'row')} removed or detached)",
+        highlight=False,
     )
 
 

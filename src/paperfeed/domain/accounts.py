@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Literal, Protocol
 
 from .email_address import InvalidEmailAddress, parse_email_address
+from .wording import count
 
 __all__ = [
     "ROLES",
@@ -168,7 +169,11 @@ class RateLimited(AccountError):
     def __init__(self, retry_after: int) -> None:
         self.retry_after = max(1, retry_after)
         minutes = -(-self.retry_after // 60)
-        when = f"{self.retry_after} seconds" if self.retry_after < 120 else f"{minutes} minutes"
+        when = (
+            f"{count(self.retry_after, 'second')}"
+            if self.retry_after < 120
+            else f"{count(minutes, 'minute')}"
+        )
         super().__init__(f"Too many attempts. Try again in {when}.")
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from .embedding import embedding_text
 from .search import Embedder
+from .wording import count
 
 if TYPE_CHECKING:  # numpy is imported where it is used: `paperfeed --help` imports this module
     from typing import TypeAlias
@@ -190,14 +191,14 @@ def split_corpus(papers: Sequence[CorpusPaper], options: AdaptOptions) -> Split:
     usable = sorted((p for p in papers if p.title and p.abstract), key=lambda p: _order(p.paper_id))
     if len(usable) < MIN_PAPERS:
         raise ValueError(
-            f"adapting the model needs at least {MIN_PAPERS} papers with a title and an abstract "
+            f"adapting the model needs at least {count(MIN_PAPERS, 'paper')} with a title and an abstract "
             f"({MIN_HELD_OUT} held out for the evaluation, {MIN_TRAIN} to train on); the store has "
             f"{len(usable)}"
         )
     held = max(MIN_HELD_OUT, min(options.eval_papers, len(usable) // HELD_OUT_SHARE))
     held_out, rest = usable[:held], usable[held:]
     if len(rest) < MIN_TRAIN:
-        raise ValueError(f"after holding out {held} papers only {len(rest)} remain to train on")
+        raise ValueError(f"after holding out {count(held, 'paper')} only {len(rest)} remain to train on")
     train = rest[: max(MIN_TRAIN, options.max_papers)]
     return Split(train, held_out, rest[: options.distractors])
 

@@ -16,17 +16,26 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 __all__ = [
     "AGREEMENT_FLOOR",
     "BackendTiming",
     "Calibration",
     "CalibrationRecords",
+    "CpuMeasured",
     "choose_backend",
 ]
 
 AGREEMENT_FLOOR = 0.999  # cosine to the reference vector, on every probe text (see the module doc)
+
+
+@runtime_checkable
+class CpuMeasured(Protocol):
+    """An embedder that embeds in another process (``adapters/embed/child.py``): the CPU seconds that
+    process used, which calibration times instead of its own."""
+
+    def cpu_seconds(self) -> float: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Literal, Protocol
 
 from .models import Paper
+from .wording import count
 
 __all__ = [
     "MAX_COMMENT_CHARS",
@@ -230,7 +231,7 @@ def check_comment(body: str) -> str:
         raise InvalidComment("A comment cannot be empty.")
     if len(text) > MAX_COMMENT_CHARS:
         raise InvalidComment(
-            f"A comment has at most {MAX_COMMENT_CHARS:,} characters (this one has {len(text):,})."
+            f"A comment has at most {count(MAX_COMMENT_CHARS, 'character')} (this one has {len(text):,})."
         )
     return text
 

@@ -54,6 +54,33 @@ class Finding:
     examples: tuple[str, ...] = ()
     ids: frozenset[str] = frozenset()  # every affected paper id, when the repair can use them
 
+    def said(self) -> str:
+        """The count and the problem as the report says them: ``1 paper missing from the keyword index``,
+        ``3 papers missing …`` (the problem is worded for many; one gets its singular)."""
+        text = self.problem
+        if self.count == 1:
+            for many, one in _ONE.items():
+                if text.startswith(many + " "):
+                    text = one + text[len(many) :]
+                    break
+            for many, one in _ONE_VERBS:
+                text = text.replace(many, one)
+        return f"{self.count:,} {text}"
+
+
+# the counted nouns problems start with, and their singular; then the words that agree with them
+_ONE = {
+    "keyword documents": "keyword document",
+    "vector index entries": "vector index entry",
+    "papers": "paper",
+    "vectors": "vector",
+    "changes": "change",
+}
+_ONE_VERBS = (
+    ("since they were indexed", "since it was indexed"),
+    (" differ from the stored ones", " differs from the stored one"),
+)
+
 
 @dataclass
 class Probe:

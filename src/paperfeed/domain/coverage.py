@@ -8,9 +8,11 @@ in which case it names the command that starts one. "Still being indexed" when n
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
-from paperfeed.domain.indexing_status import IndexerReport
+from paperfeed.domain.indexing_status import IndexerReport, describe_duration, pace
+from paperfeed.domain.wording import agree, count
 
 __all__ = ["PaperCount", "SearchCoverage", "describe_duration"]
 
@@ -31,50 +33,39 @@ class SearchCoverage:
     def missing(self) -> int:
         return max(0, self.papers - self.indexed)
 
-    def note(self, activity: IndexerReport | None = None) -> str | None:
+    def note(self, activity: IndexerReport | None = None, now: datetime | None = None) -> str | None:
         """What a search page, the API and the CLI say about it, or None when meaning search covers every
-        paper. ``activity``: the newest report of an indexer that is running (None: none is)."""
+        paper. ``activity``: the newest report of an indexer that is running (None: none is), as of
+        ``now`` (default: the report's own time)."""
         if not self.building:
             return None
         if self.indexed == 0:
-            covered = f"Meaning search covers none of the {self.papers:,} papers yet"
+            covered = f"Meaning search covers none of the {count(self.papers, 'paper')} yet"
         else:
-            covered = f"Meaning search covers {self.indexed:,} of {self.papers:,} papers"
+            covered = f"Meaning search covers {self.indexed:,} of {count(self.papers, 'paper')}"
         if activity is None:
             return (
-                f"{covered}: {self.missing:,} have no vector and no indexer is running, so results are "
-                "keyword matches for those. An administrator starts one with `paperfeed index` (or runs "
-                "the service with `paperfeed run`, which keeps one going)."
+                f"{covered}: {self.missing:,} {agree(self.missing, 'has', 'have')} no vector and no indexer "
+                "is running, so results are keyword matches for those. An administrator starts one with "
+                "`paperfeed index` (or runs the service with `paperfeed run`, which keeps one going)."
             )
+        when = now if now is not None else activity.at
         if activity.state == "idle":
             return (
-                f"{covered}: the indexer will embed the {self.missing:,} new ones at its next look; until "
-                "then, results for those are keyword matches."
+                f"{covered}: the indexer will embed the {count(self.missing, 'new one')} at its next look; "
+                "until then, results for those are keyword matches."
             )
-        return (
-            f"{covered}: the indexer is {_pace(activity, self.missing)}; until then, results for the "
-            f"{self.missing:,} others are keyword matches."
-        )
-
-
-def _pace(report: IndexerReport, missing: int) -> str:
-    """``embedding at 9.3 papers/s, about 16 min left`` (or without a rate before its first batch)."""
-    if not report.rate:
-        return "embedding them"
-    return f"embedding at {report.rate:,.1f} papers/s, about {describe_duration(missing / report.rate)} left"
-
-
-def describe_duration(seconds: float) -> str:
-    """``40 s``, ``16 min``, ``3 h 20 min``, ``2 days``: a remaining time as a person would say it."""
-    if seconds < 60:
-        return f"{max(1, round(seconds))} s"
-    minutes = round(seconds / 60)
-    if minutes < 60:
-        return f"{minutes} min"
-    hours, minutes = divmod(minutes, 60)
-    if hours < 48:
-        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
-    return f"{round(hours / 24)} days"
+        if activity.state == "embedding":
+            doing = f"embedding{pace(activity, when) or ' them'}"
+        elif activity.state == "sentences":
+            doing = (
+                f"making the papers' sentences{pace(activity, when)}, and embeds the "
+                f"{count(self.missing, 'new one')} next (the sentences yield to them)"
+            )
+        else:
+            doing = f"updating the topics, and embeds the {count(self.missing, 'new one')} next"
+        others = count(self.missing, "other")
+        return f"{covered}: the indexer is {doing}; until then, results for the {others} are keyword matches."
 
 
 class PaperCount(Protocol):

@@ -26,6 +26,8 @@ from paperfeed.domain.email_address import InvalidEmailAddress, parse_email_addr
 from paperfeed.domain.models import Paper
 from paperfeed.domain.topic_rising import RisingEntry, RisingWeek
 
+from .wording import count
+
 __all__ = [
     "CADENCES",
     "DEFAULT_SECTIONS",
@@ -205,11 +207,11 @@ class Preferences:
             if name not in categories:
                 categories.append(name)
         if len(categories) > MAX_CATEGORIES:
-            raise InvalidPreferences("categories", f"at most {MAX_CATEGORIES} categories")
+            raise InvalidPreferences("categories", f"at most {count(MAX_CATEGORIES, 'category')}")
         if Section.categories in sections and not categories:
             raise InvalidPreferences("categories", "name at least one category (e.g. cs.CL) for that section")
         if not 1 <= int(self.max_items) <= MAX_ITEMS:
-            raise InvalidPreferences("max_items", f"from 1 to {MAX_ITEMS} papers")
+            raise InvalidPreferences("max_items", f"from 1 to {count(MAX_ITEMS, 'paper')}")
         return Preferences(
             cadence,
             int(self.send_hour),

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal, Protocol
 
+from .wording import count
+
 __all__ = [
     "MAX_DESCRIPTION_CHARS",
     "MAX_GROUP_NAME_CHARS",
@@ -80,7 +82,9 @@ def check_group_name(name: str) -> str:
     if not text:
         raise InvalidGroupInput("name", "a group needs a name")
     if len(text) > MAX_GROUP_NAME_CHARS:
-        raise InvalidGroupInput("name", f"a group name has at most {MAX_GROUP_NAME_CHARS} characters")
+        raise InvalidGroupInput(
+            "name", f"a group name has at most {count(MAX_GROUP_NAME_CHARS, 'character')}"
+        )
     return text
 
 
@@ -88,7 +92,7 @@ def check_description(text: str) -> str:
     clean = _one_line(text)
     if len(clean) > MAX_DESCRIPTION_CHARS:
         raise InvalidGroupInput(
-            "description", f"a description has at most {MAX_DESCRIPTION_CHARS:,} characters"
+            "description", f"a description has at most {count(MAX_DESCRIPTION_CHARS, 'character')}"
         )
     return clean
 
@@ -96,11 +100,13 @@ def check_description(text: str) -> str:
 def _markdown(field: str, body: str, limit: int) -> str:
     """Markdown source with line breaks kept and control characters dropped (as a library note)."""
     if len(body) > limit * 2:  # far over: refuse before normalising a huge string
-        raise InvalidGroupInput(field, f"{field} has at most {limit:,} characters")
+        raise InvalidGroupInput(field, f"{field} has at most {count(limit, 'character')}")
     text = unicodedata.normalize("NFC", body).replace("\r\n", "\n").replace("\r", "\n")
     text = "".join(c for c in text if c in "\n\t" or unicodedata.category(c) not in ("Cc", "Cf")).strip()
     if len(text) > limit:
-        raise InvalidGroupInput(field, f"{field} has at most {limit:,} characters (this has {len(text):,})")
+        raise InvalidGroupInput(
+            field, f"{field} has at most {count(limit, 'character')} (this has {len(text):,})"
+        )
     return text
 
 

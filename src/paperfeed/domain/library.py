@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import BinaryIO, Literal, Protocol
 
 from .search import SearchFilters
+from .wording import count
 
 __all__ = [
     "DEFAULT_TAG",
@@ -82,7 +83,7 @@ def check_tag_name(name: str) -> str:
     if not text:
         raise InvalidLibraryInput("tag", "a tag needs a name")
     if len(text) > MAX_TAG_CHARS:
-        raise InvalidLibraryInput("tag", f"a tag name has at most {MAX_TAG_CHARS} characters")
+        raise InvalidLibraryInput("tag", f"a tag name has at most {count(MAX_TAG_CHARS, 'character')}")
     return text
 
 
@@ -97,7 +98,9 @@ def check_author(name: str) -> str:
     if not text:
         raise InvalidLibraryInput("author", "an author needs a name")
     if len(text) > MAX_AUTHOR_CHARS:
-        raise InvalidLibraryInput("author", f"an author name has at most {MAX_AUTHOR_CHARS} characters")
+        raise InvalidLibraryInput(
+            "author", f"an author name has at most {count(MAX_AUTHOR_CHARS, 'character')}"
+        )
     return text
 
 
@@ -112,7 +115,7 @@ def check_note(body: str) -> str:
     text = unicodedata.normalize("NFC", body).replace("\r\n", "\n").replace("\r", "\n")
     text = "".join(c for c in text if c in "\n\t" or not _CONTROL.match(c)).strip()
     if len(text) > MAX_NOTE_CHARS:
-        raise InvalidLibraryInput("note", f"a note has at most {MAX_NOTE_CHARS:,} characters")
+        raise InvalidLibraryInput("note", f"a note has at most {count(MAX_NOTE_CHARS, 'character')}")
     return text
 
 
@@ -122,7 +125,7 @@ def check_search_name(name: str) -> str:
         raise InvalidLibraryInput("name", "a saved search needs a name")
     if len(text) > MAX_SEARCH_NAME_CHARS:
         limit = MAX_SEARCH_NAME_CHARS
-        raise InvalidLibraryInput("name", f"a saved search name has at most {limit} characters")
+        raise InvalidLibraryInput("name", f"a saved search name has at most {count(limit, 'character')}")
     return text
 
 
@@ -131,7 +134,7 @@ def check_query(query: str) -> str:
     if not text:
         raise InvalidLibraryInput("query", "a saved search needs a query")
     if len(text) > MAX_QUERY_CHARS:
-        raise InvalidLibraryInput("query", f"a query has at most {MAX_QUERY_CHARS} characters")
+        raise InvalidLibraryInput("query", f"a query has at most {count(MAX_QUERY_CHARS, 'character')}")
     return text
 
 

@@ -18,6 +18,7 @@ from typing import Literal, Protocol, TypeVar
 
 from .library import author_key
 from .models import Paper
+from .wording import count
 
 __all__ = [
     "KINDS",
@@ -80,7 +81,7 @@ def check_rule(kind: str, value: str) -> MuteRule:
     if not text:
         raise InvalidMuteRule("value", f"say which {kind} to mute")
     if len(text) > MAX_VALUE_CHARS:
-        raise InvalidMuteRule("value", f"a mute rule has at most {MAX_VALUE_CHARS} characters")
+        raise InvalidMuteRule("value", f"a mute rule has at most {count(MAX_VALUE_CHARS, 'character')}")
     if kind == "author":
         return MuteRule("author", text, author_key(text))
     if kind == "category":

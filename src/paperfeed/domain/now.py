@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Protocol
 
+from .wording import count
+
 __all__ = ["ARCHIVE_AFTER", "SiteClock", "SiteNow", "site_now"]
 
 ARCHIVE_AFTER = timedelta(days=7)
@@ -60,7 +62,8 @@ class SiteNow:
             return None
         newest, today = self.today, self.clock.astimezone(UTC).date()
         return (
-            f"This instance's newest papers are from {_day(newest)}, {(today - newest).days} days before "
+            f"This instance's newest papers are from {_day(newest)}, "
+            f"{count((today - newest).days, 'day')} before "
             f"today ({_day(today)}): ages, weeks and “this week” here count from then, not from today."
         )
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # numpy only for the vector type: the CLI's --help imports th
 
 __all__ = [
     "CENTROID_SAMPLE",
+    "MODEL_LOADING_NOTE",
     "Embedder",
     "EmbedderSource",
     "ExplainedId",
@@ -215,6 +216,18 @@ class EmbedderSource(Protocol):
 
     def current(self) -> Embedder: ...
 
+    def loading(self) -> bool:
+        """True while the model is being loaded in the background (a web process loads it at start): a
+        query then gets keyword matches at once rather than waiting for the model."""
+        ...
+
+
+# What a search says when it arrives while the web process is still loading the embedding model (the
+# seconds after a start): it answers at once with keyword matches instead of waiting for the model.
+MODEL_LOADING_NOTE = (
+    "meaning search is starting (the embedding model is still loading, usually seconds); showing keyword "
+    "matches"
+)
 
 CENTROID_SAMPLE = 50_000  # vectors averaged for VectorIndex.centroid: a closer estimate would not move it
 

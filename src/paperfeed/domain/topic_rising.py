@@ -21,6 +21,8 @@ from datetime import date, timedelta
 
 from paperfeed.domain.topics import WeekCount, rising, week_of
 
+from .wording import count
+
 __all__ = [
     "MIN_LIFT",
     "PREVIOUS_WEEKS",
@@ -116,7 +118,7 @@ def lift_words(entry: RisingEntry, previous: int = PREVIOUS_WEEKS) -> str:
     """The lift as a reader says it: "3.1× its usual share", or that the topic had no paper before."""
     papers = f"{entry.papers} paper{'s' if entry.papers != 1 else ''} this week"
     if entry.before <= 0:
-        return f"{papers}, none in the {previous} weeks before"
+        return f"{papers}, none in the {count(previous, 'week')} before"
     return f"{papers}, {entry.lift:.1f}× its usual share"
 
 
@@ -126,7 +128,7 @@ def shares_alt(entry: RisingEntry) -> str:
     if not cells:
         return f"{entry.label}: share of papers per week"
     return (
-        f"{entry.label}: share of all papers per week over the last {len(cells)} weeks: "
+        f"{entry.label}: share of all papers per week over the last {count(len(cells), 'week')}: "
         f"{', '.join(cells[:-1])}; this week {cells[-1]}"
     )
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from .ids import InvalidPaperId, normalize_paper_id
 from .models import Paper
+from .wording import count
 
 __all__ = [
     "EARLIEST_YEAR",
@@ -63,7 +64,7 @@ def clean_text(value: object, field: str, *, limit: int, required: bool = False)
     if not isinstance(value, str):
         raise InvalidRecord(field, f"expected a string, got {type(value).__name__}")
     if len(value) > limit * 4:  # cheap early reject before any work on a huge value
-        raise InvalidRecord(field, f"too long ({len(value):,} characters, limit {limit:,})")
+        raise InvalidRecord(field, f"too long ({count(len(value), 'character')}, limit {limit:,})")
     text = value  # the common case (_clean_already): no copy, no scan beyond one isprintable()
     if not _clean_already(value):
         text = " ".join(value.split())  # collapses every run of (Unicode) whitespace; faster than re.sub
@@ -73,7 +74,7 @@ def clean_text(value: object, field: str, *, limit: int, required: bool = False)
             if _CONTROL.search(value):
                 text = " ".join(_CONTROL.sub(" ", value).split())
     if len(text) > limit:
-        raise InvalidRecord(field, f"too long ({len(text):,} characters, limit {limit:,})")
+        raise InvalidRecord(field, f"too long ({count(len(text), 'character')}, limit {limit:,})")
     if not text:
         if required:
             raise InvalidRecord(field, "empty")
@@ -103,7 +104,9 @@ def _clean_list(value: object, field: str, *, limit: int, max_items: int) -> tup
         # Fast path (the common case): whitespace collapsed, nothing else to clean; first copy kept.
         for i, text in enumerate(texts):
             if len(text) > limit:
-                raise InvalidRecord(f"{field}[{i}]", f"too long ({len(text):,} characters, limit {limit:,})")
+                raise InvalidRecord(
+                    f"{field}[{i}]", f"too long ({count(len(text), 'character')}, limit {limit:,})"
+                )
         unique = dict.fromkeys(texts)
         unique.pop("", None)
         return tuple(unique)

@@ -17,6 +17,7 @@ from paperfeed.domain.feed import PaperDetail
 from paperfeed.domain.links import external_link, paper_url
 from paperfeed.domain.models import Paper
 from paperfeed.domain.paper_graph import LinkCounts, WorkRef
+from paperfeed.domain.wording import count
 from paperfeed.services.paper_graph import GraphListing, RelatedListing
 from paperfeed.services.topic_picks import PaperTopic
 
@@ -135,7 +136,7 @@ def paper_markdown(
     if p.categories:
         facts.append(f"- **Categories:** {_inline(', '.join(p.categories))}")
     if p.github_repo:
-        stars = f" ({p.github_stars:,} stars)" if p.github_stars is not None else ""
+        stars = f" ({count(p.github_stars, 'star')})" if p.github_stars is not None else ""
         facts.append(f"- **Code:** {_link(p.github_repo, p.github_repo)}{stars}")
     if p.project_page:
         facts.append(f"- **Project page:** {_link(p.project_page, p.project_page)}")

@@ -45,6 +45,7 @@ from paperfeed.domain.library import DEFAULT_TAG, MAX_QUERY_CHARS, InvalidLibrar
 from paperfeed.domain.models import Paper
 from paperfeed.domain.search import SearchFilters, reasons_text
 from paperfeed.domain.sentences import Facet
+from paperfeed.domain.wording import agree, count
 from paperfeed.services.library import LibraryNotFound, PaperState
 from paperfeed.services.recommend import UnknownTag
 
@@ -286,7 +287,9 @@ def _item(paper: Paper, site: str, **extra: Any) -> PaperItem:
 
 def _line(n: int, item: PaperItem) -> str:
     """``3. 2503.10613 — Title (2025-03-14, 12 upvotes) — A, B, C et al.`` plus a reason line."""
-    facts = [f for f in (item.published, None if item.upvotes is None else f"{item.upvotes} upvotes") if f]
+    facts = [
+        f for f in (item.published, None if item.upvotes is None else f"{count(item.upvotes, 'upvote')}") if f
+    ]
     if item.similarity is not None:
         facts.append(f"similarity {item.similarity:.2f}")
     if item.tags:
@@ -432,7 +435,7 @@ def build_server(surface: Surface) -> MCPServer:
         rules = app.readers.mutes.filter_for(user.id if user else None)
         kept, hidden = rules.split(items, paper_of)
         return kept, (
-            [f"{hidden} papers hidden by your mute rules (see {surface.site(ctx, app)}/mutes)"]
+            [f"{count(hidden, 'paper')} hidden by your mute rules (see {surface.site(ctx, app)}/mutes)"]
             if hidden
             else []
         )
@@ -467,7 +470,8 @@ def build_server(surface: Surface) -> MCPServer:
         wait = app.search.limiter.wait(client) if client is not None else 0.0
         if wait > 0:
             raise ToolError(
-                f"too many searches from your address: try again in {max(1, int(wait + 0.999))} seconds "
+                f"too many searches from your address: try again in "
+                f"{count(max(1, int(wait + 0.999)), 'second')} "
                 f"(with a personal API token from {site}/account there is no such limit)"
             )
         filters = _filters(date_from, date_to, categories or (), has_code)
@@ -478,7 +482,7 @@ def build_server(surface: Surface) -> MCPServer:
         result = PaperList(
             papers=[_item(p, site) for p in papers], total=page.total, offset=offset, notes=notes
         )
-        many = f"The best {page.total} papers" if page.capped else f"{page.total} papers"
+        many = f"The best {count(page.total, 'paper')}" if page.capped else f"{count(page.total, 'paper')}"
         return _answer(f"{many} match “{query.strip()}”.", result)
 
     @server.tool(annotations=READER)
@@ -552,7 +556,7 @@ def build_server(surface: Surface) -> MCPServer:
             sort=sort,
             notes=muted,
         )
-        return _answer(f"Daily papers of {label}, by {sort}: {total} papers.", result)
+        return _answer(f"Daily papers of {label}, by {sort}: {count(total, 'paper')}.", result)
 
     @server.tool(annotations=READER)
     def trending(ctx: Context, limit: Limit = 20, offset: Offset = 0) -> Annotated[CallToolResult, PaperList]:
@@ -655,7 +659,9 @@ def build_server(surface: Surface) -> MCPServer:
         page = _guard(lambda: lib.library(user.id, tag_id=tag_id, read=read, limit=limit, offset=offset))
         items = [_item(e.paper, site, tags=list(e.item.tags), read=e.item.read) for e in page.entries]
         result = PaperList(papers=items, total=page.total, offset=offset)
-        return _answer(f"Your library{f' (tag {tag.strip()})' if tag else ''}: {page.total} papers.", result)
+        return _answer(
+            f"Your library{f' (tag {tag.strip()})' if tag else ''}: {count(page.total, 'paper')}.", result
+        )
 
     @server.tool(annotations=READER)
     def library_search(
@@ -680,7 +686,9 @@ def build_server(surface: Surface) -> MCPServer:
         ]
         result = PaperList(papers=items, total=len(items), notes=list(found.notes))
         return _answer(
-            f"{len(items)} of the {found.searched} papers of your library match “{found.query}”.", result
+            f"{len(items)} of the {count(found.searched, 'paper')} of your library "
+            f"{agree(len(items), 'matches', 'match')} “{found.query}”.",
+            result,
         )
 
     def state_answer(verb: str, state: PaperState) -> CallToolResult:
@@ -810,7 +818,7 @@ def build_server(surface: Surface) -> MCPServer:
         out = QueuedPaper(
             group_id=group_id, paper_id=entry.paper_id, added_by=entry.added_by_name, votes=entry.votes
         )
-        return _result(f"Queued {entry.paper_id} for group {group_id} ({entry.votes} votes).", out)
+        return _result(f"Queued {entry.paper_id} for group {group_id} ({count(entry.votes, 'vote')}).", out)
 
     @server.resource(
         "paper://{+paper_id}",

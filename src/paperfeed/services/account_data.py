@@ -47,6 +47,7 @@ from paperfeed.domain.accounts import (
 from paperfeed.domain.mail import Mailer, MailError, OutgoingMail
 from paperfeed.domain.models import Paper
 from paperfeed.domain.ports import PaperLookup
+from paperfeed.domain.wording import count
 
 __all__ = ["DELETE_LINK_LIFETIME", "AccountDataService", "ExportArchive", "WrongPassword", "export_handle"]
 
@@ -140,7 +141,8 @@ class AccountDataService:
             f"Someone signed in to your {self.site_name} account asked to delete it, with your library, "
             f"notes, comments, upvotes and digest subscription.\n\nTo delete it, open this link while signed "
             f"in and press the button:\n\n{base_url}/account/delete?token={quote(token)}\n\n"
-            f"It works once and for {minutes} minutes. If you did not ask for this, ignore this message: "
+            f"It works once and for {count(minutes, 'minute')}. If you did not ask for this, ignore "
+            "this message: "
             "nothing is deleted, and you may want to sign out every session from your account page."
         )
         subject = f"Confirm deleting your {self.site_name} account"

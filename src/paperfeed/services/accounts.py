@@ -58,7 +58,9 @@ from paperfeed.domain.accounts import (
     normalize_email,
 )
 from paperfeed.domain.mail import Mailer, MailError, OutgoingMail
-from paperfeed.services.mail_limits import Limit, MailLimits, RateLimits, bucket, count
+from paperfeed.domain.wording import count
+from paperfeed.services.mail_limits import Limit, MailLimits, RateLimits, bucket
+from paperfeed.services.mail_limits import count as count_attempt
 
 __all__ = [
     "AccountService",
@@ -381,7 +383,9 @@ class AccountService:
         if not label:
             raise AccountError("Give the token a name, such as the script or machine that will use it.")
         if len(self.store.list_tokens(user.id)) >= MAX_TOKENS:
-            raise AccountError(f"You have {MAX_TOKENS} tokens already: revoke one you no longer use.")
+            raise AccountError(
+                f"You have {count(MAX_TOKENS, 'token')} already: revoke one you no longer use."
+            )
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
         token = self.store.add_token(user.id, label, hash_secret(secret), secret[:10], self.clock())
         return token, secret
@@ -524,7 +528,7 @@ class AccountService:
 
     def _hit(self, kind: str, value: str, limit: Limit) -> int:
         """Count an attempt in the store's log (keyed, so it holds no addresses in clear)."""
-        return count(self.store, bucket(kind, value, self.secret), self.clock(), limit)
+        return count_attempt(self.store, bucket(kind, value, self.secret), self.clock(), limit)
 
     def _limit(self, kind: str, value: str, limit: Limit) -> None:
         self._hit(kind, value, limit)
@@ -548,7 +552,9 @@ class AccountService:
     def _mail_link(self, user: User, purpose: LinkPurpose, base_url: str) -> None:
         url, lifetime = self._new_link(user, purpose, base_url)
         hours = lifetime.total_seconds() / 3600
-        valid = f"{hours:g} hours" if hours >= 2 else f"{lifetime.total_seconds() / 60:g} minutes"
+        valid = (
+            f"{count(hours, 'hour')}" if hours >= 2 else f"{count(lifetime.total_seconds() / 60, 'minute')}"
+        )
         site = self.site_name
         subject, intro = {
             "verify": (f"Confirm your email for {site}", f"Welcome to {site}! Confirm your email address"),
@@ -579,9 +585,9 @@ class AccountService:
 
 def check_password(password: str, email: str) -> None:
     if len(password) < MIN_PASSWORD:
-        raise WeakPassword(f"Use a password of at least {MIN_PASSWORD} characters.")
+        raise WeakPassword(f"Use a password of at least {count(MIN_PASSWORD, 'character')}.")
     if len(password) > MAX_PASSWORD:
-        raise WeakPassword(f"Use a password of at most {MAX_PASSWORD} characters.")
+        raise WeakPassword(f"Use a password of at most {count(MAX_PASSWORD, 'character')}.")
     if password.strip().lower() in (email.lower(), email.split("@", 1)[0].lower()):
         raise WeakPassword("Do not use your email address as your password.")
 

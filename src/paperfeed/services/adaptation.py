@@ -40,6 +40,7 @@ from paperfeed.domain.adaptation import (
     title_abstract_pairs,
 )
 from paperfeed.domain.models import Paper
+from paperfeed.domain.wording import count
 
 __all__ = ["AdaptPlan", "AdaptResult", "AdaptationService", "NotEnoughPapers"]
 
@@ -63,9 +64,10 @@ class AdaptPlan:
         verb = "resuming" if self.resuming else "training"
         sources = ", ".join(f"{n:,} {name}" for name, n in self.pair_counts.items())
         return (
-            f"{verb} {self.model_id} on {len(s.train):,} papers ({len(self.pairs):,} pairs"
+            f"{verb} {self.model_id} on {count(len(s.train), 'paper')} ({count(len(self.pairs), 'pair')}"
             f"{': ' + sources if sources else ''}); "
-            f"{len(s.held_out):,} papers held out for the evaluation, {len(s.distractors):,} distractors"
+            f"{count(len(s.held_out), 'paper')} held out for the evaluation, "
+            f"{count(len(s.distractors), 'distractor')}"
         )
 
 

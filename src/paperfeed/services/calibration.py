@@ -24,6 +24,7 @@ from paperfeed.domain.calibration import (
     BackendTiming,
     Calibration,
     CalibrationRecords,
+    CpuMeasured,
     choose_backend,
 )
 from paperfeed.domain.errors import EmbedderUnavailable
@@ -125,9 +126,11 @@ class BackendChooser:
 
     def _time(self, embedder: Embedder, texts: list[str]) -> tuple[np.ndarray, float, float]:
         embedder.embed(texts[:2])  # loads the model (and builds the ONNX export once): not timed
-        wall, cpu = self._clock(), self._cpu_clock()
+        # the CPU of the process that embeds: this one, or the child an idle-released embedder runs in
+        cpu_clock = embedder.cpu_seconds if isinstance(embedder, CpuMeasured) else self._cpu_clock
+        wall, cpu = self._clock(), cpu_clock()
         parts = [embedder.embed(texts[i : i + PROBE_BATCH]) for i in range(0, len(texts), PROBE_BATCH)]
-        return np.vstack(parts), self._clock() - wall, self._cpu_clock() - cpu
+        return np.vstack(parts), self._clock() - wall, cpu_clock() - cpu
 
     def calibrate(self, within: str | None = None) -> Calibration:
         """Measure every candidate on the probe texts, store the choice and return it.

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from paperfeed.domain.consistency import ConsistencyInspector, FindingKind, Probe
 from paperfeed.domain.search import EmbedderSource
+from paperfeed.domain.wording import count
 from paperfeed.services.embedders import Indexer
 
 __all__ = ["CheckReport", "CheckService", "Probe"]
@@ -91,15 +92,15 @@ class CheckService:
         for finding in table.findings:
             if finding.kind is FindingKind.orphan_vector:
                 deleted = self.inspector.delete_vectors(sorted(finding.ids))
-                actions.append(f"deleted {deleted:,} vectors of deleted papers")
+                actions.append(f"deleted {count(deleted, 'vector')} of deleted papers")
         service = self.indexer.current()
         backlog = any(f.kind is not FindingKind.orphan_vector for f in table.findings)
         if backlog:
             summary = service.run()
-            actions.append(f"embedded {summary.embedded:,} papers that had no current vector")
+            actions.append(f"embedded {count(summary.embedded, 'paper')} that had no current vector")
         if not self.inspector.vector_index_consistent(self.embedder.current().model_id):
             synced = service.sync_index(full=True)
-            actions.append(f"vector index rebuilt from the stored vectors ({synced.size:,} vectors)")
+            actions.append(f"vector index rebuilt from the stored vectors ({count(synced.size, 'vector')})")
         elif not index.ok:
             actions.append("vector index brought up to date")
         return actions

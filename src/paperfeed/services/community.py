@@ -48,6 +48,7 @@ from paperfeed.domain.community import (
 from paperfeed.domain.errors import SourceAnswerError, SourceTimeout, SourceUnavailable
 from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id, parse_arxiv_id
 from paperfeed.domain.ports import PaperFetcher
+from paperfeed.domain.wording import count
 from paperfeed.services.ingest import IngestService
 
 __all__ = ["CommunityLimits", "CommunityService"]
@@ -184,7 +185,8 @@ class CommunityService:
             summary = self.ingest.run(self.fetcher.papers((pid,)))
         except SourceTimeout as exc:
             raise ArxivTimedOut(
-                f"arXiv did not answer within {exc.timeout:g} seconds when looking up {pid}. Nothing was "
+                f"arXiv did not answer within {count(exc.timeout, 'second')} when looking up {pid}. "
+                "Nothing was "
                 "submitted; try again later."
             ) from None
         except SourceUnavailable:

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from paperfeed.domain.coverage import PaperCount, SearchCoverage
 from paperfeed.domain.indexing_status import IndexerWatch
@@ -53,7 +54,7 @@ class CoverageService:
         found = self.coverage()
         if found is None or not found.building:
             return None
-        return found.note(self.indexer.activity())
+        return found.note(self.indexer.activity(), datetime.now(UTC))
 
     def forget(self) -> None:
         """Count afresh next time (after an import added papers)."""

@@ -14,12 +14,14 @@ each use and compares :attr:`Embedders.generation`, rather than being rebuilt fr
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from paperfeed.domain.embedding import EmbedderOpener, EmbeddingStore, IndexMarks
+from paperfeed.domain.embedding import EmbedderOpener, EmbeddingStore, IndexMarks, vector_index_mark
 from paperfeed.domain.indexing_status import IndexerReports
 from paperfeed.domain.search import Embedder, IndexOpener
 
@@ -30,6 +32,8 @@ if TYPE_CHECKING:  # NumPy comes with them, which a keyword-only ``paperfeed sea
     from paperfeed.services.sentences import SentenceIndexer
 
 __all__ = ["Embedders", "FixedEmbedder", "Indexer", "SentencePass"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -46,6 +50,8 @@ class Embedders:
     _embedder: Embedder | None = field(default=None, init=False)
     _stamp: tuple[int, int] | None = field(default=None, init=False)  # the manifest as the embedder saw it
     _checked: float = field(default=0.0, init=False)
+    _warming: threading.Event = field(default_factory=threading.Event, init=False)
+    _stopped: threading.Event = field(default_factory=threading.Event, init=False)
 
     def resolve(self, *, calibrate: bool) -> Embedder:
         """The configured embedder; ``auto`` resolves through the chooser (``calibrate``: it may measure
@@ -65,6 +71,40 @@ class Embedders:
         calibration."""
         self.follow()
         return self.resolve(calibrate=False)
+
+    def loading(self) -> bool:
+        """The model is being loaded by :meth:`warm_up` right now."""
+        return self._warming.is_set()
+
+    def warm_up(self, ready: Callable[[], bool], *, poll: float = 5.0) -> threading.Thread:
+        """Load the model on a daemon thread, so no reader's request waits for it (a web process at start,
+        issue #39 item 5): once ``ready()`` says there is something to search by meaning (vectors exist;
+        an empty instance loads no model until then), the embedder is resolved and embeds one text. While
+        it loads, :meth:`loading` is True and searches answer with keyword matches and a note."""
+
+        def load() -> None:
+            while not ready():
+                if self._stopped.wait(poll):
+                    return
+            self._warming.set()
+            started = time.monotonic()
+            try:
+                embedder = self.current()
+                embedder.embed(["warming up the embedding model"])
+            except Exception as exc:  # searches say the model failed when they meet it themselves
+                log.warning("could not load the embedding model at start: %s", exc)
+                return
+            finally:
+                self._warming.clear()
+            log.info("embedding model %s loaded in %.1f s", embedder.model_id, time.monotonic() - started)
+
+        thread = threading.Thread(target=load, name="model-warm-up", daemon=True)
+        thread.start()
+        return thread
+
+    def close(self) -> None:
+        """Stop a warm-up that still waits for vectors."""
+        self._stopped.set()
 
     def follow(self) -> bool:
         """Notice ``paperfeed model adapt`` (or ``reset``) changing the adopted model since this process
@@ -90,6 +130,9 @@ class FixedEmbedder:
     def current(self) -> Embedder:
         return self.embedder
 
+    def loading(self) -> bool:
+        return False
+
 
 @dataclass
 class Indexer:
@@ -105,6 +148,35 @@ class Indexer:
     reports: IndexerReports | None
     sentences: SentencePass | None = None  # each batch embedded with its sentences (None: vectors only)
     _service: IndexingService | None = field(default=None, init=False)
+
+    def has_papers(self) -> bool:
+        """The store holds papers (an indexer that follows makes its embedder only once it does)."""
+        return self.store.count_papers() > 0
+
+    def report_idle(self) -> None:
+        """Say this process is an idle indexer, before any embedder is made (a follower on an empty store)."""
+        if self.reports is not None:
+            from paperfeed.services.indexer_status import IndexerReporter
+
+            IndexerReporter(self.reports, every=0).report("idle", force=True)
+
+    def nothing_to_do(self) -> bool:
+        """True when a run would embed nothing and write nothing to the vector index: no papers, or every
+        paper has a vector of the model in use and the index holds the newest of them. Answered from
+        counts and marks, without calibrating a backend (``auto``) or loading a model, so a daily job with
+        nothing new costs a few queries, not a model in memory (issue #39 item 6)."""
+        if not self.store.count_papers():
+            return True
+        if not self.store.model_counts():  # nothing embedded yet: the first run decides the backend
+            return False
+        embedder = self.embedders.resolve(calibrate=False)  # the stored vectors' space: no calibration
+        model_id = embedder.model_id
+        if self.store.count_backlog(model_id):
+            return False
+        if self.open_index is None:
+            return True
+        marks = self.marks if self.marks is not None else self.store
+        return marks.get_mark(vector_index_mark(model_id)) == self.store.newest(model_id)
 
     def current(self) -> IndexingService:
         from paperfeed.services.indexing import IndexingService

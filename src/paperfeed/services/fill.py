@@ -40,6 +40,7 @@ from paperfeed.domain.fill import (
 )
 from paperfeed.domain.ingest import Batch, IngestSummary
 from paperfeed.domain.ports import PaperSource, PaperStore
+from paperfeed.domain.wording import count
 
 if TYPE_CHECKING:
     from paperfeed.services.ingest import IngestService
@@ -210,7 +211,7 @@ class FillService:
             if not begun:
                 reporter.begin(HF_STAGE, len(todo))
                 begun = True
-            reporter.advance(HF_STAGE, done, f"{day}: {out.summary.listings - before} papers")
+            reporter.advance(HF_STAGE, done, f"{day}: {count(out.summary.listings - before, 'paper')}")
         return out
 
     # -- stage 2: arXiv categories -------------------------------------------------------------------
@@ -302,7 +303,7 @@ class FillService:
                 continue
             out.fetched.append(category)
             got = out.summary.added + out.summary.updated + out.summary.unchanged - before
-            reporter.advance(ARXIV_STAGE, done, f"{category}: {got} papers")
+            reporter.advance(ARXIV_STAGE, done, f"{category}: {count(got, 'paper')}")
         return out
 
     # -- both, for a person at a terminal ------------------------------------------------------------

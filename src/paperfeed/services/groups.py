@@ -54,6 +54,7 @@ from paperfeed.domain.mail import Mailer, MailError, OutgoingMail
 from paperfeed.domain.models import Paper
 from paperfeed.domain.recommend import Recommendation
 from paperfeed.domain.search import SearchFilters
+from paperfeed.domain.wording import count
 from paperfeed.services.mail_limits import MailLimits
 from paperfeed.services.mutes import MuteService
 from paperfeed.services.visible import VisiblePapers
@@ -324,7 +325,7 @@ class GroupService:
         except InvalidEmail as exc:
             raise InvalidGroupInput("email", str(exc).removeprefix("Email: ")) from None
         if len(self.records.members(group_id)) >= MAX_MEMBERS:
-            raise InvalidGroupInput("email", f"a group has at most {MAX_MEMBERS} members")
+            raise InvalidGroupInput("email", f"a group has at most {count(MAX_MEMBERS, 'member')}")
         self.mail_limits.request(address, client)
         group = self._group(group_id)
         inviter = next((m.name for m in self.records.members(group_id) if m.user_id == user_id), "A member")
@@ -476,7 +477,7 @@ class GroupService:
         except InvalidLibraryInput as exc:
             raise InvalidGroupInput("query", exc.reason) from None
         if len(self.records.searches(group_id)) >= MAX_GROUP_SEARCHES:
-            raise InvalidGroupInput("query", f"a group follows at most {MAX_GROUP_SEARCHES} searches")
+            raise InvalidGroupInput("query", f"a group follows at most {count(MAX_GROUP_SEARCHES, 'search')}")
         return self.records.add_search(group_id, text, user_id, self.now())
 
     def delete_search(self, user_id: int, group_id: int, search_id: int) -> None:

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from paperfeed.domain.wording import count
 from paperfeed.services.indexing import IndexSync
 
 __all__ = ["FollowLook", "IndexFollower"]
@@ -65,10 +66,10 @@ class IndexFollower:
         first = self.look()
         vectors = "" if first.vectors is None else f", vectors {first.vectors.mode} ({first.vectors.size:,})"
         log.info(
-            "node indexes follow the store every %g s; ready in %.1f s (keyword: %s papers indexed%s)",
+            "node indexes follow the store every %g s; ready in %.1f s (keyword: %s indexed%s)",
             self.every,
             first.seconds,
-            "-" if first.keyword is None else f"{first.keyword:,}",
+            "-" if first.keyword is None else count(first.keyword, "paper"),
             vectors,
         )
         if self.every > 0:
@@ -85,8 +86,8 @@ class IndexFollower:
                 continue
             if found.keyword or found.vectors is not None:
                 log.info(
-                    "index follower: %s papers, vectors %s, %.2f s",
-                    found.keyword,
+                    "index follower: %s, vectors %s, %.2f s",
+                    count(found.keyword or 0, "paper"),
                     found.vectors,
                     found.seconds,
                 )

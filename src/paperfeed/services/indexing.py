@@ -42,9 +42,11 @@ from paperfeed.domain.embedding import (
     vector_index_mark,
 )
 from paperfeed.domain.errors import EmbedderUnavailable
-from paperfeed.domain.indexing_status import IndexerReport, IndexerReports, IndexerState
+from paperfeed.domain.indexing_status import IndexerReports, IndexerState
 from paperfeed.domain.ports import ProgressReporter
 from paperfeed.domain.search import Embedder, IndexOpener, VectorIndex, VectorIndexError
+from paperfeed.domain.wording import agree, count, every
+from paperfeed.services.indexer_status import IndexerReporter
 
 if TYPE_CHECKING:
     from paperfeed.domain.embedding import Vectors
@@ -76,14 +78,22 @@ class IndexPlan:
 
     def message(self) -> str:
         if self.rebuild:
-            return f"rebuilding: re-embedding all {self.backlog:,} papers with {self.model_id}"
+            if not self.backlog:
+                return f"rebuilding: no papers to embed with {self.model_id}"
+            return f"rebuilding: re-embedding {every(self.backlog, 'paper')} with {self.model_id}"
         if self.model_changed:
             old = ", ".join(sorted(self.previous_models))
-            return f"model changed from {old} to {self.model_id}: re-embedding {self.backlog:,} papers"
+            return f"model changed from {old} to {self.model_id}: re-embedding {count(self.backlog, 'paper')}"
         if self.backlog:
             done = self.papers - self.backlog
-            return f"embedding {self.backlog:,} papers with {self.model_id} ({done:,} already up to date)"
-        return f"all {self.papers:,} papers are embedded with {self.model_id}"
+            return (
+                f"embedding {count(self.backlog, 'paper')} with {self.model_id} ({done:,} already up to date)"
+            )
+        if not self.papers:
+            return f"no papers yet: nothing to embed with {self.model_id}"
+        return (
+            f"{every(self.papers, 'paper')} {agree(self.papers, 'is', 'are')} embedded with {self.model_id}"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +175,11 @@ class IndexingService:
         self.report_every = report_every
         self.sentences = sentences
         self._sync_cost = 0.0  # seconds the last save of the vector index took
-        self._reported = float("-inf")
+        # says this process's phase, progress and recent rate (services/indexer_status.py); the follower
+        # reports its other phases (sentences, topics, idle) through the same one
+        self.reporter = (
+            IndexerReporter(reports, every=report_every, clock=clock) if reports is not None else None
+        )
         self._run: tuple[float, int] = (clock(), 0)  # the current run's start and backlog, for reports
         self._followed = False  # follow_index(): looked at least once
         self._followed_signal: datetime | None = None
@@ -191,6 +205,7 @@ class IndexingService:
         workers: EmbedWorkers | None = None,
         stop: Callable[[], bool] | None = None,
         sentences: bool = True,
+        then: IndexerState | None = "stopped",
     ) -> IndexingSummary:
         """Embed up to ``limit`` papers of the backlog (all by default), then sync the vector index.
 
@@ -199,6 +214,8 @@ class IndexingService:
         (vectors only: the sentence pass does their sentences).
         ``stop``: asked between batches; once it answers True the run commits what is done and ends.
         ``sentences``: make each batch's sentences in the same pass, when a sentence indexer is wired.
+        ``then``: what the run reports when it ends (a one-off embeds nothing more: "stopped"); None for
+        the follower, which reports what it does next itself.
         """
         started = self._clock()
         model_id = self.embedder.model_id
@@ -224,9 +241,9 @@ class IndexingService:
                 summary.index = self.sync_index()  # after a rebuild the mark is gone: a full sync
         finally:
             # the run is over: a one-off (the CLI, the daily job's step) embeds nothing more, so readers must
-            # not be told an indexer is at work; a follower (index --follow) says "idle" at its next look
-            if target:
-                self.report("stopped", summary, remaining=max(0, backlog - summary.embedded), force=True)
+            # not be told an indexer is at work; a follower (index --follow) says what it does next
+            if target and then is not None:
+                self.report(then, summary, remaining=max(0, backlog - summary.embedded), force=True)
         summary.seconds = self._clock() - started
         return summary
 
@@ -240,23 +257,13 @@ class IndexingService:
     ) -> None:
         """Tell ``reports`` what this process is doing (at most every ``report_every`` s unless ``force``):
         the current run's papers embedded, those left (``remaining``, else counted from the run's backlog)
-        and its rate. A report that cannot be written is logged, never raised: it must not stop the work."""
-        now = self._clock()
-        if self.reports is None or (not force and now - self._reported < self.report_every):
+        and the rate of its recent batches (:class:`IndexerReporter`)."""
+        if self.reporter is None:
             return
-        self._reported = now
-        started, backlog = self._run
+        _started, backlog = self._run
         embedded = summary.embedded if summary is not None else 0
-        seconds = now - started
-        rate = embedded / seconds if embedded and seconds > 0 else None
         left = max(0, backlog - embedded) if remaining is None else remaining
-        from paperfeed.services.jobs import process_identity
-
-        report = IndexerReport(process_identity(), state, embedded, left, rate, datetime.now(UTC))
-        try:
-            self.reports.report_indexer(report)
-        except Exception as exc:
-            log.warning("could not record the indexer's progress: %s", exc)
+        self.reporter.report(state, done=embedded, remaining=left, force=force)
 
     def _embed_here(
         self,
@@ -367,7 +374,7 @@ class IndexingService:
         model_id = summary.model_id
         if vectors.shape[0] != len(batch) or not np.isfinite(vectors).all():
             raise RuntimeError(
-                f"embedder {model_id} returned {vectors.shape} for {len(batch)} texts "
+                f"embedder {model_id} returned {vectors.shape} for {count(len(batch), 'text')} "
                 f"(or non-finite values) around paper {batch[0].paper_id}"
             )
         self.store.save_vectors(model_id, batch, vectors)

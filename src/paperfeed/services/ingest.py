@@ -1,12 +1,13 @@
-"""Ingestion: pull batches from a source, apply each atomically, checkpoint, count, report progress.
+"""Ingestion: pull batches from a source, apply each with its checkpoint, count, report progress.
 
 With ``workers > 0`` and a source whose records are validated separately (:class:`RecordRealizer`),
 validation runs in worker processes while this process reads ahead and writes: on a 2-core machine the
 parse/validate half and the database half of an import then overlap. Batches are still applied in
-source order, one transaction each, so checkpoints and kill -9 safety are unchanged.
+source order, each by the store with its checkpoint (in short transactions: docs/data-model.md), so
+checkpoints and kill -9 safety are unchanged.
 
 Derived ``indexes`` (the keyword index) follow each batch: one that can (:class:`StagingIndex`) gets the
-batch's papers inside its transaction and works on them while the rows are written, then publishes them
+batch's papers before they are written and works on them while the rows are written, then publishes them
 after the commit: a paper is searchable once its batch is reported done. For a file, the next batch is
 read first (a fraction of a second), so the reading overlaps the index's work; a stored batch is
 published even if reading on fails.

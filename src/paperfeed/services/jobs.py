@@ -397,6 +397,7 @@ class Scheduler:
         notify: Callable[[str], None] = lambda _m: None,
         max_nap: float = 60.0,
     ) -> None:
+        """``notify``: each line of the log (a job starts, each step ends, the job ends)."""
         self.jobs = jobs
         self.schedules = dict(schedules)
         self.clock = clock
@@ -404,6 +405,7 @@ class Scheduler:
         self._sleep = sleep or self._stop.wait
         self.notify = notify
         self.max_nap = max_nap
+        self.doing: str | None = None  # the job and step at work now, for a heartbeat line (None: napping)
 
     def stop(self) -> None:
         self._stop.set()
@@ -413,11 +415,14 @@ class Scheduler:
         done = []
         for job, slot in self.jobs.due(self.schedules, self.clock()):
             self.notify(f"running {job} for {slot:%Y-%m-%d %H:%M} UTC")
+            self.doing = f"running the {job} job"
             try:
                 run = self.jobs.run(job, slot=slot, trigger="scheduler", on_step=self._step_notifier(job))
             except LeaseBusy as exc:
                 self.notify(f"skipped {job}: {exc}")
                 continue
+            finally:
+                self.doing = None
             failed = [step.name for step in run.steps if step.status == "failed"]
             # each failed step's error was said on its own line already: name the steps, once
             self.notify(f"{job}: {run.status}" + (f" (failed: {', '.join(failed)})" if failed else ""))

@@ -52,6 +52,7 @@ from paperfeed.domain.library import (
     check_tag_name,
 )
 from paperfeed.domain.ports import PaperFetcher, ProgressReporter
+from paperfeed.domain.wording import count
 from paperfeed.services.ingest import IngestService
 from paperfeed.services.jobs import holder_is_dead, process_identity
 from paperfeed.services.library import LibraryService
@@ -126,7 +127,7 @@ class ImportBusy(RuntimeError):
 
     def __init__(self, status: ImportStatus | None) -> None:
         if status is not None and status.running:
-            what = f"fetching {status.total:,} papers from arXiv, {status.done:,} asked so far"
+            what = f"fetching {count(status.total, 'paper')} from arXiv, {status.done:,} asked so far"
         else:
             what = "a file is being read"
         super().__init__(f"An import of yours is already running ({what}); wait for it to finish.")

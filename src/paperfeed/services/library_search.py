@@ -25,7 +25,8 @@ from paperfeed.domain.library_search import (
     keyword_scores,
 )
 from paperfeed.domain.models import Paper
-from paperfeed.domain.search import EmbedderSource
+from paperfeed.domain.search import MODEL_LOADING_NOTE, EmbedderSource
+from paperfeed.domain.wording import count
 from paperfeed.services.visible import VisiblePapers
 
 __all__ = ["LibraryHit", "LibrarySearch", "LibrarySearchPage"]
@@ -64,7 +65,9 @@ class LibrarySearch:
         if not text:
             raise InvalidLibraryInput("q", "type some words to search your library for")
         if len(text) > MAX_LIBRARY_QUERY_CHARS:
-            raise InvalidLibraryInput("q", f"a query has at most {MAX_LIBRARY_QUERY_CHARS} characters")
+            raise InvalidLibraryInput(
+                "q", f"a query has at most {count(MAX_LIBRARY_QUERY_CHARS, 'character')}"
+            )
         texts = self.records.library_texts(user_id)
         found = self.papers.get(list(texts))
         docs = [LibraryDoc(found[pid], *texts[pid]) for pid in texts if pid in found]
@@ -72,8 +75,11 @@ class LibrarySearch:
         notes: list[str] = []
         dense = []
         try:
-            query_vector = self._embed([text])
-            if query_vector is None:
+            loading = self.embedder is not None and self.embedder.loading()  # the web's start: no waiting
+            query_vector = None if loading else self._embed([text])
+            if loading:
+                notes.append(MODEL_LOADING_NOTE)
+            elif query_vector is None:
                 notes.append("meaning search is unavailable here: matching your words only")
             else:
                 papers = self._vectors([d.paper.id for d in docs])

@@ -124,6 +124,9 @@ class DailyPipeline:
         return counts
 
     def index(self) -> StepCounts:
+        """Embed the backlog; with nothing new, a few counts (no model is loaded, no backend calibrated)."""
+        if self.indexer.nothing_to_do():
+            return {"embedded": 0, "remaining": 0}
         summary = self.indexer.current().run()
         return {"embedded": summary.embedded, "remaining": summary.remaining}
 

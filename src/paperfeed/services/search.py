@@ -39,6 +39,7 @@ from paperfeed.domain.neighbourhood import rerank_by_neighbourhood
 from paperfeed.domain.query import parse_query, with_filters
 from paperfeed.domain.results import SearchHit, SearchPage
 from paperfeed.domain.search import (
+    MODEL_LOADING_NOTE,
     EmbedderSource,
     ExplainedId,
     KeywordIndex,
@@ -470,6 +471,8 @@ class HybridSearch:
         try:
             if self.embedder is None:
                 return _Embedded(None, None, None)
+            if self.embedder.loading():  # the web process is loading the model: do not wait for it
+                return _Embedded(None, None, MODEL_LOADING_NOTE)
             embedder = self.embedder.current()
             import numpy as np
 

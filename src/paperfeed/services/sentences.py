@@ -41,6 +41,7 @@ from paperfeed.domain.sentences import (
     sentence_model_id,
 )
 from paperfeed.domain.summaries import SUMMARY_RULE, ExtractedSummary, SummaryRule, extract_summary
+from paperfeed.domain.wording import agree, count, every
 
 if TYPE_CHECKING:
     from paperfeed.domain.embedding import Vectors
@@ -67,15 +68,18 @@ class SentencePlan:
 
     def message(self) -> str:
         if not self.backlog:
+            if not self.papers:
+                return f"sentences: no papers yet: nothing to split with {self.model_id}"
+            done = (
+                f"sentences: {every(self.papers, 'paper')} {agree(self.papers, 'is', 'are')} split and "
+                f"embedded with {self.model_id}"
+            )
             if self.summaries:
-                return (
-                    f"sentences: all {self.papers:,} papers are split and embedded with {self.model_id}; "
-                    f"choosing the one-line summary of {self.summaries:,}"
-                )
-            return f"sentences: all {self.papers:,} papers are split and embedded with {self.model_id}"
+                return f"{done}; choosing the one-line summary of {count(self.summaries, 'paper')}"
+            return done
         return (
-            f"sentences: splitting and embedding {self.backlog:,} papers' abstracts with {self.model_id} "
-            f"({self.papers:,} done)"
+            f"sentences: splitting and embedding the abstracts of {count(self.backlog, 'paper')} with "
+            f"{self.model_id} ({self.papers:,} done)"
         )
 
 
@@ -267,8 +271,9 @@ class SentenceIndexer:
             np.isfinite(v).all() and len(v) == len(found) for v, found in zip(pooled, spans, strict=True)
         ):
             raise RuntimeError(
-                f"embedder {self.embedder.model_id} returned {vectors.shape} for {len(papers)} papers "
-                f"(or wrong or non-finite sentence vectors) around paper {papers[0].paper_id}"
+                f"embedder {self.embedder.model_id} returned {vectors.shape} for "
+                f"{count(len(papers), 'paper')} (or wrong or non-finite sentence vectors) around paper "
+                f"{papers[0].paper_id}"
             )
         rows: list[PaperSentences] = []
         for paper, found, own in zip(papers, spans, pooled, strict=True):

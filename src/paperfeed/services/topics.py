@@ -42,6 +42,7 @@ from paperfeed.domain.topics import (
     week_of,
     weekly_counts,
 )
+from paperfeed.domain.wording import count
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -223,7 +224,7 @@ class TopicService:
         if model is None or len(ids) < s.min_papers:
             raise TooFewPapers(len(ids), s.min_papers)
         k = choose_k(len(ids), s)
-        say(f"clustering {len(ids):,} papers into {k} topics ({model})")
+        say(f"clustering {count(len(ids), 'paper')} into {count(k, 'topic')} ({model})")
         modeller = self.modeller()
         clustering = modeller.cluster(vectors, k, seed=s.seed)
         labels = np.asarray(clustering.labels)
@@ -243,7 +244,7 @@ class TopicService:
         sizes = np.bincount(member, minlength=len(clusters))
 
         kc = choose_coarse_k(len(clusters), s)
-        say(f"grouping {len(clusters)} topics into {kc} coarse topics")
+        say(f"grouping {count(len(clusters), 'topic')} into {kc} coarse topics")
         parent = np.asarray(modeller.coarsen(centroids, sizes.tolist(), kc, seed=s.seed))
         coarse = sorted(set(parent.tolist()))
         parent = np.searchsorted(np.asarray(coarse), parent)  # 0..len(coarse)-1, in order
@@ -253,7 +254,7 @@ class TopicService:
         up = parent[member]  # each paper's coarse topic
         coarse_similarity = _rowwise(vectors, coarse_centroids, up)
 
-        say(f"laying out {len(ids):,} papers in 2-D")
+        say(f"laying out {count(len(ids), 'paper')} in 2-D")
         xy = np.asarray(
             modeller.layout(
                 vectors, member.tolist(), seed=s.seed, sample=s.layout_sample, neighbours=s.layout_neighbours
@@ -274,7 +275,7 @@ class TopicService:
                     if counted[i]:
                         groups[member[i]].append(f"{p.title}. {p.abstract}")
                     dated.append((i, p.published, p.upvotes))
-        say(f"counting the words of {sum(len(g) for g in groups):,} papers")
+        say(f"counting the words of {count(sum(len(g) for g in groups), 'paper')}")
         counts = self.counter().count(groups)
         del groups
         words = [[t for t, _ in top] for top in ctfidf(counts, s.top_words)]
@@ -348,7 +349,13 @@ class TopicService:
             noise=int(noise.sum()),
             next_id=coarse_match.next_id,
         )
-        say(f"writing {len(topics)} topics and {len(assignments):,} assignments")
+        # the fine topics are the build's "topics" (what the summary and every page count); the coarse ones
+        # group them: said apart, so this line and "built N topics" after it give the same N
+        fine, coarse_n = len(match.ids), len(coarse_match.ids)
+        say(
+            f"writing {count(fine, 'topic')} in {count(coarse_n, 'coarse topic')} and "
+            f"{count(len(assignments), 'assignment')}"
+        )
         build = self.records.replace(generation)
         kept = len(old & set(match.ids))
         return BuildSummary(

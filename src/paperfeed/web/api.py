@@ -48,6 +48,7 @@ from paperfeed.domain.models import Paper
 from paperfeed.domain.results import SearchHit
 from paperfeed.domain.search import SearchFilters
 from paperfeed.domain.sentences import parse_facet
+from paperfeed.domain.wording import count
 from paperfeed.mcp.paper_markdown import GraphMarkdown, paper_markdown
 
 from .deps import app_of, feeds_of, search_of
@@ -175,7 +176,7 @@ def _cited_item(item: CitedItem) -> dict[str, Any]:
 def checked_query(q: str) -> str:
     text = q.strip()
     if len(text) > MAX_QUERY_CHARS:
-        raise ApiError(400, f"q is {len(text)} characters long; the limit is {MAX_QUERY_CHARS}")
+        raise ApiError(400, f"q is {count(len(text), 'character')} long; the limit is {MAX_QUERY_CHARS}")
     return text
 
 
@@ -268,7 +269,7 @@ def _unmuted(
 )
 def search_papers(
     request: Request,
-    q: Annotated[str, Query(description=f"Query, at most {MAX_QUERY_CHARS} characters.")] = "",
+    q: Annotated[str, Query(description=f"Query, at most {count(MAX_QUERY_CHARS, 'character')}.")] = "",
     limit: Annotated[int, Query(ge=1, le=MAX_SEARCH_LIMIT, description="Results to return.")] = 50,
     topic: Annotated[
         int | None,

@@ -71,6 +71,8 @@ def create_app(
         try:
             container.indexes.open_local_keyword_index()  # SQLite: a missing index is built before serving
             container.indexes.start_follower()  # PostgreSQL with node-local indexes: build, then follow
+            if serving:  # the embedding model loads now, in the background, not on a reader's first search
+                container.indexes.warm_up()
             if serving and container.settings.web_gc_freeze:
                 freeze_start_up_heap(container, renderer)
             async with mcp.running():

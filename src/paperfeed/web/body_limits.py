@@ -35,6 +35,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from paperfeed.domain.wording import count
 from paperfeed.settings_model import SettingsModel
 
 from .errors import error_response
@@ -95,7 +96,7 @@ def body_limit(path: str, settings: SettingsModel | None) -> BodyLimit:
 
 
 def _size(n: int) -> str:
-    return f"{n / 2**20:,.1f} MB" if n >= 2**20 else f"{n:,} bytes"
+    return f"{n / 2**20:,.1f} MB" if n >= 2**20 else f"{count(n, 'byte')}"
 
 
 def _too_large_message(limit: BodyLimit) -> str:

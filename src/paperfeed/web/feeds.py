@@ -28,6 +28,7 @@ from markupsafe import escape
 from paperfeed import __version__
 from paperfeed.domain.feed import parse_day
 from paperfeed.domain.models import Paper
+from paperfeed.domain.wording import count
 
 from .api import MAX_QUERY_CHARS, base_url, checked_query
 from .deps import feeds_of, search_of
@@ -122,7 +123,7 @@ def render(
 def _daily(request: Request, kind: Kind, day_text: str | None) -> Response:
     feed = feeds_of(request).day(parse_day(day_text) if day_text else None)
     entries = [
-        Entry(i.paper, _midnight(i.day), f"#{i.rank} on {i.day.isoformat()} · {i.upvotes} upvotes")
+        Entry(i.paper, _midnight(i.day), f"#{i.rank} on {i.day.isoformat()} · {count(i.upvotes, 'upvote')}")
         for i in feed.items
     ]
     return render(
@@ -138,7 +139,9 @@ def _daily(request: Request, kind: Kind, day_text: str | None) -> Response:
 def _trending(request: Request, kind: Kind) -> Response:
     page = feeds_of(request).trending(FEED_SIZE)
     entries = [
-        Entry(t.paper, t.first_seen, f"#{t.rank} trending · {t.upvotes} upvotes · score {t.score:.3f}")
+        Entry(
+            t.paper, t.first_seen, f"#{t.rank} trending · {count(t.upvotes, 'upvote')} · score {t.score:.3f}"
+        )
         for t in page.items
     ]
     return render(
@@ -169,7 +172,7 @@ def _searched(request: Request, kind: Kind, q: str) -> Response:
 DayParam = Annotated[
     str | None, Query(description="Day, YYYY-MM-DD (default: the latest day with papers).", max_length=40)
 ]
-QParam = Annotated[str, Query(description=f"Search query, at most {MAX_QUERY_CHARS} characters.")]
+QParam = Annotated[str, Query(description=f"Search query, at most {count(MAX_QUERY_CHARS, 'character')}.")]
 
 
 @router.get("/rss/daily", summary="RSS 2.0: papers of a day", response_class=Response)

@@ -29,6 +29,7 @@ from paperfeed.domain.feed import (
     parse_month,
     parse_week,
 )
+from paperfeed.domain.wording import count
 from paperfeed.services.feed import FeedService
 
 from . import rendering
@@ -379,9 +380,9 @@ def _trending_view(page: TrendingPage, feeds: FeedService) -> TrendingView:
     total = f"{plural(page.total, 'paper')} with upvotes or stars"
     until = f"{day_label(reference)} {reference:%H:%M} UTC"
     last = (
-        f"the {page.window_days} days up to {until}, the newest papers"
+        f"the {count(page.window_days, 'day')} up to {until}, the newest papers"
         if page.now_note
-        else f"the last {page.window_days} days (up to {until})"
+        else f"the last {count(page.window_days, 'day')} (up to {until})"
     )
     subheading = (
         f"The top {len(items)} of {total} in {last}, ranked by a score that balances votes and stars "

@@ -24,6 +24,7 @@ from paperfeed.domain.models import Paper
 from paperfeed.domain.paper_graph import CitationSort
 from paperfeed.domain.search import reasons_text
 from paperfeed.domain.sentences import FACETS, Facet
+from paperfeed.domain.wording import count
 from paperfeed.services.facets import FacetedSimilar
 from paperfeed.services.paper_graph import GraphListing, PaperGraphService
 
@@ -182,7 +183,7 @@ def _graph_list(
         what = "references" if references else "citing papers"
         note = f"No {what} in this instance." if mine.instance else f"No {what} known."
     elif mine.page > last:
-        pages = "is 1 page" if last == 1 else f"are {last} pages"
+        pages = "is 1 page" if last == 1 else f"are {count(last, 'page')}"
         note = f"Page {mine.page} is past the end: there {pages}."
     return GraphListView(
         anchor=anchor,

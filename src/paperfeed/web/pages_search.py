@@ -22,6 +22,7 @@ from paperfeed.domain.feed import InvalidPeriod, PeriodOutOfRange, parse_day
 from paperfeed.domain.query import parse_query
 from paperfeed.domain.results import PaperSearch, SearchHit
 from paperfeed.domain.search import SearchFilters
+from paperfeed.domain.wording import count
 
 from . import rendering
 from .deps import AppDep
@@ -216,7 +217,9 @@ def search_view(
             else f"{span} of {result.total} {noun}"
         )
     elif result.total:
-        view.problems.append(f"There are only {result.total} results; this page is past the last one.")
+        view.problems.append(
+            f"There are only {count(result.total, 'result')}; this page is past the last one."
+        )
     last = max(1, -(-result.total // SEARCH_PAGE_SIZE))
     if last > 1:
 

@@ -15,6 +15,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from paperfeed.domain.accounts import User
 from paperfeed.domain.recommend import Reason, Recommendation
+from paperfeed.domain.wording import count
 from paperfeed.services.recommend import ForYou, UnknownTag
 
 from . import rendering
@@ -64,7 +65,8 @@ def _mode_line(feed: ForYou) -> str:
     if feed.mode == "model":
         source = f"the tag “{feed.tag}”" if feed.tag else "your library"
         return (
-            f"Ranked by a model trained on the {feed.positives} papers in {source} against random recent "
+            f"Ranked by a model trained on the {count(feed.positives, 'paper')} in {source} against "
+            "random recent "
             "papers and the ones you marked “not interested”."
         )
     return ""  # cold start: the feed's message says how it is ranked and what to do
@@ -74,7 +76,7 @@ def _mode_line(feed: ForYou) -> str:
 def for_you_page(request: Request, user: Signed, tag: str = "") -> HTMLResponse:
     if len(tag) > MAX_TAG_CHARS:
         return error_page(
-            request, 400, "Tag name too long", f"A tag name has at most {MAX_TAG_CHARS} characters."
+            request, 400, "Tag name too long", f"A tag name has at most {count(MAX_TAG_CHARS, 'character')}."
         )
     try:
         feed, muted = _feed(request, user, PAGE_SIZE, tag)

@@ -30,6 +30,7 @@ from starlette.types import Scope
 
 from paperfeed import __version__
 from paperfeed.domain.digest import timezone_names
+from paperfeed.domain.wording import agree, count
 
 from .headers import KEEP_SECONDS_HEADER, PUBLIC_SECONDS_HEADER, baseline_headers
 from .markup import code_spans, plain_text, render_text
@@ -141,7 +142,8 @@ class Renderer:
             author_search_url=author_search_url,
             time_zones=timezone_names,  # every IANA zone, for the time zone lists (_zones.html)
         )
-        env.filters.update(rich=render_text, plain=plain_text, code=code_spans)
+        # counts in words, one helper for every message (domain/wording.py): {{ n|count("paper") }}
+        env.filters.update(rich=render_text, plain=plain_text, code=code_spans, count=count, agree=agree)
         self.env = env
         self.templates = Jinja2Templates(env=env)
 

@@ -30,6 +30,7 @@ from paperfeed.domain.topic_rising import (
     rising_heading,
     shares_alt,
 )
+from paperfeed.domain.wording import count
 from paperfeed.services.topic_rising import RisingService
 
 from .deps import app_of
@@ -68,7 +69,7 @@ class RisingBox:
 def _detail(e: RisingEntry) -> str:
     return (
         f"{e.share * 100:.1f}% of this week's papers, {e.before * 100:.1f}% of the "
-        f"{PREVIOUS_WEEKS} weeks before"
+        f"{count(PREVIOUS_WEEKS, 'week')} before"
     )
 
 

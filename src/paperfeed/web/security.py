@@ -42,6 +42,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from paperfeed.bootstrap import App
 from paperfeed.domain.accounts import RateLimited, User
+from paperfeed.domain.wording import count
 
 from .deps import accounts_of, app_of
 from .errors import error_response
@@ -210,7 +211,8 @@ def search_refused(request: Request, seconds: float) -> Response:
     """The 429 of a client over ``PAPERFEED_SEARCH_RATE_PER_MINUTE`` (a page for a browser, else JSON)."""
     wait = max(1, int(seconds + 0.999))
     message = (
-        f"Too many searches from your address: try again in {wait} seconds (signed-in readers are not "
+        f"Too many searches from your address: try again in {count(wait, 'second')} (signed-in readers "
+        "are not "
         "limited)."
     )
     headers = {"Retry-After": str(wait)}

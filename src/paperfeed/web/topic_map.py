@@ -28,6 +28,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from paperfeed.domain.topic_map import EPOCH, MapTopic
+from paperfeed.domain.wording import count
 from paperfeed.services.topic_map import MapData, TopicMapService
 
 from . import rendering
@@ -177,7 +178,7 @@ def api_titles(
     if not wanted:
         raise ApiError(400, "ids: give at least one paper id", errors=[{"param": "ids", "message": "empty"}])
     if len(wanted) > MAX_TITLES:
-        raise ApiError(400, f"ids: at most {MAX_TITLES} ids (got {len(wanted)})")
+        raise ApiError(400, f"ids: at most {count(MAX_TITLES, 'id')} (got {len(wanted)})")
     bad = next((i for i in wanted if len(i) > MAX_ID or not i.isprintable()), None)
     if bad is not None:
         raise ApiError(400, f"ids: {bad[:40]!r} is not a paper id")

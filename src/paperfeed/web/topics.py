@@ -31,6 +31,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from paperfeed.domain.accounts import User
 from paperfeed.domain.topic_picks import PickedTopic, UnknownTopic
 from paperfeed.domain.topics import Topic, WeekCount, week_of
+from paperfeed.domain.wording import count
 from paperfeed.services.topic_picks import TopicPickService
 from paperfeed.services.topics import TopicService, TopicsOverview
 
@@ -129,7 +130,7 @@ def topics_page(request: Request, topics: Topics) -> HTMLResponse:
             "topic": t,
             "spark": sparkline(
                 [w.papers for w in overview.weeks.get(t.id, [])],
-                label=f"{t.label}: papers per week, last {SPARK_WEEKS} weeks",
+                label=f"{t.label}: papers per week, last {count(SPARK_WEEKS, 'week')}",
             ),
         }
         for t in overview.topics

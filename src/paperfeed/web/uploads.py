@@ -30,6 +30,7 @@ from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.concurrency import run_in_threadpool
 
 from paperfeed.domain.paper_upload import UnsupportedUpload, UploadReport, upload_name
+from paperfeed.domain.wording import count
 
 from . import rendering
 from .deps import AppDep, app_of
@@ -55,7 +56,7 @@ class UploadProblem(Exception):
 
 
 def _megabytes(size: int) -> str:
-    return f"{size / 2**20:,.0f} MB" if size >= 2**20 else f"{size:,} bytes"
+    return f"{size / 2**20:,.0f} MB" if size >= 2**20 else f"{count(size, 'byte')}"
 
 
 def upload_limits(request: Request) -> dict[str, Any]:

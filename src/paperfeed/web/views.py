@@ -19,6 +19,7 @@ from markupsafe import Markup
 from paperfeed.domain.links import paper_url
 from paperfeed.domain.models import Paper
 from paperfeed.domain.search import Span
+from paperfeed.domain.wording import count
 
 from .markup import plain_text, render_text, snippet
 
@@ -154,9 +155,9 @@ def count_label(value: int | None) -> str:
     return f"{value / 1_000_000:.1f}".rstrip("0").rstrip(".") + "M"
 
 
-def plural(count: int, word: str) -> str:
-    """``1 upvote``, ``2 upvotes``."""
-    return f"{count} {word}{'' if count == 1 else 's'}"
+def plural(n: int, word: str) -> str:
+    """``1 upvote``, ``2 upvotes``, ``1,234 papers``: the domain's one count-in-words helper."""
+    return count(n, word)
 
 
 def day_label(day: date | datetime) -> str:

@@ -39,6 +39,7 @@ import orjson
 from paperfeed.adapters.files import fsync
 from paperfeed.domain.embedding import MAX_TOKENS
 from paperfeed.domain.errors import EmbedderUnavailable
+from paperfeed.domain.wording import count
 
 from .base import ModelSource, force_offline, normalise_rows, token_suffix
 from .late import late_vectors
@@ -258,7 +259,7 @@ def _damage(folder: Path) -> str | None:
         if not path.is_file():
             return f"{name} is missing"
         if name in sizes and path.stat().st_size != sizes[name]:
-            return f"{name} is {path.stat().st_size:,} bytes, {sizes[name]:,} were written"
+            return f"{name} is {count(path.stat().st_size, 'byte')}, {sizes[name]:,} were written"
     return None
 
 

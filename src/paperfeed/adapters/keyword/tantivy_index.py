@@ -37,6 +37,7 @@ from paperfeed.domain.ingest import BatchResult
 from paperfeed.domain.models import Paper
 from paperfeed.domain.ports import StoreReads
 from paperfeed.domain.search import KeywordIndexUnavailable, ParsedQuery, ScoredId, SearchFilters, Span
+from paperfeed.domain.wording import count
 
 from .tantivy_damage import damaged_files, tantivy_failure
 from .tantivy_query import TANTIVY_WEIGHTS, TantivyQueries, analyzer
@@ -283,14 +284,14 @@ class TantivyKeywordIndex:
     def rebuild(self, batch_size: int = 5000) -> int:
         """Index every paper from scratch (timed and logged: a node's cold start is this)."""
         started = time.monotonic()
-        count = self._writer.rebuild(batch_size)
+        built = self._writer.rebuild(batch_size)
         log.info(
-            "%s: keyword index built from the store: %d papers in %.1f s",
+            "%s: keyword index built from the store: %s in %.1f s",
             self.path,
-            count,
+            count(built, "paper"),
             time.monotonic() - started,
         )
-        return count
+        return built
 
     def follow_store(self, overlap_seconds: float = FOLLOW_OVERLAP_SECONDS) -> int:
         """Add what other nodes wrote to a PostgreSQL store since the last look, then let the writer lock

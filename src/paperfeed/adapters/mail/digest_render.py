@@ -27,6 +27,7 @@ from paperfeed.domain.digest_mail import SubscriptionLinks
 from paperfeed.domain.mail import InlineImage, OutgoingMail
 from paperfeed.domain.models import Paper
 from paperfeed.domain.topic_rising import SHOWN, lift_words, shares_alt
+from paperfeed.domain.wording import agree, count
 
 from .plot_png import MAX_PNG_BYTES, bar_png
 
@@ -102,6 +103,8 @@ class JinjaDigestRenderer:
         self._text = Environment(
             loader=FileSystemLoader(TEMPLATES), autoescape=False, undefined=StrictUndefined
         )
+        for env in (self._html, self._text):  # counts in words: {{ n|count("paper") }} (domain/wording.py)
+            env.filters.update(count=count, agree=agree)
         self._plots: dict[tuple[float, ...], bytes] = {}  # one render per distinct plot per renderer
 
     # -- links --------------------------------------------------------------------------------------

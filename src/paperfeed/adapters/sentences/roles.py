@@ -52,6 +52,7 @@ from paperfeed.domain.sentences import (
     embed_sentences,
     sentence_model_id,
 )
+from paperfeed.domain.wording import count
 
 __all__ = [
     "FEATURES",
@@ -244,7 +245,7 @@ class LinearRoleModel:
         if texts is not None:
             flat = [t for sentences in texts for t in sentences]
             if len(flat) != n:
-                raise ValueError(f"{len(flat)} texts for {n} sentences")
+                raise ValueError(f"{count(len(flat), 'text')} for {count(n, 'sentence')}")
             buckets, scale = _word_rows(flat)
             for found, w in zip(buckets, scale, strict=True):
                 indices.extend(found)
@@ -380,7 +381,8 @@ class RoleModelFolder:
     def train(self, embed: SentenceEmbedder) -> LinearRoleModel:
         model, facts = train_role_model(embed, self._training)
         save_role_model(self.folder, model, **facts)
-        log.info("trained the sentence-role model for %s on %d sentences", embed.model_id, facts["sentences"])
+        trained_on = count(int(facts["sentences"]), "sentence")
+        log.info("trained the sentence-role model for %s on %s", embed.model_id, trained_on)
         return model
 
 

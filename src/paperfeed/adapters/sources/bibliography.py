@@ -39,6 +39,7 @@ from bibtexparser.model import DuplicateBlockKeyBlock
 from paperfeed.domain.ids import InvalidPaperId, parse_arxiv_id
 from paperfeed.domain.library import MAX_FILE_BYTES, Bibliography, BibliographyError, CitedWork, Format
 from paperfeed.domain.reference_formats import unshield_ris_line
+from paperfeed.domain.wording import count
 
 __all__ = [
     "detect_format",
@@ -125,7 +126,9 @@ def _chunks(stream: BinaryIO, name: str) -> Iterator[str]:
         final = not raw
         size += len(raw)
         if size > MAX_FILE_BYTES:
-            raise BibliographyError(f"{name}: the file is larger than the {MAX_FILE_BYTES:,} bytes allowed")
+            raise BibliographyError(
+                f"{name}: the file is larger than the {count(MAX_FILE_BYTES, 'byte')} allowed"
+            )
         pending = len(decoder.getstate()[0])  # bytes of a character the previous chunk cut in two
         try:
             text = decoder.decode(raw, final)
@@ -293,12 +296,16 @@ def _json_value(text: str, pos: int, name: str, label: str) -> tuple[Any, int]:
                 continue
             depth += 1 if first in "[{" else -1
             if depth > MAX_JSON_DEPTH:
-                raise BibliographyError(f"{name}: {label} is nested more than {MAX_JSON_DEPTH} levels deep")
+                raise BibliographyError(
+                    f"{name}: {label} is nested more than {count(MAX_JSON_DEPTH, 'level')} deep"
+                )
             if depth == 0:
                 break
         else:
             if len(text) > stop:
-                raise BibliographyError(f"{name}: {label} is longer than {MAX_JSON_ITEM_CHARS:,} characters")
+                raise BibliographyError(
+                    f"{name}: {label} is longer than {count(MAX_JSON_ITEM_CHARS, 'character')}"
+                )
     try:
         value, end = _JSON_DECODER.raw_decode(text, pos)
     except json.JSONDecodeError as exc:
@@ -455,7 +462,7 @@ def _ris_upto(lines: Iterable[str], name: str, max_entries: int | None) -> Bibli
     starts, text, more = _ris_records(lines, name, max_entries)
     records = rispy.loads(text, implementation=_RisParser)
     if len(records) != len(starts):  # the check above and rispy split records alike; never half a file
-        raise BibliographyError(f"{name}: {len(starts)} records found but {len(records)} read")
+        raise BibliographyError(f"{name}: {count(len(starts), 'record')} found but {len(records)} read")
     works = []
     for line, record in zip(starts, records, strict=True):
         fields = {

@@ -32,6 +32,7 @@ from pylatexenc.latex2text import LatexNodes2Text
 from paperfeed.domain.ingest import Batch, Reject
 from paperfeed.domain.library import MAX_FILE_BYTES
 from paperfeed.domain.validation import InvalidRecord, build_paper
+from paperfeed.domain.wording import count
 
 from .bibliography import find_arxiv_id
 
@@ -118,7 +119,7 @@ class BibtexPaperSource:
             return None, Reject(label, f"file unreadable: {exc}", fatal=True)
         if len(data) > MAX_FILE_BYTES:
             return None, Reject(
-                label, f"a BibTeX file may hold at most {MAX_FILE_BYTES:,} bytes of text", fatal=True
+                label, f"a BibTeX file may hold at most {count(MAX_FILE_BYTES, 'byte')} of text", fatal=True
             )
         try:
             return data.decode("utf-8-sig"), None

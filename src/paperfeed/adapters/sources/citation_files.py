@@ -41,6 +41,7 @@ from paperfeed.domain.citation_import import (
 from paperfeed.domain.ids import InvalidPaperId, parse_arxiv_id
 from paperfeed.domain.ingest import Reject
 from paperfeed.domain.paper_graph import WorkRef, work_key
+from paperfeed.domain.wording import count
 
 from .jsonl_file import BOM, MAX_LINE_BYTES
 from .openalex import _referenced, _wid, _work
@@ -474,7 +475,7 @@ class CitationFileReader:
                 stream.seek(point.offset)
             for lineno, line, end in _lines(stream, point.offset, point.line):
                 if line is None:
-                    parser.reject(batch, lineno, f"line longer than {MAX_LINE_BYTES:,} bytes")
+                    parser.reject(batch, lineno, f"line longer than {count(MAX_LINE_BYTES, 'byte')}")
                 elif lineno == 1 and line.startswith(BOM):
                     parser.take(line[len(BOM) :], lineno, batch)
                 else:

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from paperfeed.domain.errors import SourceTimeout, SourceUnavailable
+from paperfeed.domain.wording import count
 
 __all__ = [
     "MAX_REDIRECTS",
@@ -148,7 +149,9 @@ class PoliteClient:
             attempt += 1
             if attempt > self.retries:
                 where = httpx.URL(url, params=params) if params else url
-                message = f"{host} unreachable after {attempt} attempts ({reason}) for {method} {where}"
+                message = (
+                    f"{host} unreachable after {count(attempt, 'attempt')} ({reason}) for {method} {where}"
+                )
                 if timed_out:
                     raise SourceTimeout(message, self.timeout)
                 raise SourceUnavailable(message)
@@ -182,7 +185,9 @@ class PoliteClient:
             response.close()
             response = self.client.send(following)
         if response.is_redirect:
-            raise SourceUnavailable(f"{asked.host} redirected more than {MAX_REDIRECTS} times for {url}")
+            raise SourceUnavailable(
+                f"{asked.host} redirected more than {count(MAX_REDIRECTS, 'time')} for {url}"
+            )
         return response
 
     def close(self) -> None:

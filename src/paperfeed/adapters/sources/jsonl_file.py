@@ -21,6 +21,7 @@ import orjson
 from paperfeed.domain.ingest import Batch, RawRecord, Realized, Reject
 from paperfeed.domain.models import Listing
 from paperfeed.domain.validation import InvalidRecord, build_paper
+from paperfeed.domain.wording import count
 
 from .records import listing_days, record_fields
 
@@ -143,7 +144,7 @@ class JsonlFileSource:
             for lineno, line in _numbered_lines(stream):
                 if line is None:
                     batch.rejects.append(
-                        Reject(f"{label}:{lineno}", f"line longer than {MAX_LINE_BYTES:,} bytes")
+                        Reject(f"{label}:{lineno}", f"line longer than {count(MAX_LINE_BYTES, 'byte')}")
                     )
                     continue
                 if not line.strip():

@@ -30,6 +30,7 @@ from typing import Any
 
 from paperfeed.domain.errors import SourceAnswerError, SourceUnavailable
 from paperfeed.domain.paper_graph import Citation, PaperLinks, WorkRef, work_key
+from paperfeed.domain.wording import count
 
 from .http import PoliteClient
 from .scholarly import arxiv_of, as_date, as_int, as_str, json_body, refusal
@@ -132,7 +133,7 @@ class SemanticScholarSource:
             if not isinstance(body, list) or len(body) != len(chunk):
                 what = f"a list of {len(body)}" if isinstance(body, list) else f"a JSON {type(body).__name__}"
                 raise SourceAnswerError(
-                    f"Semantic Scholar answered {what} for a batch of {len(chunk)} ids "
+                    f"Semantic Scholar answered {what} for a batch of {count(len(chunk), 'id')} "
                     f"(POST {self.api_url.rstrip('/')}/paper/batch); expected one entry per id"
                 )
             found.extend(p if isinstance(p, dict) else None for p in body)

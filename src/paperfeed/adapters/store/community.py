@@ -46,6 +46,7 @@ from paperfeed.domain.community import (
     public_name,
     submission_cap_reached,
 )
+from paperfeed.domain.wording import count
 
 from .columns import as_date
 from .schema import listings, papers
@@ -387,7 +388,7 @@ class SqlCommunityStore:
                 if len(recent) > per_hour:
                     oldest = recent[0]
                     raise LimitReached(
-                        f"You have written {per_hour} comments in the last hour, the most allowed. "
+                        f"You have written {count(per_hour, 'comment')} in the last hour, the most allowed. "
                         "Try again a little later.",
                         int((oldest + timedelta(hours=1) - now).total_seconds()) + 1,
                     )

@@ -23,6 +23,7 @@ from sqlalchemy.engine import Engine
 from paperfeed.domain.embedding import PendingPaper
 from paperfeed.domain.indexing_status import INDEXER_REPORT_CHECKPOINT, IndexerReport
 from paperfeed.domain.search import VectorRecord
+from paperfeed.domain.wording import count
 
 from .columns import as_utc
 from .schema import checkpoints, embeddings, papers
@@ -106,7 +107,7 @@ class SqlEmbeddingStore:
 
     def save_vectors(self, model_id: str, papers_: Sequence[PendingPaper], vectors: Vectors) -> None:
         if len(papers_) != len(vectors):
-            raise ValueError(f"{len(papers_)} papers but {len(vectors)} vectors")
+            raise ValueError(f"{count(len(papers_), 'paper')} but {count(len(vectors), 'vector')}")
         if not papers_:
             return
         now = datetime.now(UTC)

@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from paperfeed.domain.sentences import ROLES, PaperSentences, Sentence, SentencesPending
 from paperfeed.domain.summaries import SUMMARIES_CHECKPOINT, ExtractedSummary
+from paperfeed.domain.wording import count
 
 from .schema import papers
 from .schema_sentences import paper_sentences
@@ -35,7 +36,7 @@ def pack(row: PaperSentences) -> dict[str, Any]:
         raise ValueError(f"the sentences of {row.paper_id} have no vectors")
     n = len(row.sentences)
     if len(row.vectors) != n:
-        raise ValueError(f"{row.paper_id}: {n} sentences but {len(row.vectors)} vectors")
+        raise ValueError(f"{row.paper_id}: {count(n, 'sentence')} but {count(len(row.vectors), 'vector')}")
     spans = np.array([[s.start, s.end] for s in row.sentences], dtype="<i4").reshape(n, 2)
     probabilities = np.array([s.probabilities for s in row.sentences], dtype="<f2").reshape(n, len(ROLES))
     return {

@@ -1,13 +1,19 @@
 """The paper store on SQLAlchemy Core: SQLite (WAL) by default, PostgreSQL by URL.
 
-Every write goes through :meth:`SqlPaperStore.apply_batch`, one transaction per batch: the papers,
-their listings and the source checkpoint commit together or not at all, which is what makes imports and
-harvests safe to kill at any moment and re-run.
+Every write goes through :meth:`SqlPaperStore.apply_batch`. A batch's papers are written in short
+transactions of at most :data:`WRITE_CHUNK` papers, each with those papers' listings and ledger rows, the
+source's checkpoint with the last: an import, a harvest and their kill are safe at any moment (a re-run
+finds the chunks already written unchanged, by the ledger's fingerprints or by merging, and goes on after
+the checkpoint), and the write lock a reader's upvote or save waits for is held for one chunk, tens of
+milliseconds, never for a whole batch (a 5,000-paper batch held SQLite's one write lock 1.2-1.8 s: issue
+#39 item 4, bench/write_latency.py); on SQLite the lock is left free a moment between chunks.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from operator import itemgetter
 from pathlib import Path
@@ -31,9 +37,16 @@ from .errors import TranslatingQueuePool, invalid_url, translate_errors
 from .schema import checkpoints, listings, papers, source_records
 from .schema_accounts import hidden_papers
 
-__all__ = ["SqlPaperStore", "normalise_url", "open_store", "sqlite_url", "write_checkpoint"]
+__all__ = ["WRITE_CHUNK", "SqlPaperStore", "normalise_url", "open_store", "sqlite_url", "write_checkpoint"]
 
 _CHUNK = 900  # ids per IN (...) query: under every SQLite build's variable limit
+# Papers per write transaction of a batch (see the module doc): ~0.2-0.3 ms of lock each on SQLite
+# (measured on a busy 2-core machine), so a chunk holds the write lock ~20 ms (at most ~100 ms seen).
+WRITE_CHUNK = 100
+# Between two chunks on SQLite the lock is left free this long: a writer waiting in SQLite's busy handler
+# (it sleeps 1, 2, 5, 10, … ms between tries) finds it free; back to back, the chunks starved it for the
+# whole batch (waits of 1.5 s measured). 50 gaps a 5,000-paper batch: 0.1 s on an import's ~4 s of CPU.
+SQLITE_WRITE_GAP = 0.002
 
 # Papers per source: SQLite keeps them in ``source_counts`` (triggers, migration 0014); PostgreSQL
 # counts them in one grouped query (see that migration for why it keeps no counters).
@@ -240,6 +253,16 @@ def write_checkpoint(conn: Connection, name: str, value: str) -> None:
     conn.execute(stmt)
 
 
+@dataclass(frozen=True, slots=True)
+class _Chunk:
+    """One write transaction of a batch: its papers' rows, their listings and ledger rows."""
+
+    rows: list[tuple[bool, dict[str, Any]]]
+    listings: list[Listing]
+    ledger: dict[str, tuple[str, str]]
+    last: bool  # the checkpoint goes with it
+
+
 def _last_value_memo(proc: Any) -> Any:
     last: list[Any] = [object(), None]
 
@@ -278,46 +301,54 @@ class SqlPaperStore:
     # -- writes -------------------------------------------------------------------------------------
 
     def apply_batch(self, batch: Batch, *, before_write: BeforeWrite | None = None) -> BatchResult:
-        """Write ``batch`` in one transaction; ``before_write`` gets the papers about to be added or
-        changed (merged, as they will be stored) and their ``modified_at`` first, inside the transaction:
-        a derived index can work on them while the rows are written. If it raises, nothing is written."""
+        """Write ``batch`` (see the module doc: in chunks of :data:`WRITE_CHUNK` papers, the checkpoint with
+        the last); ``before_write`` gets the papers about to be added or changed (merged, as they will be
+        stored) and their ``modified_at`` first, before anything is written: a derived index can work on
+        them while the rows are written. If it raises, nothing is written."""
         incoming: dict[str, Paper] = {}
         for paper in batch.papers:  # several observations of one paper in a batch merge in order
             incoming[paper.id] = merge_paper(incoming.get(paper.id), paper)
         now = datetime.now(UTC)
         added = updated = unchanged = 0
-        with self.engine.begin() as conn:
+        with self.engine.connect() as conn:  # a read: no write lock is taken yet
             existing = self._fetch(conn, list(incoming))
-            inserts: list[dict[str, Any]] = []
-            updates: list[dict[str, Any]] = []
-            added_papers: list[Paper] = []
-            updated_papers: list[Paper] = []
-            for paper_id, paper in incoming.items():
-                old = existing.get(paper_id)
-                merged = merge_paper(old, paper)
-                if old is None:
-                    row = _to_row(merged, now)
-                    row["created_at"] = now
-                    inserts.append(row)
-                    added_papers.append(merged)
-                    added += 1
-                elif merged != old:
-                    updates.append({f"v_{k}": v for k, v in _to_row(merged, now).items()})
-                    updated_papers.append(merged)
-                    updated += 1
-                else:
-                    unchanged += 1
-            if before_write is not None and (added_papers or updated_papers):
-                before_write([*added_papers, *updated_papers], now)
-            if inserts:
-                self._executemany(conn, self._insert_stmt, inserts)
-            if updates:
-                self._executemany(conn, self._update_stmt, updates)
-            written = self._write_listings(conn, batch.listings)
-            if batch.fingerprints and batch.ledger_source:
-                self._write_ledger(conn, batch.ledger_source, batch.fingerprints)
-            if batch.checkpoint is not None:
-                self._write_checkpoint(conn, *batch.checkpoint)
+        rows: dict[str, tuple[bool, dict[str, Any]]] = {}  # paper id -> (new?, its row)
+        added_papers: list[Paper] = []
+        updated_papers: list[Paper] = []
+        for paper_id, paper in incoming.items():
+            old = existing.get(paper_id)
+            merged = merge_paper(old, paper)
+            if old is None:
+                row = _to_row(merged, now)
+                row["created_at"] = now
+                rows[paper_id] = (True, row)
+                added_papers.append(merged)
+                added += 1
+            elif merged != old:
+                rows[paper_id] = (False, {f"v_{k}": v for k, v in _to_row(merged, now).items()})
+                updated_papers.append(merged)
+                updated += 1
+            else:
+                unchanged += 1
+        if before_write is not None and (added_papers or updated_papers):
+            before_write([*added_papers, *updated_papers], now)
+        written = 0
+        gap = SQLITE_WRITE_GAP if self.engine.dialect.name == "sqlite" else 0.0
+        for n, chunk in enumerate(self._chunks(batch, rows)):
+            if n and gap:
+                time.sleep(gap)  # the other writers' turn (see SQLITE_WRITE_GAP)
+            with self.engine.begin() as conn:
+                inserts = [row for new, row in chunk.rows if new]
+                updates = [row for new, row in chunk.rows if not new]
+                if inserts:
+                    self._executemany(conn, self._insert_stmt, inserts)
+                if updates:
+                    self._executemany(conn, self._update_stmt, updates)
+                written += self._write_listings(conn, chunk.listings)
+                if chunk.ledger and batch.ledger_source:
+                    self._write_ledger(conn, batch.ledger_source, chunk.ledger)
+                if chunk.last and batch.checkpoint is not None:
+                    self._write_checkpoint(conn, *batch.checkpoint)
         changed = (*added_papers, *updated_papers)
         return BatchResult(
             added=added,
@@ -328,6 +359,23 @@ class SqlPaperStore:
             changed=changed,
             written_at=now,
         )
+
+    @staticmethod
+    def _chunks(batch: Batch, rows: dict[str, tuple[bool, dict[str, Any]]]) -> Iterator[_Chunk]:
+        """The batch's writes in chunks of :data:`WRITE_CHUNK` papers, each with the listings and ledger
+        rows of its papers (those of papers written in no chunk, unchanged ones, go with the last)."""
+        ids = list(rows)
+        parts = [ids[i : i + WRITE_CHUNK] for i in range(0, len(ids), WRITE_CHUNK)] or [[]]
+        where = {pid: n for n, part in enumerate(parts) for pid in part}
+        last = len(parts) - 1
+        listings: list[list[Listing]] = [[] for _ in parts]
+        for item in batch.listings:
+            listings[where.get(item.paper_id, last)].append(item)
+        ledger: list[dict[str, tuple[str, str]]] = [{} for _ in parts]
+        for key, (pid, fingerprint) in (batch.fingerprints or {}).items():
+            ledger[where.get(pid, last)][key] = (pid, fingerprint)
+        for n, part in enumerate(parts):
+            yield _Chunk([rows[pid] for pid in part], listings[n], ledger[n], n == last)
 
     def _write_listings(self, conn: Connection, items: Sequence[Listing]) -> int:
         if not items:

@@ -39,6 +39,7 @@ from paperfeed.domain.search import (
     VectorIndexUnavailable,
     VectorRecord,
 )
+from paperfeed.domain.wording import count
 
 __all__ = [
     "FORMAT",
@@ -456,7 +457,7 @@ class IndexFolder:
                 raise VectorIndexUnavailable(f"{folder / name}: index file is missing") from None
             if actual != size:
                 raise VectorIndexUnavailable(
-                    f"{folder / name}: index file is {actual} bytes, the manifest says {size} "
+                    f"{folder / name}: index file is {count(actual, 'byte')}, the manifest says {size} "
                     "(truncated or corrupt)"
                 )
         return folder

@@ -37,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from paperfeed.domain.search import VectorIndexUnavailable
+from paperfeed.domain.wording import count
 
 __all__ = ["EF_SEARCH", "GRAPH_FILE", "HnswGraph", "read_ahead"]
 
@@ -143,7 +144,9 @@ class HnswGraph:
         if len(rows) == 0:
             return
         if int(rows[0]) != len(self) or int(rows[-1]) != len(self) + len(rows) - 1:
-            raise AssertionError(f"graph has {len(self)} nodes but rows {rows[0]}..{rows[-1]} were added")
+            raise AssertionError(
+                f"graph has {count(len(self), 'node')} but rows {rows[0]}..{rows[-1]} were added"
+            )
         if self._mapped_from is not None:
             # A mapped graph cannot grow: the first write reads the file into memory (readers never write).
             self._index = self._read(self._mapped_from, 0)
@@ -216,7 +219,7 @@ class HnswGraph:
         if type(index).__name__ != "IndexHNSWSQ" or index.d != dimension or index.ntotal != rows:
             raise VectorIndexUnavailable(
                 f"{path}: HNSW graph does not match its rows ({type(index).__name__}, d={index.d}, "
-                f"{index.ntotal} nodes; expected d={dimension}, {rows} nodes)"
+                f"{count(index.ntotal, 'node')}; expected d={dimension}, {count(rows, 'node')})"
             )
         return cls(index, dimension, trained_on, path=path)
 

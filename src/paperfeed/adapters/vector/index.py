@@ -52,6 +52,7 @@ from paperfeed.domain.search import (
     VectorRecord,
     Vectors,
 )
+from paperfeed.domain.wording import count
 
 __all__ = [
     "AUTO_HNSW_MIN_ROWS",
@@ -188,7 +189,9 @@ class StoredVectorIndex:
     ) -> list[ScoredId]:
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         if query.shape != (self._dimension,):
-            raise ValueError(f"query vector has {query.size} dimensions, the index has {self._dimension}")
+            raise ValueError(
+                f"query vector has {count(query.size, 'dimension')}, the index has {self._dimension}"
+            )
         norm = float(np.linalg.norm(query))
         if k <= 0 or not np.isfinite(norm) or norm == 0.0:
             return []

@@ -52,6 +52,7 @@ from paperfeed.domain.search import (
     VectorRecord,
     Vectors,
 )
+from paperfeed.domain.wording import count
 
 __all__ = ["PgVectorIndex", "stored_manifest"]
 
@@ -408,7 +409,9 @@ class PgVectorIndex:
     ) -> list[ScoredId]:
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
         if q.shape[0] != self.dimension:
-            raise ValueError(f"query vector has {q.shape[0]} dimensions, the index has {self.dimension}")
+            raise ValueError(
+                f"query vector has {count(q.shape[0], 'dimension')}, the index has {self.dimension}"
+            )
         norm = float(np.linalg.norm(q))
         if k <= 0 or not np.isfinite(norm) or norm == 0:
             return []
