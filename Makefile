@@ -5,6 +5,10 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 DATA   ?=
+# `make run PORT=8123 HOST=0.0.0.0`: passed as --port/--host; unset, paperfeed's settings decide
+# (PAPERFEED_PORT, PAPERFEED_HOST, whose defaults are in docs/configuration.md)
+PORT   ?=
+HOST   ?=
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 # torch first, pinned, as its CPU build: from PyTorch's CPU wheel index where it answers (~190 MB; PyPI's
 # default Linux wheel adds GBs of CUDA libraries a CPU service never loads), else pip's own sources
@@ -27,7 +31,7 @@ $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
 	@touch $@
 
 run: $(VENV)/.installed
-	$(BIN)/paperfeed run $(if $(DATA),--import "$(DATA)")
+	$(BIN)/paperfeed run $(if $(PORT),--port "$(PORT)") $(if $(HOST),--host "$(HOST)") $(if $(DATA),--import "$(DATA)")
 
 test: $(VENV)/.installed-test
 	$(BIN)/ruff check src tests bench

@@ -1,87 +1,59 @@
-"""Similar papers by facet: the matching choices, measured on the judgments there are (issue #33, part 4).
+"""Similar papers overall and by facet, on every proxy side by side (issue #43; issue #33 part 4 before).
 
-No judgments of "same method" exist here (held-out expert judgments per facet will check the design), so
-the choices are measured on what judgments there are, SciFact's (CC BY-NC: evaluation only):
+No judgments of "same method" or "same background" are at hand (held-out expert judgments per facet check
+the design and are never tuned on), so the settings are chosen on proxies that reward topical relevance
+and the facet together (bench/facet_proxies.py says which proxy speaks for which facet and why): the seed
+pages, the Paperscape co-citation protocol, SciFact's co-evidence pairs and claims, and CSAbstruct's
+human sentence roles. Each is a real instance (bench/facet_lists.py), its vectors from the bench cache.
 
-* **same finding** (the result facet): SciFact's co-evidence pairs, abstracts its annotators judged as
-  evidence for one claim (a claim is a finding, so they report the same finding); the query abstract
-  ranks the corpus, its partners are relevant. Papers split by BEIR's claim split: settings are chosen
-  on train papers, reported on test papers.
-* **claim → abstract** (a finding stated in one sentence): the claim's vector is the query's one result
-  sentence; its judged abstracts are relevant (train claims to choose, test claims to report).
-* **distinctness**: how much of each facet's top 10 differs from the overall top 10 (a facet that
-  returns the overall list adds nothing).
-* **pool recall**: the service ranks a pool (the overall list + the papers nearest the facet sentences'
-  mean); the share of the exhaustive facet top 10 that the pool holds.
+Steps:
 
-The corpus is every SciFact abstract with a judgment plus as many others (md5 order), about 1,800, so
-that its sentences (~16k) embed in reasonable time on two shared cores; vectors are cached outside the
-repository (``bench/vector_cache.py``). Overall lists here are the plain cosine of the papers (the
-service re-ranks them by neighbourhoods first; that changes the pool, not the matching). What this
-cannot show: whether a "method" list holds papers of the same method, for which no judgment is at hand
-(the background and method rows of the co-evidence table only say how far they stray from the finding).
-The costs are bench/facet_cost.py's; the role classifier's figures bench/sentence_roles.py's.
+* ``grid``: the settings, chosen on the *train* queries of every proxy from cached lists (NumPy over the
+  first stage's candidates as the service made them, bench/facet_rank.py): first the overall list's
+  sentence stage (weight of the sentence max-sim order, of the keyword list, k, depth), among the
+  settings that lose beyond noise on no topical proxy the best mean relative gain over today's list;
+  then the facets (weight of the match, k, depth, role floor; one setting for the three), among those
+  whose every facet list loses beyond noise on no topical proxy, the best smallest gain in CSAbstruct
+  role agreement. It ends with the chosen settings as ``PAPERFEED_*`` lines (the defaults to ship).
+* ``report``: for the settings as shipped (the ``PAPERFEED_SIMILAR_*`` defaults), every proxy's test
+  and train queries through the service (``app.search.facets``, what the page, the API, MCP and the
+  CLI call; ``--served``: through ``GET /api/papers/{id}/similar?facet=`` of a real ``paperfeed serve``),
+  overall and each facet side by side with 95 % bootstrap intervals, and each facet's paired change
+  against the overall list; today's list (the sentence stage off) beside them. Also the milliseconds
+  per similar request with the stage on and off on the largest store (Paperscape's, 49,264 papers).
 
-    .venv/bin/python -m bench.facet_similar [--docs 1800] [--distinct 200]
+    .venv/bin/python -m bench.facet_similar grid [--proxies seeds,scifact,claims,csabstruct,paperscape]
+    .venv/bin/python -m bench.facet_similar report [--served]
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
+import itertools
 import os
-import platform
 import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import get_args
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import numpy.typing as npt
 import orjson
 
-from bench.ir_metrics import ndcg_at_k
-from bench.sentence_roles import cpu_flags
-from bench.vector_cache import SHARED, Doc, VectorCache, load_corpus, sample_key
-from paperfeed.adapters.sentences.roles import LinearRoleModel, read_training
-from paperfeed.adapters.sentences.splitter import SentencexSplitter
-from paperfeed.domain.sentences import (
-    FACET_ROLES,
-    ROLES,
-    Facet,
-    FacetAggregate,
-    Sentence,
-    facet_scores,
-    role_weights,
-)
-from paperfeed.services.sentences import MAX_SENTENCES
-from paperfeed.settings_model import SettingsModel
+from bench.vector_cache import SHARED
 
-F32 = npt.NDArray[np.float32]
+if TYPE_CHECKING:
+    from bench.facet_proxies import Proxy
 
-
-@dataclass(frozen=True)
-class Choice:
-    """A matching choice: how sentence matches are aggregated, the role floor and the paper-cosine blend."""
-
-    aggregate: FacetAggregate
-    floor: float
-    blend: float
-
-    def __str__(self) -> str:
-        return f"{self.aggregate}, floor {self.floor:g}, blend {self.blend:g}"
-
-
-@dataclass
-class Abstract:
-    id: str
-    sentences: list[Sentence]
-    vectors: F32  # (n, d)
+FACETS = ("background", "method", "result")
+TOP = 10
+PROXIES = ("seeds", "scifact", "claims", "csabstruct", "paperscape")
 
 
 def judgments() -> tuple[dict[str, set[str]], dict[str, str], dict[str, str]]:
-    """Claims → their judged abstract ids (in the corpus), each claim's BEIR split and its text."""
+    """SciFact claims → their judged abstract ids (in the corpus), each claim's BEIR split and its text."""
     claims: dict[str, set[str]] = defaultdict(set)
     split: dict[str, str] = {}
     text: dict[str, str] = {}
@@ -95,254 +67,418 @@ def judgments() -> tuple[dict[str, set[str]], dict[str, str], dict[str, str]]:
     return dict(claims), split, text
 
 
-def role_model(cache: VectorCache, method: str = "late") -> LinearRoleModel:
-    """The shipped recipe trained on CSAbstruct's train split (its sentences' vectors from the cache,
-    made by ``method``: late chunking as shipped, or each sentence embedded on its own as before #39)."""
-    abstracts = read_training()
-    texts = [sentences for sentences, _ in abstracts]
-    if method == "late":
-        rows = list(late_training(cache))
-        return LinearRoleModel.fit(rows, embedding_model=cache.embedder.model_id, texts=texts)
-    docs = [Doc(f"t{i}:{j}", s, "") for i, (sents, _) in enumerate(abstracts) for j, s in enumerate(sents)]
-    vectors = cache.vectors("csabstruct_sentences", docs, report=print)  # shared with bench.sentence_roles
-    rows, at = [], 0
-    for sents, labels in abstracts:
-        rows.append((vectors[at : at + len(sents)], labels))
-        at += len(sents)
-    return LinearRoleModel.fit(rows, embedding_model=cache.embedder.model_id, texts=texts)
+def proxy_queries(name: str) -> list[str]:
+    """The query papers of a proxy (claims: its claims, handled by bench/facet_lists.gather_claims)."""
+    from bench.facet_proxies import csabstruct_gold, seed_pages
+
+    if name == "seeds":
+        return sorted(seed_pages())
+    if name == "scifact":
+        from bench.similar_quality import coevidence
+
+        train, test = coevidence()
+        return sorted(set(train) | set(test))
+    if name == "csabstruct":
+        return sorted(k for k, v in csabstruct_gold().items() if v[2] != "train")
+    if name == "paperscape":
+        from bench.similar_citations import judgments as cocitations
+        from bench.similar_citations import read_edges, read_papers
+
+        return sorted(cocitations(read_papers(), read_edges()))
+    raise SystemExit(f"unknown proxy {name!r} (choose from {', '.join(PROXIES)})")
 
 
-def late_training(cache: VectorCache) -> list[tuple[F32, list[str]]]:
-    """CSAbstruct's train split, its sentences pooled late (as ``RoleModelFolder.train`` does)."""
-    from bench.sentence_roles import embed_splits_late
+def load_proxies(names: Sequence[str]) -> list[Proxy]:
+    from bench import facet_proxies as fp
+    from bench.facet_lists import gather, gather_claims
+    from bench.vector_cache import VectorCache
 
-    return embed_splits_late(cache, {"train": read_training()})["train"]
-
-
-def split_and_classify(
-    docs: Sequence[Doc], cache: VectorCache, model: LinearRoleModel, method: str = "late"
-) -> tuple[dict[str, Abstract], float]:
-    splitter = SentencexSplitter()
-    spans = {d.id: splitter.split(d.abstract)[:MAX_SENTENCES] for d in docs}
-    started = time.perf_counter()
-    if method == "late":  # as the indexer makes them: from the paper's own forward pass
-        found = cache.sentence_vectors("scifact", [(d, spans[d.id]) for d in docs], report=print)
-        pooled = dict(zip([d.id for d in docs], found, strict=True))
-    else:
-        flat = [Doc(f"{d.id}:{i}", d.abstract[a:b], "") for d in docs for i, (a, b) in enumerate(spans[d.id])]
-        vectors = cache.vectors("scifact_sentences", flat, report=print)
-        pooled, at = {}, 0
-        for d in docs:
-            pooled[d.id] = vectors[at : at + len(spans[d.id])]
-            at += len(spans[d.id])
-    seconds = time.perf_counter() - started
-    out: dict[str, Abstract] = {}
-    for d in docs:
-        v = pooled[d.id]
-        p = model.probabilities(v, [d.abstract[a:b] for a, b in spans[d.id]])
-        sentences = [
-            Sentence(a, b, ROLES[int(row.argmax())], tuple(float(x) for x in row))
-            for (a, b), row in zip(spans[d.id], p, strict=True)
-        ]
-        out[d.id] = Abstract(d.id, sentences, v)
-    return out, seconds
+    cache = VectorCache.default("torch", 1)
+    out: list[Proxy] = []
+    for name in names:
+        started = time.perf_counter()
+        if name == "claims":
+            proxy = fp.claims_proxy(gather_claims(cache))
+        else:
+            corpus = gather(name, proxy_queries(name), cache)
+            make = {
+                "seeds": fp.seeds_proxy,
+                "scifact": fp.coevidence_proxy,
+                "csabstruct": fp.csabstruct_proxy,
+                "paperscape": fp.paperscape_proxy,
+            }[name]
+            proxy = make(corpus)
+        print(
+            f"{proxy.name}: {len(proxy.queries['train']):,} train / {len(proxy.queries['test']):,} test "
+            f"queries ({time.perf_counter() - started:.0f} s)",
+            flush=True,
+        )
+        out.append(proxy)
+    return out
 
 
-def facet_rank(
-    query: F32,
-    facet: Facet,
-    ids: Sequence[str],
-    abstracts: dict[str, Abstract],
-    cosines: F32,
-    choice: Choice,
-) -> list[str]:
-    """``ids`` ranked for ``query`` (facet sentence vectors) as the service ranks its pool."""
-    cands = [(abstracts[i].vectors, role_weights(abstracts[i].sentences, facet, choice.floor)) for i in ids]
-    match = np.asarray(facet_scores(query, cands, choice.aggregate))
-    score = (1 - choice.blend) * match + choice.blend * cosines
-    return [ids[i] for i in np.argsort(-score, kind="stable")]
+# -- grid: the settings on train, from cached lists ---------------------------------------------------
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--docs", type=int, default=1800, help="SciFact abstracts in the corpus")
-    parser.add_argument("--distinct", type=int, default=200, help="query papers for distinctness")
-    parser.add_argument("--backend", default=None, help="embedding backend (default: torch, the reference)")
-    parser.add_argument("--threads", type=int, default=None, help="embedding threads (default: all cores)")
-    parser.add_argument(
-        "--vectors",
-        choices=["late", "separate"],
-        default="late",
-        help="sentence vectors: late (pooled from the paper's forward pass, shipped) or separate (each "
-        "sentence embedded on its own, as before #39)",
-    )
-    args = parser.parse_args()
-    began = time.monotonic()
-    print(f"CPU: {platform.machine()}, {os.cpu_count()} cores, {cpu_flags()}")
-    cache = VectorCache.default(args.backend, args.threads)
-    claims, claim_split, claim_text = judgments()
-    judged = set().union(*claims.values())
-    every = [d for d in load_corpus("scifact") if d.title]
-    others = sorted((d for d in every if d.id not in judged), key=lambda d: sample_key(d.id))
-    docs = [d for d in every if d.id in judged] + others[: max(0, args.docs - len(judged))]
-    print(f"corpus: {len(docs):,} SciFact abstracts ({len(judged):,} judged)")
-    paper_vectors = cache.vectors("scifact", docs, report=print)
-    print(f"sentence vectors: {args.vectors}")
-    model = role_model(cache, args.vectors)
-    abstracts, _ = split_and_classify(docs, cache, model, args.vectors)
-    ids = [d.id for d in docs]
-    row = {pid: i for i, pid in enumerate(ids)}
-    sims = paper_vectors @ paper_vectors.T
+@dataclass
+class Runs:
+    """Per query of one split: the overall list's score and each facet list's (role agreement: the
+    overall list's agreement on that facet under ``overall-<facet>``)."""
 
-    # co-evidence: doc → the other docs of its claims, by the claim's split
-    partners: dict[str, dict[str, dict[str, int]]] = {"train": defaultdict(dict), "test": defaultdict(dict)}
-    for claim, found in claims.items():
-        for d in found:
-            for o in found - {d}:
-                partners[claim_split[claim]][d][o] = 1
-    test_docs = set(partners["test"])
-    coev = {
-        "train": {d: r for d, r in partners["train"].items() if d not in test_docs},
-        "test": partners["test"],
+    values: dict[str, list[float]]
+
+    def mean(self, key: str) -> float:
+        return float(np.mean(self.values[key])) if self.values.get(key) else float("nan")
+
+
+def significant_loss(after: Sequence[float], before: Sequence[float], rounds: int = 1000) -> bool:
+    """Whether ``after`` is below ``before`` beyond noise: the 95 % paired bootstrap interval of the
+    change of the mean lies wholly below 0."""
+    a, b = np.asarray(after, dtype=np.float64), np.asarray(before, dtype=np.float64)
+    if not len(a) or np.array_equal(a, b):
+        return False
+    rng = np.random.default_rng(13)
+    picks = rng.integers(0, len(a), size=(rounds, len(a)))
+    diffs = (a - b)[picks].mean(axis=1)
+    return bool(np.percentile(diffs, 97.5) < 0)
+
+
+FLOORS = (1.0, 0.5)
+
+
+def grid(names: Sequence[str], overall: str | None = None) -> None:
+    """Choose the settings on the train queries (see the module doc for the two rules)."""
+    from bench.facet_rank import FacetChoice, Overall, facet_list, matches, overall_list
+
+    proxies = load_proxies(names)
+    found = {
+        floor: {
+            p.name: {q: matches(p.corpus, p.corpus.lists[q], floor) for s in p.queries.values() for q in s}
+            for p in proxies
+        }
+        for floor in FLOORS
     }
 
-    def pool(pid: str, query: F32, size: int = 100) -> list[str]:
-        i = row[pid]
-        overall = [ids[j] for j in np.argsort(-sims[i])[: size + 1] if j != i][:size]
-        centre = query.mean(axis=0)
-        centre /= np.linalg.norm(centre) or 1.0
-        near = [ids[j] for j in np.argsort(-(paper_vectors @ centre))[: size + 1] if j != i][:size]
-        return list(dict.fromkeys(overall + near))
+    def run(p: Proxy, split: str, o: Overall, f: FacetChoice | None) -> Runs:
+        values: dict[str, list[float]] = defaultdict(list)
+        floor = f.floor if f is not None else 1.0
+        for q in p.queries[split]:
+            ql, m = p.corpus.lists[q], found[floor][p.name][q]
+            ov = overall_list(ql, m, o)
+            if p.topical:
+                values["overall"].append(p.score(q, ov, "overall"))
+            for x in FACETS:
+                fl = facet_list(ql, m, ov, x, f, o) if f is not None else None
+                values[x].append(p.score(q, ov if fl is None else fl, x))
+                if not p.topical:
+                    values[f"overall-{x}"].append(p.score(q, ov, x))
+        return Runs(dict(values))
 
-    def rows_of(a: Abstract, facet: Facet) -> list[int]:
-        if facet == "overall":
-            return list(range(len(a.sentences)))
-        return [k for k, s in enumerate(a.sentences) if s.role in FACET_ROLES[facet]]
-
-    def coevidence(split: str, facet: Facet, choice: Choice | None = None) -> tuple[float, float]:
-        """Mean nDCG@10 of the co-evidence partners, and the share of the top 10 that the overall top 10
-        holds too (1: the facet adds nothing); ``choice`` None: the papers' plain cosine."""
-        scores, shared = [], []
-        for pid, rel in coev[split].items():
-            a = abstracts[pid]
-            i = row[pid]
-            rows_ = rows_of(a, facet)
-            overall = [ids[j] for j in np.argsort(-sims[i]) if j != i]
-            ranked = overall  # the overall list, or the fallback
-            if choice is not None and rows_:
-                q = a.vectors[rows_]
-                cand = pool(pid, q)
-                ranked = facet_rank(q, facet, cand, abstracts, sims[i, [row[c] for c in cand]], choice)
-            scores.append(ndcg_at_k(ranked, rel, 10))
-            shared.append(len(set(ranked[:10]) & set(overall[:10])) / 10)
-        return float(np.mean(scores)), float(np.mean(shared))
-
-    claim_vectors = cache.vectors(
-        "scifact_claims",
-        [Doc(c, claim_text[c], "") for c in claims],
-        report=print,
+    topical = [p for p in proxies if p.topical]
+    today = Overall()
+    before = {p.name: run(p, "train", today, None).values["overall"] for p in topical}
+    print(
+        "\n## the overall list's sentence stage, train queries (change against today's list)\n"
+        "rule: no topical proxy loses beyond noise (95 % paired interval wholly below 0: ✗); "
+        "the best mean relative gain over the proxies"
     )
-    claim_row = {c: i for i, c in enumerate(claims)}
+    scored = []
+    for s, kw, k, d in itertools.product(
+        [0.0, 0.5, 0.75, 1.0, 1.5], [0.0, 0.25, 0.5], [10.0, 20.0, 30.0, 60.0], [30, 50]
+    ):
+        if s == 0 and kw == 0:
+            continue
+        o = Overall(s, kw, k, d, "both")  # the service's max-sim (domain.sentences.max_sim) is both ways
+        after = {p.name: run(p, "train", o, None).values["overall"] for p in topical}
+        gains = {n: float(np.mean(after[n])) / float(np.mean(before[n])) - 1 for n in after}
+        ok = not any(significant_loss(after[n], before[n]) for n in after)
+        scored.append((ok, float(np.mean(list(gains.values()))), o, gains))
+    scored.sort(key=lambda x: (-x[0], -x[1]))
+    for ok, worth, o, gains in scored[:15]:
+        cells = "  ".join(f"{n.split()[0]} {g * 100:+.1f}%" for n, g in gains.items())
+        print(f"  {'  ' if ok else '✗ '}{o!s:56s} mean {worth * 100:+.1f}%   {cells}")
+    chosen = scored[0][2] if scored[0][0] and scored[0][1] > 0 else today
+    print(f"chosen: {chosen}")
+    if overall is not None:  # the facets over another overall list (weight, keyword, k, depth, direction)
+        given = overall.split(",")
+        chosen = Overall(float(given[0]), float(given[1]), float(given[2]), int(given[3]), given[4])
+        print(f"the facets are measured over: {chosen}")
 
-    def claim_task(split: str, how: str, floor: float = 0.3, blend: float = 0.0) -> float:
-        scores = []
-        for c, rel in claims.items():
-            if claim_split[c] != split:
-                continue
-            q = claim_vectors[claim_row[c]][None, :]
-            cos = paper_vectors @ q[0]
-            order = np.argsort(-cos)
-            ranked = [ids[j] for j in order]
-            if how != "paper":  # as the service does: the 200 nearest papers re-ranked by their sentences
-                f = 1.0 if how == "all sentences" else floor
-                top = order[:200]
-                pool_ids = [ids[j] for j in top]
-                ranked = facet_rank(q, "result", pool_ids, abstracts, cos[top], Choice("max", f, blend))
-            scores.append(ndcg_at_k(ranked, dict.fromkeys(rel, 1), 10))
-        return float(np.mean(scores))
-
-    print("\n## claim → abstract (nDCG@10): the claim as one result sentence")
-    print(f"{'scoring':<44}{'train':>8}{'test':>8}")
-    for label, how, floor, blend in [
-        ("whole abstract (paper cosine)", "paper", 0, 0),
-        ("best sentence, any role", "all sentences", 1.0, 0),
-        ("best sentence, result-weighted, floor 0", "facet", 0.0, 0),
-        ("best sentence, result-weighted, floor 0.3", "facet", 0.3, 0),
-        ("best sentence, result-weighted, floor 0.5", "facet", 0.5, 0),
-        ("floor 0.3, blend 0.3 with paper cosine", "facet", 0.3, 0.3),
-        ("any role (floor 1), blend 0.3 with paper cosine", "all sentences", 1.0, 0.3),
-    ]:
-        train, test = claim_task("train", how, floor, blend), claim_task("test", how, floor, blend)
-        print(f"{label:<44}{train:>8.4f}{test:>8.4f}")
-
-    print("\n## same finding: SciFact co-evidence (nDCG@10), query paper → partners")
-    print(f"{len(coev['train'])} train / {len(coev['test'])} test query papers")
-    print(f"{'':<50}{'train':>8}{'test':>8}{'top 10 shared with overall (train)':>36}")
-    (train, _), (test, _) = coevidence("train", "overall"), coevidence("test", "overall")
-    print(f"{'overall (paper cosine)':<50}{train:>8.4f}{test:>8.4f}{1.0:>36.2f}")
-    plain = Choice("meanmax", 1.0, 0.0)
-    (train, shared), (test, _) = coevidence("train", "overall", plain), coevidence("test", "overall", plain)
-    print(f"{'all sentences, no facet (multi-vector)':<50}{train:>8.4f}{test:>8.4f}{shared:>36.2f}")
-    grid = []
-    for aggregate in get_args(FacetAggregate):
-        for floor in (0.0, 0.3, 1.0):
-            for blend in (0.0, 0.3, 0.5):
-                choice = Choice(aggregate, floor, blend)
-                grid.append((*coevidence("train", "result", choice), choice))
-    grid.sort(key=lambda x: -x[0])
-    for train, shared, choice in grid:
-        test, _ = coevidence("test", "result", choice)
-        print(f"{f'result: {choice}':<50}{train:>8.4f}{test:>8.4f}{shared:>36.2f}")
-    # The judgment rewards the topic (partners of one claim share it), so its best setting is the one
-    # closest to the overall list; a facet must differ from it, hence the rule: the best on train among
-    # the settings whose top 10 keeps at most half of the overall top 10.
-    distinct = [x for x in grid if x[1] <= 0.5]
-    top = (distinct or grid)[0]
-    tied = [str(c) for t, o, c in distinct if (t, o) == top[:2]]
-    print(f"best on train: {grid[0][2]}")
-    print(f"chosen (the best on train among those sharing <= half the overall top 10): {' = '.join(tied)}")
-    fields = SettingsModel.model_fields
-    best = Choice(
-        fields["similar_facet_aggregate"].default,
-        fields["similar_facet_role_floor"].default,
-        fields["similar_facet_blend"].default,
+    print(
+        "\n## the facets over the chosen overall list, train queries (change against the overall list)\n"
+        "rule: for every facet, no topical proxy loses beyond noise (✗); the best smallest gain in "
+        "CSAbstruct role agreement over the three facets (one setting for all)"
     )
-    train, shared = coevidence("train", "result", best)
-    test, _ = coevidence("test", "result", best)
-    print(f"{f'result, shipped: {best}':<50}{train:>8.4f}{test:>8.4f}{shared:>36.2f}")
-    facet: Facet
-    for facet in ("background", "method"):
-        (train, shared), (test, _) = coevidence("train", facet, best), coevidence("test", facet, best)
+    facet_grid = [
+        FacetChoice(w, 0.0, k, d, floor)
+        for w, k, d, floor in itertools.product(
+            [0.1, 0.2, 0.3, 0.5, 1.0], [10.0, 20.0, 60.0], [15, 20, 30, 50], FLOORS
+        )
+    ]
+    agreement = [p for p in proxies if not p.topical]
+    rows = []
+    for f in facet_grid:
+        runs = {p.name: run(p, "train", chosen, f) for p in proxies}
+        ok = True
+        columns: list[str] = []
+        for p in proxies:
+            r = runs[p.name]
+            changes = []
+            for x in FACETS:
+                ref = r.values["overall"] if p.topical else r.values[f"overall-{x}"]
+                changes.append(float(np.mean(r.values[x])) / max(float(np.mean(ref)), 1e-12) - 1)
+                if p.topical and significant_loss(r.values[x], ref):
+                    ok = False
+            columns.append(f"{p.name.split()[0][:10]} " + "/".join(f"{c * 100:+.1f}" for c in changes))
+        worth = min(
+            (
+                float(np.mean(runs[p.name].values[x])) / float(np.mean(runs[p.name].values[f"overall-{x}"]))
+                - 1
+                for p in agreement
+                for x in FACETS
+            ),
+            default=0.0,
+        )
+        rows.append((ok, worth, f, columns))
+    rows.sort(key=lambda x: (-x[0], -x[1]))
+    print("  (each proxy: background/method/result, % against the overall list)")
+    for ok, worth, f, shown in rows[:20]:
+        mark = "  " if ok else "✗ "
+        print(f"  {mark}{f!s:40s} smallest agreement gain {worth * 100:+.1f}%   {'  '.join(shown)}")
+    print(f"chosen: {rows[0][2] if rows[0][0] else 'none admissible'}")
+    print("\nthe chosen settings (the defaults to ship):")
+    print(
+        f"PAPERFEED_SIMILAR_SENTENCE_WEIGHT={chosen.sentences:g}\n"
+        f"PAPERFEED_SIMILAR_SENTENCE_KEYWORD_WEIGHT={chosen.keyword:g}\n"
+        f"PAPERFEED_SIMILAR_SENTENCE_RRF_K={chosen.k:g}\n"
+        f"PAPERFEED_SIMILAR_SENTENCE_DEPTH={chosen.depth}"
+    )
+    if rows[0][0]:
+        f = rows[0][2]
         print(
-            f"{f'{facet}, shipped (not what this judgment asks)':<50}{train:>8.4f}{test:>8.4f}{shared:>36.2f}"
+            f"PAPERFEED_SIMILAR_FACET_WEIGHT={f.match:g}\nPAPERFEED_SIMILAR_FACET_RRF_K={f.k:g}\n"
+            f"PAPERFEED_SIMILAR_FACET_CANDIDATES={f.depth}\nPAPERFEED_SIMILAR_FACET_ROLE_FLOOR={f.floor:g}"
         )
 
-    # distinctness and pool recall (md5 order)
-    sample = sorted(ids, key=sample_key)[: args.distinct]
-    print(f"\n## distinctness and pool recall ({len(sample)} query papers, {best})")
-    print(f"{'facet':<12}{'has facet':>10}{'top-10 shared with overall':>28}{'pool recall@10':>16}")
-    for facet in ("background", "method", "result"):
-        overlap: list[float] = []
-        recall: list[float] = []
-        has = 0
-        for pid in sample:
-            a = abstracts[pid]
-            rows_ = rows_of(a, facet)
-            if not rows_:
-                continue
-            has += 1
-            i = row[pid]
-            q = a.vectors[rows_]
-            others_ = [x for x in ids if x != pid]
-            cos_all = sims[i, [row[x] for x in others_]]
-            exhaustive = facet_rank(q, facet, others_, abstracts, cos_all, best)[:10]
-            cand = pool(pid, q)
-            pooled = facet_rank(q, facet, cand, abstracts, sims[i, [row[c] for c in cand]], best)[:10]
-            overall = [ids[j] for j in np.argsort(-sims[i]) if j != i][:10]
-            overlap.append(len(set(pooled) & set(overall)) / 10)
-            recall.append(len(set(pooled) & set(exhaustive)) / 10)
-        print(f"{facet:<12}{has / len(sample):>10.0%}{np.mean(overlap):>28.2f}{np.mean(recall):>16.2f}")
-    print(f"\nbench ran {time.monotonic() - began:.0f} s")
+
+# -- report: the shipped settings through the service -------------------------------------------------
+
+KINDS = ("today", "overall", *FACETS)  # today: the sentence stage off (the list before issue #43)
+
+
+def in_process_lists(data_dir: Path, queries: Sequence[str]) -> dict[str, dict[str, list[str]]]:
+    """kind -> query -> the 10 ids through ``app.search.facets`` (what every surface calls)."""
+    from bench.facet_lists import settings_for
+    from paperfeed.bootstrap import build_app
+
+    out: dict[str, dict[str, list[str]]] = {k: {} for k in KINDS}
+    off = {"similar_sentence_weight": 0.0, "similar_sentence_keyword_weight": 0.0}  # the stage off
+    for kind, overrides in (("today", off), ("shipped", {})):
+        app = build_app(settings_for(data_dir, **overrides))
+        try:
+            for q in queries:
+                paper = app.catalogue.visible.paper(q)
+                if paper is None:
+                    continue
+                for facet in ("overall",) if kind == "today" else ("overall", *FACETS):
+                    page = app.search.facets.of(paper, facet, TOP)  # type: ignore[arg-type]
+                    out["today" if kind == "today" else facet][q] = [h.paper.id for h in page.hits]
+        finally:
+            app.close()
+    return out
+
+
+def served_lists(
+    data_dir: Path, queries: Sequence[str], as_user: bool = False
+) -> dict[str, dict[str, list[str]]]:
+    """The same through ``GET /api/papers/{id}/similar?facet=`` of a real ``paperfeed serve`` (its
+    settings the defaults; "today" from a second server with the sentence stage off)."""
+    import secrets
+    import subprocess
+    import sys
+
+    import httpx
+
+    from bench.served_quality import free_port, product_env, reader_token, wait_until_up
+
+    out: dict[str, dict[str, list[str]]] = {k: {} for k in KINDS}
+    off = {"PAPERFEED_SIMILAR_SENTENCE_WEIGHT": "0", "PAPERFEED_SIMILAR_SENTENCE_KEYWORD_WEIGHT": "0"}
+    for kind, extra in (("today", off), ("shipped", {})):
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        env = {**product_env(data_dir), "PAPERFEED_SECRET_KEY": secrets.token_hex(32), **extra}
+        if not as_user:  # a bench instance: the engine it was built with, the cache's vector space
+            env["PAPERFEED_KEYWORD_ENGINE"] = "tantivy"
+            env["PAPERFEED_EMBEDDING_BACKEND"] = "torch"
+        token = reader_token(data_dir, env["PAPERFEED_SECRET_KEY"])
+        command = ["serve", "--host", "127.0.0.1", "--port", str(port), "--base-url", base]
+        server = subprocess.Popen(
+            [sys.executable, "-m", "paperfeed", *command, "--log-level", "warning"], env=env
+        )
+        try:
+            wait_until_up(base, server)
+            headers = {"Authorization": f"Bearer {token}"}
+            with httpx.Client(base_url=base, timeout=120, headers=headers) as client:
+                for q in queries:
+                    for facet in ("overall",) if kind == "today" else ("overall", *FACETS):
+                        params = {"limit": TOP} | ({} if facet == "overall" else {"facet": facet})
+                        answer = client.get(f"/api/papers/{q}/similar", params=params)
+                        answer.raise_for_status()
+                        ids = [item["paper"]["id"] for item in answer.json()]
+                        out["today" if kind == "today" else facet][q] = ids
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    return out
+
+
+def cell(values: Sequence[float]) -> str:
+    from bench.facet_proxies import interval
+
+    low, high = interval(values)
+    return f"{float(np.mean(values)):.4f} [{low:.3f}, {high:.3f}]"
+
+
+def change(after: Sequence[float], before: Sequence[float]) -> str:
+    from bench.facet_proxies import paired
+
+    d, low, high = paired(after, before)
+    return f"{d:+.4f} [{low:+.3f}, {high:+.3f}]"
+
+
+def report_proxy(p: Proxy, lists: dict[str, dict[str, list[str]]]) -> None:
+    """One proxy's table: today, overall, each facet (mean [95 % interval]) and each facet's paired
+    change against the overall list, per split."""
+    print(f"\n### {p.name} ({len(p.queries['test']):,} test / {len(p.queries['train']):,} train queries)")
+    print(f"{'':8s}" + "".join(f"{k:>26s}" for k in KINDS))
+    for split in ("test", "train"):
+        queries = [q for q in p.queries[split] if q in lists["overall"]]
+        values: dict[str, list[float]] = {}
+        for kind in KINDS:
+            facet = kind if kind in FACETS else "overall"
+            if p.topical:
+                values[kind] = [p.score(q, lists[kind][q], facet) for q in queries]
+            elif kind in FACETS:  # role agreement: the facet's list against the overall list's, on it
+                values[kind] = [p.score(q, lists[kind][q], kind) for q in queries]
+                values[f"overall-{kind}"] = [p.score(q, lists["overall"][q], kind) for q in queries]
+        row = "".join(f"{cell(values[k]) if k in values else 'n/a':>26s}" for k in KINDS)
+        print(f"{split:8s}{row}")
+        diffs = ["", change(values["overall"], values["today"]) if "today" in values else ""]
+        for facet in FACETS:
+            ref = values["overall"] if p.topical else values[f"overall-{facet}"]
+            diffs.append(change(values[facet], ref))
+        print(f"{'  change':8s}" + "".join(f"{d:>26s}" for d in diffs))
+        if not p.topical:
+            base = "".join(f"{cell(values[f'overall-{x}']):>26s}" for x in FACETS)
+            print(f"{'  overall list on that facet':60s}{base[8:]}")
+
+
+def user_instance(name: str) -> Path:
+    """The seed pages as a user gets them: ``paperfeed import --id-namespace seed`` and ``paperfeed
+    index`` (every setting its default, the backend ``auto``'s choice), made once and kept."""
+    from bench.facet_lists import FOLDER
+    from bench.served_quality import paperfeed, product_env
+
+    if name != "seeds":
+        raise SystemExit("a user's instance is made for the seed pages only")
+    data_dir = FOLDER / "seeds-as-a-user"
+    done = data_dir / "indexed"
+    if not done.exists():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        env = product_env(data_dir)
+        seeds = SHARED / "seeds" / "seed_papers.jsonl"
+        print(f"import: {paperfeed('import', '--id-namespace', 'seed', str(seeds), env=env):.0f} s")
+        print(f"index: {paperfeed('index', env=env):.0f} s")
+        done.write_text("ok\n")
+    return data_dir
+
+
+def cost(data_dir: Path, queries: Sequence[str], rounds: int = 3) -> None:
+    """Milliseconds (wall and CPU) per similar request in process, the sentence stage off and on, and a
+    facet list, on one instance, over the same queries (warmed once; the best of ``rounds``)."""
+    from bench.facet_lists import settings_for
+    from paperfeed.bootstrap import build_app
+
+    variants: tuple[tuple[str, dict[str, float], str], ...] = (
+        (
+            "overall, the sentence stage off (before)",
+            {"similar_sentence_weight": 0.0, "similar_sentence_keyword_weight": 0.0},
+            "overall",
+        ),
+        ("overall, as shipped", {}, "overall"),
+        ("by method, as shipped", {}, "method"),
+    )
+    timed: dict[str, tuple[float, float]] = {}
+    for label, overrides, facet in variants:
+        app = build_app(settings_for(data_dir, **overrides))
+        try:
+            papers = [p for p in (app.catalogue.visible.paper(q) for q in queries) if p is not None]
+            for paper in papers[:20]:  # warm: the model, the indexes, the page cache of the store
+                app.search.facets.of(paper, facet, TOP)  # type: ignore[arg-type]
+            best = (float("inf"), float("inf"))
+            for _ in range(rounds):
+                wall, cpu = time.perf_counter(), time.process_time()
+                for paper in papers:
+                    app.search.facets.of(paper, facet, TOP)  # type: ignore[arg-type]
+                n = max(len(papers), 1)
+                found = ((time.perf_counter() - wall) * 1000 / n, (time.process_time() - cpu) * 1000 / n)
+                best = min(best, found)
+            timed[label] = best
+        finally:
+            app.close()
+    before = timed[variants[0][0]]
+    print(f"\nms per similar request in process ({len(queries):,} papers, best of {rounds}):")
+    for label, (wall, cpu) in timed.items():
+        extra = (
+            f"  (+{wall - before[0]:.1f} ms wall, ×{cpu / before[1]:.2f} CPU)"
+            if label != variants[0][0]
+            else ""
+        )
+        print(f"  {label:42s} {wall:6.1f} ms wall {cpu:6.1f} ms CPU{extra}")
+
+
+def report(names: Sequence[str], served: bool) -> None:
+    from bench.facet_lists import build_instance
+    from bench.vector_cache import VectorCache
+
+    cache = VectorCache.default("torch", 1)
+    proxies = load_proxies([n for n in names if n != "claims"])
+    for p in proxies:
+        name = p.corpus.name
+        # served, the seed pages are imported and indexed as a user would (paperfeed import + index);
+        # the other proxies' instances hold the bench's cached vectors, made by the same code
+        data_dir = user_instance(name) if served and name == "seeds" else build_instance(name, cache)
+        queries = p.queries["test"] + p.queries["train"]
+        started = time.perf_counter()
+        if served:
+            lists = served_lists(data_dir, queries, as_user=name == "seeds")
+        else:
+            lists = in_process_lists(data_dir, queries)
+        how = "GET /api/papers/{id}/similar of paperfeed serve" if served else "app.search.facets in process"
+        took = time.perf_counter() - started
+        print(f"\n{name}: {len(queries):,} queries × 5 lists through {how} in {took:.0f} s")
+        report_proxy(p, lists)
+        if name == "paperscape":  # the largest store: what the stage costs per request
+            cost(data_dir, p.queries["test"][:300])
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("step", choices=["grid", "report"])
+    parser.add_argument("--proxies", default=",".join(PROXIES))
+    parser.add_argument("--served", action="store_true")
+    parser.add_argument("--overall", default=None, help="grid: the facets over this overall setting")
+    args = parser.parse_args(argv)
+    from bench.sentence_roles import cpu_flags
+
+    print(f"CPU: {os.cpu_count()} cores, {cpu_flags()}; load {os.getloadavg()[0]:.2f} (1-min)")
+    names = [n.strip() for n in args.proxies.split(",") if n.strip()]
+    if args.step == "grid":
+        grid(names, args.overall)
+    else:
+        report(names, args.served)
 
 
 if __name__ == "__main__":

@@ -225,6 +225,14 @@ class SettingsModel(BaseModel):
         "as many at once; more are answered 429 with Retry-After. Answers the page cache holds do not "
         "count, signed-in readers are not limited; 0 turns the limit off.",
     )
+    library_search_rate_per_minute: int = Field(
+        default=30,
+        ge=0,
+        le=100_000,
+        description="Searches of their own library a signed-in reader may run a minute on each web worker "
+        "(/library/search, GET /api/me/library/search, MCP's library_search), as many at once; more are "
+        "answered 429 with Retry-After (MCP: a rate_limited tool error). 0 turns the limit off.",
+    )
     library_import_max_entries: int = Field(
         default=10_000,
         ge=1,
@@ -260,6 +268,14 @@ class SettingsModel(BaseModel):
     )
     embedding_batch_size: int = Field(
         default=128, ge=1, le=10_000, description="Papers embedded per committed batch."
+    )
+    embedding_claim_seconds: float = Field(
+        default=120.0,
+        ge=5,
+        le=86_400,
+        description="How long an indexing process's claim on the batch it embeds lasts without renewal "
+        "(renewed every quarter of it while the process lives): after a worker's machine dies, its batch "
+        "goes to another worker this much later (a dead process on the same host frees it at once).",
     )
     embedding_threads: int | None = Field(
         default=None,
@@ -377,24 +393,50 @@ class SettingsModel(BaseModel):
         "1 + ln(1 + citations); docs/search.md); a paper without any keeps its text list. 0: off. Chosen "
         "on the train queries of bench/similar_citations.py (real citations, Paperscape 1991-1996).",
     )
-    # Similar papers by facet (background, method, result; docs/search.md, bench/facet_similar.py)
-    similar_facet_candidates: int = Field(
-        default=100,
+    # Similar papers: the sentence stage (issue #43; docs/search.md, bench/facet_similar.py)
+    similar_sentence_weight: float = Field(
+        default=0.5,
+        ge=0,
+        description="Similar papers: weight of the candidates' order by the late interaction of the two "
+        "papers' sentences (each of this paper's sentences takes its best cosine among the candidate's, "
+        "averaged) in the rank fusion that re-ranks the first candidates; the first-stage order weighs 1. "
+        "0: off. Chosen on the train queries of bench/facet_similar.py's proxies.",
+    )
+    similar_sentence_keyword_weight: float = Field(
+        default=0.5,
+        ge=0,
+        description="Similar papers: weight of the keyword more-like-this list of the paper's own words in "
+        "the same fusion (0: off).",
+    )
+    similar_sentence_rrf_k: float = Field(
+        default=10.0, ge=0, description="Similar papers: rank fusion constant k of the sentence stage."
+    )
+    similar_sentence_depth: int = Field(
+        default=50,
         ge=1,
         le=1000,
-        description="Similar papers by facet: candidates taken from the overall similar list and from the "
-        "papers nearest the facet's sentences, each.",
+        description="Similar papers: how many of the first stage's candidates the sentence stage re-ranks.",
     )
-    similar_facet_blend: float = Field(
-        default=0.0,
+    # Similar papers by facet (background, method, result; docs/search.md, bench/facet_similar.py)
+    similar_facet_candidates: int = Field(
+        default=20,
+        ge=1,
+        le=1000,
+        description="Similar papers by facet: how many of the overall similar list's papers the facet "
+        "re-ranks (it never draws papers the overall list does not hold).",
+    )
+    similar_facet_weight: float = Field(
+        default=0.2,
         ge=0,
-        le=1,
-        description="Similar papers by facet: share of the two papers' overall cosine in a candidate's "
-        "score; the rest is how well their sentences of the facet match (0: the facet alone, so the list "
-        "differs from the overall one; docs/search.md#similar-by-facet).",
+        description="Similar papers by facet: weight of the candidates' order by how well their sentences "
+        "match this paper's sentences of the facet, in a rank fusion with the overall order (weight 1). "
+        "0: the overall list.",
+    )
+    similar_facet_rrf_k: float = Field(
+        default=10.0, ge=0, description="Similar papers by facet: rank fusion constant k."
     )
     similar_facet_role_floor: float = Field(
-        default=1.0,
+        default=0.5,
         ge=0,
         le=1,
         description="Similar papers by facet: least weight of a candidate's sentence that the role "
@@ -405,6 +447,51 @@ class SettingsModel(BaseModel):
         default="meanmax",
         description="Similar papers by facet: how sentence matches make a score (meanmax: each of the "
         "paper's facet sentences takes its best match, averaged; max: the best pair; mean: all pairs).",
+    )
+    # Evidence search (issue #42): defaults chosen on SciFact's 505 train claims only, by the coordinate
+    # ascent of `bench.evidence_quality tune` (nDCG@10 0.610 against 0.590 for the earlier guesses)
+    evidence_rrf_k: float = Field(
+        default=20.0,
+        ge=0,
+        description="Evidence search: reciprocal rank fusion constant k of the sentence lists (keyword, "
+        "meaning).",
+    )
+    evidence_keyword_weight: float = Field(
+        default=1.5, ge=0, description="Evidence search: weight of the BM25 list of sentences."
+    )
+    evidence_dense_weight: float = Field(
+        default=1.0,
+        ge=0,
+        description="Evidence search: weight of the candidates' order by the cosine of sentence and query.",
+    )
+    evidence_paper_weight: float = Field(
+        default=1.5,
+        ge=0,
+        description="Evidence search: weight of the paper's own rank in the hybrid paper search (the prior "
+        "that lifts sentences of papers matching the whole question; 0: off).",
+    )
+    evidence_paper_k: float = Field(
+        default=5.0, ge=0, description="Evidence search: reciprocal rank constant of the paper's rank."
+    )
+    evidence_keyword_depth: int = Field(
+        default=200, ge=1, le=2000, description="Evidence search: sentences taken from the keyword index."
+    )
+    evidence_dense_depth: int = Field(
+        default=50, ge=1, le=2000, description="Evidence search: sentences taken from the vector index."
+    )
+    evidence_paper_depth: int = Field(
+        default=0,
+        ge=0,
+        le=200,
+        description="Evidence search: best papers of the paper search whose every sentence is a candidate "
+        "(0: the candidates are the sentence lists' own; the paper's rank still lifts them).",
+    )
+    evidence_per_paper: int = Field(
+        default=0,
+        ge=0,
+        le=40,
+        description="Evidence search: sentences of one paper ranked before every other paper's best ones "
+        "(0: no such cap).",
     )
     sentences_batch_size: int = Field(
         default=64,
@@ -518,6 +605,22 @@ class SettingsModel(BaseModel):
         ge=1,
         le=60,
         description="How many days a mailed invitation to a reading group works (once; docs/groups.md).",
+    )
+    group_invites_per_account_per_day: int = Field(
+        default=30,
+        ge=1,
+        le=10_000,
+        description="Invitations to reading groups one account may send in any 24 hours (every group it "
+        "owns together); more are answered 429 with Retry-After and nothing is mailed. The mail carries "
+        "text readers wrote (the group's name, the inviter's name) to any address: this bounds how much "
+        "of it the instance sends for one account (docs/security.md).",
+    )
+    group_invites_per_group_per_day: int = Field(
+        default=25,
+        ge=1,
+        le=10_000,
+        description="Invitations one reading group may send in any 24 hours, whoever owns it; more are "
+        "answered 429 with Retry-After and nothing is mailed (docs/security.md).",
     )
     group_digest_weekday: int = Field(
         default=0,

@@ -79,14 +79,14 @@ def _reader(store: SqlPaperStore, email: str, *, other_paper: str) -> dict[str, 
     groups.add_to_queue(own.id, P1, uid, "read this", NOW)
     groups.vote(own.id, uid, P1, NOW)
     groups.add_invitation(own.id, "x@example.org", f"inv-{uid}", uid, NOW, NOW + timedelta(days=7))
-    groups.use_invitation(f"inv-{uid}", uid, NOW)
+    groups.accept_invitation(f"inv-{uid}", uid, NOW, f"cal-again-{uid}")  # already a member: no change
     session = groups.add_session(own.id, NOW + timedelta(days=1), uid, other_paper, NOW)
     groups.set_session_notes(session.id, "notes", uid, NOW)
     with store.engine.begin() as conn:
         conn.execute(
             group_searches.insert().values(group_id=alone.id, query="q", created_by=uid, created_at=NOW)
         )
-    SqlMuteStore(store.engine).add(("reader", uid), check_rule("word", "glacier"), NOW)
+    SqlMuteStore(store.engine).add(("reader", uid), check_rule("word", "glacier"), NOW, cap=200)
     weekly = NewGroupDigest(own.id, uid, "2026-W02", NOW, email, Digest(()))
     assert SqlDigestStore(store.engine).add_group_digests([weekly], NOW) == 1
 

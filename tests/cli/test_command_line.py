@@ -64,7 +64,7 @@ def test_search_shows_the_coverage_note_on_stderr_and_an_upvotes_column(data: Pa
     web_note = SearchCoverage(0, 6).note()  # what the search page and the API say
     assert web_note is not None
     assert f"note: {web_note}" in done.stderr
-    table = _cli("--data-dir", str(data), "search", "graph networks part 3")
+    table = _cli("--data-dir", str(data), "search", "graph networks part 3", "--format", "table")
     assert table.returncode == 0, table.stderr
     header = next(line for line in table.stdout.splitlines() if "paper" in line and "date" in line)
     assert "upvotes" in header

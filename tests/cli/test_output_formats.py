@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import csv
 import io
+import os
+import sys
 from pathlib import Path
 
 import orjson
@@ -14,6 +16,7 @@ from typer.testing import CliRunner, Result
 from paperfeed.cli import cli_app
 from paperfeed.cli.formats import CSV_FIELDS
 from tests.importing.conftest import rec, write_jsonl
+from tests.support.terminal import OnTerminal, run_on_terminal
 
 ENV = {"PAPERFEED_EMBEDDING_BACKEND": "fake"}  # no vectors stored: keyword search, as on a fresh store
 PAPERS = [
@@ -102,18 +105,63 @@ def test_bibtex_parses_one_misc_entry_per_result_with_unique_keys(data: Path, co
         assert {"lovelace2025quokka", "lovelace2025quokkab"} <= set(keys)
 
 
-def test_table_is_the_default_and_a_bad_combination_is_refused(data: Path) -> None:
-    table = _run(data, "search", "quokka")
+def test_in_a_pipe_each_result_is_one_line_with_columns_as_wide_as_their_content(data: Path) -> None:
+    """Piped (``| head``, ``| grep``), the default is one line per result, not an 80-column table whose
+    rows wrapped into ~18 lines with a 16-character id column for 10-character ids (issue #40 item 11;
+    the table was the default everywhere before). The title line goes to stderr: stdout is results."""
+    piped = _run(data, "search", "quokka")
+    assert piped.exit_code == 0, piped.output
+    lines = piped.stdout.splitlines()
+    assert len(lines) == 3, piped.stdout
+    assert lines[0] == "1  2503.00002  2025-03-18  Quokka habitats"  # no upvotes known: no column for them
+    assert lines[2] == '3  2503.00001  2025-03-18  Quokka counting, with "quotes", commas and a {brace}'
+    assert "quokka  (1–3 of 3)" in piped.stderr
+    assert _run(data, "search", "quokka", "--format", "lines").stdout == piped.stdout
+    similar = _run(data, "similar", "2503.00002")
+    assert similar.exit_code == 0, similar.output
+    assert {line.split()[1] for line in similar.stdout.splitlines()} == _ids("similar")
+    assert "similar to 2503.00002" in similar.stderr
+
+
+def test_a_table_when_asked_for_and_a_bad_combination_is_refused(data: Path) -> None:
+    table = _run(data, "search", "quokka", "--format", "table")
     assert table.exit_code == 0
     assert "Quokka habitats" in table.stdout
     assert "of 3" in table.stdout
-    assert _run(data, "search", "quokka", "--format", "table").stdout == table.stdout
+    assert "│ 2503.00002 │" in table.stdout  # the id column as wide as the ids
     clash = _run(data, "search", "quokka", "--json", "--format", "csv")
     assert clash.exit_code == 2
     assert "--json means --format jsonl" in clash.output
     unknown = _run(data, "search", "quokka", "--format", "xml")
     assert unknown.exit_code == 2
     assert "xml" in unknown.output
+
+
+def _on_terminal(data: Path, columns: int, *args: str) -> OnTerminal:
+    command = [sys.executable, "-m", "paperfeed", "--data-dir", str(data), *args]
+    return run_on_terminal(command, columns=columns, env={**os.environ, **ENV})
+
+
+def test_on_a_wide_terminal_a_table_sized_to_its_content(data: Path) -> None:
+    shown = _on_terminal(data, 120, "search", "quokka")
+    assert shown.code == 0, shown.stderr
+    rows = shown.text.splitlines()
+    assert max(len(r) for r in rows) <= 120
+    assert any("│ 2503.00002 │" in r for r in rows), shown.text  # not a 16-character id column
+    assert any("│ 2025-03-18 │" in r for r in rows)
+    assert "upvotes" not in shown.text  # none known: no column for them
+    assert "of 3" in shown.text
+
+
+def test_on_a_narrow_terminal_one_line_per_result_cut_to_its_width(data: Path) -> None:
+    shown = _on_terminal(data, 50, "search", "quokka")
+    assert shown.code == 0, shown.stderr
+    rows = [r for r in shown.text.splitlines() if r.strip()]
+    assert len(rows) == 3, shown.text
+    assert all(len(r) <= 50 for r in rows)
+    assert rows[0] == "1  2503.00002  2025-03-18  Quokka habitats"
+    assert rows[2].startswith("3  2503.00001  2025-03-18  Quokka counting")
+    assert rows[2].endswith("…")
 
 
 def test_no_results_print_nothing_but_the_csv_header(data: Path) -> None:

@@ -12,6 +12,7 @@ from paperfeed.domain.sentences import (
     Sentence,
     facet_query,
     facet_scores,
+    max_sim,
     parse_facet,
     role_weights,
     spans_of,
@@ -77,6 +78,46 @@ def test_facet_scores_by_hand() -> None:
     assert facet_scores(query, [only_x, both, nothing], "meanmax") == pytest.approx([0.5, 0.75, -1.0])
     assert facet_scores(query, [only_x, both], "max") == pytest.approx([1.0, 1.0])
     assert facet_scores(query, [only_x, both], "mean") == pytest.approx([0.5, 0.375])
+
+
+def test_facet_scores_of_many_candidates_at_once_equal_each_one_alone() -> None:
+    rng = np.random.default_rng(3)
+    query = rng.normal(size=(4, 8)).astype(np.float32)
+    candidates = [
+        (rng.normal(size=(n, 8)).astype(np.float32), list(rng.uniform(0.2, 1.0, size=n)))
+        for n in (3, 1, 0, 7, 2)
+    ]
+    for aggregate in ("meanmax", "max", "mean"):
+        together = facet_scores(query, candidates, aggregate)
+        alone = [facet_scores(query, [c], aggregate)[0] for c in candidates]
+        assert together == pytest.approx(alone, abs=1e-5)
+        for (vectors, weights), score in zip(candidates, together, strict=True):
+            if not len(vectors):
+                assert score == -1.0
+                continue
+            sims = (query @ vectors.T) * np.asarray(weights, dtype=np.float32)[None, :]
+            by_hand = {"meanmax": sims.max(axis=1).mean(), "max": sims.max(), "mean": sims.mean()}
+            assert score == pytest.approx(float(by_hand[aggregate]), abs=1e-5)
+
+
+def test_max_sim_averages_each_side_s_best_matches() -> None:
+    e = np.eye(3, dtype=np.float32)
+    query = e[[0, 1]]
+    every_part = np.vstack([e[1], e[0]])  # meets both sentences, in another order: 1 both ways
+    one_part_twice = np.vstack([e[0], e[0], e[0]])  # meets one of two (0.5); each of its own is met (1)
+    padded = np.vstack([e[0], e[1], e[2], e[2]])  # meets both (1); half of its own are met (0.5)
+    empty = np.zeros((0, 3), np.float32)
+    assert max_sim(query, [every_part, one_part_twice, padded, empty]) == pytest.approx(
+        [1.0, 0.75, 0.75, -1.0]
+    )
+    # weights: the query's second sentence counts three times the first in the query's half
+    assert max_sim(query, [e[[1]], e[[0]]], weights=[1.0, 3.0]) == pytest.approx(
+        [0.5 * (0.75 + 1.0), 0.5 * (0.25 + 1.0)]
+    )
+    rng = np.random.default_rng(5)
+    q, c = rng.normal(size=(3, 4)).astype(np.float32), rng.normal(size=(5, 4)).astype(np.float32)
+    sims = q @ c.T
+    assert max_sim(q, [c]) == pytest.approx([0.5 * (sims.max(1).mean() + sims.max(0).mean())], abs=1e-6)
 
 
 def test_the_query_of_a_facet_is_its_sentences_of_those_roles() -> None:

@@ -27,7 +27,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    app = facet_app(tmp_path_factory.mktemp("facets"))
+    # a facet weight that puts the best match first in this six-paper store: these tests check what each
+    # surface shows, the ranking itself is tests/facets/test_facet_similar.py's and the bench's
+    app = facet_app(tmp_path_factory.mktemp("facets"), similar_facet_weight=4.0, similar_facet_rrf_k=1.0)
     try:
         return app.settings  # type: ignore[return-value]
     finally:
@@ -72,9 +74,15 @@ def test_page_switch_in_a_browser(url: str, chromium_browser: Any) -> None:
         assert switch.locator("[aria-current]").inner_text() == "overall"
         first = page.locator("ol.similar > li").first
         assert first.locator("a").get_attribute("href") == f"/papers/{TOPIC}"
+        assert "sentence by sentence" in page.locator(".similar-explain").inner_text()
         switch.get_by_role("link", name="method").click()
         page.wait_for_url(f"**/papers/{ME}?similar=method#similar-title")
         assert page.locator(".similar-switch [aria-current]").inner_text() == "method"
+        explain = page.locator(".similar-explain")
+        assert explain.is_visible()  # what the facet changes, said where the list is
+        assert "reordered by how well their sentences match the sentences of this paper's method" in (
+            explain.inner_text()
+        )
         first = page.locator("ol.similar > li").first
         assert first.locator("a").get_attribute("href") == f"/papers/{METHOD}"
         assert first.locator("q.similar-match").inner_text() == "We use graph neural networks."
@@ -134,6 +142,8 @@ def _cli(settings: Settings, *args: str) -> subprocess.CompletedProcess[str]:
         **clean,
         "PAPERFEED_EMBEDDING_BACKEND": "fake",
         "PAPERFEED_DATA_DIR": str(settings.data_dir),
+        "PAPERFEED_SIMILAR_FACET_WEIGHT": str(settings.similar_facet_weight),
+        "PAPERFEED_SIMILAR_FACET_RRF_K": str(settings.similar_facet_rrf_k),
         "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
         "COLUMNS": "200",
     }
@@ -146,7 +156,7 @@ def test_cli_similar_facet(settings: Settings) -> None:
     found = _cli(settings, "similar", ME, "--facet", "method", "--json")
     assert found.returncode == 0, found.stderr
     assert orjson.loads(found.stdout.splitlines()[0])["id"] == METHOD  # --json: one object a line
-    table = _cli(settings, "similar", ME, "--facet", "result")
+    table = _cli(settings, "similar", ME, "--facet", "result", "--format", "table")
     assert table.returncode == 0
     assert "similar to 2501.00001 by result" in table.stdout
     fallback = _cli(settings, "similar", NO_RESULT, "--facet", "result", "--json")

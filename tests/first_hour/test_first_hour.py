@@ -10,7 +10,9 @@ processes with the real embedding model, on a real subset of Hugging Face Daily 
    server's search page and JSON API are hybrid (no coverage note; a query that shares no word with its
    best match finds it), similar papers come from the vectors, and the topics and the map appear with no
    command run by hand.
-3. A reader made with `paperfeed users add` signs in.
+3. A reader made with `paperfeed users add` signs in; a sign-in link made with `users add --link` in
+   another shell points to the port the server runs on (never 8000: the first start takes its port from
+   `PAPERFEED_PORT`, the second from `--port`).
 4. No line of any process's output holds a traceback, and Ctrl+C stops them all.
 
 It failed on the code before issue #30: the server stayed keyword-only after the empty first start, the
@@ -122,16 +124,10 @@ class Running:
         return code
 
 
-def _start(installed: Path, data: Path, port: int, env: dict[str, str], *args: str) -> Running:
-    command = [
-        str(installed / "bin" / "paperfeed"),
-        "--data-dir",
-        str(data),
-        "run",
-        "--port",
-        str(port),
-        *args,
-    ]
+def _start(installed: Path, data: Path, port: int | None, env: dict[str, str], *args: str) -> Running:
+    """`paperfeed run` on ``port`` (``None``: the port the settings say, ``PAPERFEED_PORT`` in ``env``)."""
+    command = [str(installed / "bin" / "paperfeed"), "--data-dir", str(data), "run"]
+    command += ["--port", str(port), *args] if port is not None else list(args)
     proc = subprocess.Popen(
         command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
     )
@@ -205,8 +201,10 @@ def test_the_first_hour_on_the_installed_wheel(
     base = f"http://127.0.0.1:{port}"
     said: list[str] = []
 
-    # 1. An empty first start, offline: the page says how to fill it; Ctrl+C stops everything.
-    first = _start(installed, data, port, env)
+    # 1. An empty first start, offline, on the port PAPERFEED_PORT says (never 8000, which another
+    # instance may hold): the page says how to fill it; Ctrl+C stops everything.
+    assert port != 8000
+    first = _start(installed, data, None, {**env, "PAPERFEED_PORT": str(port)})
     try:
         page = _wait_for_server(base)
         assert page.status_code == 200
@@ -267,6 +265,18 @@ def test_the_first_hour_on_the_installed_wheel(
             timeout=120,
         )
         assert added.returncode == 0, added.stderr
+        # a sign-in link made in another shell, whose settings know no port: where the server serves
+        linked = subprocess.run(
+            [*command[:-1], "second.reader@example.org", "--link"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+        assert linked.returncode == 0, linked.stderr
+        link = next(line for line in linked.stdout.splitlines() if "/signin/link" in line)
+        assert link.startswith(f"{base}/signin/link?token="), link
+        assert httpx.get(link, headers={"accept": "text/html"}, timeout=30).status_code == 200
         with httpx.Client(base_url=base, headers={"accept": "text/html"}, timeout=30) as client:
             form = client.get("/signin")
             signed = client.post(

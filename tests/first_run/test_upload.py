@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import html
 import re
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -150,8 +151,13 @@ def test_a_truncated_gzip_keeps_what_was_read_and_says_where_it_stopped(admin: T
     got = _upload(admin, "cut.jsonl.gz", cut)
     assert got.status_code == 422
     text = _said(got)
-    assert "Reading stopped early: file unreadable after this point" in text
-    assert "Rejected records cut.jsonl.gz: file unreadable after this point" in text
+    line = zlib.decompressobj(wbits=31).decompress(cut).count(b"\n") + 1  # the line the file breaks off in
+    assert (
+        f"Reading stopped early, at cut.jsonl.gz:{line}: the file ends early here (a truncated gzip" in text
+    )
+    assert f"the valid records of lines 1–{line - 1:,} are imported, nothing from line {line:,} on." in text
+    assert f"Rejected records cut.jsonl.gz:{line}: the file ends early here" in text
+    assert _papers(app) == line - 1  # what came before the break, and nothing of the line it cut
 
 
 def test_a_file_over_the_limit_is_refused_and_nothing_imported(admin: TestClient, app: App) -> None:

@@ -75,6 +75,8 @@ class Ctx:
     other_gid: int  # a group of the stranger's own
     search_id: int = 0  # a search the group follows
     unsubscribe: str = ""  # the member's one-click unsubscribe token of the weekly digest
+    invitation_id: int = 0  # the open invitation of the stranger's address
+    other_invitation_id: int = 0  # an open invitation of the stranger's own group
 
 
 def _make(w: World) -> Ctx:
@@ -93,6 +95,9 @@ def _make(w: World) -> Ctx:
     mail = g.invite(u["owner"].id, group.id, u["stranger"].email, base_url="http://testserver", client="m")
     token = re.findall(r"/groups/invitations/(\S+)", mail.text)[0]
     other = g.create(u["stranger"].id, "Stranger's own")
+    g.invite(u["stranger"].id, other.id, "friend@example.org", base_url="http://testserver", client="m")
+    invitation = g.records.open_invitations(group.id, datetime.now(UTC))[0].id
+    other_invitation = g.records.open_invitations(other.id, datetime.now(UTC))[0].id
     for actor in SIGNED_IN:
         w.app.readers.mutes.add(u[actor].id, "word", "matrix")
     w.app.readers.mutes.add_group(group.id, "word", "matrix")
@@ -101,7 +106,18 @@ def _make(w: World) -> Ctx:
     g.set_digest(u["owner"].id, group.id, True)
     stop = w.app.mail.signer.sign("group-unsubscribe", group.id, str(u["member"].id))
     calendar = g.calendar_token(u["member"].id, group.id)
-    return Ctx(group.id, session.id, token, calendar, removed_calendar, other.id, search.id, stop)
+    return Ctx(
+        group.id,
+        session.id,
+        token,
+        calendar,
+        removed_calendar,
+        other.id,
+        search.id,
+        stop,
+        invitation,
+        other_invitation,
+    )
 
 
 @dataclass(frozen=True)
@@ -219,6 +235,14 @@ def _invited(w: World, c: Ctx) -> bool:
     return len(_groups(w).open_invitations(c.gid, datetime.now(UTC))) > 1
 
 
+def _withdrawn(w: World, c: Ctx) -> bool:
+    return not _groups(w).open_invitations(c.gid, datetime.now(UTC))
+
+
+def _other_withdrawn(w: World, c: Ctx) -> bool:
+    return not _groups(w).open_invitations(c.other_gid, datetime.now(UTC))
+
+
 def _groups_made(w: World, c: Ctx) -> bool:
     return any(g.name == "Made" for a in SIGNED_IN for g, _ in _groups(w).groups_of(w.users[a].id))
 
@@ -283,6 +307,22 @@ ROUTES = [
         page_change(member=403),
         form=lambda w, c: {"email": "newcomer@example.org"},
         changed=_invited,
+    ),
+    Route(
+        "withdraw the invitation",
+        "POST",
+        lambda c: f"/groups/{c.gid}/invitations/{c.invitation_id}/withdraw",
+        page_change(member=403),
+        form=lambda w, c: {},
+        changed=_withdrawn,
+    ),
+    Route(
+        "withdraw another group's invitation through this group's id",
+        "POST",
+        lambda c: f"/groups/{c.gid}/invitations/{c.other_invitation_id}/withdraw",
+        page_change(member=403, owner=404),
+        form=lambda w, c: {},
+        changed=_other_withdrawn,
     ),
     Route(
         "accept an invitation (the stranger's address)",
@@ -525,6 +565,15 @@ ROUTES = [
         api(403, 202),
         json=lambda w, c: {"email": "newcomer@example.org"},
         changed=_invited,
+    ),
+    Route("API: open invitations", "GET", lambda c: f"/api/groups/{c.gid}/invitations", api(403, 200)),
+    Route(
+        "API: withdraw an invitation",
+        "DELETE",
+        lambda c: f"/api/groups/{c.gid}/invitations/{c.invitation_id}",
+        api(403, 200),
+        json=lambda w, c: {},
+        changed=_withdrawn,
     ),
     Route(
         "API: queue a paper",

@@ -172,7 +172,7 @@ def _wait_mail(server: SmtpTestServer, to: str, timeout: float = 10.0) -> list[s
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        found = [m.text for m in server.to(to) if "join" in m.subject.lower()]
+        found = [m.text for m in server.to(to) if "invitation" in m.subject.lower()]
         if found:
             return found
         time.sleep(0.05)

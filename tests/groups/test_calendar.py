@@ -49,7 +49,7 @@ def test_a_real_parser_reads_every_session(app: App, site: TestClient) -> None:
     assert events[0].end.datetime == start + timedelta(hours=1)
     assert events[0].name.startswith("Journal club: Zebrafish locomotion")
     assert " ".join(HOSTILE.split()) in events[1].name  # escaped on the wire, the same text read back
-    assert "Presenter: m" in events[0].description
+    assert f"Presenter: reader {member}" in events[0].description  # no display name: never the address
     assert f"/groups/{group.id}/sessions/{first.id}" in str(events[0].url)
 
     # the same feed read again: the same UIDs (a calendar updates, never duplicates)

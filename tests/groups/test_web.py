@@ -28,7 +28,7 @@ def _group_id(reply: object) -> int:
 def _invite_and_join(owner: TestClient, member: TestClient, mailbox: Mailbox, gid: int) -> None:
     sent = fill(owner, f"/groups/{gid}", f"/groups/{gid}/invite", {"email": MEMBER})
     assert sent.status_code == 303, sent.text
-    link = mailbox.link(MEMBER, "join", f"/groups/invitations/{_token(mailbox)}")
+    link = mailbox.link(MEMBER, "invitation", f"/groups/invitations/{_token(mailbox)}")
     shown = member.get(link, headers={"accept": "text/html"})
     assert shown.status_code == 200
     assert "Join the group" in shown.text
@@ -38,7 +38,7 @@ def _invite_and_join(owner: TestClient, member: TestClient, mailbox: Mailbox, gi
 
 
 def _token(mailbox: Mailbox) -> str:
-    text = mailbox.wait(MEMBER, "join")[-1]
+    text = mailbox.wait(MEMBER, "invitation")[-1]
     found = re.search(r"/groups/invitations/([A-Za-z0-9_-]+)", text)
     assert found, text
     return found.group(1)

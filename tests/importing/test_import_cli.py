@@ -132,7 +132,7 @@ def test_truncated_gzip_keeps_what_was_read(cli: RunCli, tmp_path: Path, data_di
     cut.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
     result = cli("import", str(cut))
     assert result.exit_code == 1
-    assert "unreadable" in result.output
+    assert "the file ends early here" in result.output
     store = _store(data_dir)
     try:
         assert 0 < store.stats().papers < 3000

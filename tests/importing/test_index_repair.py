@@ -23,9 +23,8 @@ def test_a_rerun_with_nothing_new_brings_the_keyword_index_up_to_the_store(
 ) -> None:
     first = write_jsonl(tmp_path / "a.jsonl", [rec(f"2503.{i:05d}") for i in range(1, 4)])
     assert cli("import", str(first)).exit_code == 0
-    changed = write_jsonl(
-        tmp_path / "b.jsonl", [rec("2503.00002", abstract="Wombats dig burrows of remarkable length.")]
-    )
+    newer = rec("2503.00002", version=2, abstract="Wombats dig burrows of remarkable length.")
+    changed = write_jsonl(tmp_path / "b.jsonl", [newer])  # a newer version: the paper changes
     # the killed run: its batch is in the store, the keyword index never heard of it
     app = build_app(Settings(data_dir=data_dir))
     try:

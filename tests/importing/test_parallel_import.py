@@ -70,7 +70,7 @@ def test_records_whose_id_is_not_first_are_keyed_by_parsing(tmp_path: Path) -> N
     try:
         first = IngestService(store).run(JsonlFileSource(f, batch_size=DEFAULTS.batch_size))
         source = JsonlFileSource(f, batch_size=DEFAULTS.batch_size)
-        known = store.known_fingerprints(source.name, ["2503.00001", "2503.00002", "2503.00003"])
+        known = store.known_fingerprints(source.ledger, ["2503.00001", "2503.00002", "2503.00003"])
         again = IngestService(store).run(source)
     finally:
         store.close()

@@ -1,10 +1,11 @@
 """Security issue #12, finding 4: ``--rejects FILE`` kept only the first 1,000 rejects (its help says
-"every"); on a truncated gzip with many rejects the closing "file unreadable after this point" reason
-was in neither the console (first 20 only) nor the file; a UTF-8 BOM on line 1 rejected that record."""
+"every"); on a truncated gzip with many rejects the closing reason (where the file breaks off) was in
+neither the console (first 20 only) nor the file; a UTF-8 BOM on line 1 rejected that record."""
 
 from __future__ import annotations
 
 import gzip
+import zlib
 from pathlib import Path
 
 import orjson
@@ -52,16 +53,17 @@ def test_a_truncated_gzip_says_so_on_the_console_and_in_the_file(
     cut = tmp_path / "cut.jsonl.gz"
     cut.write_bytes(whole.read_bytes()[: whole.stat().st_size * 3 // 4])
     out = tmp_path / "rejects.jsonl"
-    result = cli("import", str(cut), "--rejects", str(out))
-    assert result.exit_code == 1
+    result = cli("import", str(cut), "--rejects", str(out), "--keep-going")
+    assert result.exit_code == 1  # a file not read to its end fails the import, --keep-going or not
+    line = zlib.decompressobj(wbits=31).decompress(cut.read_bytes()).count(b"\n") + 1  # where it breaks
     said = " ".join(result.output.split())
-    assert f"{cut}: file unreadable after this point" in said
-    assert "Compressed file ended before the end-of-stream marker was reached" in said
+    assert f"{cut}:{line}: the file ends early here (a truncated gzip" in said  # file:line (issue #40)
+    assert f"the valid records of lines 1–{line - 1:,} are imported, nothing from line {line:,} on" in said
     got = _rejects(out)
     assert len(got) == BAD + 1
-    assert got[-1]["where"] == str(cut)
-    assert str(got[-1]["reason"]).startswith("file unreadable after this point")
-    assert 0 < _papers(data_dir) < 3000  # what was read before the cut is kept
+    assert got[-1]["where"] == f"{cut}:{line}"
+    assert str(got[-1]["reason"]).startswith("the file ends early here")
+    assert _papers(data_dir) == line - 1 - BAD  # every valid record before the break, nothing of its line
 
 
 def test_a_byte_order_mark_on_line_one_is_accepted(cli: RunCli, tmp_path: Path, data_dir: Path) -> None:
@@ -81,3 +83,28 @@ def test_a_byte_order_mark_elsewhere_is_still_a_reject(cli: RunCli, tmp_path: Pa
     result = cli("import", str(f), "--rejects", str(tmp_path / "r.jsonl"))
     assert result.exit_code == 1
     assert [r["where"] for r in _rejects(tmp_path / "r.jsonl")] == [f"{f}:2"]
+
+
+def test_a_truncated_bibtex_gzip_says_where_and_imports_nothing(
+    cli: RunCli, tmp_path: Path, data_dir: Path
+) -> None:
+    """A BibTeX file is parsed whole (the break may cut an entry in two): nothing of it is imported, and the
+    reject names the line the file broke off in."""
+    entries = "".join(
+        f"@misc{{k{i},\n  title = {{A study {i}}},\n  author = {{Lovelace, Ada}},\n"
+        f"  eprint = {{2503.{i:05d}}},\n"
+        f"  archivePrefix = {{arXiv}},\n  year = {{2025}},\n  note = {{{'words ' * 40}}}\n}}\n\n"
+        for i in range(1, 400)
+    ).encode()
+    whole = gzip.compress(entries)
+    cut = tmp_path / "refs.bib.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    line = zlib.decompressobj(wbits=31).decompress(cut.read_bytes()).count(b"\n") + 1
+    result = cli("import", str(cut), "--keep-going")
+    assert result.exit_code == 1
+    said = " ".join(result.output.split())
+    assert (
+        f"{cut}:{line}: the file ends early (a truncated gzip) in line {line:,}: "
+        "nothing of the file is imported" in said
+    )
+    assert _papers(data_dir) == 0

@@ -71,4 +71,4 @@ def test_arxiv_sample_and_categories_merge(shared_dir: Path, store: SqlPaperStor
         assert paper is not None
         assert paper.upvotes == h["upvotes"]
         assert list(paper.categories) == c["categories"]
-        assert set(paper.sources) == {"file:hf_daily.jsonl", "file:arxiv_cats.jsonl"}
+        assert set(paper.sources) == {"file:arxiv_cats.jsonl"}  # the file that first brought it (#40 item 3)

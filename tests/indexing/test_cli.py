@@ -131,3 +131,21 @@ def test_real_model_indexes_offline_from_the_package(tmp_path: Path) -> None:
     vectors = np.array([np.frombuffer(v, dtype="<f4") for _, v in rows])
     assert vectors.shape == (3, 384)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_no_vector_index_stores_the_vectors_and_leaves_the_index_alone(tmp_path: Path) -> None:
+    """An embedding worker whose nodes keep their own index: vectors in the store, no index built here;
+    a later plain run builds it from the stored vectors without embedding anything again."""
+    data = _data_dir(tmp_path, 9)
+    code, out, _ = _index(data, "--no-vector-index", "--no-sentences")
+    assert code == 0
+    assert "embedded 9 papers (9 new, 0 re-embedded)" in out
+    assert "vector index: not updated (--no-vector-index): the vectors are in the database" in out
+    assert not (data / "vectors").exists()
+    code, out, _ = _index(data, "--no-sentences")
+    assert code == 0
+    assert "all 9 papers are embedded with fake-hash64" in out
+    assert "vector index: 9 vectors (full update, 9 written)" in out
+    code, _, err = _index(data, "--no-vector-index", "--follow")
+    assert code == 2  # a usage error, as --workers with --follow
+    assert "--no-vector-index applies to embedding a backlog once: not with --follow or --keyword" in err

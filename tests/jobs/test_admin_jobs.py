@@ -196,3 +196,34 @@ def test_the_runs_table_is_aligned_and_fits_the_screen(
             assert max(tops) - min(tops) < 6, cells
         steps = cells[-1]
         assert steps[2] - steps[0] > 200, "the steps are squeezed into a narrow column"
+
+
+def test_the_page_lists_the_embedding_workers_and_what_they_hold(instance: Instance) -> None:
+    """Each `paperfeed index` process sharing the backlog (docs/scaling.md): what it committed, and the
+    batch another machine's worker holds now, with its id range and expiry."""
+    indexed = _cli(instance.settings.data_dir, "index", "--limit", "100", "--no-sentences")
+    assert indexed.returncode == 0, indexed.stderr
+    claims = instance.app.indexes.claims.claims
+    now = datetime.now(UTC)
+    claims.start_worker("gpu-b:912:77:abc", "fake-hash64", now)
+    held = claims.claim(
+        "fake-hash64",
+        "gpu-b:912:77:abc",
+        batch=1,
+        after="",
+        limit=8,
+        now=now,
+        until=now + timedelta(minutes=2),
+    )
+    assert len(held) == 8
+    _, doc = _jobs_page(instance)
+    said = [
+        " ".join("".join(e.itertext()).split())
+        for e in doc.cssselect(".embedding-workers p, .embedding-workers li")
+    ]
+    assert said[0] == "embedding workers seen in the last 24 h: 2 (1 embedding now)"
+    assert said[1].startswith("pid 912 on gpu-b: embedding with fake-hash64 since")
+    assert f"holds 8 papers ({held[0].paper_id} … {held[-1].paper_id}), claimed until" in said[1]
+    assert said[2].startswith("pid ")
+    assert ": stopped " in said[2]
+    assert "100 papers in 1 batch " in said[2]

@@ -290,7 +290,7 @@ def test_every_line_of_the_log_starts_with_its_time_in_utc(tmp_path: Path) -> No
     backoff = Backoff(initial=0.1, maximum=0.1, give_up_after=1, stable_after=30, stop_timeout=5)
     fixed = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone(timedelta(hours=2)))  # 01:04:05 UTC
     supervisor = Supervisor(
-        [child], console=console, identity=process_identity(), backoff=backoff, clock=lambda: fixed
+        [child], console=console, identity=process_identity(), backoff=backoff, clock=lambda: fixed, url=None
     )
     assert supervisor.run() == 1
     lines = out.getvalue().splitlines()
@@ -319,7 +319,7 @@ def test_a_child_that_keeps_crashing_is_reported_and_given_up(tmp_path: Path) ->
     recorder = Recording(status.folder)
     started = time.monotonic()
     code = Supervisor(
-        [crash], console=console, identity=process_identity(), status=recorder, backoff=backoff
+        [crash], console=console, identity=process_identity(), status=recorder, backoff=backoff, url=None
     ).run()
     took = time.monotonic() - started
     text = out.getvalue()
@@ -352,6 +352,7 @@ def test_a_crashing_helper_child_does_not_stop_the_unit(tmp_path: Path) -> None:
         status=status,
         is_dead=holder_is_dead,
         backoff=backoff,
+        url=None,
     )
 
     def interrupt_when_failed() -> None:

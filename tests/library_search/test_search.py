@@ -5,13 +5,18 @@ else's library is ever searched."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
 from paperfeed.bootstrap import App, build_app
+from paperfeed.services import library_search as library_search_module
+from paperfeed.services.library_search import LibrarySearch
+from paperfeed.services.rate_limits import ClientRateLimiter
 from paperfeed.settings import Settings
 from paperfeed.web import create_app
 from tests.accounts.conftest import PAPER_IDS, load_papers, quick_sign_in
@@ -109,3 +114,82 @@ def test_the_page_of_the_real_app_over_http(real_model_app: App, tmp_path: Path)
         assert page.status_code == 200
         first = page.text.index('data-paper="')
         assert page.text[first : first + 30].startswith(f'data-paper="{ZEBRAFISH}"')
+
+
+class _Space:
+    """A deterministic embedder of one model: every text points along ``axis`` of a 4-d space."""
+
+    def __init__(self, model_id: str, axis: int) -> None:
+        self.model_id, self.axis, self.dimension = model_id, axis, 4
+        self.embedded: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.embedded.extend(texts)
+        out = np.zeros((len(texts), 4), dtype=np.float32)
+        out[:, self.axis] = 1.0
+        return out
+
+
+class _Adoptable:
+    """The embedder in use, which ``paperfeed model adapt`` may swap (as ``Embedders`` does)."""
+
+    def __init__(self, first: _Space) -> None:
+        self.model, self.asked = first, 0
+
+    def current(self) -> _Space:
+        self.asked += 1
+        return self.model
+
+    def loading(self) -> bool:
+        return False
+
+
+def test_a_notes_vector_is_made_again_by_a_newly_adopted_model(app: App) -> None:
+    me = _library(app)
+    base, adapted = _Space("base", 0), _Space("adapted", 1)
+    source = _Adoptable(base)
+    search = LibrarySearch(
+        app.readers.library_search.records,
+        app.catalogue.visible,
+        app.indexes.embeddings,
+        source,
+        ClientRateLimiter(0),
+    )
+    query = "zzz qqq"  # no word of any paper: only meaning can find one
+    assert GLACIER in [h.paper.id for h in search.search(me, query).hits]  # the note, in base's space
+    assert source.asked == 1  # one embedder for the whole search
+    source.model = adapted  # paperfeed model adapt adopted another model
+    found = search.search(me, query)
+    assert source.asked == 2
+    assert "Ask **Maria** about the backscatter calibration" in adapted.embedded  # the note, made again
+    assert GLACIER in [h.paper.id for h in found.hits]
+    assert all(h.matched == ("meaning",) for h in found.hits)
+
+
+def test_notes_past_a_searchs_share_are_embedded_in_the_background(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(library_search_module, "NOTES_PER_SEARCH", 1)
+    me = _library(app)
+    for paper in (ZEBRAFISH, SHEEP):
+        app.readers.library.set_note(me, paper, f"a note on {paper}")
+    space = _Space("base", 0)
+    search = LibrarySearch(
+        app.readers.library_search.records,
+        app.catalogue.visible,
+        app.indexes.embeddings,
+        _Adoptable(space),
+        ClientRateLimiter(0),
+    )
+    try:
+        first = search.search(me, "zzz qqq")  # one note embedded in the request, three handed on
+        assert any("3 of your 4 notes are not searched by meaning yet" in n for n in first.notes), first.notes
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and search._waiting:
+            time.sleep(0.05)
+        found = search.search(me, "zzz qqq")
+        assert found.notes == ()
+        assert {h.paper.id for h in found.hits} == {ZEBRAFISH, GLACIER, SHEEP, ATLAS}  # every noted paper
+    finally:
+        search.close()
+    assert search._worker is None or not search._worker.is_alive()

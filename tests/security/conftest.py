@@ -100,6 +100,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         app.readers.groups.queue_add(ada.user.id, group.id, PAPER_IDS[1], "For next week")
         starts = app.readers.groups.now() + timedelta(days=3)
         session = app.readers.groups.schedule(ada.user.id, group.id, starts, ada.user.id, None)
+        app.readers.groups.invite(
+            ada.user.id, group.id, "invited@example.org", base_url="http://testserver", client="tests"
+        )
+        invitation = app.readers.groups.invitations(ada.user.id, group.id)[0]
         values = {
             "paper_id": PAPER_IDS[0],
             "day": "2025-01-06",
@@ -115,6 +119,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
             "group_id": str(group.id),
             "session_id": str(session.id),
             "member_id": str(ada.user.id),
+            "invitation_id": str(invitation.id),
         }
         client = stack.enter_context(
             TestClient(create_app(lambda: build_app(settings)), follow_redirects=False)

@@ -90,6 +90,7 @@ def test_readers_and_empty_searches_are_not_counted(settings: Settings, client: 
 def test_mcp_search_papers_without_a_token_is_limited_too(settings: Settings) -> None:
     with live_server(settings) as url:
         texts: list[tuple[bool, str]] = []
+        structured: list[dict[str, object] | None] = []
 
         async def main() -> None:
             async with http_client(f"{url}/mcp") as client:
@@ -98,10 +99,14 @@ def test_mcp_search_papers_without_a_token_is_limited_too(settings: Settings) ->
                     block = got.content[0]
                     assert isinstance(block, TextContent)
                     texts.append((bool(got.is_error), block.text))
+                    structured.append(got.structured_content)
 
         run_async(main)
     assert [error for error, _ in texts] == [False, False, False, True]
     assert "too many searches from your address: try again in" in texts[-1][1]
+    refusal = structured[-1]  # a refusal a client can act on, told apart from other tool errors
+    assert refusal is not None
+    assert refusal["error"] == {"code": "rate_limited", "message": texts[-1][1], "retry_after": 20}
 
 
 def test_the_bucket_refills_at_the_set_rate() -> None:

@@ -13,7 +13,7 @@ from paperfeed.adapters.store import open_store
 
 
 class _Stop(BaseException):
-    """Like ``paperfeed index --follow``'s: raised by a signal handler, wherever the process is."""
+    """An exit exception raised by a signal handler wherever the process is (as KeyboardInterrupt is)."""
 
 
 def test_a_stop_raised_while_a_statement_runs_reaches_the_caller_as_itself(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from paperfeed.adapters.store import SqlPaperStore
     from paperfeed.adapters.store.job_runs import SqlJobStore
     from paperfeed.domain.ports import StoreReads
+    from paperfeed.domain.supervision import SupervisorStatusStore
     from paperfeed.settings_model import SettingsModel
 
 __all__ = ["Closeable", "Core", "intervals"]
@@ -90,11 +91,31 @@ class Core:
 
     @property
     def public_url(self) -> str:
-        """Where links in mail point: ``PAPERFEED_BASE_URL``, else this instance's own host and port
-        (never a request's Host header: see :mod:`paperfeed.public_url`)."""
+        """Where links in mail point: ``PAPERFEED_BASE_URL``; else, while a ``paperfeed run`` serves this
+        data folder, the address it serves on (its ``--port`` is in no other process's settings: ``users
+        add --link`` in another shell); else this instance's own host and port (never a request's Host
+        header: see :mod:`paperfeed.public_url`)."""
         from paperfeed.public_url import public_url
 
+        if not (self.settings.base_url or "").strip():
+            from paperfeed.domain.supervision import served_url
+            from paperfeed.services.jobs import holder_is_dead
+
+            try:
+                served = served_url(self.supervisors.read_all(), holder_is_dead)
+            except OSError:
+                served = None
+            if served is not None:
+                return served.rstrip("/")
         return public_url(self.settings)
+
+    @cached_property
+    def supervisors(self) -> SupervisorStatusStore:
+        """What ``paperfeed run`` publishes about itself and its children (files in ``<data_dir>/run``,
+        no database): ``maintenance.supervisors`` for the surfaces."""
+        from paperfeed.adapters.supervisor_status import JsonSupervisorStatus
+
+        return JsonSupervisorStatus(self.data_dir / "run")
 
     @cached_property
     def http(self) -> PoliteClient:

@@ -21,14 +21,19 @@ if TYPE_CHECKING:
     from paperfeed.adapters.node_indexes import NodeIndexes
     from paperfeed.adapters.sentences.roles import RoleModelFolder
     from paperfeed.adapters.store.embeddings import SqlEmbeddingStore
+    from paperfeed.adapters.store.evidence_rows import SqlEvidenceRows
     from paperfeed.adapters.store.sentences import SqlSentenceStore
     from paperfeed.adapters.vector.factory import DeploymentVectors
+    from paperfeed.adapters.vector.sentences import SentenceVectorView
     from paperfeed.domain.embedding import EmbedWorkers
+    from paperfeed.domain.evidence import SentenceKeywordIndex
     from paperfeed.domain.indexing_status import IndexerReportReader
     from paperfeed.domain.search import SyncedKeywordIndex
     from paperfeed.services.calibration import BackendChooser
     from paperfeed.services.coverage import CoverageService
+    from paperfeed.services.embed_claims import ClaimedBacklog
     from paperfeed.services.embedders import Embedders, Indexer, SentencePass
+    from paperfeed.services.evidence_index import EvidenceIndexes, SentenceVectorReader
     from paperfeed.services.index_follow import IndexFollower
     from paperfeed.services.indexer_status import IndexerActivity, IndexingStatusService
     from paperfeed.services.keyword_index import KeywordIndexService
@@ -255,6 +260,20 @@ class IndexesWing:
             marks=self.node.marks(),
             reports=self.embeddings,
             sentences=self.sentence_indexer,  # one forward pass per paper: its vector and its sentences
+            claims=self.claims,
+        )
+
+    @cached_property
+    def claims(self) -> ClaimedBacklog:
+        """Batches of the backlog claimed in the store, so several ``paperfeed index`` processes (on one
+        machine, or on many against one PostgreSQL) never embed a paper twice (docs/scaling.md)."""
+        from paperfeed.adapters.store.claims import open_claims
+        from paperfeed.services.embed_claims import ClaimedBacklog
+        from paperfeed.services.jobs import holder_is_dead
+
+        seconds = self.core.settings.embedding_claim_seconds
+        return ClaimedBacklog(
+            open_claims(self.core.engine()), self.core.job_runs, seconds=seconds, is_dead=holder_is_dead
         )
 
     # -- the papers' sentences (issue #33, parts 4-5) -------------------------------------------------------
@@ -275,12 +294,70 @@ class IndexesWing:
 
     @cached_property
     def sentence_indexer(self) -> SentencePass:
-        """The indexer's second pass: abstracts split into sentences, embedded and given their roles."""
+        """The indexer's second pass: abstracts split into sentences, embedded and given their roles; each
+        stored batch is handed on to the evidence indexes (:attr:`evidence`)."""
         from paperfeed.adapters.sentences.splitter import SentencexSplitter
         from paperfeed.services.embedders import SentencePass
+        from paperfeed.services.evidence_index import IndexedSentences
 
         batch = self.core.settings.sentences_batch_size
-        return SentencePass(self.sentences, self.embedders, SentencexSplitter(), self.role_models, batch)
+        store = IndexedSentences(self.sentences, self.evidence)
+        return SentencePass(store, self.embedders, SentencexSplitter(), self.role_models, batch)
+
+    # -- evidence search's sentence indexes (issue #42) ------------------------------------------------------
+
+    @cached_property
+    def evidence_rows(self) -> SqlEvidenceRows:
+        """The stored sentences with their papers' text and facets, as the sentence indexes read them."""
+        from paperfeed.adapters.store.evidence_rows import SqlEvidenceRows
+
+        return SqlEvidenceRows(self.core.engine())
+
+    @cached_property
+    def sentence_keyword(self) -> SentenceKeywordIndex:
+        """BM25 over the sentences: tantivy in ``<data>/sentence-keyword`` on SQLite, PostgreSQL's
+        full-text search (``sentence_search``) on PostgreSQL."""
+        engine = self.core.engine()
+        if engine.dialect.name == "postgresql":
+            from paperfeed.adapters.keyword.sentences_postgres import PostgresSentenceIndex
+
+            return PostgresSentenceIndex(engine, self.evidence_rows)
+        from paperfeed.adapters.keyword.sentences_tantivy import TantivySentenceIndex
+
+        return self.core.closing(
+            TantivySentenceIndex(self.core.data_dir / "sentence-keyword", self.evidence_rows)
+        )
+
+    @property
+    def sentence_vector_path(self) -> Path:
+        return self.core.data_dir / "sentence-vectors"
+
+    @cached_property
+    def evidence(self) -> EvidenceIndexes:
+        """Keeping both sentence indexes in step with the stored sentences (the indexer, the commands)."""
+        from paperfeed.adapters.vector.sentences import SentenceVectorWriter
+        from paperfeed.services.evidence_index import EvidenceIndexes
+
+        path, rows = self.sentence_vector_path, self.evidence_rows
+
+        def writer(model_id: str) -> SentenceVectorWriter:
+            return SentenceVectorWriter(path, rows, model_id=model_id)
+
+        return self.core.closing(EvidenceIndexes(self.sentence_keyword, self.embedders, writer))
+
+    @cached_property
+    def sentence_vectors(self) -> SentenceVectorReader:
+        """The sentence vector index as search reads it: found once saved, reloaded when the indexer saves
+        a newer generation (``PAPERFEED_VECTOR_RELOAD_SECONDS``), made afresh after an adoption."""
+        from paperfeed.adapters.vector.sentences import open_sentence_vectors
+        from paperfeed.services.evidence_index import SentenceVectorReader
+
+        path = self.sentence_vector_path
+
+        def opener(model_id: str) -> SentenceVectorView | None:
+            return open_sentence_vectors(path, model_id)
+
+        return SentenceVectorReader(self.embedders, opener, every=self.core.settings.vector_reload_seconds)
 
     # -- what is said about it -----------------------------------------------------------------------------
 

@@ -112,14 +112,12 @@ class MaintenanceWing:
 
         s = self.core.settings
         inspector = StoreInspector(self.core.engine(), s.data_dir, s.keyword_engine, s.vector_index)
-        return CheckService(inspector, self.indexes.embedders, self.indexes.indexer)
+        return CheckService(inspector, self.indexes.embedders, self.indexes.indexer, self.indexes.evidence)
 
     @cached_property
     def supervisors(self) -> SupervisorStatusStore:
         """What ``paperfeed run`` publishes about its children (files in ``<data_dir>/run``, no database)."""
-        from paperfeed.adapters.supervisor_status import JsonSupervisorStatus
-
-        return JsonSupervisorStatus(self.core.data_dir / "run")
+        return self.core.supervisors
 
     @cached_property
     def adaptation(self) -> AdaptationService:

@@ -15,6 +15,8 @@ from paperfeed.bootstrap.search import SearchWing
 from paperfeed.bootstrap.sources import SourcesWing
 
 if TYPE_CHECKING:
+    from paperfeed.domain.recommend import MailedPapers, SignalsSource, Upvotes
+    from paperfeed.domain.topic_picks import PickedTopicSource
     from paperfeed.services.account_data import AccountDataService
     from paperfeed.services.accounts import AccountService
     from paperfeed.services.community import CommunityService
@@ -102,10 +104,13 @@ class ReadersWing:
         """Search my library: a reader's saved papers, tags and notes, by words and by meaning."""
         from paperfeed.adapters.store.library import SqlLibraryStore
         from paperfeed.services.library_search import LibrarySearch
+        from paperfeed.services.rate_limits import ClientRateLimiter
 
         indexes = self.indexes
         store = SqlLibraryStore(self.core.engine())
-        return LibrarySearch(store, self.catalogue.visible, indexes.embeddings, indexes.embedders)
+        limiter = ClientRateLimiter(self.core.settings.library_search_rate_per_minute)
+        search = LibrarySearch(store, self.catalogue.visible, indexes.embeddings, indexes.embedders, limiter)
+        return self.core.closing_first(search)  # its background worker embeds notes: stopped first
 
     @cached_property
     def reader_work(self) -> ReaderWork:
@@ -141,28 +146,48 @@ class ReadersWing:
         store = SqlCommunityStore(self.core.engine())
         return CommunityService(store, self.sources.ingest, self.sources.arxiv_interactive, limits)
 
-    @cached_property
-    def recommendations(self) -> RecommendationService:
-        """The "For you" feed: recent papers ranked per reader by a linear model on their vectors."""
-        from paperfeed.adapters.store.digests import SqlDigestStore
+    def _recommender(
+        self,
+        signals: SignalsSource,
+        *,
+        upvotes: Upvotes | None = None,
+        mailed: MailedPapers | None = None,
+        topics: PickedTopicSource | None = None,
+    ) -> RecommendationService:
+        """The "For you" model over ``signals``: a reader's (their library) or a group's (its queue and
+        sessions); only a reader's feed also weighs their upvotes, what their digests carried and the
+        topics they picked."""
         from paperfeed.adapters.store.recommend_queries import SqlRecommendQueries
         from paperfeed.services.recommend import RecommendationService
 
-        engine = self.core.engine()
         indexes, catalogue = self.indexes, self.catalogue
         return RecommendationService(
-            signals=self.library,
+            signals=signals,
             papers=catalogue.visible,
             embeddings=indexes.embeddings,
-            queries=SqlRecommendQueries(engine),
+            queries=SqlRecommendQueries(self.core.engine()),
             vectors=indexes.vectors,
             embedder=indexes.embedders,
             trending=catalogue.feeds,
             alerts=self.search.alerts,
-            upvotes=self.community,
-            mailed=SqlDigestStore(engine),  # what the reader's digests already carried: never again
-            topics=catalogue.topic_picks,
+            upvotes=upvotes,
+            mailed=mailed,
+            topics=topics,
             settings=recommend_settings(self.core.settings),
+        )
+
+    @cached_property
+    def recommendations(self) -> RecommendationService:
+        """The "For you" feed: recent papers ranked per reader by a linear model on their vectors."""
+        from paperfeed.adapters.store.digests import SqlDigestStore
+
+        return self._recommender(
+            self.library,
+            upvotes=self.community,
+            mailed=SqlDigestStore(
+                self.core.engine()
+            ),  # what the reader's digests already carried: never again
+            topics=self.catalogue.topic_picks,
         )
 
     # -- reading groups ----------------------------------------------------------------------------------
@@ -171,23 +196,9 @@ class ReadersWing:
     def group_recommendations(self) -> RecommendationService:
         """ "For the group": the "For you" model over a group's queue and sessions (signals by group id)."""
         from paperfeed.adapters.store.groups import SqlGroupStore
-        from paperfeed.adapters.store.recommend_queries import SqlRecommendQueries
         from paperfeed.services.groups import GroupSignals
-        from paperfeed.services.recommend import RecommendationService
 
-        engine = self.core.engine()
-        indexes, catalogue = self.indexes, self.catalogue
-        return RecommendationService(
-            signals=GroupSignals(SqlGroupStore(engine)),
-            papers=catalogue.visible,
-            embeddings=indexes.embeddings,
-            queries=SqlRecommendQueries(engine),
-            vectors=indexes.vectors,
-            embedder=indexes.embedders,
-            trending=catalogue.feeds,
-            alerts=self.search.alerts,
-            settings=recommend_settings(self.core.settings),
-        )
+        return self._recommender(GroupSignals(SqlGroupStore(self.core.engine())))
 
     @cached_property
     def groups(self) -> GroupService:
@@ -195,14 +206,22 @@ class ReadersWing:
         from datetime import timedelta
 
         from paperfeed.adapters.store.groups import SqlGroupStore
-        from paperfeed.services.groups import GroupService
+        from paperfeed.services.groups import GroupService, InviteLimits
 
+        s = self.core.settings
+        limits = self.mail.limits
         return GroupService(
             SqlGroupStore(self.core.engine()),
             self.catalogue.visible,
             self.mail.mailer,
-            self.mail.limits,
-            invite_lifetime=timedelta(days=self.core.settings.group_invite_days),
+            limits,
+            InviteLimits(
+                limits.log,
+                limits.secret,
+                per_account=s.group_invites_per_account_per_day,
+                per_group=s.group_invites_per_group_per_day,
+            ),
+            invite_lifetime=timedelta(days=s.group_invite_days),
             mutes=self.mutes,
             recommend=self.group_recommendations,
         )

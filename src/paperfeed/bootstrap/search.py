@@ -12,15 +12,24 @@ from paperfeed.bootstrap.indexes import IndexesWing
 
 if TYPE_CHECKING:
     from paperfeed.adapters.keyword.tantivy_index import TantivyKeywordIndex
+    from paperfeed.domain.evidence import EvidenceWeights
     from paperfeed.domain.search import SimilarSource
     from paperfeed.services.alerts import AlertSearch
+    from paperfeed.services.evidence import EvidenceSearch
     from paperfeed.services.facets import FacetedSimilar, FacetSettings
     from paperfeed.services.rate_limits import ClientRateLimiter
     from paperfeed.services.search import HybridSearch, HybridSettings, SimilarSettings
-    from paperfeed.services.similar import SimilarPapers
+    from paperfeed.services.similar import SentenceStage, SimilarPapers
     from paperfeed.settings_model import SettingsModel
 
-__all__ = ["SearchWing", "facet_settings", "search_settings", "similar_settings"]
+__all__ = [
+    "SearchWing",
+    "evidence_settings",
+    "facet_settings",
+    "search_settings",
+    "sentence_stage",
+    "similar_settings",
+]
 
 
 def search_settings(s: SettingsModel) -> HybridSettings:
@@ -51,15 +60,45 @@ def similar_settings(s: SettingsModel) -> SimilarSettings:
     )
 
 
+def sentence_stage(s: SettingsModel) -> SentenceStage:
+    """How similar papers re-rank their first candidates by sentences (``PAPERFEED_SIMILAR_SENTENCE_*``)."""
+    from paperfeed.services.similar import SentenceStage
+
+    return SentenceStage(
+        weight=s.similar_sentence_weight,
+        keyword_weight=s.similar_sentence_keyword_weight,
+        rrf_k=s.similar_sentence_rrf_k,
+        depth=s.similar_sentence_depth,
+    )
+
+
 def facet_settings(s: SettingsModel) -> FacetSettings:
     """How similar papers by facet match sentences (``PAPERFEED_SIMILAR_FACET_*``)."""
     from paperfeed.services.facets import FacetSettings
 
     return FacetSettings(
         candidates=s.similar_facet_candidates,
-        blend=s.similar_facet_blend,
+        weight=s.similar_facet_weight,
+        rrf_k=s.similar_facet_rrf_k,
         role_floor=s.similar_facet_role_floor,
         aggregate=s.similar_facet_aggregate,
+    )
+
+
+def evidence_settings(s: SettingsModel) -> EvidenceWeights:
+    """How evidence search fuses its lists and how deep it looks (``PAPERFEED_EVIDENCE_*``)."""
+    from paperfeed.domain.evidence import EvidenceWeights
+
+    return EvidenceWeights(
+        rrf_k=s.evidence_rrf_k,
+        keyword=s.evidence_keyword_weight,
+        dense=s.evidence_dense_weight,
+        paper=s.evidence_paper_weight,
+        paper_k=s.evidence_paper_k,
+        keyword_depth=s.evidence_keyword_depth,
+        dense_depth=s.evidence_dense_depth,
+        paper_depth=s.evidence_paper_depth,
+        per_paper=s.evidence_per_paper,
     )
 
 
@@ -146,7 +185,13 @@ class SearchWing:
         """Similar papers as every surface shows them."""
         from paperfeed.services.similar import SimilarPapers
 
-        return SimilarPapers(self.catalogue.visible, self.hybrid)
+        return SimilarPapers(
+            self.catalogue.visible,
+            self.hybrid,
+            self.indexes.sentences,
+            self.indexes.embedders,
+            sentence_stage(self.core.settings),
+        )
 
     @cached_property
     def facets(self) -> FacetedSimilar:
@@ -157,6 +202,22 @@ class SearchWing:
         return FacetedSimilar(
             self.similar, sentences, self.indexes.embedders, facet_settings(self.core.settings)
         )
+
+    @cached_property
+    def evidence(self) -> EvidenceSearch:
+        """Evidence search: the papers' own sentences that bear on a question (issue #42)."""
+        from paperfeed.services.evidence import EvidenceSearch
+
+        search = EvidenceSearch(
+            self.catalogue.visible,
+            self.hybrid,
+            self.indexes.sentence_keyword,
+            self.indexes.sentence_vectors,
+            self.indexes.evidence_rows,
+            evidence_settings(self.core.settings),
+            topics=self.catalogue.topic_picks,
+        )
+        return self.core.closing(search)
 
     @cached_property
     def alerts(self) -> AlertSearch:

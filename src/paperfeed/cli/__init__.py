@@ -80,6 +80,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Papers most similar to one paper: its text neighbours, fused with its citation graph where it has "
         "links (each saying why); with --facet, by background, method or result.",
     ),
+    "evidence": (
+        "evidence",
+        "The sentences of the papers' abstracts that bear on a question or claim, each quoted verbatim "
+        "with its role and the sentences around it, grouped under its paper (not generated, no verdict).",
+    ),
     "mcp": (
         "mcp",
         "Serve paperfeed's MCP tools (search, papers, feeds, library) over stdio (docs/mcp.md).",

@@ -12,6 +12,7 @@ from rich.table import Table
 from paperfeed.domain.wording import count
 
 from .context import Context, fail
+from .tables import print_table
 
 if TYPE_CHECKING:
     from paperfeed.settings_model import SettingsModel
@@ -76,7 +77,7 @@ def register(app: typer.Typer) -> None:
         table.add_column("rows written", justify="right")
         for name, rows in summary.tables.items():
             table.add_row(name + (" (resumed)" if name in summary.resumed else ""), f"{rows:,}")
-        c.console.print(table)
+        print_table(c.console, table)
         if summary.missing:
             c.console.print(f"not in the source (left empty): {', '.join(summary.missing)}", highlight=False)
         c.console.print(index_note, highlight=False)

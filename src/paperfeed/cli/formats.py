@@ -1,4 +1,5 @@
-"""Machine-readable output of search results: ``--format json|jsonl|csv|bibtex`` (``table`` is search.py's).
+"""Machine-readable output of search results: ``--format json|jsonl|csv|bibtex`` (``table`` and ``lines``,
+for people, are search.py's).
 
 One place for the fields, so ``search`` and ``similar`` print the same shape and docs/cli.md can name it
 once. Field names and order are part of the CLI's stable interface: add fields at the end, never rename.
@@ -23,6 +24,7 @@ __all__ = ["CSV_FIELDS", "OutputFormat", "csv_cell", "hit_json", "render"]
 
 class OutputFormat(StrEnum):
     table = "table"
+    lines = "lines"
     json = "json"
     jsonl = "jsonl"
     csv = "csv"

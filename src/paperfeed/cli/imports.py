@@ -134,7 +134,12 @@ def register(app: typer.Typer) -> None:
             ),
         ],
         keep_going: Annotated[
-            bool, typer.Option("--keep-going", help="Exit 0 even when some records were rejected.")
+            bool,
+            typer.Option(
+                "--keep-going",
+                help="Exit 0 even when some records were rejected (not when a file could not be read to its "
+                "end, e.g. a truncated gzip).",
+            ),
         ] = False,
         id_namespace: Annotated[
             str | None,
@@ -151,5 +156,5 @@ def register(app: typer.Typer) -> None:
         summary = import_paths(
             c, files, namespace=id_namespace, rejects_file=rejects_file, batch_size=batch_size
         )
-        if summary.rejected and not keep_going:
+        if summary.broken or (summary.rejected and not keep_going):
             raise typer.Exit(1)

@@ -20,7 +20,7 @@ import typer
 
 from paperfeed.domain.calibration import AGREEMENT_FLOOR
 from paperfeed.domain.embedding import MAX_WORKERS
-from paperfeed.domain.errors import EmbedderUnavailable
+from paperfeed.domain.errors import EmbedderUnavailable, StoreError
 from paperfeed.domain.indexing_status import describe_duration
 from paperfeed.domain.wording import agree, count, every
 
@@ -33,54 +33,54 @@ if TYPE_CHECKING:
     from paperfeed.services.indexer_status import IndexerReporter
     from paperfeed.services.indexing import IndexingService, IndexingSummary
 
+    from .stop_watch import StopWatch
+
 FOLLOW_SLICE = 2000
 
 
-class _Stop(BaseException):
-    """SIGTERM/SIGINT in ``--follow``: leave the loop (a slice stopped midway is resumed next time)."""
-
-
 def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None, nice: int) -> None:
-    """Embed the backlog slice by slice, then poll for new papers, until SIGTERM/SIGINT."""
+    """Embed the backlog slice by slice, then poll for new papers, until SIGTERM/SIGINT: stopped within a
+    few seconds wherever it is (:mod:`.stop_watch`), with one final line saying what is left. A heartbeat
+    line comes at least every 30 s while it works (:class:`~.progress.Heartbeat`)."""
+    from .stop_watch import StopWatch
+
     if nice:
         with contextlib.suppress(OSError):
             os.nice(nice)  # the web server and the scheduler come first
     c.app.indexes.embed_in_background()  # the model in a child process, ended when idle: idle is cheap
 
-    def stop(_signum: int, _frame: FrameType | None) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: let the unwinding finish
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        raise _Stop
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-
-    doing: list[str | None] = ["getting the embedder ready"]  # what the heartbeat says it is busy with
-
     def say(text: str) -> None:
         c.console.print(text, highlight=False, markup=False, soft_wrap=True)
         heartbeat.said()
 
-    heartbeat = Heartbeat(say, lambda: doing[0]).start()  # a line at least every 30 s while it works
+    # ``watch.doing``: the work in hand, for the heartbeat's "still …" and a forced stop's final line
+    watch = StopWatch(say, _forced_stop)
+    stopping = watch.requested
+    heartbeat = Heartbeat(say, lambda: watch.doing).start()  # a line at least every 30 s while it works
 
     from paperfeed.services.jobs import holder_is_dead
 
-    service: IndexingService | None = None  # until built: a stop while the model loads has nothing to report
+    service: IndexingService | None = None  # none until papers come: a stop meanwhile has nothing pending
     try:
         indexer = c.app.indexes.indexer
         if not indexer.has_papers():  # an empty store: no backend measured, no model loaded until papers come
             say(idle_message(0, poll))
             indexer.report_idle()  # readers: an indexer runs, waiting for papers
-            doing[0] = None
-            while not indexer.has_papers():
-                time.sleep(poll)
-        doing[0] = "getting the embedder ready"
-        service = c.app.indexes.indexer.current()
-        say(service.plan().message())
+            watch.doing = None
+            while not indexer.has_papers() and not stopping.wait(poll):
+                pass
+        if not stopping.is_set():
+            watch.doing = "getting the embedder ready"
+            service = c.app.indexes.indexer.current()
+            say(service.plan().message())
+            watch.doing = "bringing evidence search's sentence indexes up to date"
+            _evidence(c, say)  # sentences stored before (or by a killed run) reach the sentence indexes
         waiting = ""
         topics_due = True  # once at start (papers embedded before), then after each round that embedded
-        while True:
+        while service is not None and not stopping.is_set():
+            watch.doing = None
             if c.app.indexes.embedders.follow():  # `paperfeed model adapt` adopted another meanwhile
+                watch.doing = "getting the newly adopted embedder ready"
                 service = c.app.indexes.indexer.current()
                 say(f"the embedding model changed: {service.plan().message()}")
             held = c.app.maintenance.jobs.lease("job:daily")
@@ -88,8 +88,7 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
                 if waiting != "daily":  # the daily job embeds too: one writer of the vector index
                     say("the daily job is running and indexes too: waiting for it to finish")
                     waiting = "daily"
-                doing[0] = None
-                time.sleep(poll)
+                stopping.wait(poll)
                 continue
             plan = service.plan()
             # Order by dependency, the cheapest useful result first (issue #39): the papers' vectors (and,
@@ -98,12 +97,11 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
             # (papers embedded without theirs), a slice that yields as soon as a paper needs its vector.
             if plan.backlog == 0 and topics_due:
                 topics_due = False
-                doing[0] = "updating the topics"
+                watch.doing = "updating the topics"
                 service.report("topics", remaining=0, force=True)
                 _topics(c, say)
                 continue  # papers may have arrived while the topics were built: their vectors first
-            doing[0] = "making the papers' sentences"
-            if plan.backlog == 0 and _sentences_slice(c, say, slice_size, service):
+            if plan.backlog == 0 and _sentences_slice(c, say, slice_size, service, watch):
                 waiting = ""
                 continue
             if plan.backlog == 0:
@@ -111,30 +109,75 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
                     say(idle_message(plan.papers, poll))
                     service.report("idle", remaining=0, force=True)  # readers: running, nothing to do
                     waiting = "idle"
-                doing[0] = None
-                time.sleep(poll)
+                watch.doing = None
+                stopping.wait(poll)
                 continue
             waiting = ""
-            doing[0] = "embedding papers"
+            watch.doing = "embedding papers"
             lines = _SliceLines(say, "embedding", plan.backlog, service.reporter)
-            summary = service.run(lines, limit=slice_size, batch_size=batch_size, then=None)
-            with_sentences = f" with their sentences ({summary.sentences:,})" if summary.sentences else ""
-            say(
-                f"embedded {count(summary.embedded, 'paper')}{with_sentences} in {summary.seconds:,.1f} s "
-                f"({summary.rate:,.1f} papers/s); {summary.remaining:,} still to embed"
+            summary = service.run(
+                lines, limit=slice_size, batch_size=batch_size, stop=stopping.is_set, then=None
             )
+            c.app.indexes.evidence.flush()  # the slice's sentence vectors, saved for evidence search
+            if summary.embedded or not summary.stopped:
+                with_sentences = f" with their sentences ({summary.sentences:,})" if summary.sentences else ""
+                say(
+                    f"embedded {count(summary.embedded, 'paper')}{with_sentences} in "
+                    f"{summary.seconds:,.1f} s ({summary.rate:,.1f} papers/s); "
+                    f"{summary.remaining:,} still to embed"
+                )
             if summary.embedded == 0:
-                time.sleep(poll)  # someone else took them: do not spin
+                watch.doing = None
+                stopping.wait(poll)  # someone else took them: do not spin
             else:
                 topics_due = True
     except EmbedderUnavailable as exc:
-        raise fail(str(exc)) from None
-    except _Stop:
-        if service is not None:
-            service.report("stopped", force=True)
-        say("indexer stopped; the next start resumes where it left off")
-    finally:
         heartbeat.stop()
+        raise fail(str(exc)) from None
+    heartbeat.stop()
+    stopped = service
+
+    def report() -> None:
+        if stopped is not None:
+            stopped.report("stopped", force=True)
+
+    watch.finish(lambda: _what_is_left(c, stopped), report, c.close)
+
+
+def _forced_stop(doing: str | None) -> str:
+    """The final line of a stop that did not wait for the work in hand (``doing``; None: no work)."""
+    if doing in ("embedding papers", "making the papers' sentences"):
+        return (
+            f"indexer stopped while {doing}: what was committed is kept, the batch in flight is done again "
+            "at the next start"
+        )
+    if doing == "updating the topics":
+        return "indexer stopped while updating the topics: the next start updates them"
+    return f"indexer stopped while {doing or 'looking for work'}: nothing was in flight"
+
+
+def _what_is_left(c: Context, service: IndexingService | None) -> str:
+    """The final line of a clean stop: what the next start has to do, or that nothing waits."""
+    if service is None:
+        return "indexer stopped: no papers yet, nothing was pending"
+    try:
+        backlog = service.plan().backlog
+        sentences = c.app.indexes.sentence_indexer.current().plan()
+    except (StoreError, OSError):  # the line must come whatever the store says now
+        return "indexer stopped; the next start looks for what is left"
+    if backlog:
+        return f"indexer stopped: {count(backlog, 'paper')} still to embed; the next start resumes there"
+    if sentences.backlog:
+        return (
+            f"indexer stopped: every paper is embedded, the sentences of {count(sentences.backlog, 'paper')} "
+            "are still to do; the next start resumes there"
+        )
+    if sentences.summaries:
+        return (
+            f"indexer stopped: every paper is embedded, {count(sentences.summaries, 'one-line summary')} "
+            f"{agree(sentences.summaries, 'is', 'are')} still to choose; the next start resumes there"
+        )
+    return "indexer stopped: every paper is embedded, nothing was pending"
 
 
 def idle_message(papers: int, poll: float) -> str:
@@ -179,11 +222,16 @@ class _SliceLines:
 
 
 def _sentences_slice(
-    c: Context, say: Callable[[str], None], slice_size: int, papers: IndexingService
+    c: Context,
+    say: Callable[[str], None],
+    slice_size: int,
+    papers: IndexingService,
+    watch: StopWatch | None = None,
 ) -> bool:
     """One slice of the sentences' backlog (papers embedded without their sentences); True when it did
     some. It stops between two batches once a paper waits for its vector (``papers``' backlog), so a new
-    paper waits one batch of sentences, seconds, not the slice. It reports itself as the sentence phase
+    paper waits one batch of sentences, seconds, not the slice, and once ``watch`` has a stop asked for. It
+    reports itself as the sentence phase
     (``papers``' reporter: what the search notes and /admin/jobs say)."""
     sentences = c.app.indexes.sentence_indexer.current()
     plan = sentences.plan()
@@ -193,11 +241,15 @@ def _sentences_slice(
     if reporter is not None:
         reporter.report("sentences", remaining=0, sentences_left=plan.backlog, force=True)
     model_id = papers.embedder.model_id
+    if watch is not None:
+        watch.doing = "making the papers' sentences"
+    asked = watch.requested.is_set if watch is not None else lambda: False
     summary = sentences.run(
         _SliceLines(say, "sentences", plan.backlog, reporter),
         limit=max(1, slice_size // 4),  # ~5 sentences a paper (5.3 measured): slices of similar time
-        stop=lambda: papers.store.count_backlog(model_id) > 0,
+        stop=lambda: asked() or papers.store.count_backlog(model_id) > 0,
     )
+    c.app.indexes.evidence.flush()  # evidence search's sentence vectors: saved once a slice
     if summary.trained:
         say(f"sentences: trained the sentence-role model for {summary.model_id}")
     if summary.summaries:
@@ -208,7 +260,7 @@ def _sentences_slice(
     say(
         f"sentences: {count(summary.papers, 'paper')} ({count(summary.sentences, 'sentence')}) in "
         f"{summary.seconds:,.1f} s ({summary.rate:,.1f} papers/s); {summary.remaining:,} still to do"
-        + ("; new papers first" if summary.stopped else "")
+        + ("; new papers first" if summary.stopped and not asked() else "")
     )
     return summary.papers + summary.summaries > 0
 
@@ -308,11 +360,24 @@ def register(app: typer.Typer) -> None:
                 "(PAPERFEED_EMBEDDING_THREADS, when set, is the budget they share); 1: in this process.",
             ),
         ] = 1,
+        vector_index: Annotated[
+            bool,
+            typer.Option(
+                "--vector-index/--no-vector-index",
+                help="After embedding, bring the vector index up to date; --no-vector-index only stores the "
+                "vectors (an embedding worker whose web nodes keep their own index, PAPERFEED_VECTOR_INDEX="
+                "local, and follow the database).",
+            ),
+        ] = True,
     ) -> None:
         """Embed papers whose vector is missing or stale. Safe to interrupt: a re-run resumes."""
         c: Context = ctx.obj
         if workers > 1 and (follow or keyword):
             raise fail("--workers applies to embedding a backlog once: not with --follow or --keyword")
+        if not vector_index and (follow or keyword):
+            raise fail(
+                "--no-vector-index applies to embedding a backlog once: not with --follow or --keyword"
+            )
         if follow:
             if rebuild or keyword:
                 raise fail("--follow embeds the backlog: it cannot be combined with --rebuild or --keyword")
@@ -323,6 +388,11 @@ def register(app: typer.Typer) -> None:
             size = words.rebuild()
             c.console.print(
                 f"keyword index rebuilt: {count(size, 'paper')} ({words.engine})", highlight=False
+            )
+            papers, engine = c.app.indexes.evidence.rebuild_keyword()
+            c.console.print(
+                f"sentence keyword index rebuilt: the sentences of {count(papers, 'paper')} ({engine})",
+                highlight=False,
             )
             return
         try:
@@ -347,14 +417,22 @@ def register(app: typer.Typer) -> None:
                 )
             plan = service.plan(rebuild=rebuild)
             c.console.print(plan.message(), highlight=False)
+            _other_workers(c)
             if limit is not None and limit < plan.backlog:
                 c.console.print(f"this run embeds at most {limit:,} of them", highlight=False)
             if workers > 1:
-                summary = _run_workers(c, workers, rebuild=rebuild, limit=limit, batch_size=batch_size)
+                summary = _run_workers(
+                    c, workers, rebuild=rebuild, limit=limit, batch_size=batch_size, sync=vector_index
+                )
             else:
                 with RichProgress(c.err, "embedding", unit="items") as progress:
                     summary = service.run(
-                        progress, rebuild=rebuild, limit=limit, batch_size=batch_size, sentences=sentences
+                        progress,
+                        rebuild=rebuild,
+                        limit=limit,
+                        batch_size=batch_size,
+                        sentences=sentences,
+                        sync=vector_index,
                     )
             service.report("stopped", summary, remaining=summary.remaining, force=True)  # this run is over
         except EmbedderUnavailable as exc:
@@ -381,6 +459,8 @@ def register(app: typer.Typer) -> None:
                 f"{summary.index.upserted:,} written)",
                 highlight=False,
             )
+        elif not vector_index:
+            c.console.print("vector index: not updated (--no-vector-index): the vectors are in the database")
         else:
             c.console.print("no vector index is configured: vectors are stored in the database only")
         if summary.stopped:
@@ -388,6 +468,38 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(130)
         if sentences:
             _sentences(c, limit=limit)
+            _evidence(c, lambda text: c.console.print(text, highlight=False))
+
+
+def _evidence(c: Context, say: Callable[[str], None]) -> None:
+    """Evidence search's sentence indexes brought up to date with the stored sentences (resumable: each
+    follows the store by its own cursor) and the sentence vectors saved."""
+    started = time.monotonic()
+    words, vectors = c.app.indexes.evidence.catch_up()
+    if words or vectors:
+        say(
+            f"evidence: the sentences of {count(words, 'paper')} into the sentence keyword index, of "
+            f"{count(vectors, 'paper')} into the sentence vectors, in {time.monotonic() - started:,.1f} s"
+        )
+
+
+def _other_workers(c: Context) -> None:
+    """Say which other processes hold batches of this backlog: this one takes the rest, batch by batch."""
+    claims = c.app.indexes.claims
+    others = [h for h in claims.holdings() if h.holder != claims.holder]
+    if not others:
+        return
+    held = "; ".join(
+        f"pid {h.holder.split(':')[1]} on {h.holder.split(':')[0]} holds {h.papers:,} "
+        f"({h.first_id} … {h.last_id})"
+        for h in others
+    )
+    c.console.print(
+        f"other workers are embedding this backlog ({held}): this one claims the papers nobody holds",
+        highlight=False,
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 def _sentences(c: Context, *, limit: int | None) -> None:
@@ -439,7 +551,7 @@ class _Lines:
 
 
 def _run_workers(
-    c: Context, workers: int, *, rebuild: bool, limit: int | None, batch_size: int | None
+    c: Context, workers: int, *, rebuild: bool, limit: int | None, batch_size: int | None, sync: bool
 ) -> IndexingSummary:
     """Embed the backlog in ``workers`` processes; the first Ctrl-C (or SIGTERM) stops it cleanly: the
     batches done are committed, those in flight dropped, the vector index synced. A second one aborts."""
@@ -470,6 +582,7 @@ def _run_workers(
                 batch_size=batch_size,
                 workers=pool,
                 stop=stop.is_set,
+                sync=sync,
             )
     finally:
         pool.close()

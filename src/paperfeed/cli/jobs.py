@@ -15,9 +15,7 @@ failed (the run is ``partial`` or ``failed``), 4 the job is already running else
 from __future__ import annotations
 
 import os
-import signal
 from datetime import UTC, datetime
-from types import FrameType
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -105,10 +103,22 @@ def status(
 
     for line in describe_supervisors(c.app.maintenance.supervisors.read_all(), holder_is_dead):
         c.console.print(line, markup=False, highlight=False, soft_wrap=True)
+    from paperfeed.domain.embedding_claims import describe_workers
+
+    claims = c.app.indexes.claims  # every `paperfeed index` process sharing this store's backlog
+    for line in describe_workers(claims.workers(), claims.holdings(), now, holder_is_dead):
+        c.console.print(line, markup=False, highlight=False, soft_wrap=True)
     # what the indexer does and what is left, in /admin/jobs' own sentences (the sentences included)
     c.console.print("indexing:", highlight=False)
     for line in c.app.indexes.status.status().lines():
         c.console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _forced_stop(doing: str | None) -> str:
+    """The scheduler's final line when a stop did not wait for the job in hand (``doing``)."""
+    if doing is None:
+        return "scheduler stopped"
+    return f"scheduler stopped while {doing}: the next start runs it again"
 
 
 def register(app: typer.Typer) -> None:
@@ -140,6 +150,7 @@ def register(app: typer.Typer) -> None:
             os.nice(nice)  # before any embedder is built: niced, its embedding threads never spin
         c.app.indexes.embed_in_background()  # the daily job's model in a child process, ended when idle
         from .progress import Heartbeat
+        from .stop_watch import StopWatch
 
         plan = c.app.maintenance.schedules
 
@@ -149,12 +160,9 @@ def register(app: typer.Typer) -> None:
 
         loop = Scheduler(c.app.maintenance.jobs, plan, notify=say)
         heartbeat = Heartbeat(say, lambda: loop.doing)  # a line at least every 30 s while a job runs
-
-        def stop(_signum: int, _frame: FrameType | None) -> None:
-            loop.stop()
-
-        signal.signal(signal.SIGTERM, stop)
-        signal.signal(signal.SIGINT, stop)
+        # SIGTERM/Ctrl+C: napping, it stops at once; inside a job (a step in a C call, or waiting for a
+        # lock) it gives the job 3 s, then ends as kill -9 would, in time for the supervisor's 10 s
+        watch = StopWatch(say, _forced_stop, doing=lambda: loop.doing, on_request=loop.stop)
         for job, schedule in plan.items():
             c.console.print(f"{job}: {schedule}", highlight=False)
         heartbeat.start()
@@ -165,3 +173,5 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(4) from None
         finally:
             heartbeat.stop()
+        if watch.requested.is_set():  # no job was in flight: nothing to say
+            watch.finish(lambda: None, c.close)

@@ -28,6 +28,7 @@ from paperfeed.domain.wording import count
 
 from .context import Context, fail
 from .progress import PlainLines, time_left
+from .tables import print_table
 
 if TYPE_CHECKING:
     from paperfeed.services.adaptation import AdaptResult
@@ -227,7 +228,7 @@ def adapt(
         raise fail(str(exc)) from None
     except EmbedderUnavailable as exc:
         raise fail(str(exc)) from None
-    c.console.print(_comparison(service.base_name, result))
+    print_table(c.console, _comparison(service.base_name, result))
     if result.decision.adopt:
         c.console.print(
             f"adopted {result.model_id}: {result.decision.reason}.\n"

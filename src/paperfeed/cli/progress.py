@@ -24,6 +24,8 @@ from rich.table import Table
 from paperfeed.domain.indexing_status import describe_duration
 from paperfeed.domain.ingest import IngestSummary
 
+from .tables import print_table
+
 __all__ = ["FillBars", "Heartbeat", "PlainLines", "RichProgress", "print_summary", "time_left"]
 
 LINE_EVERY = 30.0  # seconds between two progress lines when the output is a log or a pipe
@@ -114,7 +116,7 @@ def print_summary(console: Console, title: str, summary: IngestSummary, seconds:
         f"{summary.listings:,}",
         f"{rate:,.0f}",
     )
-    console.print(table)
+    print_table(console, table)
 
 
 class FillBars:

@@ -137,8 +137,13 @@ def register(app: typer.Typer) -> None:
                 "--import", help="Import these files or folders first, as paperfeed import (repeatable)."
             ),
         ] = None,
-        host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
-        port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 8000,
+        host: Annotated[
+            str | None, typer.Option(help="Interface to listen on (default: PAPERFEED_HOST or 127.0.0.1).")
+        ] = None,
+        port: Annotated[
+            int | None,
+            typer.Option(min=1, max=65535, help="Port to listen on (default: PAPERFEED_PORT or 8000)."),
+        ] = None,
         offline: Annotated[bool, typer.Option("--offline", help="Do not contact any source.")] = False,
         probe_timeout: Annotated[
             float, typer.Option(help="Seconds to wait for a source before going offline.")
@@ -169,9 +174,12 @@ def register(app: typer.Typer) -> None:
             check_secret(c.settings, allow_generated=True)
         except InsecureSecret as exc:
             raise fail(str(exc)) from None
+        # One default, in the settings (PAPERFEED_HOST, PAPERFEED_PORT); the flags win over them.
+        host = c.settings.host if host is None else host
+        port = c.settings.port if port is None else port
         # Mailed links point to PAPERFEED_BASE_URL, else to the address served on here (never a Host header).
         own_url = not (c.settings.base_url or "").strip()
-        serving = c.settings
+        serving = c.settings.model_copy(update={"host": host, "port": port})
         if own_url:
             serving = serving.model_copy(update={"base_url": local_base_url(host, port)})
         try:
@@ -180,7 +188,10 @@ def register(app: typer.Typer) -> None:
             raise fail(str(exc)) from None
         why = _port_is_free(host, port) if serve else None
         if why is not None:  # said before any import or download, not after
-            raise fail(f"cannot serve on {host}:{port}: {why}; choose another port with --port")
+            raise fail(
+                f"cannot serve on {host}:{port}: {why}; choose another with --port N, or PAPERFEED_PORT=N "
+                "(make run PORT=N)"
+            )
         if files:
             import_paths(c, files)
 
@@ -232,8 +243,11 @@ def register(app: typer.Typer) -> None:
             + " (their lines start with the time, UTC; status: paperfeed jobs status, /admin/jobs)",
             highlight=False,
         )
-        # the database URL may hold a password: to the children by environment, not on their command line
-        env = {"PAPERFEED_DATABASE_URL": settings.database_url} if settings.database_url else {}
+        # Every child's settings say where this serves, so the scheduler's mailed links (digests) point
+        # there too; the database URL may hold a password: by environment, not on a command line.
+        env = {"PAPERFEED_HOST": host, "PAPERFEED_PORT": str(port), "PAPERFEED_BASE_URL": base}
+        if settings.database_url:
+            env["PAPERFEED_DATABASE_URL"] = settings.database_url
         supervisor = Supervisor(
             specs,
             console=c.console,
@@ -241,6 +255,7 @@ def register(app: typer.Typer) -> None:
             status=status,
             is_dead=holder_is_dead,
             env=env,
+            url=base,
         )
 
         def warm_up() -> None:

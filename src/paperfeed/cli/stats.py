@@ -10,6 +10,7 @@ import typer
 from paperfeed.domain.wording import count
 
 from .context import Context
+from .tables import print_table
 
 
 def register(app: typer.Typer) -> None:
@@ -54,4 +55,4 @@ def register(app: typer.Typer) -> None:
                 f"{build.topics:,}{coarse}, built {build.built_at:%Y-%m-%d %H:%M} UTC from "
                 f"{count(build.papers, 'paper')} ({build.method}, model {build.model_id})",
             )
-        c.console.print(table)
+        print_table(c.console, table)

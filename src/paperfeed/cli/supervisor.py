@@ -134,9 +134,11 @@ class Supervisor:
         is_dead: Callable[[str], bool] = lambda _identity: False,
         backoff: Backoff | None = None,
         env: Mapping[str, str] | None = None,
+        url: str | None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
-        """``clock``: the time each line of the log is stamped with (UTC)."""
+        """``url``: the site's public URL, published in the status; ``clock``: the time each line of the log
+        is stamped with (UTC)."""
         self.children = [_Child(spec) for spec in specs]
         self.console = console
         self.identity = identity
@@ -144,6 +146,7 @@ class Supervisor:
         self.is_dead = is_dead
         self.backoff = backoff or Backoff()
         self.env = dict(env or {})
+        self.url = url  # the site's public URL, published for commands in other shells
         self.clock = clock
         self.started_at = datetime.now(UTC)
         self._signal: int | None = None
@@ -193,6 +196,7 @@ class Supervisor:
             self.started_at,
             datetime.now(UTC),
             tuple(c.status() for c in self.children),
+            url=self.url,
         )
         try:
             self.status.publish(status)

@@ -20,6 +20,7 @@ from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
 from paperfeed.domain.wording import count
 
 from .context import Context, fail
+from .tables import print_table
 
 __all__ = ["papers_app", "users_app"]
 
@@ -84,7 +85,8 @@ def add_user(
         str | None,
         typer.Option(
             "--base-url",
-            help="Where --link points (default: PAPERFEED_BASE_URL, else PAPERFEED_HOST:PAPERFEED_PORT).",
+            help="Where --link points (default: PAPERFEED_BASE_URL, else where a running paperfeed run on "
+            "this data folder serves, else PAPERFEED_HOST:PAPERFEED_PORT).",
         ),
     ] = None,
 ) -> None:
@@ -175,7 +177,7 @@ def list_users(
             str(u.sessions),
             str(u.tokens),
         )
-    c.console.print(table)
+    print_table(c.console, table)
 
 
 @users_app.command("promote")

@@ -192,6 +192,10 @@ class RateLog(Protocol):
         """Count an attempt if fewer than ``limit`` were counted in the window, else refuse it."""
         ...
 
+    def unhit(self, hit_id: int) -> None:
+        """Take a counted attempt back (another bucket refused the request it was part of)."""
+        ...
+
 
 class AccountStore(Protocol):
     """Persistence for accounts; every secret arrives here already hashed."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal, Protocol
 
+from .accounts import RateLimited
 from .wording import count
 
 __all__ = [
@@ -34,10 +35,12 @@ __all__ = [
     "GroupSession",
     "InvalidGroupInput",
     "Invitation",
+    "InvitationsCapped",
     "Member",
     "Membership",
     "QueueEntry",
     "Role",
+    "UnknownPaper",
     "check_description",
     "check_group_name",
     "check_queue_note",
@@ -56,6 +59,30 @@ Role = Literal["owner", "member"]
 
 class GroupNotFound(LookupError):
     """No such group, session or invitation for this reader: unknown, or not theirs to know about."""
+
+
+class UnknownPaper(GroupNotFound):
+    """A paper id a member gave (to queue, vote or schedule) that names no paper of this instance: told
+    only to members, so a form can say it beside the field (``field``)."""
+
+    def __init__(self, message: str, field: str = "paper_id") -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class InvitationsCapped(RateLimited):
+    """An owner past the invitations an account, or a group, may send a day (``PAPERFEED_GROUP_INVITES_*``):
+    the mail the site sends carries text its readers wrote, so how many it sends for them is bounded."""
+
+    def __init__(self, retry_after: int, whose: str, cap: int) -> None:
+        super().__init__(retry_after)
+        hours = max(1, -(-self.retry_after // 3600))
+        minutes = count(self.retry_after // 60 or 1, "minute")
+        when = minutes if self.retry_after < 3600 else count(hours, "hour")
+        self.args = (
+            f"{whose} sent {count(cap, 'invitation')} in the last 24 hours, the most allowed: "
+            f"try again in {when}",
+        )
 
 
 class GroupForbidden(PermissionError):
@@ -163,9 +190,10 @@ class Member:
     """A member as the other members see them: a name, never an address."""
 
     user_id: int
-    name: str
+    name: str  # their display name, else "reader N": never anything of their address
     role: Role
     joined_at: datetime
+    named: bool = True  # False: the reader gave no display name (``name`` is "reader N")
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,11 +230,12 @@ class Invitation:
 
     id: int
     group_id: int
-    email: str
+    email: str  # "" where it is not the reader's to see (an address another owner typed)
     invited_by_name: str
     created_at: datetime
     expires_at: datetime
     used_at: datetime | None
+    invited_by: int | None = None  # None when the inviter's account is gone
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,7 +259,11 @@ class GroupRecords(Protocol):
     def members(self, group_id: int) -> list[Member]: ...
     def member_emails(self, group_id: int, *, digest_only: bool = False) -> list[tuple[int, str]]: ...
     def add_member(self, group_id: int, user_id: int, calendar_token: str) -> bool: ...
-    def remove_member(self, group_id: int, user_id: int) -> bool: ...
+    def remove_member(self, group_id: int, user_id: int) -> bool:
+        """Remove a member (not the owner) and their vote, and close the open invitations of their
+        address to the group, in one transaction (False: no such member)."""
+        ...
+
     def hand_over(self, group_id: int, from_user: int, to_user: int) -> bool: ...
     def set_digest(self, group_id: int, user_id: int, on: bool) -> None: ...
     def calendar_token(self, group_id: int, user_id: int) -> str | None: ...
@@ -239,9 +272,23 @@ class GroupRecords(Protocol):
         self, group_id: int, email: str, token_hash: str, invited_by: int, now: datetime, expires_at: datetime
     ) -> int: ...
     def invitation(self, token_hash: str) -> Invitation | None: ...
-    def use_invitation(self, token_hash: str, user_id: int, now: datetime) -> int | None: ...
+    def accept_invitation(
+        self, token_hash: str, user_id: int, now: datetime, calendar_token: str
+    ) -> int | None:
+        """Use an open invitation, make its reader a member and close the other open invitations of the
+        address to that group, in one transaction; the group's id, or None (used, closed or expired)."""
+        ...
+
     def open_invitations(self, group_id: int, now: datetime) -> list[Invitation]: ...
+    def withdraw_invitation(self, group_id: int, invitation_id: int, now: datetime) -> bool:
+        """Close one open invitation of the group (False: none such)."""
+        ...
+
     def queue(self, group_id: int) -> list[QueueEntry]: ...
+    def queued_in(self, group_ids: Sequence[int]) -> dict[int, frozenset[str]]:
+        """The ids of the papers queued in each of ``group_ids`` (groups with none left out)."""
+        ...
+
     def queue_entry(self, group_id: int, paper_id: str) -> QueueEntry | None: ...
     def add_to_queue(self, group_id: int, paper_id: str, user_id: int, note: str, now: datetime) -> bool: ...
     def remove_from_queue(self, group_id: int, paper_id: str) -> bool: ...

@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["ArxivId", "InvalidPaperId", "normalize_paper_id", "parse_arxiv_id", "prefixed_id"]
+__all__ = ["MAX_ROW_ID", "ArxivId", "InvalidPaperId", "normalize_paper_id", "parse_arxiv_id", "prefixed_id"]
+
+MAX_ROW_ID = 2**31 - 1  # the largest id of a stored row (an SQL INTEGER: 32 bits on PostgreSQL)
 
 # New style (2007-04 on): YYMM.NNNN (to 2014-12) or YYMM.NNNNN (2015 on), optional version.
 _NEW = re.compile(r"(?P<yymm>\d{4})\.(?P<num>\d{4,5})(?:v(?P<v>\d+))?")

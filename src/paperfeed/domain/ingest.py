@@ -111,6 +111,7 @@ class IngestSummary:
     unchanged: int = 0
     rejected: int = 0
     listings: int = 0
+    broken: int = 0  # fatal rejects: files (or sources) that could not be read to their end
     rejects: list[Reject] = field(default_factory=list)
     on_rejects: Callable[[Sequence[Reject]], None] | None = field(default=None, compare=False, repr=False)
 
@@ -122,6 +123,7 @@ class IngestSummary:
         self.rejected += len(rejects)
         if any(r.fatal for r in rejects):  # what stopped the source happened after everything else
             rejects = sorted(rejects, key=lambda r: r.fatal)
+            self.broken += sum(r.fatal for r in rejects)
         if rejects and self.on_rejects is not None:
             self.on_rejects(rejects)
         room = keep - len(self.rejects)

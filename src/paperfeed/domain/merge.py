@@ -11,7 +11,11 @@ Rules (documented in docs/data-model.md):
   maximum is kept, which makes merging order-independent and idempotent.
 * Other enrichment (GitHub repo, project page, organisation, AI summary/keywords) fills unknowns; a
   fresher observation's known value replaces an older one.
-* ``sources`` is the union of source names with the earliest time each saw the paper.
+* ``sources`` is the union of source names with the earliest time each saw the paper, one entry per
+  *kind* of source: a name ``kind:detail`` (``file:papers.jsonl.gz``) that meets the paper already seen by
+  its kind (another file) adds no entry: the first file that brought the paper stays its provenance, with
+  the earliest time. So the same records imported from a renamed file (or uploaded again, or from the next
+  day's dump) change nothing, and a paper's provenance stays as small as the kinds of source there are.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Any
 
 from .models import Paper
 
-__all__ = ["freshness", "merge_paper"]
+__all__ = ["freshness", "merge_paper", "source_kind"]
 
 _CONTENT = (
     "title",
@@ -68,13 +72,30 @@ def merge_paper(existing: Paper | None, incoming: Paper) -> Paper:
             changes[name] = new
     if incoming.published and (existing.published is None or incoming.published < existing.published):
         changes["published"] = incoming.published
-    if any(existing.sources.get(k, "~") > v for k, v in incoming.sources.items()):
-        merged = dict(existing.sources)
-        for key, seen in incoming.sources.items():
-            if key not in merged or seen < merged[key]:
-                merged[key] = seen
-        changes["sources"] = merged
+    if incoming.sources:
+        merged = _merge_sources(existing.sources, incoming.sources)
+        if merged != existing.sources:
+            changes["sources"] = merged
     return replace(existing, **changes) if changes else existing
+
+
+def source_kind(name: str) -> str:
+    """``file`` for ``file:papers.jsonl.gz``; a name without a colon (``hf-daily``) is its own kind."""
+    return name.split(":", 1)[0]
+
+
+def _merge_sources(existing: dict[str, str], incoming: dict[str, str]) -> dict[str, str]:
+    """The earliest time each kind of source saw the paper, under the name that kind first had here."""
+    merged = dict(existing)
+    for key, seen in incoming.items():
+        if key not in merged:
+            kind = source_kind(key)
+            same = [k for k in merged if source_kind(k) == kind]
+            if same:  # seen by this kind already (another file): no second entry
+                key = min(same, key=lambda k: (merged[k], k))
+        if key not in merged or seen < merged[key]:
+            merged[key] = seen
+    return merged
 
 
 def paper_field_names() -> tuple[str, ...]:

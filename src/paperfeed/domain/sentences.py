@@ -45,6 +45,7 @@ __all__ = [
     "embed_sentences",
     "facet_query",
     "facet_scores",
+    "max_sim",
     "parse_facet",
     "pools_sentences",
     "role_weights",
@@ -220,18 +221,56 @@ def facet_scores(
     ``mean`` averages all pairs. A candidate without sentences scores -1."""
     import numpy as np
 
-    scores: list[float] = []
-    for vectors, weights in candidates:
-        if len(vectors) == 0:
-            scores.append(-1.0)
-            continue
-        sims = (query @ vectors.T) * np.asarray(weights, dtype=np.float32)[None, :]
-        if aggregate == "max":
-            scores.append(float(sims.max()))
-        elif aggregate == "mean":
-            scores.append(float(sims.mean()))
-        else:
-            scores.append(float(sims.max(axis=1).mean()))
+    sizes = [len(vectors) for vectors, _ in candidates]
+    scores = [-1.0] * len(candidates)
+    present = [i for i, n in enumerate(sizes) if n]
+    if not present or len(query) == 0:
+        return scores
+    # one product for all candidates (their rows stacked), then each candidate's block reduced
+    stacked = np.vstack([candidates[i][0] for i in present]).astype(np.float32, copy=False)
+    weights = np.concatenate([np.asarray(candidates[i][1], dtype=np.float32) for i in present])
+    sims = (np.asarray(query, dtype=np.float32) @ stacked.T) * weights[None, :]
+    starts = np.cumsum([0] + [sizes[i] for i in present[:-1]])
+    if aggregate == "max":
+        found = np.maximum.reduceat(sims, starts, axis=1).max(axis=0)
+    elif aggregate == "mean":
+        found = np.add.reduceat(sims, starts, axis=1).sum(axis=0) / (
+            len(query) * np.asarray([sizes[i] for i in present], dtype=np.float32)
+        )
+    else:
+        found = np.maximum.reduceat(sims, starts, axis=1).mean(axis=0)
+    for i, value in zip(present, found.tolist(), strict=True):
+        scores[i] = float(value)
+    return scores
+
+
+def max_sim(
+    query: Vectors, candidates: Sequence[Vectors], weights: Sequence[float] | None = None
+) -> list[float]:
+    """Late interaction of two papers' sentences (as ColBERT-style rankers match tokens), both ways: the
+    mean over ``query``'s sentences of each one's best cosine among a candidate's sentences, and the mean
+    over the candidate's sentences of each one's best cosine among the query's, averaged (BERTScore's
+    recall and precision). The first rewards a candidate that meets every part of the paper; the second
+    keeps a long candidate that meets them all among much else from winning on its length alone (on the
+    seed pages the two together beat either: bench/facet_similar.py). ``weights``: how much each of
+    ``query``'s sentences counts in the first mean (a facet weighs its sentences up; None: alike). A
+    candidate without sentences scores -1."""
+    import numpy as np
+
+    scores = [-1.0] * len(candidates)
+    sizes = [len(v) for v in candidates]
+    present = [i for i, n in enumerate(sizes) if n]
+    if not present or len(query) == 0:
+        return scores
+    q = np.asarray(query, dtype=np.float32)
+    w = np.ones(len(q), dtype=np.float32) if weights is None else np.asarray(weights, dtype=np.float32)
+    stacked = np.vstack([candidates[i] for i in present]).astype(np.float32, copy=False)
+    sims = q @ stacked.T  # (query sentences, every candidate sentence)
+    starts = np.cumsum([0] + [sizes[i] for i in present[:-1]])
+    forward = (np.maximum.reduceat(sims, starts, axis=1) * w[:, None]).sum(axis=0) / w.sum()
+    backward = np.add.reduceat(sims.max(axis=0), starts) / np.asarray([sizes[i] for i in present])
+    for i, f, b in zip(present, forward.tolist(), backward.tolist(), strict=True):
+        scores[i] = 0.5 * (f + b)
     return scores
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
-__all__ = ["ChildStatus", "SupervisorStatus", "SupervisorStatusStore", "describe_supervisors"]
+__all__ = ["ChildStatus", "SupervisorStatus", "SupervisorStatusStore", "describe_supervisors", "served_url"]
 
 # What a child can be doing: ``starting``/``running``; ``restarting`` (waiting out its back-off after it
 # died); ``standby`` (the scheduler's lease is held by another process: retried later); ``failed`` (it
@@ -80,13 +80,17 @@ class ChildStatus:
 
 @dataclass(frozen=True, slots=True)
 class SupervisorStatus:
-    """One ``paperfeed run`` supervisor: who it is (``host:pid:start``, so a dead one is recognised)."""
+    """One ``paperfeed run`` supervisor: who it is (``host:pid:start``, so a dead one is recognised), and
+    ``url``, the site's public URL as it serves it (where its links in mail point: ``PAPERFEED_BASE_URL``,
+    else the host and port it listens on), for commands in another shell (``paperfeed users add --link``)
+    whose settings cannot know a ``--port`` given to it."""
 
     identity: str
     pid: int
     started_at: datetime
     updated_at: datetime
     children: tuple[ChildStatus, ...] = field(default_factory=tuple)
+    url: str | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -95,18 +99,21 @@ class SupervisorStatus:
             "started_at": self.started_at.isoformat(),
             "updated_at": self.updated_at.isoformat(),
             "children": [c.to_json() for c in self.children],
+            "url": self.url,
         }
 
     @staticmethod
     def from_json(value: dict[str, object]) -> SupervisorStatus:
         children = value.get("children")
         entries = children if isinstance(children, list) else []
+        url = value.get("url")
         return SupervisorStatus(
             identity=str(value.get("identity", "")),
             pid=_int(value.get("pid")) or 0,
             started_at=_time(value.get("started_at")),
             updated_at=_time(value.get("updated_at")),
             children=tuple(ChildStatus.from_json(c) for c in entries if isinstance(c, dict)),
+            url=url if isinstance(url, str) and url else None,
         )
 
 
@@ -142,3 +149,8 @@ def describe_supervisors(statuses: list[SupervisorStatus], is_dead: Callable[[st
         + gone
         + ": the web server, scheduler and indexer are not supervised here"
     ]
+
+
+def served_url(statuses: list[SupervisorStatus], is_dead: Callable[[str], bool]) -> str | None:
+    """The public URL of the newest live supervisor on this data folder that said one, else None."""
+    return next((s.url for s in statuses if s.url and not is_dead(s.identity)), None)

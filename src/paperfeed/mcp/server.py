@@ -38,15 +38,18 @@ from starlette.types import Receive, Scope, Send
 from paperfeed import __version__
 from paperfeed.bootstrap import App
 from paperfeed.domain.accounts import User
+from paperfeed.domain.errors import StoreValueError
+from paperfeed.domain.evidence import EVIDENCE_NOTICE
 from paperfeed.domain.feed import FeedItem, InvalidPeriod, Period, parse_day, parse_month, parse_week
 from paperfeed.domain.groups import GroupForbidden, GroupNotFound, InvalidGroupInput
-from paperfeed.domain.ids import InvalidPaperId, normalize_paper_id
+from paperfeed.domain.ids import MAX_ROW_ID, InvalidPaperId, normalize_paper_id
 from paperfeed.domain.library import DEFAULT_TAG, MAX_QUERY_CHARS, InvalidLibraryInput
 from paperfeed.domain.models import Paper
 from paperfeed.domain.search import SearchFilters, reasons_text
 from paperfeed.domain.sentences import Facet
 from paperfeed.domain.wording import agree, count
 from paperfeed.services.library import LibraryNotFound, PaperState
+from paperfeed.services.library_search import LibrarySearchLimited
 from paperfeed.services.recommend import UnknownTag
 
 from .paper_markdown import paper_markdown
@@ -66,7 +69,9 @@ INSTRUCTIONS = (
     "paperfeed: research papers (mostly arXiv) with daily feeds, hybrid keyword+semantic search, similar "
     "papers and trending. Paper ids are arXiv ids such as 2503.10613 (a version suffix or an arXiv URL is "
     'accepted). search_papers understands author:Name, cat:cs.CL, year:2024, after:/before:, "phrases" and '
-    "-exclusions. get_paper (or the paper://{id} resource) gives one paper as Markdown. Tools about the "
+    "-exclusions. search_evidence answers a question or claim with the papers' own sentences (quoted, "
+    "not generated, no verdict). get_paper (or the paper://{id} resource) gives one paper as Markdown. "
+    "Tools about the "
     "reader (for_you, library_*, group_*, subscribe_alert) need a personal API token."
 )
 MAX_AUTHORS_SHOWN = 3
@@ -202,6 +207,33 @@ class PaperList(BaseModel):
     total: int | None = Field(default=None, description="Matches available for paging, when known.")
     offset: int = 0
     notes: list[str] = Field(default_factory=list, description="Caveats, e.g. semantic search unavailable.")
+
+
+class EvidenceSentence(BaseModel):
+    """A sentence of a paper's abstract, verbatim, with the sentences around it and its role."""
+
+    rank: int = Field(description="1-based, over every sentence of the answer.")
+    text: str = Field(description="The sentence, quoted verbatim from the abstract.")
+    before: str | None = Field(default=None, description="The sentence before it (none: the first).")
+    after: str | None = Field(default=None, description="The sentence after it (none: the last).")
+    role: Literal["background", "objective", "method", "result", "other"]
+
+
+class EvidencePaper(BaseModel):
+    id: str = Field(description="Paper id (arXiv id without version).")
+    title: str
+    authors: list[str]
+    published: str | None = Field(default=None, description="First version's date, YYYY-MM-DD.")
+    url: str = Field(description="The paper's page on this paperfeed instance.")
+    sentences: list[EvidenceSentence]
+
+
+class EvidenceList(BaseModel):
+    notice: str = Field(description="What this is: extracted sentences, not generated, and not a verdict.")
+    papers: list[EvidencePaper] = Field(description="Papers in the order of their best sentence.")
+    notes: list[str] = Field(
+        default_factory=list, description="Caveats, e.g. ranking by meaning unavailable."
+    )
 
 
 class FeedList(PaperList):
@@ -343,6 +375,22 @@ def _guard(call: Callable[[], T]) -> T:
         raise ToolError(str(exc).strip("'\"")) from None
     except InvalidGroupInput as exc:
         raise ToolError(str(exc)) from None
+    except StoreValueError:  # a number or text the database cannot hold: the caller's input
+        raise ToolError("a value in the arguments is too large or out of range") from None
+
+
+def _refused(code: str, message: str, **details: Any) -> CallToolResult:
+    """A refusal a client can act on (docs/mcp.md, "Errors"): ``isError`` with the message as text, and
+    ``structuredContent`` ``{"error": {"code", "message", ...details}}`` -- ``rate_limited`` carries
+    ``retry_after`` (seconds). Other tool errors carry text only, so a client tells them apart."""
+    body = {"code": code, "message": message, **details}
+    return CallToolResult(
+        content=[TextContent(type="text", text=message)], structured_content={"error": body}, is_error=True
+    )
+
+
+def _rate_limited(message: str, seconds: float) -> CallToolResult:
+    return _refused("rate_limited", message, retry_after=max(1, int(seconds + 0.999)))
 
 
 def _unknown_paper(paper_id: str) -> ToolError:
@@ -377,7 +425,9 @@ PaperId = Annotated[
 Categories = Annotated[
     list[str], Field(max_length=20, description="Only papers in any of these arXiv categories, e.g. cs.CL.")
 ]
-GroupId = Annotated[int, Field(ge=1, description="A group id (group_list gives them).")]
+GroupId = Annotated[
+    int, Field(ge=1, le=MAX_ROW_ID, description="A group id (group_list gives them).")
+]  # bounded as the store's ids are: the API answers 400 past them, a tool the same argument error
 TagNames = Annotated[list[str], Field(max_length=50, description="Tag names (created when new).")]
 
 
@@ -440,6 +490,18 @@ def build_server(surface: Surface) -> MCPServer:
             else []
         )
 
+    def anonymous_limit(ctx: Context, app: App, site: str) -> CallToolResult | None:
+        """A search without a token past its address's limit: the structured ``rate_limited`` refusal."""
+        client = surface.anonymous_client(ctx)
+        wait = app.search.limiter.wait(client) if client is not None else 0.0
+        if wait <= 0:
+            return None
+        return _rate_limited(
+            f"too many searches from your address: try again in {count(max(1, int(wait + 0.999)), 'second')} "
+            f"(with a personal API token from {site}/account there is no such limit)",
+            wait,
+        )
+
     @server.tool(annotations=READER)
     def search_papers(
         ctx: Context,
@@ -466,14 +528,9 @@ def build_server(surface: Surface) -> MCPServer:
         Returns the best matches with id, title, date, upvotes and authors; use get_paper for a paper's
         abstract and details."""
         app, site = open_app(ctx)
-        client = surface.anonymous_client(ctx)
-        wait = app.search.limiter.wait(client) if client is not None else 0.0
-        if wait > 0:
-            raise ToolError(
-                f"too many searches from your address: try again in "
-                f"{count(max(1, int(wait + 0.999)), 'second')} "
-                f"(with a personal API token from {site}/account there is no such limit)"
-            )
+        refused = anonymous_limit(ctx, app, site)
+        if refused is not None:
+            return refused
         filters = _filters(date_from, date_to, categories or (), has_code)
         page = app.search.hybrid.search(query.strip(), filters, limit=limit, offset=offset)
         hits, muted = unmuted(ctx, app, page.hits, lambda h: h.paper)
@@ -484,6 +541,66 @@ def build_server(surface: Surface) -> MCPServer:
         )
         many = f"The best {count(page.total, 'paper')}" if page.capped else f"{count(page.total, 'paper')}"
         return _answer(f"{many} match “{query.strip()}”.", result)
+
+    @server.tool(annotations=READER)
+    def search_evidence(
+        ctx: Context,
+        question: Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=MAX_QUERY_CHARS,
+                description="A question or claim, e.g. 'dropout reduces overfitting in small networks'; "
+                'the search syntax works too ("phrase", -word, author:Name, cat:cs.CL, year:2024).',
+            ),
+        ],
+        limit: Annotated[int, Field(ge=1, le=50, description="How many sentences to return (1-50).")] = 10,
+        roles: Annotated[
+            list[Literal["background", "objective", "method", "result", "other"]] | None,
+            Field(max_length=5, description="Only sentences of these roles, e.g. ['result'] (none: all)."),
+        ] = None,
+        date_from: Annotated[date | None, Field(description="Published on or after, YYYY-MM-DD.")] = None,
+        date_to: Annotated[date | None, Field(description="Published on or before, YYYY-MM-DD.")] = None,
+        categories: Categories | None = None,
+    ) -> Annotated[CallToolResult, EvidenceList]:
+        """The sentences of the papers' own abstracts that bear on a question or claim, each quoted
+        verbatim with the sentence before and after and its role (background, objective, method, result),
+        grouped under their papers, best first. Ranked by words and meaning, with each paper's relevance
+        to the whole question; extracted, not generated, and no verdict on the claim."""
+        app, site = open_app(ctx)
+        refused = anonymous_limit(ctx, app, site)
+        if refused is not None:
+            return refused
+        filters = _filters(date_from, date_to, categories or (), None)
+        wanted = frozenset(roles) if roles else None
+        page = app.search.evidence.search(question.strip(), filters, wanted, limit=limit)
+        groups, muted = unmuted(ctx, app, page.groups, lambda g: g.paper)
+        papers = [
+            EvidencePaper(
+                id=g.paper.id,
+                title=" ".join(g.paper.title.split()),
+                authors=list(g.paper.authors),
+                published=_day(g.paper.published),
+                url=f"{site}/papers/{g.paper.id}",
+                sentences=[
+                    EvidenceSentence(rank=h.rank, text=h.text, before=h.before, after=h.after, role=h.role)
+                    for h in g.hits
+                ],
+            )
+            for g in groups
+        ]
+        result = EvidenceList(notice=EVIDENCE_NOTICE, papers=papers, notes=[*page.notes, *muted])
+        lines = [f"Evidence for “{question.strip()}”. {EVIDENCE_NOTICE}"]
+        for paper in papers:
+            names = paper.authors[:MAX_AUTHORS_SHOWN]
+            authors = ", ".join(names) + (" et al." if len(paper.authors) > len(names) else "")
+            lines.append(f"\n{paper.id} — {paper.title} ({paper.published or 'undated'}) — {authors}")
+            for sentence in paper.sentences:
+                lines.append(f"  {sentence.rank}. [{sentence.role}] “{sentence.text}”")
+        if not papers:
+            lines.append("(no sentences)")
+        lines += [f"note: {n}" for n in result.notes]
+        return _result("\n".join(lines), result)
 
     @server.tool(annotations=READER)
     def get_paper(ctx: Context, paper_id: PaperId) -> Annotated[CallToolResult, PaperInfo]:
@@ -679,7 +796,10 @@ def build_server(surface: Surface) -> MCPServer:
         """Search the reader's own library: their saved papers, tag names and private notes, by words and by
         meaning (hybrid, like search_papers). Each result says what matched. Needs a personal API token."""
         app, site, user = signed_in(ctx)
-        found = _guard(lambda: app.readers.library_search.search(user.id, query, limit=limit))
+        try:
+            found = _guard(lambda: app.readers.library_search.search(user.id, query, limit=limit))
+        except LibrarySearchLimited as exc:
+            return _rate_limited(str(exc), exc.retry_after)
         items = [
             _item(h.paper, site, tags=list(h.tags), reason="matched: " + ", ".join(h.matched))
             for h in found.hits

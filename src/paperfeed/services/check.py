@@ -12,6 +12,8 @@ finding's :class:`~paperfeed.domain.consistency.FindingKind`, through the adapte
   ``paperfeed index`` backlog).
 * vector index: bring it up to date from the stored vectors; when it is unreadable, of another model, or
   still inconsistent after that, rebuild it from the stored vectors (no re-embedding).
+* evidence search's sentence indexes (keyword and vectors, issue #42): each against the stored sentences,
+  by count and by its cursor; a repair catches them up, and rebuilds one still inconsistent after that.
 
 Afterwards the check runs again, and the report says what, if anything, is still wrong.
 """
@@ -25,6 +27,7 @@ from paperfeed.domain.consistency import ConsistencyInspector, FindingKind, Prob
 from paperfeed.domain.search import EmbedderSource
 from paperfeed.domain.wording import count
 from paperfeed.services.embedders import Indexer
+from paperfeed.services.evidence_index import EvidenceIndexes
 
 __all__ = ["CheckReport", "CheckService", "Probe"]
 
@@ -58,6 +61,7 @@ class CheckService:
     inspector: ConsistencyInspector
     embedder: EmbedderSource  # the embedder in use: its model id is read without loading the model
     indexer: Indexer  # the indexing service of that model, for a repair that needs it
+    evidence: EvidenceIndexes | None = None  # the sentence indexes of evidence search
 
     def check(self) -> CheckReport:
         started = time.monotonic()
@@ -65,7 +69,31 @@ class CheckService:
         return CheckReport(probes, time.monotonic() - started)
 
     def _probe(self) -> list[Probe]:
-        return self.inspector.probe(self.embedder.current().model_id)
+        return [*self.inspector.probe(self.embedder.current().model_id), *self._sentence_probes()]
+
+    def _sentence_probes(self) -> list[Probe]:
+        """The sentence indexes against the stored sentences (one probe each)."""
+        if self.evidence is None:
+            return []
+        probes = []
+        for found in self.evidence.check():
+            probe = Probe(
+                found.name, f"{found.indexed:,} of {found.stored:,} stored sentences", kind=found.detail
+            )
+            if found.behind:
+                probe.add(
+                    FindingKind.not_indexed,
+                    "sentences stored after the index last followed the store",
+                    count=max(1, found.stored - found.indexed),
+                )
+            elif found.stored != found.indexed:
+                probe.add(
+                    FindingKind.index_miscounted,
+                    f"sentences indexed ({found.indexed:,}) differ from those stored ({found.stored:,})",
+                    count=abs(found.stored - found.indexed),
+                )
+            probes.append(probe)
+        return probes
 
     # -- repair -------------------------------------------------------------------------------------------
 
@@ -78,6 +106,8 @@ class CheckService:
             report.actions.append(self.inspector.repair_keyword(by_area["keyword"]))
         if not by_area["embeddings"].ok or not by_area["vector index"].ok:
             report.actions.extend(self._repair_vectors(by_area["embeddings"], by_area["vector index"]))
+        if self.evidence is not None and any(not p.ok for p in self._sentence_probes()):
+            report.actions.extend(self._repair_sentences(self.evidence))
         if not by_area["store"].ok:
             report.actions.append(
                 "papers under non-canonical ids are left as they are: re-import them from their source "
@@ -86,6 +116,21 @@ class CheckService:
         report.after = self._probe()
         report.seconds += time.monotonic() - started
         return report
+
+    @staticmethod
+    def _repair_sentences(evidence: EvidenceIndexes) -> list[str]:
+        """Catch both sentence indexes up; rebuild one that is still off (deleted papers, a lost file)."""
+        words, vectors = evidence.catch_up()
+        actions = [
+            f"sentence indexes caught up (keyword: {count(words, 'paper')}, "
+            f"vectors: {count(vectors, 'paper')})"
+        ]
+        keyword, vector = evidence.check()
+        if not keyword.consistent:
+            actions.append(f"sentence keyword index rebuilt ({count(evidence.keyword.rebuild(), 'paper')})")
+        if not vector.consistent:
+            actions.append(f"sentence vector index rebuilt ({count(evidence.vectors().rebuild(), 'paper')})")
+        return actions
 
     def _repair_vectors(self, table: Probe, index: Probe) -> list[str]:
         actions: list[str] = []

@@ -28,6 +28,7 @@ from paperfeed.domain.search import Embedder, IndexOpener
 if TYPE_CHECKING:  # NumPy comes with them, which a keyword-only ``paperfeed search`` never loads
     from paperfeed.domain.sentences import RoleModels, SentenceSplitter, SentenceStore
     from paperfeed.services.calibration import BackendChooser, Resolution
+    from paperfeed.services.embed_claims import ClaimedBacklog
     from paperfeed.services.indexing import IndexingService
     from paperfeed.services.sentences import SentenceIndexer
 
@@ -147,6 +148,7 @@ class Indexer:
     marks: IndexMarks | None  # a node-local index's sync point (None: in the store)
     reports: IndexerReports | None
     sentences: SentencePass | None = None  # each batch embedded with its sentences (None: vectors only)
+    claims: ClaimedBacklog | None = None  # batches claimed, so several processes share the backlog
     _service: IndexingService | None = field(default=None, init=False)
 
     def has_papers(self) -> bool:
@@ -191,6 +193,7 @@ class Indexer:
                 marks=self.marks,
                 reports=self.reports,
                 sentences=self.sentences.of(embedder) if self.sentences is not None else None,
+                claims=self.claims,
             )
         return self._service
 

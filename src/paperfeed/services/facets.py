@@ -1,16 +1,19 @@
-"""Similar papers by facet: by background, method or result rather than by topic (issue #33, part 4).
+"""Similar papers by facet: by background, method or result, as a better overall list rather than another
+list (issue #43; issue #33 part 4 made the facets).
 
-For a facet other than ``overall``, the query paper's sentences of that facet (their roles given by the
-role classifier, :mod:`paperfeed.domain.sentences`) are matched against each candidate's sentences:
+For a facet other than ``overall``, the overall similar list (services/similar.py: text and graph
+neighbours, re-ranked by the two papers' sentences) is re-ranked by the facet:
 
-1. **Candidates**: the paper's overall similar list and the papers nearest to the mean of its facet
-   sentences (a method described in a paper on another subject is still found), ``candidates`` each.
-2. **Match**: each query sentence takes its best match among the candidate's sentences and the matches
-   are averaged (``meanmax``: every part of the facet should be met, not one sentence alone). A
-   candidate sentence may be weighted by its probability of having the facet's role, never below
-   ``role_floor``; the default floor, 1, weighs them all the same (role weighting lost on SciFact).
-3. **Score**: ``(1 - blend) × match + blend × cosine of the two papers``; the default blend, 0, keeps the
-   list apart from the overall one.
+1. **Candidates**: the overall list's first ``candidates`` papers, never papers it does not hold: a paper
+   with the same method on another topic is rarely what a reader asking for "same method" wants (expert
+   judgments of faceted similarity rated a list drawn by the facet alone half as good as the overall one).
+2. **Match**: the query paper's sentences of the facet (background: its background and objective
+   sentences; method; result), each taking its best match among the candidate's sentences, averaged
+   (``meanmax``; a candidate sentence may be weighted by its probability of the facet's role, never below
+   ``role_floor``; the default, 1, weighs them all the same).
+3. **Score**: weighted reciprocal rank fusion of the overall order (weight 1) and the order by the match
+   (``weight``), with ``rrf_k``: a paper high on both comes first, one high on the match alone climbs
+   only as far as its overall place allows. By rank, so it holds for sentence vectors made either way.
 
 Where the query paper has no sentence of the facet (or its sentences are not indexed yet), the overall
 list is shown and the answer says so. Every choice above was measured (bench/facet_similar.py,
@@ -20,11 +23,13 @@ docs/search.md); each number is a ``PAPERFEED_SIMILAR_FACET_*`` setting.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
+from paperfeed.domain.fusion import reciprocal_rank_fusion
 from paperfeed.domain.models import Paper
 from paperfeed.domain.results import SearchHit
-from paperfeed.domain.search import EmbedderSource, SearchFilters, VectorIndex, VectorIndexError
+from paperfeed.domain.search import EmbedderSource, ScoredId, SearchFilters
 from paperfeed.domain.sentences import (
     Facet,
     FacetAggregate,
@@ -35,7 +40,11 @@ from paperfeed.domain.sentences import (
     role_weights,
     sentence_model_id,
 )
+from paperfeed.domain.wording import count
 from paperfeed.services.similar import SimilarPapers
+
+if TYPE_CHECKING:
+    from paperfeed.domain.search import Vectors
 
 __all__ = ["FacetPage", "FacetSettings", "FacetedSimilar"]
 
@@ -53,8 +62,9 @@ FACET_WORDS: dict[Facet, str] = {
 class FacetSettings:
     """``PAPERFEED_SIMILAR_FACET_*``; their one default is in ``settings_model.py``."""
 
-    candidates: int  # from each of the two candidate lists
-    blend: float  # share of the two papers' overall cosine in the score
+    candidates: int  # the overall list's first papers that the facet re-ranks
+    weight: float  # of the order by the facet's sentence match, against the overall order's 1
+    rrf_k: float
     role_floor: float  # least weight of a candidate sentence of another role (1: role-blind)
     aggregate: FacetAggregate
 
@@ -80,6 +90,19 @@ class FacetedSimilar:
     embedder: EmbedderSource  # the current embedding model (sentences of another are not read)
     settings: FacetSettings
 
+    def explain(self, facet: Facet) -> str:
+        """What the list ``facet`` is, in a reader's words (the paper page shows it under the switch)."""
+        if facet == "overall":
+            return (
+                "Ranked by how alike the two papers read (their whole text, then sentence by sentence) and, "
+                "where citations are stored, by the papers they are cited with."
+            )
+        return (
+            f"The overall list's first {count(self.settings.candidates, 'paper')}, reordered by how well "
+            f"their sentences match the sentences of this paper's {FACET_WORDS[facet]}: a paper rises when "
+            "it is close overall and matches on that part too. Under each, its sentence that matched best."
+        )
+
     def of_id(self, paper_id: str, facet: Facet = "overall", limit: int = 10) -> FacetPage | None:
         """:meth:`of` the paper ``paper_id`` (a canonical id); None when it is unknown or hidden."""
         paper = self.similar.papers.paper(paper_id)
@@ -89,13 +112,16 @@ class FacetedSimilar:
         self, paper: Paper, facet: Facet = "overall", limit: int = 10, filters: SearchFilters | None = None
     ) -> FacetPage:
         """Papers like ``paper`` (a visible paper the caller read) by ``facet``, best first."""
-        search = self.similar.search
-        if facet == "overall":
-            return FacetPage(facet, facet, search.similar_to(paper, limit, filters))
         if limit <= 0:
             return FacetPage(facet, facet, [])
+        if facet == "overall":
+            return FacetPage(facet, facet, self.similar.of(paper, limit, filters))
+        s = self.settings
+        ranked = self.similar.ranked(paper, max(s.candidates, limit), filters)
         model_id = sentence_model_id(self.embedder.current().model_id)  # the sentence rows' space
-        own = self.sentences.sentences([paper.id], model_id).get(paper.id)
+        own = ranked.own
+        if not ranked.read:
+            own = self.sentences.sentences([paper.id], model_id).get(paper.id)
         query = facet_query(own, facet) if own is not None else None
         if own is None or query is None:
             if own is None:
@@ -108,110 +134,51 @@ class FacetedSimilar:
                     f"No sentence of this paper's abstract states its {FACET_WORDS[facet]}, so these are "
                     "the overall similar papers."
                 )
-            return FacetPage(facet, "overall", search.similar_to(paper, limit, filters), note)
-        s = self.settings
-        pool = max(s.candidates, limit)
-        overall = search.similar_to(paper, pool, filters)
-        cosines = {h.paper.id: h.similarity for h in overall}
-        papers = {h.paper.id: h.paper for h in overall}
-        index = self._index()
-        extra = self._facet_neighbours(index, query, pool, filters, paper.id)
-        extra = [pid for pid in extra if pid not in papers]
-        if extra:  # the visible-papers lookup leaves hidden ones out
-            for pid, found in self.similar.papers.get(extra).items():
-                if found.content_hash != paper.content_hash:
-                    papers[pid] = found
-        rows = self.sentences.sentences(list(papers), model_id)
-        self._fill_cosines(index, paper.id, cosines, [pid for pid in papers if cosines.get(pid) is None])
-        scored = self._score(query, facet, rows, cosines)
-        hits: list[SearchHit] = []
+            return FacetPage(facet, "overall", ranked.hits[:limit], note)
+        head = ranked.hits[: s.candidates]
+        rows = dict(ranked.rows)
+        missing = [h.paper.id for h in head if h.paper.id not in rows]
+        if missing:
+            found = self.sentences.sentences(missing, model_id)
+            rows.update({pid: r for pid, r in found.items() if r.vectors is not None and r.sentences})
+        scored = self._score(query, facet, {h.paper.id: rows[h.paper.id] for h in head if h.paper.id in rows})
+        by_id = {h.paper.id: h for h in head}
+        fused = reciprocal_rank_fusion(
+            [[ScoredId(h.paper.id, h.score) for h in head], [ScoredId(pid, x) for pid, x, _ in scored]],
+            [1.0, s.weight],
+            k=s.rrf_k,
+        )
+        hits = [replace(by_id[f.paper_id], score=f.score) for f in fused][:limit]
+        if len(hits) < limit:  # the facet re-ranks the head; the overall list's tail follows as it is
+            hits.extend(ranked.hits[s.candidates : s.candidates + limit - len(hits)])
         matched: dict[str, str] = {}
-        for pid, score, sentence in scored[:limit]:
-            found = papers[pid]
-            hits.append(SearchHit(paper=found, score=score, similarity=cosines.get(pid)))
+        best = {pid: sentence for pid, _, sentence in scored}
+        for hit in hits:
+            sentence = best.get(hit.paper.id)
             if sentence is not None:
-                matched[pid] = rows[pid].sentences[sentence].text(found.abstract)
-        if len(hits) < limit:  # too few candidates with sentences: the overall list fills the rest
-            shown = {h.paper.id for h in hits}
-            hits.extend(h for h in overall if h.paper.id not in shown)
-            hits = hits[:limit]
+                matched[hit.paper.id] = rows[hit.paper.id].sentences[sentence].text(hit.paper.abstract)
         return FacetPage(facet, facet, hits, None, matched)
 
-    def _index(self) -> VectorIndex | None:
-        try:
-            index = self.similar.search.vectors.current()
-        except VectorIndexError as exc:
-            log.warning("similar papers by facet without the vector index: %s", exc)
-            return None
-        return index if index is not None and len(index) else None
-
-    @staticmethod
-    def _facet_neighbours(
-        index: VectorIndex | None,
-        query: object,
-        pool: int,
-        filters: SearchFilters | None,
-        paper_id: str,
-    ) -> list[str]:
-        """Papers whose own vector is nearest to the mean of the query's facet sentences."""
-        if index is None:
-            return []
-        import numpy as np
-
-        centre = np.asarray(query, dtype=np.float32).mean(axis=0)
-        norm = float(np.linalg.norm(centre))
-        if norm == 0:
-            return []
-        try:
-            return [x.paper_id for x in index.search(centre / norm, pool, filters, exclude=[paper_id])]
-        except VectorIndexError as exc:
-            log.warning("similar papers by facet without the facet's neighbours: %s", exc)
-            return []
-
-    @staticmethod
-    def _fill_cosines(
-        index: VectorIndex | None, paper_id: str, cosines: dict[str, float | None], ids: list[str]
-    ) -> None:
-        """The papers' overall cosine with ``paper_id`` for the candidates the overall list lacked."""
-        if index is None or not ids:
-            return
-        import numpy as np
-
-        try:
-            own = index.vector(paper_id)
-            found = index.vectors(ids) if own is not None else {}
-        except VectorIndexError:
-            return
-        if own is None:
-            return
-        for pid, vector in found.items():
-            cosines[pid] = float(np.dot(own, vector))
-
     def _score(
-        self,
-        query: object,
-        facet: Facet,
-        rows: dict[str, PaperSentences],
-        cosines: dict[str, float | None],
-    ) -> list[tuple[str, float, int | None]]:
-        """(paper id, score, index of its best-matching sentence), best first; papers without sentences
-        are left out (they cannot be judged on the facet)."""
+        self, query: Vectors, facet: Facet, rows: dict[str, PaperSentences]
+    ) -> list[tuple[str, float, int]]:
+        """(paper id, facet match, index of its best-matching sentence), best match first; papers
+        without sentences are left out (they cannot be judged on the facet)."""
         import numpy as np
 
         s = self.settings
-        q = np.asarray(query, dtype=np.float32)
-        items = [
-            (pid, row.vectors, row) for pid, row in rows.items() if row.vectors is not None and row.sentences
-        ]
+        items = [(pid, row) for pid, row in rows.items() if row.vectors is not None and row.sentences]
         if not items:
             return []
-        weights = [role_weights(row.sentences, facet, s.role_floor) for _, _, row in items]
-        matches = facet_scores(q, [(v, w) for (_, v, _), w in zip(items, weights, strict=True)], s.aggregate)
-        out: list[tuple[str, float, int | None]] = []
-        for (pid, vectors, _), w, match in zip(items, weights, matches, strict=True):
-            cosine = cosines.get(pid)
-            score = match if cosine is None else (1 - s.blend) * match + s.blend * cosine
-            sims = (q @ vectors.T) * np.asarray(w, dtype=np.float32)[None, :]
-            out.append((pid, score, int(sims.max(axis=0).argmax())))
+        weights = [role_weights(row.sentences, facet, s.role_floor) for _, row in items]
+        vectors = [row.vectors for _, row in items]
+        matches = facet_scores(
+            query, [(v, w) for v, w in zip(vectors, weights, strict=True) if v is not None], s.aggregate
+        )
+        out: list[tuple[str, float, int]] = []
+        for (pid, row), w, match in zip(items, weights, matches, strict=True):
+            assert row.vectors is not None
+            sims = (query @ row.vectors.T) * np.asarray(w, dtype=np.float32)[None, :]
+            out.append((pid, match, int(sims.max(axis=0).argmax())))
         out.sort(key=lambda x: -x[1])
         return out

@@ -7,8 +7,13 @@ learn that something is the owner's to do (:class:`~paperfeed.domain.groups.Grou
 
 Invitations are one-time links: the token is random, kept only as its SHA-256 digest, works once (a
 compare-and-set marks it used) and for ``invite_lifetime``; it must be accepted by a signed-in reader
-whose address is the invited one, so a forwarded link lets nobody else in. Mailing one counts against
-the same limits as every mail the site sends (``limit_mail``: per client and per address).
+whose address is the invited one, so a forwarded link lets nobody else in. Accepting one closes the
+address's other open invitations to the group, and removing a member (or their leaving) closes theirs, so
+an older link never brings a removed member back; the owner can withdraw one. Mailing one counts against
+the same limits as every mail the site sends (per client and per address) and against a day's cap per
+account and per group (:class:`InviteLimits`): the mail carries text readers wrote (the group's name, the
+inviter's display name) to any address, so how much of it the site sends for one of them is bounded, and
+its Subject holds none of it.
 """
 
 from __future__ import annotations
@@ -17,12 +22,12 @@ import hashlib
 import logging
 import secrets
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 from urllib.parse import quote
 
-from paperfeed.domain.accounts import InvalidEmail, normalize_email
+from paperfeed.domain.accounts import InvalidEmail, RateLog, normalize_email
 from paperfeed.domain.groups import (
     MAX_MEMBERS,
     Group,
@@ -33,9 +38,11 @@ from paperfeed.domain.groups import (
     GroupSession,
     InvalidGroupInput,
     Invitation,
+    InvitationsCapped,
     Member,
     Membership,
     QueueEntry,
+    UnknownPaper,
     check_description,
     check_group_name,
     check_queue_note,
@@ -52,10 +59,11 @@ from paperfeed.domain.library import (
 )
 from paperfeed.domain.mail import Mailer, MailError, OutgoingMail
 from paperfeed.domain.models import Paper
+from paperfeed.domain.mutes import InvalidMuteRule, MuteRule
 from paperfeed.domain.recommend import Recommendation
 from paperfeed.domain.search import SearchFilters
 from paperfeed.domain.wording import count
-from paperfeed.services.mail_limits import MailLimits
+from paperfeed.services.mail_limits import MailLimits, bucket
 from paperfeed.services.mutes import MuteService
 from paperfeed.services.visible import VisiblePapers
 
@@ -67,6 +75,7 @@ __all__ = [
     "GroupService",
     "GroupSignals",
     "InvitationPage",
+    "InviteLimits",
     "QueueItem",
     "SessionItem",
     "hash_token",
@@ -81,6 +90,32 @@ _UNUSABLE = (
 MAX_GROUP_SEARCHES = 20
 PAST_ON_PAGE = 5  # past sessions on the group page (the archive has them all)
 ARCHIVE_SIZE = 500
+
+
+@dataclass(frozen=True)
+class InviteLimits:
+    """Invitations an account, and a group, may send in any 24 hours (``PAPERFEED_GROUP_INVITES_PER_
+    ACCOUNT_PER_DAY``, ``PAPERFEED_GROUP_INVITES_PER_GROUP_PER_DAY``), counted in the store's shared log."""
+
+    log: RateLog
+    secret: bytes
+    per_account: int
+    per_group: int
+
+    def count(self, user_id: int, group_id: int, now: datetime) -> None:
+        """Count one invitation in both buckets, or :class:`InvitationsCapped` and neither counted."""
+        day = 24 * 3600
+        counted: list[int] = []
+        for kind, key, cap, whose in (
+            ("invite:account", str(user_id), self.per_account, "you have"),
+            ("invite:group", str(group_id), self.per_group, "this group has"),
+        ):
+            hit = self.log.hit(bucket(kind, key, self.secret), now, day, cap)
+            if hit.id is None:
+                for taken in counted:  # a refused invitation uses none of the other allowance
+                    self.log.unhit(taken)
+                raise InvitationsCapped(int(-(-hit.retry_after // 1)), whose, cap)
+            counted.append(hit.id)
 
 
 @dataclass(frozen=True)
@@ -157,8 +192,11 @@ class GroupPage:
     queue: tuple[QueueItem, ...]  # newest first
     upcoming: tuple[SessionItem, ...]  # soonest first
     past: tuple[SessionItem, ...]  # latest first (the most recent few)
-    invitations: tuple[Invitation, ...] = ()  # open ones, for the owner only
+    invitations: tuple[Invitation, ...] = ()  # open ones, for the owner only (see :meth:`invitations`)
     hidden: int = 0  # queued papers left out (hidden by an admin or muted by the group)
+    mutes: tuple[MuteRule, ...] = ()  # the group's mute rules
+    searches: tuple[GroupSearch, ...] = ()  # the searches the group follows
+    calendar_token: str = ""  # the secret of this member's own calendar feed URL
 
     @property
     def by_votes(self) -> tuple[QueueItem, ...]:
@@ -193,6 +231,7 @@ class GroupService:
     papers: VisiblePapers  # existing, not hidden by an admin
     mailer: Mailer
     mail_limits: MailLimits  # per client and per address, as every mail the site sends
+    invite_limits: InviteLimits  # per account and per group, a day
     invite_lifetime: timedelta  # PAPERFEED_GROUP_INVITE_DAYS
     site_name: str = "paperfeed"
     mutes: MuteService | None = None  # the groups' mute rules
@@ -226,7 +265,7 @@ class GroupService:
         except InvalidPaperId as exc:
             raise InvalidGroupInput("paper_id", str(exc)) from None
         if not self.papers.get([canonical]):
-            raise GroupNotFound(f"no paper with id {canonical} is in this instance")
+            raise UnknownPaper(f"no paper with id {canonical} is in this instance")
         return canonical
 
     # -- groups ----------------------------------------------------------------------------------------------
@@ -265,8 +304,11 @@ class GroupService:
             queue,
             tuple(SessionItem(s, shown.get(s.paper_id)) for s in upcoming),
             tuple(SessionItem(s, shown.get(s.paper_id)) for s in past),
-            tuple(self.records.open_invitations(group_id, now)) if me.owner else (),
+            self._open_invitations(user_id, group_id) if me.owner else (),
             hidden=len(entries) - len(queue),
+            mutes=tuple(self.mutes.group_rules(group_id)) if self.mutes is not None else (),
+            searches=tuple(self.records.searches(group_id)),
+            calendar_token=self.records.calendar_token(group_id, user_id) or "",
         )
 
     def _visible(self, paper_ids: Sequence[str], group_id: int | None = None) -> dict[str, Paper]:
@@ -314,34 +356,91 @@ class GroupService:
         """GroupNotFound for a non-member, GroupForbidden for a member who is not the owner."""
         self._owner(user_id, group_id)
 
+    # -- the group's mute rules (its queue, pages, digest and recommendations; the owner's to change) ------
+
+    def add_mute(self, user_id: int, group_id: int, kind: str, value: str) -> MuteRule:
+        self._owner(user_id, group_id)
+        try:
+            return self._mutes().add_group(group_id, kind, value)
+        except InvalidMuteRule as exc:
+            raise InvalidGroupInput(exc.field, exc.reason) from None
+
+    def remove_mute(self, user_id: int, group_id: int, kind: str, value: str) -> None:
+        self._owner(user_id, group_id)
+        try:
+            self._mutes().remove_group(group_id, kind, value)
+        except InvalidMuteRule as exc:
+            raise InvalidGroupInput(exc.field, exc.reason) from None
+
+    def _mutes(self) -> MuteService:
+        if self.mutes is None:
+            raise InvalidGroupInput("kind", "mute rules are not available on this instance")
+        return self.mutes
+
+    # -- what the "queue for a group" control shows ----------------------------------------------------
+
+    def queued(self, user_id: int) -> dict[int, frozenset[str]]:
+        """The papers queued in each of the reader's groups (one read), so a paper's "queue for a group"
+        control says where it is queued already instead of offering to queue it again."""
+        mine = [g.id for g, _ in self.records.groups_of(user_id)]
+        return self.records.queued_in(mine) if mine else {}
+
     # -- invitations -----------------------------------------------------------------------------------------
 
     def invite(self, user_id: int, group_id: int, email: str, *, base_url: str, client: str) -> OutgoingMail:
         """Record an invitation of ``email`` and return its mail (the caller sends it after replying,
-        :meth:`deliver`). Counted against the site's mail limits first: over them, nothing is recorded."""
+        :meth:`deliver`). Counted against the site's mail limits and the day's invitation caps first:
+        over them (:class:`RateLimited`), nothing is recorded."""
         self._owner(user_id, group_id)
         try:
             address = normalize_email(email)
         except InvalidEmail as exc:
             raise InvalidGroupInput("email", str(exc).removeprefix("Email: ")) from None
-        if len(self.records.members(group_id)) >= MAX_MEMBERS:
+        members = self.records.members(group_id)
+        if len(members) >= MAX_MEMBERS:
             raise InvalidGroupInput("email", f"a group has at most {count(MAX_MEMBERS, 'member')}")
         self.mail_limits.request(address, client)
-        group = self._group(group_id)
-        inviter = next((m.name for m in self.records.members(group_id) if m.user_id == user_id), "A member")
-        token = secrets.token_urlsafe(32)
         now = self.now()
+        self.invite_limits.count(user_id, group_id, now)
+        group = self._group(group_id)
+        inviter = next((m for m in members if m.user_id == user_id), None)
+        who = f"{inviter.name} (a reader on {self.site_name})" if inviter and inviter.named else "A reader"
+        token = secrets.token_urlsafe(32)
         expires = now + self.invite_lifetime
         self.records.add_invitation(group_id, address, hash_token(token), user_id, now, expires)
         url = f"{base_url.rstrip('/')}/groups/invitations/{quote(token)}"
         days = max(1, round(self.invite_lifetime.total_seconds() / 86400))
         text = (
-            f"{inviter} invites you to the reading group “{group.name}” on {self.site_name}.\n\n"
+            f"{who} has invited you to a reading group on {self.site_name}. "
+            "Its name, as its owner wrote it:\n\n"
+            f"    {group.name}\n\n"
             f"Open this link to join (sign in, or sign up, with this address: {address}):\n\n{url}\n\n"
-            f"It works once and for {days} day{'s' if days != 1 else ''}. If you do not want to join, ignore "
-            "this message."
+            f"It works once and for {count(days, 'day')}. {self.site_name} did not write the "
+            "group's name or the inviter's; if you do not know them, ignore this message."
         )
-        return OutgoingMail(to=address, subject=f"Join “{group.name}” on {self.site_name}", text=text)
+        # The Subject carries nothing a reader wrote: mail clients show it before anything else, and it
+        # is what a spammer would write into a group's name.
+        return OutgoingMail(
+            to=address, subject=f"An invitation to a reading group on {self.site_name}", text=text
+        )
+
+    def invitations(self, user_id: int, group_id: int) -> tuple[Invitation, ...]:
+        """The group's open invitations, for its owner: the addresses they typed themselves, and of the
+        others (a previous owner's) who sent them and until when, never the address."""
+        self._owner(user_id, group_id)
+        return self._open_invitations(user_id, group_id)
+
+    def _open_invitations(self, user_id: int, group_id: int) -> tuple[Invitation, ...]:
+        return tuple(
+            i if i.invited_by == user_id else replace(i, email="")
+            for i in self.records.open_invitations(group_id, self.now())
+        )
+
+    def withdraw(self, user_id: int, group_id: int, invitation_id: int) -> None:
+        """The owner closes an open invitation: its link then works for nobody."""
+        self._owner(user_id, group_id)
+        if not self.records.withdraw_invitation(group_id, invitation_id, self.now()):
+            raise GroupNotFound(f"no open invitation {invitation_id} in this group")
 
     def deliver(self, mail: OutgoingMail) -> None:
         """Send an invitation mail; a failure is logged (the reply has gone already)."""
@@ -367,12 +466,14 @@ class GroupService:
         return InvitationPage(self._group(found.group_id), found)
 
     def accept(self, user_id: int, email: str, token: str) -> Group:
-        """Join through an invitation: once, before it expires, as the reader it was sent to."""
+        """Join through an invitation: once, before it expires or is closed, as the reader it was sent to
+        (the address's other invitations to the group close with it)."""
         self.invitation(token, email)
-        group_id = self.records.use_invitation(hash_token(token), user_id, self.now())
-        if group_id is None:  # another request used it meanwhile
+        group_id = self.records.accept_invitation(
+            hash_token(token), user_id, self.now(), secrets.token_urlsafe(24)
+        )
+        if group_id is None:  # another request used or closed it meanwhile
             raise GroupNotFound(_UNUSABLE)
-        self.records.add_member(group_id, user_id, secrets.token_urlsafe(24))
         return self._group(group_id)
 
     # -- the queue -------------------------------------------------------------------------------------------
@@ -506,10 +607,6 @@ class GroupService:
         return self._group(found.group_id), tuple(SessionItem(s, shown.get(s.paper_id)) for s in sessions)
 
     # -- for the group: "For you" over the group's papers ---------------------------------------------------
-
-    def signals(self, group_id: int) -> ReaderSignals:
-        """:meth:`GroupSignals.signals` (no membership check: :meth:`for_the_group` made one)."""
-        return GroupSignals(self.records, self.now).signals(group_id)
 
     def for_the_group(self, user_id: int, group_id: int, *, limit: int = 20) -> ForTheGroup:
         """Recent papers ranked by the "For you" model trained on the group's queue and past sessions,

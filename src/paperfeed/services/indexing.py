@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -41,6 +41,7 @@ from paperfeed.domain.embedding import (
     PendingPaper,
     vector_index_mark,
 )
+from paperfeed.domain.embedding_claims import WorkerState
 from paperfeed.domain.errors import EmbedderUnavailable
 from paperfeed.domain.indexing_status import IndexerReports, IndexerState
 from paperfeed.domain.ports import ProgressReporter
@@ -50,6 +51,7 @@ from paperfeed.services.indexer_status import IndexerReporter
 
 if TYPE_CHECKING:
     from paperfeed.domain.embedding import Vectors
+    from paperfeed.services.embed_claims import ClaimedBacklog
     from paperfeed.services.sentences import SentenceIndexer
 
 __all__ = ["IndexPlan", "IndexSync", "IndexingService", "IndexingSummary", "WorkerRate"]
@@ -60,6 +62,10 @@ DEFAULT_BATCH = 128
 REPORT_EVERY_SECONDS = 5.0  # how often a run records its progress for /admin/jobs (one small upsert)
 SYNC_EVERY_SECONDS = 2.0  # the vector index is saved after a batch at most this often (issue #39: was 600)
 SYNC_COST_RATIO = 10.0  # ... and only once the run went on for this many times the last save's duration
+# A vector's time is taken just before its transaction commits: with several writers (workers sharing the
+# backlog), one stamped a moment before a sync read the newest time can become visible just after it. An
+# incremental sync therefore re-reads this much before its mark (upserts are idempotent).
+SYNC_OVERLAP = timedelta(seconds=60)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,12 +162,15 @@ class IndexingService:
         reports: IndexerReports | None = None,
         report_every: float = REPORT_EVERY_SECONDS,
         sentences: SentenceIndexer | None = None,
+        claims: ClaimedBacklog | None = None,
     ) -> None:
         """``marks``: where the index's sync point is kept (default: the store, for an index every process
         shares; a node-local index on PostgreSQL keeps its own next to it). ``reports``: where this process
         says how far it is and how fast it goes (/admin/jobs and the search's coverage notice read it), at
         most every ``report_every`` s. ``sentences``: the sentence indexer of ``embedder``, to embed each
-        batch with its sentences (None: vectors only)."""
+        batch with its sentences (None: vectors only). ``claims``: take batches as claims, so several
+        processes (on one machine or many) share the backlog without embedding a paper twice
+        (``services/embed_claims.py``); None: this process reads the backlog alone."""
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
         self.store = store
@@ -180,6 +189,8 @@ class IndexingService:
         self.reporter = (
             IndexerReporter(reports, every=report_every, clock=clock) if reports is not None else None
         )
+        self.claims = claims
+        self._syncs = True  # this run syncs the vector index (run(sync=False): it leaves it to others)
         self._run: tuple[float, int] = (clock(), 0)  # the current run's start and backlog, for reports
         self._followed = False  # follow_index(): looked at least once
         self._followed_signal: datetime | None = None
@@ -206,6 +217,7 @@ class IndexingService:
         stop: Callable[[], bool] | None = None,
         sentences: bool = True,
         then: IndexerState | None = "stopped",
+        sync: bool = True,
     ) -> IndexingSummary:
         """Embed up to ``limit`` papers of the backlog (all by default), then sync the vector index.
 
@@ -216,6 +228,8 @@ class IndexingService:
         ``sentences``: make each batch's sentences in the same pass, when a sentence indexer is wired.
         ``then``: what the run reports when it ends (a one-off embeds nothing more: "stopped"); None for
         the follower, which reports what it does next itself.
+        ``sync``: False stores the vectors only, the vector index left to others (a worker machine whose
+        nodes keep their own index and follow the store).
         """
         started = self._clock()
         model_id = self.embedder.model_id
@@ -231,15 +245,28 @@ class IndexingService:
             self.report("embedding", summary, force=True)
         if progress is not None:
             progress.update(0, target, 0, 0, 0)
+        ended: WorkerState = "failed"
+        self._syncs = sync
+        if self.claims is not None and target:
+            self.claims.open(model_id)
         try:
             if workers is None:
                 self._embed_here(summary, target, size, progress, stop, self.sentences if sentences else None)
             else:
                 self._embed_in(workers, summary, target, size, progress, stop)
             summary.remaining = max(0, backlog - summary.embedded)
+            if self.claims is not None and target and summary.embedded < target:
+                summary.remaining = self.store.count_backlog(model_id)  # other workers embedded some
+            ended = "stopped" if summary.stopped or summary.remaining else "finished"
             if self.open_index is not None:
-                summary.index = self.sync_index()  # after a rebuild the mark is gone: a full sync
+                summary.index = self._sync(wait=True)  # after a rebuild the mark is gone: a full sync
+        except BaseException as exc:
+            if not isinstance(exc, Exception):  # Ctrl-C, SIGTERM's unwinding: stopped, not failed
+                ended = "stopped"
+            raise
         finally:
+            if self.claims is not None and target:
+                self.claims.close(ended)
             # the run is over: a one-off (the CLI, the daily job's step) embeds nothing more, so readers must
             # not be told an indexer is at work; a follower (index --follow) says what it does next
             if target and then is not None:
@@ -282,20 +309,35 @@ class IndexingService:
             # papers that arrived since the run began go first: a paper added during a long import's
             # backlog waits one batch, not the whole backlog (issue #39); the id cursor stays put for them
             limit = min(size, target - summary.embedded)
-            batch = self.store.backlog(summary.model_id, limit=limit, since=began)
+            batch = self._take(summary.model_id, "", limit, stop, wait=False, since=began)
             if not batch:
-                batch = self.store.backlog(summary.model_id, after=after, limit=limit)
+                batch = self._take(summary.model_id, after, limit, stop, wait=True)
                 if not batch:
                     break  # papers were embedded by someone else meanwhile
                 after = batch[-1].paper_id
             made = sentences.with_papers(batch) if sentences is not None else None
             vectors = made.vectors if made is not None else self.embedder.embed([p.text for p in batch])
-            self._commit(summary, batch, vectors, progress, target)
-            if sentences is not None and made is not None:
+            whole = self._commit(summary, batch, vectors, progress, target)
+            if sentences is not None and made is not None and whole:
                 sentences.save(made)  # after the vectors: search needs those, the facets these
                 summary.sentences += len(made.rows)
             last_sync = self._sync_due(last_sync)
         summary.stopped = summary.embedded < target and stop is not None and stop()
+
+    def _take(
+        self,
+        model_id: str,
+        after: str,
+        limit: int,
+        stop: Callable[[], bool] | None,
+        *,
+        wait: bool,
+        since: datetime | None = None,
+    ) -> list[PendingPaper]:
+        """The next batch: claimed when other processes may share the backlog, else read from it."""
+        if self.claims is None:
+            return self.store.backlog(model_id, after=after, limit=limit, since=since)
+        return self.claims.take(model_id, after=after, limit=limit, wait=wait, stop=stop, since=since)
 
     def _sync_due(self, last_sync: float) -> float:
         """Save the vector index if it is due (see the module doc); returns the time of the last save."""
@@ -304,8 +346,18 @@ class IndexingService:
             self.sync_every, SYNC_COST_RATIO * self._sync_cost
         ):
             return last_sync
-        self.sync_index()
+        self._sync(wait=False)
         return self._clock()
+
+    def _sync(self, *, wait: bool) -> IndexSync | None:
+        """Sync the vector index; with claims, one process at a time (None: skipped, another was at it, or
+        this run leaves the index to others)."""
+        if not self._syncs:
+            return None
+        if self.claims is None:
+            return self.sync_index()
+        with self.claims.sync_turn(wait=wait) as held:
+            return self.sync_index() if held else None
 
     def _embed_in(
         self,
@@ -332,11 +384,10 @@ class IndexingService:
                 while (
                     not (stopping or exhausted) and handed_out < target and len(inflight) < 2 * workers.size
                 ):
-                    batch = self.store.backlog(
-                        summary.model_id, after=after, limit=min(size, target - handed_out)
-                    )
+                    limit = min(size, target - handed_out)
+                    batch = self._take(summary.model_id, after, limit, stop, wait=not inflight)
                     if not batch:
-                        exhausted = True  # papers were embedded by someone else meanwhile
+                        exhausted = not inflight  # else: look again once a batch of ours is in
                         break
                     inflight[workers.submit([p.text for p in batch])] = batch
                     after, handed_out = batch[-1].paper_id, handed_out + len(batch)
@@ -369,15 +420,23 @@ class IndexingService:
         vectors: Vectors,
         progress: ProgressReporter | None,
         target: int,
-    ) -> None:
-        """Check one batch's vectors and commit them (one transaction), then count them."""
+    ) -> bool:
+        """Check one batch's vectors and commit them (one transaction), then count them; False when some
+        of its papers were no longer this process's to store (their claims expired and were taken)."""
         model_id = summary.model_id
         if vectors.shape[0] != len(batch) or not np.isfinite(vectors).all():
             raise RuntimeError(
                 f"embedder {model_id} returned {vectors.shape} for {count(len(batch), 'text')} "
                 f"(or non-finite values) around paper {batch[0].paper_id}"
             )
-        self.store.save_vectors(model_id, batch, vectors)
+        whole = True
+        if self.claims is None:
+            self.store.save_vectors(model_id, batch, vectors)
+        else:  # only the papers still claimed by this process (the others are another's now)
+            kept, vectors = self.claims.commit(model_id, batch, vectors)
+            whole, batch = len(kept) == len(batch), kept
+            if not batch:
+                return False
         if self.marks is not self.store:  # node-local indexes elsewhere: tell them (one row's upsert)
             self.store.set_mark(self._changed(model_id), datetime.now(UTC))
         replaced = sum(1 for p in batch if p.has_vector)
@@ -387,6 +446,7 @@ class IndexingService:
         self.report("embedding", summary)
         if progress is not None:
             progress.update(summary.embedded, target, summary.added, summary.replaced, 0)
+        return whole
 
     # -- the vector index ---------------------------------------------------------------------------------
 
@@ -431,6 +491,32 @@ class IndexingService:
         first = next(iter(self.store.records(model_id, page=1)), None)
         return len(first[0].vector) if first else self.embedder.dimension
 
+    def _upsert_since(self, index: VectorIndex, model_id: str, mark: datetime | None, until: datetime) -> int:
+        """Upsert the vectors stored from ``mark`` up to ``until``, after the late ones before ``mark``
+        (:meth:`_upsert_late`); how many were written."""
+        upserted = 0 if mark is None else self._upsert_late(index, model_id, mark)
+        for page in self.store.records(model_id, since=mark, until=until):
+            index.upsert(page)
+            upserted += len(page)
+        return upserted
+
+    def _upsert_late(self, index: VectorIndex, model_id: str, mark: datetime) -> int:
+        """Upsert the vectors of the :data:`SYNC_OVERLAP` before ``mark`` that the index does not hold (a
+        late commit's); those it holds are left alone (an upsert would only add a dead row to a folder
+        index)."""
+        upserted = 0
+        for page in self.store.records(model_id, since=mark - SYNC_OVERLAP, until=mark):
+            held = index.vectors([r.paper_id for r in page])
+            late = [
+                r
+                for r in page
+                if (v := held.get(r.paper_id)) is None or float(np.dot(v, r.vector)) < 1 - 1e-5
+            ]
+            if late:
+                index.upsert(late)
+                upserted += len(late)
+        return upserted
+
     def sync_index(self, *, full: bool = False) -> IndexSync:
         """Bring the vector index up to date with the stored vectors of the current model, then save it."""
         if self.open_index is None:
@@ -445,16 +531,26 @@ class IndexingService:
         assert self.open_index is not None
         model_id = self.embedder.model_id
         mark_name = self._mark(model_id)
-        newest = self.store.newest(model_id)
+        # counted before the newest is read: every vector counted is then at or before it
         expected = self.store.model_counts().get(model_id, 0)
+        newest = self.store.newest(model_id)
         mark = None if full else self.marks.get_mark(mark_name)
         dimension = self._dimension(model_id)
         index, fresh = self._open(model_id, dimension, fresh=full or mark is None)
+        if not fresh and expected and len(index) == 0:  # synced once, holds nothing: lost, build it whole
+            index, fresh = self._open(model_id, dimension, fresh=True)
         upserted = 0
         if not fresh and newest is not None and (mark is None or newest > mark):
-            for page in self.store.records(model_id, since=mark, until=newest):
-                index.upsert(page)
-                upserted += len(page)
+            upserted += self._upsert_since(index, model_id, mark, newest)
+        elif not fresh and mark is not None and len(index) < expected:
+            upserted += self._upsert_late(index, model_id, mark)  # nothing newer, but a late commit
+        if not fresh and len(index) > expected and mark is not None:
+            # more than counted: another process committed between the count and the pass (a race that
+            # makes the index hold more than counted): count and look once more before rebuilding
+            expected = self.store.model_counts().get(model_id, 0)
+            newest, since = self.store.newest(model_id), newest or mark
+            if newest is not None:
+                upserted += self._upsert_since(index, model_id, since, newest)
         if not fresh and len(index) != expected:  # drifted: rebuild from stored vectors (no re-embedding)
             index, fresh = self._open(model_id, dimension, fresh=True)
             upserted = 0

@@ -182,7 +182,7 @@ class IngestService:
 
     def _fresh(self, source: PaperSource, batch: Batch) -> list[RawRecord]:
         """Raw records of ``batch`` not already applied with the same fingerprint."""
-        known = self.store.known_fingerprints(source.name, [r.key for r in batch.raw])
+        known = self.store.known_fingerprints(batch.ledger_source or source.name, [r.key for r in batch.raw])
         return [r for r in batch.raw if known.get(r.key) != r.fingerprint]
 
     def _realized(

@@ -1,38 +1,77 @@
 """Search my library (issue #34): a reader's saved papers, tags and private notes, by words and by meaning.
 
-The library is one reader's (hundreds or thousands of papers), so it is scored in memory from one read of
-their rows and the stored vectors of their papers (``domain/library_search.py``); the query and the notes
-are embedded by the site's embedder (notes once per text, kept in a bounded cache). Without an embedder
-or vectors the search is by words alone, and says so.
+The library is one reader's, scored in memory (``domain/library_search.py``). What one search may cost is
+bounded (issue #41), never by what the reader has stored:
+
+* **words**: at most :data:`~paperfeed.domain.library_search.MAX_LIBRARY_QUERY_TERMS` distinct terms, each
+  looked up in an index of the library's words (:class:`~paperfeed.domain.library_search.LibraryWords`).
+  The index is kept per reader (:class:`_ReaderIndex`, for a bounded number of papers in all) and brought
+  up to date from a cheap stamp of the reader's rows: a search after a change re-reads only the papers that
+  changed (a small second segment), and folds them into the main one once there are many, without
+  reading any paper again;
+* **meaning**: one embedder for the whole search (the model in use when it began); the query and at most
+  :data:`NOTES_PER_SEARCH` new notes are embedded in the request, the rest by one background thread at a
+  lower CPU priority (notes' vectors are kept per model and text in a bounded cache, so a search after
+  ``paperfeed model adapt`` never compares a note's vector in the old model's space with a query in the
+  new one's); the papers' stored vectors are read once per index and model;
+* **how often**: ``rate_per_minute`` searches a reader may run a minute on each web worker
+  (``PAPERFEED_LIBRARY_SEARCH_RATE_PER_MINUTE``), then :class:`LibrarySearchLimited`.
+
+Without an embedder or vectors the search is by words alone, and says so.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import logging
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from paperfeed.domain.embedding import EmbeddingStore
 from paperfeed.domain.library import InvalidLibraryInput, LibraryRecords
 from paperfeed.domain.library_search import (
     MAX_LIBRARY_QUERY_CHARS,
+    MAX_LIBRARY_QUERY_TERMS,
     LibraryDoc,
+    LibraryWords,
+    Segment,
     Vectors,
     dense_scores,
     fuse,
     keyword_scores,
+    query_terms,
 )
 from paperfeed.domain.models import Paper
-from paperfeed.domain.search import MODEL_LOADING_NOTE, EmbedderSource
-from paperfeed.domain.wording import count
+from paperfeed.domain.search import MODEL_LOADING_NOTE, Embedder, EmbedderSource, ScoredId
+from paperfeed.domain.wording import agree, count
+from paperfeed.services.rate_limits import ClientRateLimiter
 from paperfeed.services.visible import VisiblePapers
 
-__all__ = ["LibraryHit", "LibrarySearch", "LibrarySearchPage"]
+__all__ = ["LibraryHit", "LibrarySearch", "LibrarySearchLimited", "LibrarySearchPage"]
 
 log = logging.getLogger("paperfeed.library")
-NOTE_CACHE = 5000
+NOTE_CACHE = 20_000  # notes' vectors kept (per model and text): 30 MB of 384-d vectors at most
+NOTES_PER_SEARCH = 8  # new notes one search embeds itself (~60 ms); more wait for the background worker
+INDEXED_PAPERS = 60_000  # papers in all the readers' indexes this process keeps (least recent go first)
+FOLD_AT = 256  # changed papers kept beside the main index before they are folded into it
+Texts = dict[str, tuple[tuple[str, ...], str]]
+_EMPTY = LibraryWords.build([], [])
+
+
+class LibrarySearchLimited(Exception):
+    """A reader ran more library searches than a minute allows; ``retry_after`` seconds until the next."""
+
+    def __init__(self, retry_after: float) -> None:
+        self.retry_after = max(1, int(retry_after + 0.999))
+        super().__init__(
+            f"too many searches of your library: try again in {count(self.retry_after, 'second')}"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,12 +91,40 @@ class LibrarySearchPage:
 
 
 @dataclass
+class _ReaderIndex:
+    """One reader's library as search sees it: the texts it was built from, a main segment and a small
+    one of the papers changed since (the main one's copies of those no longer count), and the papers'
+    stored vectors per model (rows in segment order)."""
+
+    stamp: str
+    texts: Texts
+    main: LibraryWords
+    alive: np.ndarray  # of the main segment's papers, those that still count
+    changed: LibraryWords
+    vectors: dict[str, tuple[tuple[str, ...], Vectors]] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return len(self.main) + len(self.changed)
+
+    def segments(self) -> list[Segment]:
+        return [Segment(self.main, self.alive), Segment(self.changed)]
+
+
+@dataclass
 class LibrarySearch:
     records: LibraryRecords
     papers: VisiblePapers  # existing and not hidden by an admin
     embeddings: EmbeddingStore  # the papers' stored vectors
     embedder: EmbedderSource | None  # the model in use (None: no embedder, words only)
-    _notes: OrderedDict[str, Vectors] = field(default_factory=OrderedDict, init=False)
+    limiter: ClientRateLimiter  # searches per reader a minute, per process (0: not limited)
+    _notes: OrderedDict[tuple[str, str], Vectors] = field(default_factory=OrderedDict, init=False)
+    _waiting: OrderedDict[tuple[str, str], None] = field(default_factory=OrderedDict, init=False)
+    _worker: threading.Thread | None = field(default=None, init=False)
+    _wake: threading.Event = field(default_factory=threading.Event, init=False)
+    _closed: bool = field(default=False, init=False)
+    _indexes: OrderedDict[int, _ReaderIndex] = field(default_factory=OrderedDict, init=False)
+    _building: dict[int, threading.Lock] = field(default_factory=dict, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def search(self, user_id: int, query: str, *, limit: int = 50) -> LibrarySearchPage:
@@ -68,59 +135,195 @@ class LibrarySearch:
             raise InvalidLibraryInput(
                 "q", f"a query has at most {count(MAX_LIBRARY_QUERY_CHARS, 'character')}"
             )
-        texts = self.records.library_texts(user_id)
-        found = self.papers.get(list(texts))
-        docs = [LibraryDoc(found[pid], *texts[pid]) for pid in texts if pid in found]
-        keyword, why = keyword_scores(text, docs)
+        wait = self.limiter.wait(f"library:{user_id}")
+        if wait > 0:
+            raise LibrarySearchLimited(wait)
+        wanted, typed = query_terms(text)
         notes: list[str] = []
-        dense = []
+        if typed > len(wanted):
+            notes.append(
+                f"searched the first {MAX_LIBRARY_QUERY_TERMS} of the query's {count(typed, 'word')}"
+            )
+        index = self._index(user_id)
+        keyword, why = keyword_scores(wanted, index.segments())
+        dense = self._dense(text, index, notes)
+        meaning = {s.paper_id for s in dense}
+        ranked = fuse(keyword, dense)[: max(1, min(limit, 200))]
+        shown = self.papers.get(ranked)  # read afresh: a paper hidden or retitled since shows as it is now
+        hits = []
+        for pid in ranked:
+            if pid not in shown:
+                continue
+            tags, note = index.texts[pid]
+            matched = sorted(why.get(pid, set())) + (["meaning"] if pid in meaning else [])
+            hits.append(LibraryHit(shown[pid], tags, note, tuple(matched)))
+        return LibrarySearchPage(text, tuple(hits), len(index.texts), tuple(notes))
+
+    # -- meaning ---------------------------------------------------------------------------------------------
+
+    def _dense(self, text: str, index: _ReaderIndex, notes: list[str]) -> list[ScoredId]:
+        """The library by meaning, with one embedder for the whole search; [] (and a note) without one."""
+        if self.embedder is None:
+            notes.append("meaning search is unavailable here: matching your words only")
+            return []
+        if self.embedder.loading():  # the web's start: answer with words at once, not after the model
+            notes.append(MODEL_LOADING_NOTE)
+            return []
         try:
-            loading = self.embedder is not None and self.embedder.loading()  # the web's start: no waiting
-            query_vector = None if loading else self._embed([text])
-            if loading:
-                notes.append(MODEL_LOADING_NOTE)
-            elif query_vector is None:
-                notes.append("meaning search is unavailable here: matching your words only")
-            else:
-                papers = self._vectors([d.paper.id for d in docs])
-                note_vectors = self._note_vectors({d.paper.id: d.note for d in docs if d.note})
-                dense = dense_scores(query_vector[0], papers, note_vectors)
+            embedder = self.embedder.current()
+            query = np.asarray(embedder.embed([text]), dtype=np.float32)[0]
+            noted = {pid: body for pid, (_, body) in index.texts.items() if body}
+            note_ids, note_rows, waiting = self._note_vectors(embedder, noted)
+            paper_ids, paper_rows = self._paper_vectors(embedder.model_id, index)
         except Exception as exc:  # a model that cannot load must not take word search down with it
             log.warning("library search: embedding failed: %s", exc)
             notes.append("meaning search failed (the embedding model): matching your words only")
-        by_id = {d.paper.id: d for d in docs}
-        meaning = {s.paper_id for s in dense}
-        hits = []
-        for pid in fuse(keyword, dense)[: max(1, min(limit, 200))]:
-            doc = by_id[pid]
-            matched = sorted(why.get(pid, set())) + (["meaning"] if pid in meaning else [])
-            hits.append(LibraryHit(doc.paper, doc.tags, doc.note, tuple(matched)))
-        return LibrarySearchPage(text, tuple(hits), len(docs), tuple(notes))
+            return []
+        if waiting:
+            notes.append(
+                f"{waiting} of your {count(len(noted), 'note')} {agree(waiting, 'is', 'are')} not "
+                f"searched by meaning yet: {agree(waiting, 'it is', 'they are')} being prepared "
+                "(search again in a minute)"
+            )
+        return dense_scores(query, [(paper_ids, paper_rows), (note_ids, note_rows)])
 
-    def _embed(self, texts: Sequence[str]) -> Vectors | None:
-        """``texts`` embedded by the model in use, one row each; None without an embedder."""
-        if self.embedder is None:
-            return None
-        import numpy as np
-
-        return np.asarray(self.embedder.current().embed(list(texts)), dtype=np.float32)
-
-    def _vectors(self, paper_ids: Sequence[str]) -> dict[str, Vectors]:
-        """The stored vectors of these papers under the model in use."""
-        if self.embedder is None:
-            return {}
-        return self.embeddings.vectors(self.embedder.current().model_id, paper_ids)
-
-    def _note_vectors(self, notes: dict[str, str]) -> dict[str, Vectors]:
+    def _note_vectors(self, embedder: Embedder, notes: dict[str, str]) -> tuple[list[str], Vectors, int]:
+        """The vectors of the reader's notes under ``embedder``'s model (ids and rows), and how many notes
+        have none yet. At most :data:`NOTES_PER_SEARCH` missing ones are embedded here (a small library is
+        complete at once); the others are handed to the background worker (:meth:`_embed_waiting`)."""
+        model = embedder.model_id
         with self._lock:
-            missing = sorted({body for body in notes.values() if body not in self._notes})
-        if missing:
-            made = self._embed(missing)
-            if made is not None:
+            missing = sorted({body for body in notes.values() if (model, body) not in self._notes})
+        self._store(model, missing[:NOTES_PER_SEARCH], embedder)
+        ids: list[str] = []
+        rows: list[Vectors] = []
+        with self._lock:
+            for pid, body in notes.items():
+                vector = self._notes.get((model, body))
+                if vector is not None:
+                    self._notes.move_to_end((model, body))
+                    ids.append(pid)
+                    rows.append(vector)
+            later = [(model, body) for body in missing[NOTES_PER_SEARCH:] if (model, body) not in self._notes]
+            for key in later[: max(0, NOTE_CACHE - len(self._waiting))]:
+                self._waiting[key] = None
+            if later and not self._closed:
+                if self._worker is None or not self._worker.is_alive():
+                    self._worker = threading.Thread(
+                        target=self._embed_waiting, name="paperfeed-library-notes", daemon=True
+                    )
+                    self._worker.start()
+                self._wake.set()
+        matrix = np.stack(rows) if rows else np.zeros((0, 1), dtype=np.float32)
+        return ids, matrix, len(notes) - len(ids)
+
+    def _store(self, model: str, bodies: Sequence[str], embedder: Embedder) -> None:
+        if not bodies:
+            return
+        made = np.asarray(embedder.embed(list(bodies)), dtype=np.float32)
+        with self._lock:
+            for body, vector in zip(bodies, made, strict=True):
+                self._notes[(model, body)] = vector
+                self._waiting.pop((model, body), None)
+            while len(self._notes) > NOTE_CACHE:
+                self._notes.popitem(last=False)
+
+    def _embed_waiting(self) -> None:
+        """The background worker: embeds the notes searches left waiting, a batch at a time, at a lower
+        CPU priority than the requests (Linux: a thread's own nice value), until there are none."""
+        with contextlib.suppress(OSError, AttributeError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+        while not self._closed:
+            self._wake.wait(timeout=60)
+            self._wake.clear()
+            while not self._closed:
                 with self._lock:
-                    for body, vector in zip(missing, made, strict=True):
-                        self._notes[body] = vector
-                    while len(self._notes) > NOTE_CACHE:
-                        self._notes.popitem(last=False)
+                    batch = list(itertools.islice(self._waiting, NOTES_PER_SEARCH))
+                if not batch or self.embedder is None:
+                    break
+                try:
+                    embedder = self.embedder.current()
+                    model = embedder.model_id
+                    with self._lock:
+                        for key in [k for k in batch if k[0] != model]:  # another model was adopted
+                            self._waiting.pop(key, None)
+                    self._store(model, [body for m, body in batch if m == model], embedder)
+                except Exception as exc:  # the next search hands them over again
+                    log.warning("library search: embedding notes in the background failed: %s", exc)
+                    with self._lock:
+                        self._waiting.clear()
+                    break
+
+    def close(self) -> None:
+        """Stop the background worker (the App closes it before the store and the model)."""
+        self._closed = True
+        self._wake.set()
+        worker = self._worker
+        if worker is not None and worker is not threading.current_thread():
+            worker.join(timeout=10)
+
+    def _paper_vectors(self, model: str, index: _ReaderIndex) -> tuple[tuple[str, ...], Vectors]:
+        """The stored vectors of the index's papers under ``model``, read once per index and model."""
         with self._lock:
-            return {pid: self._notes[body] for pid, body in notes.items() if body in self._notes}
+            kept = index.vectors.get(model)
+        if kept is None:
+            found = self.embeddings.vectors(model, list(index.texts))
+            ids = tuple(pid for pid in index.texts if pid in found)
+            rows = np.stack([found[pid] for pid in ids]) if ids else np.zeros((0, 1), dtype=np.float32)
+            kept = (ids, rows.astype(np.float32, copy=False))
+            with self._lock:
+                index.vectors[model] = kept
+        return kept
+
+    # -- the index of a reader's words -----------------------------------------------------------------------
+
+    def _index(self, user_id: int) -> _ReaderIndex:
+        """The reader's index, brought up to date with their rows (one small read when nothing changed)."""
+        with self._lock:
+            building = self._building.setdefault(user_id, threading.Lock())
+        with building:  # one build per reader at a time; other readers go on
+            stamp = self.records.library_stamp(user_id)
+            with self._lock:
+                kept = self._indexes.get(user_id)
+            if kept is not None and kept.stamp == stamp:
+                with self._lock:
+                    self._indexes.move_to_end(user_id)
+                return kept
+            texts = self.records.library_texts(user_id)
+            index = self._update(kept, stamp, texts) if kept is not None else self._build(stamp, texts)
+            with self._lock:
+                self._indexes[user_id] = index
+                self._indexes.move_to_end(user_id)
+                total = sum(i.size for i in self._indexes.values())
+                while total > INDEXED_PAPERS and len(self._indexes) > 1:
+                    _, gone = self._indexes.popitem(last=False)
+                    total -= gone.size
+            return index
+
+    def _docs(self, texts: Texts, paper_ids: Sequence[str]) -> tuple[list[str], list[dict[str, int]]]:
+        found = self.papers.get(list(paper_ids))
+        ids = [pid for pid in paper_ids if pid in found]
+        return ids, [LibraryDoc(found[pid], *texts[pid]).words() for pid in ids]
+
+    def _build(self, stamp: str, texts: Texts) -> _ReaderIndex:
+        main = LibraryWords.build(*self._docs(texts, list(texts)))
+        return _ReaderIndex(stamp, texts, main, np.ones(len(main), dtype=bool), _EMPTY)
+
+    def _update(self, kept: _ReaderIndex, stamp: str, texts: Texts) -> _ReaderIndex:
+        """``kept`` after the reader's changes: only the papers added or changed are read, into the small
+        segment (their old copies stop counting); past :data:`FOLD_AT` of them the two segments are
+        folded into one, from the words they hold (no paper is read again)."""
+        changed = [pid for pid, value in texts.items() if kept.texts.get(pid) != value]
+        gone = set(changed)
+
+        def still(ids: Sequence[str]) -> np.ndarray:
+            return np.fromiter((pid in texts and pid not in gone for pid in ids), dtype=bool, count=len(ids))
+
+        alive = kept.alive & still(kept.main.ids)
+        fresh = LibraryWords.build(*self._docs(texts, changed))
+        small = LibraryWords.merged([(kept.changed, still(kept.changed.ids)), (fresh, None)])
+        vectors = kept.vectors if texts.keys() == kept.texts.keys() else {}  # a note or a tag changed
+        if len(small) > FOLD_AT:
+            main = LibraryWords.merged([(kept.main, alive), (small, None)])
+            return _ReaderIndex(stamp, texts, main, np.ones(len(main), dtype=bool), _EMPTY, vectors)
+        return _ReaderIndex(stamp, texts, kept.main, alive, small, vectors)

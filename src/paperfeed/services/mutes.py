@@ -66,9 +66,8 @@ class MuteService:
 
     def _add(self, owner: tuple[str, int], kind: str, value: str) -> MuteRule:
         rule = check_rule(kind, value)
-        if self.records.count(owner) >= MAX_RULES:
+        if self.records.add(owner, rule, self.now(), cap=MAX_RULES) is None:
             raise InvalidMuteRule("value", f"at most {MAX_RULES} mute rules; remove some first")
-        self.records.add(owner, rule, self.now())
         return rule
 
     def _remove(self, owner: tuple[str, int], kind: str, value: str) -> bool:

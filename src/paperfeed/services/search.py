@@ -33,7 +33,13 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from paperfeed.domain.embedding import embedding_text
-from paperfeed.domain.fusion import WeightedList, blend_evidence, fuse_weighted, reciprocal_rank_fusion
+from paperfeed.domain.fusion import (
+    FusedId,
+    WeightedList,
+    blend_evidence,
+    fuse_weighted,
+    reciprocal_rank_fusion,
+)
 from paperfeed.domain.models import Paper
 from paperfeed.domain.neighbourhood import rerank_by_neighbourhood
 from paperfeed.domain.query import parse_query, with_filters
@@ -133,13 +139,51 @@ class HybridSearch:
     def search(
         self, query: str, filters: SearchFilters | None = None, limit: int = 20, offset: int = 0
     ) -> SearchPage:
-        parsed = with_filters(parse_query(query), filters)
+        return self.search_parsed(with_filters(parse_query(query), filters), limit, offset, query=query)
+
+    def search_parsed(
+        self, parsed: ParsedQuery, limit: int = 20, offset: int = 0, *, query: str | None = None
+    ) -> SearchPage:
+        """:meth:`search` of a query already parsed."""
+        query = parsed.raw if query is None else query
         limit, offset = max(0, limit), max(0, offset)
         if parsed.empty:
             return SearchPage(query, (), 0, offset, limit)
         notes: list[str] = []
         parsed = self._with_topic(parsed, notes)
-        pool = max(self.settings.candidates, offset + limit)
+        fused, capped = self._fused(parsed, max(self.settings.candidates, offset + limit), notes)
+        hidden = self.papers.hidden()
+        if hidden:
+            fused = [f for f in fused if f.paper_id not in hidden]
+        window = fused[offset : offset + limit]
+        papers = self.papers.get([f.paper_id for f in window])
+        hits = []
+        for f in window:
+            paper = papers.get(f.paper_id)
+            if paper is None:  # deleted since it was indexed
+                continue
+            hits.append(
+                SearchHit(
+                    paper=paper,
+                    score=f.score,
+                    title_spans=tuple(self.keyword.highlight(parsed, paper.title)),
+                    abstract_spans=tuple(self.keyword.highlight(parsed, paper.abstract)),
+                    keyword_rank=f.ranks[0],
+                    dense_rank=f.ranks[1] if len(f.ranks) > 1 else None,
+                )
+            )
+        return SearchPage(query, tuple(hits), len(fused), offset, limit, tuple(notes), capped)
+
+    def ranking(self, parsed: ParsedQuery, notes: list[str]) -> list[str]:
+        """The ids of the papers :meth:`search` would rank for ``parsed``, best first, unread (hidden ones
+        included: the caller drops them): evidence search's prior, which needs no paper's text."""
+        if parsed.empty:
+            return []
+        fused, _ = self._fused(self._with_topic(parsed, notes), self.settings.candidates, notes)
+        return [f.paper_id for f in fused]
+
+    def _fused(self, parsed: ParsedQuery, pool: int, notes: list[str]) -> tuple[list[FusedId], bool]:
+        """The keyword and semantic lists fused (best first), and whether a list was cut at ``pool``."""
         # The semantic leg (query embedding + nearest neighbours) runs on a second thread while the
         # keyword engine searches: ONNX Runtime, faiss and tantivy all release the GIL, so on two cores
         # the legs overlap instead of adding. Hard constraints make the dense list a re-ranking of the
@@ -164,28 +208,8 @@ class HybridSearch:
         lists = [keyword] if dense is None else [keyword, dense]
         weights = [self.settings.keyword_weight] + ([] if dense is None else [self.settings.dense_weight])
         fused = reciprocal_rank_fusion(lists, weights, k=self.settings.rrf_k)
-        hidden = self.papers.hidden()
-        if hidden:
-            fused = [f for f in fused if f.paper_id not in hidden]
-        window = fused[offset : offset + limit]
-        papers = self.papers.get([f.paper_id for f in window])
-        hits = []
-        for f in window:
-            paper = papers.get(f.paper_id)
-            if paper is None:  # deleted since it was indexed
-                continue
-            hits.append(
-                SearchHit(
-                    paper=paper,
-                    score=f.score,
-                    title_spans=tuple(self.keyword.highlight(parsed, paper.title)),
-                    abstract_spans=tuple(self.keyword.highlight(parsed, paper.abstract)),
-                    keyword_rank=f.ranks[0],
-                    dense_rank=f.ranks[1] if len(f.ranks) > 1 else None,
-                )
-            )
         capped = len(keyword) >= pool or (dense is not None and len(dense) >= pool)  # more may match
-        return SearchPage(query, tuple(hits), len(fused), offset, limit, tuple(notes), capped)
+        return fused, capped
 
     def similar(
         self, paper_id: str, limit: int = 10, filters: SearchFilters | None = None
@@ -351,6 +375,16 @@ class HybridSearch:
         )
         return ranked, found
 
+    def similar_keyword(
+        self, paper: Paper, pool: int, filters: SearchFilters | None = None
+    ) -> list[ScoredId]:
+        """The keyword more-like-this list of ``paper``'s own title and abstract, best first (without the
+        paper itself); empty when the keyword index is unavailable."""
+        found = self._similar_keyword(paper, pool + 1, filters, 1.0)
+        # ties in the engine's order are not stable between searches (tantivy's more-like-this): by id
+        found = sorted(found, key=lambda x: (-x.score, x.paper_id))
+        return [x for x in found if x.paper_id != paper.id][:pool]
+
     def _similar_keyword(
         self, paper: Paper, pool: int, filters: SearchFilters | None, weight: float
     ) -> list[ScoredId]:
@@ -485,6 +519,11 @@ class HybridSearch:
                 None,
                 "semantic search is unavailable (the embedding model failed); showing keyword matches",
             )
+
+    def query_vector(self, text: str, notes: list[str]) -> Vectors | None:
+        """The query's vector with the embedder in use (cached: a search of the same text just made it);
+        None, with a note, when the model cannot embed."""
+        return self._embed(text, notes) if text else None
 
     def _embed(self, text: str, notes: list[str]) -> Vectors | None:
         with self._lock:

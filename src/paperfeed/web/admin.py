@@ -6,12 +6,14 @@ Pages only show; every change is a POST form checked by :func:`~.security.verify
 
 from __future__ import annotations
 
-from typing import Annotated
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from paperfeed.domain.accounts import AccountError, NotFound
+from paperfeed.domain.embedding_claims import describe_workers
 from paperfeed.domain.supervision import describe_supervisors
 from paperfeed.services.jobs import holder_is_dead
 
@@ -21,6 +23,9 @@ from .deps import AppDep, accounts_of
 from .rendering import NO_STORE
 from .security import Admin, verify_csrf
 from .subscriptions import LEASE_NAMES
+
+if TYPE_CHECKING:
+    from paperfeed.bootstrap import App
 
 __all__ = ["router"]
 
@@ -125,9 +130,17 @@ def admin_jobs(request: Request, admin: Admin, app: AppDep, n: int = 0) -> HTMLR
         leases=[(name, jobs.lease(name)) for name in LEASE_NAMES],
         supervisors=describe_supervisors(app.maintenance.supervisors.read_all(), holder_is_dead),
         indexing=app.indexes.status.status(),
+        workers=_embedding_workers(app),
         build=build,
         unplaced=topics.unplaced(build) if build is not None else 0,
     )
+
+
+def _embedding_workers(app: App) -> list[str]:
+    """The ``paperfeed index`` processes sharing the backlog (docs/scaling.md), as ``jobs status`` says."""
+    claims = app.indexes.claims
+    lines = describe_workers(claims.workers(), claims.holdings(), datetime.now(UTC), holder_is_dead)
+    return [line.strip() for line in lines]
 
 
 @router.post("/admin/jobs/interrupt-dead", response_model=None, dependencies=[CsrfChecked])

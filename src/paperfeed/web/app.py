@@ -21,10 +21,10 @@ from . import (
     community,
     docs,
     errors,
+    evidence,
     feeds,
     graph_api,
     groups,
-    groups_api,
     library,
     library_api,
     library_export,
@@ -40,6 +40,8 @@ from . import (
     topics,
     uploads,
 )
+from .access_log import SecretRedactor
+from .access_log import install as install_access_log_redaction
 from .body_limits import BodyLimitMiddleware
 from .comment_markup import CommentRenderer
 from .forms import MAX_FIELDS, MAX_FILES, MAX_PART_BYTES
@@ -119,6 +121,7 @@ def create_app(
     web.include_router(rising.api_router)  # /api/topics/rising before topics' /api/topics/{id}
     web.include_router(topics.api_router)
     web.include_router(topic_map.api_router)
+    web.include_router(evidence.api_router)
     web.include_router(api.router)
     web.include_router(auth.router)
     web.include_router(account_data.router)
@@ -128,7 +131,7 @@ def create_app(
     web.include_router(uploads.router)
     web.include_router(library_api.router)
     web.include_router(library.router)
-    web.include_router(groups_api.router)
+    web.include_router(groups.api_router)
     web.include_router(groups.router)
     web.include_router(mutes.api_router)
     web.include_router(mutes.router)
@@ -139,6 +142,8 @@ def create_app(
     web.include_router(topics.router)
     web.include_router(topic_map.router)
     web.include_router(pages_paper.router)
+    web.state.secret_redactor = SecretRedactor(web.routes)  # secrets out of the logs (access_log.py)
+    install_access_log_redaction(web.state.secret_redactor)
     return web
 
 

@@ -29,7 +29,7 @@ from .community_params import CommentId, comment_html
 from .deps import app_of, community_of
 from .errors import error_response
 from .rendering import NO_STORE, error_page, page_paper_ids
-from .security import current_user, redirect_back, require_user, template_request, verify_csrf
+from .security import current_user, here, redirect_back, require_user, template_request, verify_csrf
 from .views import PageNumber, day_label, paper_url, plural
 
 __all__ = ["TEMPLATE_GLOBALS", "CommentView", "comment_view", "install", "router"]
@@ -51,7 +51,7 @@ def _viewer(request: Request) -> User | None:
 
 
 def _here(request: Request) -> str:
-    return request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return here(request)  # without a redirect's one-time ``done``: never copied into the next form
 
 
 # -- what templates show --------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from paperfeed.domain.errors import StoreUnavailable, StoreValueError
 from paperfeed.domain.feed import InvalidCursor, InvalidPeriod
 from paperfeed.domain.ids import InvalidPaperId
 
+from .access_log import redacted_target
 from .headers import baseline_headers
 
 __all__ = ["ApiError", "JsonResponse", "error_response", "install"]
@@ -189,14 +190,14 @@ async def _bad_input(request: Request, exc: Exception) -> Response:
 
 async def _out_of_range(request: Request, exc: Exception) -> Response:
     """A number or text the database cannot hold (an id of 2**63, an over-long value): bad input, 400."""
-    log.info("value out of range on %s %s: %s", request.method, request.url.path, str(exc)[:200])
+    log.info("value out of range on %s %s: %s", request.method, redacted_target(request), str(exc)[:200])
     return error_response(request, 400, "a value in the request is too large or out of range")
 
 
 async def _database_unavailable(request: Request, exc: Exception) -> Response:
     """Connection refused/reset, a server shutting down, SQLite busy, pool exhausted: retryable, not a bug
     (the store says so with :class:`StoreUnavailable`; an integrity or programming error stays a 500)."""
-    log.warning("database unavailable on %s %s: %s", request.method, request.url.path, str(exc)[:300])
+    log.warning("database unavailable on %s %s: %s", request.method, redacted_target(request), str(exc)[:300])
     return error_response(
         request,
         503,
@@ -206,7 +207,7 @@ async def _database_unavailable(request: Request, exc: Exception) -> Response:
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
-    log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    log.error("unhandled error on %s %s", request.method, redacted_target(request), exc_info=exc)
     return error_response(request, 500, "internal error: the server could not answer this request")
 
 

@@ -30,6 +30,7 @@ from paperfeed.domain.library import (
 from paperfeed.domain.search import SearchFilters
 from paperfeed.services.library import LibraryNotFound, LibraryService, PaperState
 from paperfeed.services.library_import import ImportBusy
+from paperfeed.services.library_search import LibrarySearchLimited
 
 from . import feeds as _feeds
 from . import rendering
@@ -38,7 +39,7 @@ from .library_import import SAMPLE, start_import
 from .library_notes import render_note
 from .pages_search import CATEGORY_CHOICES, form_categories, form_day
 from .rendering import NO_STORE, absolute_url, error_page
-from .security import current_user, redirect_back, require_user, template_request, verify_csrf
+from .security import current_user, here, redirect_back, require_user, template_request, verify_csrf
 from .views import (
     PageMeta,
     PageNumber,
@@ -78,7 +79,7 @@ def author_url(name: str) -> str:
 
 
 def _here(request: Request) -> str:
-    return request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    return here(request)  # without a redirect's one-time ``done``: never copied into the next form
 
 
 # -- template globals: what the save buttons and the paper page's panel need ---------------------------
@@ -275,18 +276,21 @@ def library_search_page(request: Request, user: SignedIn, q: str = "") -> HTMLRe
         )
     try:
         found = app_of(request).readers.library_search.search(user.id, q[:1000])
-    except InvalidLibraryInput as exc:
-        return _page(
+    except (LibrarySearchLimited, InvalidLibraryInput) as exc:
+        response = _page(
             request,
             "search",
             "Search my library",
-            status=400,
+            status=429 if isinstance(exc, LibrarySearchLimited) else 400,
             cache=_MINE,
             q=q[:250],
             found=None,
             hits=[],
             error=str(exc),
         )
+        if isinstance(exc, LibrarySearchLimited):
+            response.headers["Retry-After"] = str(exc.retry_after)
+        return response
     hits = [(h, paper_view(h.paper, with_abstract=False)) for h in found.hits]
     return _page(
         request, "search", "Search my library", cache=_MINE, q=q[:250], found=found, hits=hits, error=None

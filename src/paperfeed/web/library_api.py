@@ -49,6 +49,7 @@ from paperfeed.domain.models import Paper
 from paperfeed.domain.search import SearchFilters
 from paperfeed.services.library import AlertPage, LibraryNotFound, PaperState
 from paperfeed.services.library_import import ImportBusy
+from paperfeed.services.library_search import LibrarySearchLimited
 
 from .deps import app_of, library_of
 from .errors import ApiError, JsonResponse
@@ -450,6 +451,9 @@ def search_library(
 ) -> JsonResponse:
     try:
         found = app_of(request).readers.library_search.search(user.id, q, limit=limit)
+    except LibrarySearchLimited as exc:
+        headers = {"Retry-After": str(exc.retry_after), "Cache-Control": "private, no-store"}
+        raise ApiError(429, str(exc), headers=headers, retry_after=exc.retry_after) from None
     except InvalidLibraryInput as exc:
         raise _bad(exc) from None
     items = [

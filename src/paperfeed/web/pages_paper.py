@@ -156,6 +156,7 @@ def _similar(facets: FacetedSimilar, paper: Paper, facet: Facet) -> dict[str, An
         "similar_matched": page.matched,
         "similar_facet": page.facet,
         "similar_switch": switch,
+        "similar_explain": facets.explain(page.facet) if views else None,
     }
 
 

@@ -18,6 +18,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from paperfeed.domain.arxiv_subjects import SUBJECT_CODES
+from paperfeed.domain.evidence import looks_like_question
 from paperfeed.domain.feed import InvalidPeriod, PeriodOutOfRange, parse_day
 from paperfeed.domain.query import parse_query
 from paperfeed.domain.results import PaperSearch, SearchHit
@@ -26,6 +27,7 @@ from paperfeed.domain.wording import count
 
 from . import rendering
 from .deps import AppDep
+from .evidence import ROLE_CHOICES, EvidenceView, evidence_view, role_choice
 from .mutes import MuteNote, apply_mutes
 from .rendering import absolute_url, error_page
 from .views import PageLink, PageMeta, PageNumber, PaperView, clip, page_links, paper_view
@@ -79,6 +81,37 @@ class SearchView:
     next_url: str | None = None
     muted: MuteNote | None = None  # hits the reader's mute rules left out of this page
     store_papers: int | None = None  # no hits: how many papers the instance holds (0: say so, not "no match")
+    filters: SearchFilters = field(default_factory=SearchFilters)  # as understood from the fields
+    question: bool = False  # the query reads as a question or claim: the Evidence view is offered
+    evidence: EvidenceView | None = None  # the Evidence view (view=evidence) instead of papers
+    role_choices: tuple[tuple[str, str], ...] = ROLE_CHOICES
+
+    @property
+    def papers_url(self) -> str:
+        """This search as papers (the switch's first tab)."""
+        return _search_url(self.q, self.date_from, self.date_to, self.cat, self.has_code, topic=self.topic)
+
+    @property
+    def evidence_every_role_url(self) -> str:
+        """This search as evidence, sentences of every role."""
+        return _search_url(
+            self.q, self.date_from, self.date_to, self.cat, self.has_code, topic=self.topic, view="evidence"
+        )
+
+    @property
+    def evidence_url(self) -> str:
+        """This search as evidence: the sentences of the papers that bear on it."""
+        role = self.evidence.role if self.evidence is not None else ""
+        return _search_url(
+            self.q,
+            self.date_from,
+            self.date_to,
+            self.cat,
+            self.has_code,
+            topic=self.topic,
+            view="evidence",
+            role=role,
+        )
 
     @property
     def export_query(self) -> str:
@@ -96,9 +129,13 @@ def _search_url(
     page: int = 1,
     *,
     topic: int | None = None,
+    view: str = "",
+    role: str = "",
 ) -> str:
     params = {
         "q": q,
+        "view": view,
+        "role": role,
         "from": date_from,
         "to": date_to,
         "cat": cat,
@@ -148,6 +185,8 @@ def search_view(
     topic: int | None = None,
     topic_choices: list[tuple[int, str]] | None = None,
     mute: Callable[[Sequence[SearchHit]], tuple[list[SearchHit], MuteNote | None]] | None = None,
+    *,
+    run: bool = True,
 ) -> SearchView:
     """Run the search the form describes; bad filter values become messages, not errors.
 
@@ -183,9 +222,11 @@ def search_view(
         date_from=form["date_from"],
         date_to=form["date_to"],
         cat=form["cat"],
+        filters=filters,
+        question=looks_like_question(q),
     )
-    if not q:
-        if filters.active:
+    if not q or not run:
+        if filters.active and not q:
             view.problems.append(
                 "Type some words to search for: the filters narrow a search, they are not one."
             )
@@ -246,6 +287,8 @@ def search_page(
     code: str = "",
     topic: str = Query("", max_length=40),
     page: PageNumber = 1,
+    view: str = Query("", max_length=20),
+    role: str = Query("", max_length=100),
 ) -> Response:
     topic_id: int | None = None
     if topic.strip():
@@ -265,7 +308,8 @@ def search_page(
             return RedirectResponse(moved, status_code=301)
         topic_id = found.id
     choices = [(t.id, t.label) for t in sorted(app.catalogue.topics.topics(), key=lambda t: t.label)]
-    view = search_view(
+    as_evidence = view.strip().lower() == "evidence"
+    shown = search_view(
         app.search.hybrid,
         q,
         date_from,
@@ -276,9 +320,28 @@ def search_page(
         topic=topic_id,
         topic_choices=choices,
         mute=lambda hits: apply_mutes(request, hits, lambda h: h.paper),
+        run=not as_evidence,
     )
-    if not view.items:
-        view.store_papers = app.catalogue.feeds.count_papers()
+    if as_evidence:  # the Evidence view: the papers' sentences that bear on the query (web/evidence.py)
+        value, roles = role_choice(role, shown.problems)
+        shown.evidence = EvidenceView(role=value)
+        if shown.q:
+            shown.evidence = evidence_view(
+                app.search.evidence,
+                shown.q,
+                shown.filters,
+                value,
+                roles,
+                mute=lambda groups: apply_mutes(request, groups, lambda g: g.paper),
+            )
+            shown.notes = shown.evidence.notes
+    if not shown.items:  # nothing to show: say so if the instance holds no papers at all, not "no match"
+        shown.store_papers = app.catalogue.feeds.count_papers()
+    return _search_page(request, app, shown)
+
+
+def _search_page(request: Request, app: AppDep, view: SearchView) -> Response:
+    """The search page for ``view`` (papers, or the Evidence view), with its headers and metadata."""
     degraded = bool(view.notes)  # a part of search failed (rendering.search_notes_headers)
     coverage = app.indexes.coverage.note()  # after the search, which reloads a vector index saved meanwhile
     if coverage:
@@ -286,10 +349,17 @@ def search_page(
     if view.q:
         title = f"“{clip(view.q, 60)}” · Search"
         description = f"Papers matching {view.q}" + (f": {view.range_label}" if view.range_label else "")
+        if view.evidence is not None:
+            title = f"“{clip(view.q, 60)}” · Evidence"
+            description = f"Sentences of papers that bear on {view.q}"
     else:
         title, description = "Search papers", "Search papers by topic, title, author, category and date."
-    path = _search_url(
-        view.q, view.date_from, view.date_to, view.cat, view.has_code, view.page_number, topic=view.topic
+    path = (
+        view.evidence_url
+        if view.evidence is not None
+        else _search_url(
+            view.q, view.date_from, view.date_to, view.cat, view.has_code, view.page_number, topic=view.topic
+        )
     )
     rss = ((f"Search: {clip(view.q, 60)}", "/rss/search?" + urlencode({"q": view.q})),) if view.q else ()
     meta = PageMeta(title, clip(description), absolute_url(request, path), noindex=bool(view.q), feeds=rss)

@@ -30,7 +30,7 @@ import hmac
 import secrets
 from collections.abc import Mapping
 from typing import Annotated, Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from anyio.to_thread import run_sync
 from fastapi import Depends, FastAPI, Request
@@ -200,6 +200,7 @@ SEARCH_PATHS = frozenset(
         "/search",
         "/search/export",
         "/api/papers/search",
+        "/api/evidence",
         "/api/papers/search/export",
         "/rss/search",
         "/atom/search",
@@ -299,13 +300,34 @@ def safe_next(value: str | None, default: str = "/") -> str:
     return value
 
 
-def redirect_back(next_url: str | None, default: str, done: str | None = None) -> RedirectResponse:
+ONE_TIME_KEYS = frozenset({"done", "queued"})  # what a redirect adds for the next page to show once
+
+
+def _without_one_time(query: str) -> list[str]:
+    """The ``key=value`` parts of a raw query string but the one-time keys, each as it was written."""
+    return [part for part in query.split("&") if part and part.partition("=")[0] not in ONE_TIME_KEYS]
+
+
+def here(request: Request) -> str:
+    """The current page as a form's ``next``: its path and query without the keys a redirect added for
+    one showing (``done``, ``queued``), so a later form does not carry an old message on (issue #40)."""
+    kept = _without_one_time(request.url.query)
+    return request.url.path + (f"?{'&'.join(kept)}" if kept else "")
+
+
+def redirect_back(
+    next_url: str | None, default: str, done: str | None = None, shown: Mapping[str, str] | None = None
+) -> RedirectResponse:
     """303 to the form's ``next`` page if it is a local path (see :func:`safe_next`), else to ``default``;
-    ``done`` names the message the page shows (chosen by key, so no text from the URL is ever shown)."""
-    target = safe_next(next_url, default)
+    ``done`` names the message the page shows (chosen by key, so no text from the URL is ever shown) and
+    ``shown`` adds what it is about (``queued``: the paper just queued); a ``done`` already in ``next``
+    is replaced, never repeated."""
+    target = urlsplit(safe_next(next_url, default))
+    query = _without_one_time(target.query)
     if done:
-        target += ("&" if "?" in target else "?") + f"done={done}"
-    return RedirectResponse(target, status_code=303)
+        query.append(urlencode({"done": done, **(shown or {})}))
+    location = target.path + (f"?{'&'.join(query)}" if query else "")
+    return RedirectResponse(location + (f"#{target.fragment}" if target.fragment else ""), status_code=303)
 
 
 # -- cookies --------------------------------------------------------------------------------------------

@@ -9,8 +9,6 @@ killed run loses at most ``save_steps`` steps. The finished model is saved to ``
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import shutil
@@ -91,6 +89,12 @@ def last_complete_checkpoint(folder: Path) -> Path | None:
             continue
         return checkpoint
     return None
+
+
+def _widget_examples(pairs: Sequence[TrainingPair], count: int = 3) -> list[dict[str, Any]]:
+    """A few of the shortest training pairs, as the model card's sentence-similarity widget shows them."""
+    shortest = sorted(pairs, key=lambda p: len(p.anchor) + len(p.positive))[:count]
+    return [{"source_sentence": p.anchor, "sentences": [p.positive]} for p in shortest]
 
 
 class SentenceTransformersTrainer:
@@ -174,10 +178,14 @@ class SentenceTransformersTrainer:
                     control.should_training_stop = True
                 return control
 
-        with contextlib.redirect_stderr(io.StringIO()):  # the model card's example picker draws a tqdm bar
-            trainer = lib.trainer(
-                model=model, args=args, train_dataset=data, loss=lib.loss(model), callbacks=[_Steps()]
-            )
+        # The model card's widget examples, given, so the trainer does not pick them itself: it would sample
+        # the dataset behind a tqdm bar on stderr. (Swapping the process's sys.stderr to hide that bar lost
+        # whatever else was printed meanwhile, such as the Ctrl+C handler's message: exit 130 with an
+        # empty stderr, the flaky tests/adapt/test_interrupt.py.)
+        model.model_card_data.widget = _widget_examples(pairs)
+        trainer = lib.trainer(
+            model=model, args=args, train_dataset=data, loss=lib.loss(model), callbacks=[_Steps()]
+        )
         trainer.remove_callback(lib.printer)  # it prints the trainer's logs as dicts
         resumed_from = 0
         if resume is not None:

@@ -331,8 +331,13 @@ class TantivyKeywordIndex:
         *,
         max_terms: int = 25,
     ) -> list[ScoredId]:
-        """tantivy's more-like-this query on the paper's text (see TantivyQueries.more_like_this)."""
-        return self._top(self.queries.more_like_this(title, abstract, filters, max_terms), k)
+        """A more-like-this query on the paper's text (see TantivyQueries.more_like_this)."""
+        if k <= 0:
+            return []
+        self._writer.settle()
+        self.follow_commits()
+        searcher = self._index.searcher()
+        return self._top(self.queries.more_like_this(title, abstract, filters, max_terms, searcher), k)
 
     def _top(self, tq: tantivy.Query | None, k: int) -> list[ScoredId]:
         if tq is None or k <= 0:

@@ -4,15 +4,17 @@ objects (never its query-string parser), and highlighting, tokenised by the same
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from array import array
+from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 
 import tantivy
 
-from paperfeed.domain.search import ParsedQuery, SearchFilters, Span
+from paperfeed.domain.search import ParsedQuery, SearchFilters, Span, distinctive_terms
 
 from .folding import fold
 from .tantivy_writer import EPOCH, FIELDS
@@ -180,23 +182,38 @@ class TantivyQueries:
         return tantivy.Query.boolean_query(clauses)
 
     def more_like_this(
-        self, title: str, abstract: str, filters: SearchFilters | None, max_terms: int
+        self,
+        title: str,
+        abstract: str,
+        filters: SearchFilters | None,
+        max_terms: int,
+        searcher: tantivy.Searcher,
     ) -> tantivy.Query | None:
-        """tantivy's own "more like this" on the catch-all ``text`` field: the ``max_terms`` terms of the
-        text with the highest tf-idf in the index (analysed like the documents), OR-ed and BM25-scored.
+        """ "More like this" on the catch-all ``text`` field: the ``max_terms`` terms of the text with the
+        highest tf-idf in the index (analysed like the documents, two letters or more, in at least two
+        papers: one is the paper itself), each boosted by its tf-idf, OR-ed and BM25-scored.
 
-        A term must occur in at least two papers (one is the paper itself) and be two letters long.
+        Chosen here (``domain.search.distinctive_terms``, ties by the term) rather than by tantivy's own
+        more-like-this query, which breaks ties among equally weighted terms differently on each search:
+        a paper's similar list changed between two requests.
         """
-        text = [t for t in (fold(title, "latin"), fold(abstract, "latin")) if t.strip()]
-        if not text or max_terms <= 0:
+        tokens = [t for t in self.tokens(f"{title} {abstract}") if len(t) >= 2]
+        if not tokens or max_terms <= 0:
             return None
-        like = tantivy.Query.more_like_this_document_fields_query(
-            self.schema,
-            {"text": text},
-            min_doc_frequency=2,
-            min_term_frequency=1,
-            max_query_terms=int(max_terms),
-            min_word_length=2,
+        counts = Counter(tokens)
+        doc_freq = {t: float(searcher.doc_freq("text", t)) for t in counts}
+        total = float(searcher.num_docs)
+        terms = distinctive_terms(counts, doc_freq, total, max_terms)
+        if not terms:
+            return None
+        weight = {
+            t: counts[t] * math.log(1.0 + (total - doc_freq[t] + 0.5) / (doc_freq[t] + 0.5)) for t in terms
+        }
+        like = tantivy.Query.boolean_query(
+            [
+                (tantivy.Occur.Should, tantivy.Query.boost_query(self.match("text", [t]), weight[t]))
+                for t in terms
+            ]
         )
         constraints = self.filter_queries(filters or SearchFilters())
         if not constraints:

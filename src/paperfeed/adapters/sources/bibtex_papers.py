@@ -109,14 +109,29 @@ class BibtexPaperSource:
         return None  # re-reading a file is cheap and merging is idempotent
 
     def _read(self, label: str) -> tuple[str | None, Reject | None]:
+        """The file's text, or the fatal reject saying why not and where: a BibTeX file is parsed whole
+        (an entry may span the point where a truncated gzip breaks off), so a broken one imports nothing."""
+        got = bytearray()
         try:
             with self.path.open("rb") as raw:
                 gzipped = raw.read(2) == b"\x1f\x8b"
                 raw.seek(0)
                 stream = gzip.GzipFile(fileobj=raw) if gzipped else raw
-                data = stream.read(MAX_FILE_BYTES + 1)
+                while len(got) <= MAX_FILE_BYTES:  # in pieces, so a break still says where it was
+                    piece = stream.read1(1 << 20)
+                    if not piece:
+                        break
+                    got += piece
         except (OSError, EOFError, zlib.error) as exc:
-            return None, Reject(label, f"file unreadable: {exc}", fatal=True)
+            line = got.count(b"\n") + 1
+            truncated = isinstance(exc, EOFError)
+            what = (
+                "the file ends early (a truncated gzip)" if truncated else f"the file is unreadable ({exc})"
+            )
+            return None, Reject(
+                f"{label}:{line}", f"{what} in line {line:,}: nothing of the file is imported", fatal=True
+            )
+        data = bytes(got)
         if len(data) > MAX_FILE_BYTES:
             return None, Reject(
                 label, f"a BibTeX file may hold at most {count(MAX_FILE_BYTES, 'byte')} of text", fatal=True

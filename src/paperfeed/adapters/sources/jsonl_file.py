@@ -107,6 +107,20 @@ def _split_lines(stream: IO[bytes], chunk_size: int) -> Iterator[tuple[int, byte
         yield lineno, None if oversized else pending
 
 
+def _broken(label: str, line: int, exc: BaseException) -> Reject:
+    """The fatal reject of a file that could not be read to its end (a truncated or corrupt gzip): where it
+    broke off, ``file:line`` of the line it was in, and what of the file is kept (the complete lines before
+    it; the cut line is never half-imported)."""
+    if isinstance(exc, EOFError):
+        what = "the file ends early here (a truncated gzip: its end-of-stream marker is missing)"
+    elif isinstance(exc, zlib.error | gzip.BadGzipFile):
+        what = f"the compressed data is corrupt here ({exc})"
+    else:
+        what = f"the file cannot be read on from here ({exc})"
+    kept = f"the valid records of lines 1–{line - 1:,} are imported, " if line > 1 else ""
+    return Reject(f"{label}:{line}", f"{what}: {kept}nothing from line {line:,} on", fatal=True)
+
+
 @dataclass
 class JsonlFileSource:
     """A JSONL file as a :class:`~paperfeed.domain.ports.PaperSource`.
@@ -129,7 +143,15 @@ class JsonlFileSource:
 
     @property
     def name(self) -> str:
-        return f"file:{self.path.name}"
+        return f"file:{Path(self.label or self.path.name).name}"
+
+    @property
+    def ledger(self) -> str:
+        """Where the fingerprints of records applied from files are kept: one ledger for every file (of
+        this id namespace, which the fingerprints depend on), not one per file name, so the same records
+        from a renamed file, an upload or a copy are recognised as applied, and the ledger holds one row
+        per record however many files brought it."""
+        return "file" if not self.namespace else f"file@{self.namespace}"
 
     @property
     def checkpoint_name(self) -> str | None:
@@ -138,8 +160,9 @@ class JsonlFileSource:
     def batches(self, resume_from: str | None = None) -> Iterator[Batch]:
         total = self.path.stat().st_size
         stream, raw = _open(self.path)
-        batch = Batch(total=total, ledger_source=self.name)
+        batch = Batch(total=total, ledger_source=self.ledger)
         label = self.label or str(self.path)
+        lineno = 0  # the last complete line read
         try:
             for lineno, line in _numbered_lines(stream):
                 if line is None:
@@ -153,9 +176,9 @@ class JsonlFileSource:
                 if len(batch.raw) + len(batch.rejects) >= self.batch_size:
                     batch.position = raw.tell()
                     yield batch
-                    batch = Batch(total=total, ledger_source=self.name)
+                    batch = Batch(total=total, ledger_source=self.ledger)
         except (OSError, EOFError, zlib.error) as exc:
-            batch.rejects.append(Reject(label, f"file unreadable after this point: {exc}", fatal=True))
+            batch.rejects.append(_broken(label, lineno + 1, exc))
         finally:
             stream.close()
             raw.close()

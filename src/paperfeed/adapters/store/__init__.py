@@ -4,6 +4,7 @@
 from . import (  # noqa: F401
     schema_accounts,
     schema_citations,
+    schema_claims,
     schema_community,
     schema_digests,
     schema_groups,

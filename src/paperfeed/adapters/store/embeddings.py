@@ -18,7 +18,7 @@ import numpy.typing as npt
 import orjson
 from sqlalchemy import ColumnElement, func, or_, select, true
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from paperfeed.domain.embedding import PendingPaper
 from paperfeed.domain.indexing_status import INDEXER_REPORT_CHECKPOINT, IndexerReport
@@ -28,7 +28,14 @@ from paperfeed.domain.wording import count
 from .columns import as_utc
 from .schema import checkpoints, embeddings, papers
 
-__all__ = ["MARK_PREFIX", "SqlEmbeddingStore", "decode_vector", "encode_vector"]
+__all__ = [
+    "MARK_PREFIX",
+    "SqlEmbeddingStore",
+    "decode_vector",
+    "encode_vector",
+    "needs_vector",
+    "write_vectors",
+]
 
 Vectors = npt.NDArray[np.float32]
 
@@ -52,6 +59,44 @@ def _day(value: datetime | date | None) -> date | None:
     return value.date() if isinstance(value, datetime) else value
 
 
+def needs_vector(model_id: str) -> ColumnElement[bool]:
+    """A paper (outer-joined with its ``embeddings`` row) has no vector of ``model_id`` for its text."""
+    return or_(
+        embeddings.c.paper_id.is_(None),
+        embeddings.c.model_id != model_id,
+        embeddings.c.content_hash != papers.c.content_hash,
+    )
+
+
+def write_vectors(
+    conn: Connection, model_id: str, papers_: Sequence[PendingPaper], vectors: Vectors, now: datetime
+) -> None:
+    """Upsert one vector per paper in ``conn``'s transaction (``save_vectors``, and a claimed batch's
+    commit in ``claims.py``, which ends its claims in the same transaction)."""
+    rows = [
+        {
+            "paper_id": p.paper_id,
+            "model_id": model_id,
+            "content_hash": p.content_hash,
+            "vector": encode_vector(v),
+            "created_at": now,
+        }
+        for p, v in zip(papers_, vectors, strict=True)
+    ]
+    insert: Any = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    stmt = insert(embeddings)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[embeddings.c.paper_id],
+        set_={
+            "model_id": stmt.excluded.model_id,
+            "content_hash": stmt.excluded.content_hash,
+            "vector": stmt.excluded.vector,
+            "created_at": stmt.excluded.created_at,
+        },
+    )
+    conn.execute(stmt, rows)
+
+
 class SqlEmbeddingStore:
     """:class:`~paperfeed.domain.embedding.EmbeddingStore` on the paper store's SQLAlchemy engine."""
 
@@ -61,13 +106,7 @@ class SqlEmbeddingStore:
 
     # -- backlog ------------------------------------------------------------------------------------------
 
-    @staticmethod
-    def _needs_vector(model_id: str) -> ColumnElement[bool]:
-        return or_(
-            embeddings.c.paper_id.is_(None),
-            embeddings.c.model_id != model_id,
-            embeddings.c.content_hash != papers.c.content_hash,
-        )
+    _needs_vector = staticmethod(needs_vector)
 
     def count_papers(self) -> int:
         with self.engine.connect() as conn:
@@ -110,29 +149,8 @@ class SqlEmbeddingStore:
             raise ValueError(f"{count(len(papers_), 'paper')} but {count(len(vectors), 'vector')}")
         if not papers_:
             return
-        now = datetime.now(UTC)
-        rows = [
-            {
-                "paper_id": p.paper_id,
-                "model_id": model_id,
-                "content_hash": p.content_hash,
-                "vector": encode_vector(v),
-                "created_at": now,
-            }
-            for p, v in zip(papers_, vectors, strict=True)
-        ]
-        stmt = self._insert(embeddings)
-        stmt = stmt.on_conflict_do_update(
-            index_elements=[embeddings.c.paper_id],
-            set_={
-                "model_id": stmt.excluded.model_id,
-                "content_hash": stmt.excluded.content_hash,
-                "vector": stmt.excluded.vector,
-                "created_at": stmt.excluded.created_at,
-            },
-        )
         with self.engine.begin() as conn:
-            conn.execute(stmt, rows)
+            write_vectors(conn, model_id, papers_, vectors, datetime.now(UTC))
 
     def delete(self, paper_ids: Sequence[str]) -> int:
         ids = list(paper_ids)

@@ -44,12 +44,13 @@ __all__ = ["SqlGroupStore", "forget_reader", "reader_name"]
 _CHUNK = 900
 
 
-def reader_name(display_name: str | None, email: str | None, user_id: int | None) -> str:
-    """What other members call a reader: their display name, else the part of the address before the @
-    (as ``User.label``), else "a former member"."""
+def reader_name(display_name: str | None, user_id: int | None) -> str:
+    """What other members call a reader: their display name, else "reader N" (their account's number,
+    which the API shows as ``userId`` anyway), else "a former member". Never anything of their address:
+    members never see each other's (issue #41: the part before the @ was shown)."""
     if user_id is None:
         return "a former member"
-    return display_name or (email or "").split("@", 1)[0] or f"reader {user_id}"
+    return display_name or f"reader {user_id}"
 
 
 def _group(row: Row[Any]) -> Group:
@@ -59,6 +60,13 @@ def _group(row: Row[Any]) -> Group:
 def _membership(row: Row[Any]) -> Membership:
     role: Role = "owner" if row.role == "owner" else "member"
     return Membership(row.group_id, row.user_id, role, row.joined_at, bool(row.digest))
+
+
+# A closed invitation (withdrawn, or its address removed or joined) expires when it was made: before any
+# "now" another request holds. Expiring it "now" was a race on PostgreSQL: an acceptance that had read the
+# clock a moment before the removal found the closed row still valid (expiry > its now) once the removal's
+# row lock let it re-check the row, and brought the removed member back.
+_CLOSED = group_invitations.c.created_at
 
 
 class _Unchanged(Exception):
@@ -125,7 +133,7 @@ class SqlGroupStore:
 
     def members(self, group_id: int) -> list[Member]:
         query = (
-            select(group_members, users.c.display_name, users.c.email)
+            select(group_members, users.c.display_name)
             .join(users, users.c.id == group_members.c.user_id)
             .where(group_members.c.group_id == group_id)
             .order_by(group_members.c.joined_at, group_members.c.user_id)
@@ -134,7 +142,11 @@ class SqlGroupStore:
             rows = conn.execute(query).all()
         return [
             Member(
-                r.user_id, reader_name(r.display_name, r.email, r.user_id), _membership(r).role, r.joined_at
+                r.user_id,
+                reader_name(r.display_name, r.user_id),
+                _membership(r).role,
+                r.joined_at,
+                named=bool(r.display_name),
             )
             for r in rows
         ]
@@ -165,8 +177,15 @@ class SqlGroupStore:
             return conn.execute(stmt.returning(group_members.c.user_id)).first() is not None
 
     def remove_member(self, group_id: int, user_id: int) -> bool:
-        """Remove a member and their vote (their queue entries and notes stay: the group's record)."""
+        """Remove a member and their vote (their queue entries and notes stay: the group's record), and
+        close the open invitations of their address to the group, so an older link cannot bring them back.
+
+        The invitations are closed first: on PostgreSQL an acceptance of one of them racing this removal
+        either holds its row (then this waits, and the member it committed is deleted next) or finds it
+        closed; the acceptance is one transaction (:meth:`accept_invitation`)."""
+        email = select(users.c.email).where(users.c.id == user_id).scalar_subquery()
         with self.engine.begin() as conn:
+            self._close(conn, group_id, datetime.now(UTC), group_invitations.c.email == email)
             conn.execute(
                 delete(group_votes).where(
                     group_votes.c.group_id == group_id, group_votes.c.user_id == user_id
@@ -246,9 +265,9 @@ class SqlGroupStore:
             )
 
     def _invitations(self) -> Any:
-        return select(
-            group_invitations, users.c.display_name, users.c.email.label("inviter_email")
-        ).outerjoin(users, users.c.id == group_invitations.c.invited_by)
+        return select(group_invitations, users.c.display_name).outerjoin(
+            users, users.c.id == group_invitations.c.invited_by
+        )
 
     @staticmethod
     def _invitation(row: Row[Any]) -> Invitation:
@@ -256,10 +275,11 @@ class SqlGroupStore:
             row.id,
             row.group_id,
             row.email,
-            reader_name(row.display_name, row.inviter_email, row.invited_by),
+            reader_name(row.display_name, row.invited_by),
             row.created_at,
             row.expires_at,
             row.used_at,
+            row.invited_by,
         )
 
     def invitation(self, token_hash: str) -> Invitation | None:
@@ -269,9 +289,12 @@ class SqlGroupStore:
             ).first()
         return None if row is None else self._invitation(row)
 
-    def use_invitation(self, token_hash: str, user_id: int, now: datetime) -> int | None:
+    def accept_invitation(
+        self, token_hash: str, user_id: int, now: datetime, calendar_token: str
+    ) -> int | None:
         """Mark an unused, unexpired invitation used (compare-and-set, so a link works once even when
-        two requests race); its group id, or None."""
+        two requests race), make ``user_id`` a member and close the address's other open invitations to
+        the group, in one transaction; its group id, or None."""
         with self.engine.begin() as conn:
             row = conn.execute(
                 update(group_invitations)
@@ -281,9 +304,45 @@ class SqlGroupStore:
                     group_invitations.c.expires_at > now,
                 )
                 .values(used_at=now, used_by=user_id)
-                .returning(group_invitations.c.group_id)
+                .returning(group_invitations.c.group_id, group_invitations.c.email)
             ).first()
-        return None if row is None else int(row[0])
+            if row is None:
+                return None
+            group_id = int(row.group_id)
+            self._close(conn, group_id, now, group_invitations.c.email == row.email)
+            conn.execute(
+                self._insert(group_members)
+                .values(
+                    group_id=group_id,
+                    user_id=user_id,
+                    role="member",
+                    joined_at=now,
+                    calendar_token=calendar_token,
+                )
+                .on_conflict_do_nothing(index_elements=[group_members.c.group_id, group_members.c.user_id])
+            )
+        return group_id
+
+    @staticmethod
+    def _close(conn: Connection, group_id: int, now: datetime, which: Any) -> int:
+        """Close the group's open invitations ``which`` selects: their expiry is set back to their
+        creation (see :data:`_CLOSED`); how many."""
+        return int(
+            conn.execute(
+                update(group_invitations)
+                .where(
+                    group_invitations.c.group_id == group_id,
+                    which,
+                    group_invitations.c.used_at.is_(None),
+                    group_invitations.c.expires_at > now,
+                )
+                .values(expires_at=_CLOSED)
+            ).rowcount
+        )
+
+    def withdraw_invitation(self, group_id: int, invitation_id: int, now: datetime) -> bool:
+        with self.engine.begin() as conn:
+            return bool(self._close(conn, group_id, now, group_invitations.c.id == invitation_id))
 
     def open_invitations(self, group_id: int, now: datetime) -> list[Invitation]:
         query = (
@@ -311,7 +370,6 @@ class SqlGroupStore:
             select(
                 group_queue,
                 users.c.display_name,
-                users.c.email,
                 func.coalesce(votes.c.votes, 0).label("votes"),
             )
             .outerjoin(users, users.c.id == group_queue.c.added_by)
@@ -324,7 +382,7 @@ class SqlGroupStore:
         return QueueEntry(
             row.paper_id,
             row.added_by,
-            reader_name(row.display_name, row.email, row.added_by),
+            reader_name(row.display_name, row.added_by),
             row.note or "",
             row.added_at,
             int(row.votes),
@@ -335,6 +393,18 @@ class SqlGroupStore:
         query = self._queue_query(group_id).order_by(group_queue.c.added_at.desc(), group_queue.c.paper_id)
         with self.engine.connect() as conn:
             return [self._entry(r) for r in conn.execute(query)]
+
+    def queued_in(self, group_ids: Sequence[int]) -> dict[int, frozenset[str]]:
+        found: dict[int, set[str]] = {}
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(group_queue.c.group_id, group_queue.c.paper_id).where(
+                    group_queue.c.group_id.in_(list(group_ids))
+                )
+            )
+            for group_id, paper_id in rows:
+                found.setdefault(int(group_id), set()).add(str(paper_id))
+        return {g: frozenset(ids) for g, ids in found.items()}
 
     def queue_entry(self, group_id: int, paper_id: str) -> QueueEntry | None:
         with self.engine.connect() as conn:
@@ -398,9 +468,7 @@ class SqlGroupStore:
             select(
                 group_sessions,
                 presenter.c.display_name.label("p_name"),
-                presenter.c.email.label("p_email"),
                 editor.c.display_name.label("e_name"),
-                editor.c.email.label("e_email"),
             )
             .outerjoin(presenter, presenter.c.id == group_sessions.c.presenter_id)
             .outerjoin(editor, editor.c.id == group_sessions.c.notes_updated_by)
@@ -413,11 +481,11 @@ class SqlGroupStore:
             group_id=row.group_id,
             starts_at=row.starts_at,
             presenter_id=row.presenter_id,
-            presenter_name=reader_name(row.p_name, row.p_email, row.presenter_id),
+            presenter_name=reader_name(row.p_name, row.presenter_id),
             paper_id=row.paper_id,
             notes=row.notes or "",
             notes_updated_at=row.notes_updated_at,
-            notes_updated_by_name=reader_name(row.e_name, row.e_email, row.notes_updated_by)
+            notes_updated_by_name=reader_name(row.e_name, row.notes_updated_by)
             if row.notes_updated_at
             else "",
             created_at=row.created_at,

@@ -6,6 +6,7 @@ Each public method is one transaction. Upserts use ``INSERT … ON CONFLICT`` th
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime
@@ -152,6 +153,29 @@ class SqlLibraryStore:
                 ).all()
             )
         return {pid: (tags.get(pid, ()), str(notes.get(pid, ""))) for pid in {*tags, *notes}}
+
+    def library_stamp(self, user_id: int) -> str:
+        """What "search my library" keeps its index of a reader by: the reader's saves (how many, the
+        newest), notes (how many, the latest edit) and tags (ids and names). Every change of a save, a
+        note or a tag moves one of them (a save or an edit is stamped now; a removal lowers a count)."""
+        with self.engine.connect() as conn:
+            saves = conn.execute(
+                select(func.count(), func.max(library_saves.c.saved_at)).where(
+                    library_saves.c.user_id == user_id
+                )
+            ).one()
+            notes = conn.execute(
+                select(func.count(), func.max(library_notes.c.updated_at)).where(
+                    library_notes.c.user_id == user_id
+                )
+            ).one()
+            tags = conn.execute(
+                select(library_tags.c.id, library_tags.c.name)
+                .where(library_tags.c.user_id == user_id)
+                .order_by(library_tags.c.id)
+            ).all()
+        parts = (tuple(saves), tuple(notes), tuple(tuple(t) for t in tags))
+        return hashlib.sha256(repr(parts).encode()).hexdigest()[:32]
 
     # -- tags ------------------------------------------------------------------------------------------
 

@@ -29,4 +29,5 @@ paper_sentences = Table(
     Column("vectors", LargeBinary, nullable=False),  # float16 little-endian, (count, dimension)
     Column("created_at", UtcDateTime(), nullable=False),
     Index("ix_paper_sentences_model_paper", "model_id", "paper_id"),
+    Index("ix_paper_sentences_stored", "created_at", "paper_id"),  # the sentence indexes' cursor (0021)
 )

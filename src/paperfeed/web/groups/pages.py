@@ -1,67 +1,54 @@
-"""Reading-group pages and forms (docs/groups.md): my groups, a group's page (members, the shared queue with
-votes, sessions), invitations, journal-club sessions with shared notes, the archive, and the members'
-private iCalendar feeds.
+"""Reading-group pages and forms (docs/groups.md): my groups, a group's page (members, invitations, the
+shared queue with votes, sessions, mute rules, searches), invitations, journal-club sessions with shared
+notes, the archive, "for the group", the weekly digest's one-click unsubscribe and the members' private
+iCalendar feeds.
 
-Every state change is a POST form checked by :func:`~.security.verify_csrf` that redirects back (303).
-Every lookup goes through :class:`~paperfeed.services.groups.GroupService` with the signed-in reader's id:
-a group one is not a member of is the same 404 as one that does not exist. Every answer here is one
-reader's own: ``Cache-Control: private`` (the calendar feed too: its URL is a secret).
+Routes only parse: who may do what is :class:`~paperfeed.services.groups.GroupService`'s, asked with the
+signed-in reader's id (a group one is not a member of is the same 404 as one that does not exist), and
+every form goes through :func:`.forms.submit` (a POST checked by :func:`~..security.verify_csrf`, then 303;
+a refusal shown beside its form). Every answer is one reader's own: ``Cache-Control: private`` (the
+calendar feed too: its URL is a secret).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from fastapi import APIRouter, BackgroundTasks, Depends, Form, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from jinja2 import pass_context
+from fastapi.responses import HTMLResponse, Response
 
 from paperfeed.domain.accounts import User
 from paperfeed.domain.digest_links import InvalidToken
 from paperfeed.domain.groups import (
     MAX_QUEUE_NOTE_CHARS,
     MAX_SESSION_NOTES_CHARS,
-    Group,
-    GroupForbidden,
     GroupNotFound,
     InvalidGroupInput,
-    Membership,
 )
-from paperfeed.domain.mutes import InvalidMuteRule
 from paperfeed.services.groups import GroupService
 
-from . import rendering
-from .deps import app_of
-from .errors import error_response
-from .forms import read_form
-from .group_calendar import calendar_bytes
-from .mutes import apply_mutes
-from .rendering import error_page
-from .security import (
-    client_address,
-    current_user,
-    link_base_url,
-    redirect_back,
-    require_user,
-    template_request,
-    verify_csrf,
-)
-from .views import PageMeta, day_label, paper_view
+from .. import rendering
+from ..deps import app_of
+from ..errors import error_response
+from ..forms import read_form
+from ..mutes import apply_mutes
+from ..rendering import error_page
+from ..security import client_address, link_base_url, require_user, verify_csrf
+from ..views import PageMeta, day_label, paper_view
+from .calendar import calendar_bytes
+from .forms import PRIVATE, FormError, groups_of, problem, submit
 
-__all__ = ["PRIVATE", "TEMPLATE_GLOBALS", "groups_of", "router"]
+__all__ = ["parse_start", "router"]
 
 router = APIRouter(include_in_schema=False)
 CsrfChecked = Depends(verify_csrf)
 SignedIn = Annotated[User, Depends(require_user)]
-PRIVATE = "private, no-store"  # every answer here depends on who asks
-T = TypeVar("T")
-_MINE = "pf_my_groups"
 _DONE = {
     "created": "Group created. Invite the others by their address.",
     "invited": "Invitation sent: the link in it works once.",
+    "withdrawn": "Invitation withdrawn: its link no longer works.",
     "joined": "Welcome to the group.",
     "queued": "Added to the queue.",
     "voted": "Vote recorded.",
@@ -73,84 +60,28 @@ _DONE = {
 }
 NextField = Annotated[str, Form(max_length=2000)]
 PaperField = Annotated[str, Form(max_length=200)]
+MemberField = Annotated[str, Form(max_length=20)]
 
 
-def groups_of(request: Request) -> GroupService:
-    return app_of(request).readers.groups
-
-
-# -- template globals: the "queue for a group" control on cards and paper pages ------------------------------
-
-
-def _signed_in(request: Request) -> User | None:
-    try:
-        return current_user(request)
-    except Exception:  # a bad Bearer token on a page: the page renders without buttons
-        return None
-
-
-@pass_context
-def _my_groups(ctx: Any) -> list[tuple[Group, Membership]]:
-    """The signed-in reader's groups (once per request), for the queue buttons; [] for anonymous pages."""
-    request = template_request(ctx)
-    user = _signed_in(request)
-    if user is None:
-        return []
-    state = request.scope.setdefault("state", {})
-    if _MINE not in state:
-        state[_MINE] = groups_of(request).groups(user.id)
-    mine: list[tuple[Group, Membership]] = state[_MINE]
-    return mine
-
-
-TEMPLATE_GLOBALS: Mapping[str, Any] = {"my_groups": _my_groups, "queue_note_max": MAX_QUEUE_NOTE_CHARS}
-
-
-# -- rendering and errors ------------------------------------------------------------------------------------
+# -- rendering -----------------------------------------------------------------------------------------------
 
 
 def _page(request: Request, name: str, title: str, *, status: int = 200, **context: Any) -> HTMLResponse:
     meta = PageMeta(title, title, rendering.absolute_url(request), noindex=True)
-    done = _DONE.get(request.query_params.get("done", ""))
+    done = _DONE.get(request.query_params.get("done", "")) if status == 200 else None
     return rendering.page(
         request, f"groups/{name}.html", meta, nav="groups", status=status, cache=PRIVATE, done=done, **context
     )
 
 
-def _problem(request: Request, exc: Exception) -> HTMLResponse:
-    if isinstance(exc, GroupNotFound):
-        status, heading = 404, "Not found"
-    elif isinstance(exc, GroupForbidden):
-        status, heading = 403, "Not allowed"
-    else:
-        status, heading = 400, "That did not work"
-    return error_page(request, status, heading, str(exc), headers={"Cache-Control": PRIVATE})
-
-
-def _change(
-    request: Request,
-    change: Callable[[GroupService], T],
-    back_to: str | Callable[[T], str],
-    *,
-    next_url: str = "",
-    done: str | None = None,
-) -> Response:
-    """One change, then 303 to the form's safe ``next`` (else ``back_to``); refusals are error pages."""
-    try:
-        result = change(groups_of(request))
-    except (GroupNotFound, GroupForbidden, InvalidGroupInput) as exc:
-        return _problem(request, exc)
-    return redirect_back(next_url, back_to(result) if callable(back_to) else back_to, done)
+def _member_id(value: str) -> int:
+    if not value.strip().isdigit() or len(value.strip()) > 10:
+        raise InvalidGroupInput("member", "choose a member")
+    return int(value)
 
 
 def _flag(value: str) -> bool:
     return value.strip().lower() in ("1", "true", "on", "yes")
-
-
-def _member_id(value: str) -> int:
-    if not value.strip().isdigit():
-        raise InvalidGroupInput("member", "choose a member")
-    return int(value)
 
 
 def parse_start(when: str, zone: str) -> datetime:
@@ -176,12 +107,45 @@ def parse_start(when: str, zone: str) -> datetime:
     return parsed.replace(tzinfo=tz)
 
 
+def _group_page(
+    request: Request, user: User, group_id: int, error: FormError | None = None, status: int = 200
+) -> HTMLResponse:
+    """A group's page; with ``error``, again after a refused form (the error beside it, the input kept)."""
+    shown = groups_of(request).page(user.id, group_id)
+    return _page(
+        request,
+        "group",
+        shown.group.name,
+        status=status,
+        shown=shown,
+        user=user,
+        queue=[
+            (q, paper_view(q.paper, with_abstract=False), day_label(q.entry.added_at)) for q in shown.queue
+        ],
+        top=[q for q in shown.by_votes if q.entry.votes > 0][:3],
+        calendar_path=f"/groups/calendar/{shown.calendar_token}.ics",
+        others=[m for m in shown.members if m.user_id != user.id],
+        form_error=error,
+    )
+
+
+def _on_group_page(request: Request, user: User, group_id: int) -> Any:
+    return lambda error, status: _group_page(request, user, group_id, error, status)
+
+
 # -- my groups -----------------------------------------------------------------------------------------------
+
+
+def _groups_page(
+    request: Request, user: User, error: FormError | None = None, status: int = 200
+) -> HTMLResponse:
+    mine = groups_of(request).groups(user.id)
+    return _page(request, "index", "My groups", status=status, mine=mine, form_error=error)
 
 
 @router.get("/groups", response_class=HTMLResponse)
 def groups_page(request: Request, user: SignedIn) -> HTMLResponse:
-    return _page(request, "index", "My groups", mine=groups_of(request).groups(user.id), error=None)
+    return _groups_page(request, user)
 
 
 @router.post("/groups", response_model=None, dependencies=[CsrfChecked])
@@ -191,12 +155,15 @@ def create_group_form(
     name: Annotated[str, Form(max_length=400)] = "",
     description: Annotated[str, Form(max_length=4000)] = "",
 ) -> Response:
-    service = groups_of(request)
-    try:
-        group = service.create(user.id, name, description)
-    except InvalidGroupInput as exc:
-        return _page(request, "index", "My groups", status=400, mine=service.groups(user.id), error=str(exc))
-    return RedirectResponse(f"/groups/{group.id}?done=created", status_code=303)
+    return submit(
+        request,
+        lambda s: s.create(user.id, name, description),
+        form="create",
+        values={"name": name, "description": description},
+        render=lambda error, status: _groups_page(request, user, error, status),
+        back_to=lambda g: f"/groups/{g.id}",
+        done="created",
+    )
 
 
 # -- invitations (before /groups/{group_id}: "invitations" is no id) -----------------------------------------
@@ -208,7 +175,7 @@ def invitation_page(request: Request, user: SignedIn, token: str) -> HTMLRespons
     try:
         shown = groups_of(request).invitation(token[:200], user.email)
     except GroupNotFound as exc:
-        return _problem(request, exc)
+        return problem(request, exc)
     return _page(request, "invitation", f"Join {shown.group.name}", shown=shown, token=token[:200])
 
 
@@ -216,8 +183,12 @@ def invitation_page(request: Request, user: SignedIn, token: str) -> HTMLRespons
 def accept_form(
     request: Request, user: SignedIn, token: Annotated[str, Form(max_length=200)] = ""
 ) -> Response:
-    return _change(
-        request, lambda s: s.accept(user.id, user.email, token), lambda g: f"/groups/{g.id}", done="joined"
+    return submit(
+        request,
+        lambda s: s.accept(user.id, user.email, token),
+        form="accept",
+        back_to=lambda g: f"/groups/{g.id}",
+        done="joined",
     )
 
 
@@ -276,27 +247,10 @@ def calendar_feed(request: Request, token: str) -> Response:
 
 @router.get("/groups/{group_id}", response_class=HTMLResponse)
 def group_page(request: Request, user: SignedIn, group_id: int) -> HTMLResponse:
-    service = groups_of(request)
     try:
-        shown = service.page(user.id, group_id)
-        token = service.calendar_token(user.id, group_id)
+        return _group_page(request, user, group_id)
     except GroupNotFound as exc:
-        return _problem(request, exc)
-    return _page(
-        request,
-        "group",
-        shown.group.name,
-        shown=shown,
-        user=user,
-        queue=[
-            (q, paper_view(q.paper, with_abstract=False), day_label(q.entry.added_at)) for q in shown.queue
-        ],
-        top=[q for q in shown.by_votes if q.entry.votes > 0][:3],
-        calendar_path=f"/groups/calendar/{token}.ics",
-        group_mutes=app_of(request).readers.mutes.group_rules(group_id),
-        searches=service.searches(user.id, group_id),
-        others=[m for m in shown.members if m.user_id != user.id],
-    )
+        return problem(request, exc)
 
 
 @router.post("/groups/{group_id}/invite", response_model=None, dependencies=[CsrfChecked])
@@ -308,47 +262,77 @@ def invite_form(
     email: Annotated[str, Form(max_length=400)] = "",
 ) -> Response:
     """Invite an address; the mail goes out after the reply (as the digest sign-up's does)."""
-    service = groups_of(request)
-    try:
-        mail = service.invite(
+
+    def invite(s: GroupService) -> None:
+        mail = s.invite(
             user.id, group_id, email, base_url=link_base_url(request), client=client_address(request)
         )
-    except (GroupNotFound, GroupForbidden, InvalidGroupInput) as exc:
-        return _problem(request, exc)
-    background.add_task(service.deliver, mail)
-    return redirect_back("", f"/groups/{group_id}", "invited")
+        background.add_task(s.deliver, mail)
+
+    return submit(
+        request,
+        invite,
+        form="invite",
+        values={"email": email},
+        render=_on_group_page(request, user, group_id),
+        back_to=f"/groups/{group_id}",
+        done="invited",
+    )
+
+
+@router.post(
+    "/groups/{group_id}/invitations/{invitation_id}/withdraw", response_model=None, dependencies=[CsrfChecked]
+)
+def withdraw_form(request: Request, user: SignedIn, group_id: int, invitation_id: int) -> Response:
+    """The owner withdraws an open invitation: its link stops working."""
+    return submit(
+        request,
+        lambda s: s.withdraw(user.id, group_id, invitation_id),
+        form="withdraw",
+        back_to=f"/groups/{group_id}",
+        done="withdrawn",
+    )
 
 
 @router.post("/groups/{group_id}/leave", response_model=None, dependencies=[CsrfChecked])
 def leave_form(request: Request, user: SignedIn, group_id: int) -> Response:
-    return _change(request, lambda s: s.leave(user.id, group_id), "/groups", done="left")
+    return submit(
+        request,
+        lambda s: s.leave(user.id, group_id),
+        form="leave",
+        render=_on_group_page(request, user, group_id),
+        back_to="/groups",
+        done="left",
+    )
 
 
 @router.post("/groups/{group_id}/delete", response_model=None, dependencies=[CsrfChecked])
 def delete_form(request: Request, user: SignedIn, group_id: int) -> Response:
-    return _change(request, lambda s: s.delete(user.id, group_id), "/groups", done="deleted")
+    return submit(
+        request, lambda s: s.delete(user.id, group_id), form="delete", back_to="/groups", done="deleted"
+    )
 
 
 @router.post("/groups/{group_id}/members/remove", response_model=None, dependencies=[CsrfChecked])
-def remove_form(
-    request: Request, user: SignedIn, group_id: int, member: Annotated[str, Form(max_length=20)] = ""
-) -> Response:
-    return _change(
+def remove_form(request: Request, user: SignedIn, group_id: int, member: MemberField = "") -> Response:
+    return submit(
         request,
         lambda s: s.remove(user.id, group_id, _member_id(member)),
-        f"/groups/{group_id}",
+        form="members",
+        render=_on_group_page(request, user, group_id),
+        back_to=f"/groups/{group_id}",
         done="saved",
     )
 
 
 @router.post("/groups/{group_id}/members/owner", response_model=None, dependencies=[CsrfChecked])
-def hand_over_form(
-    request: Request, user: SignedIn, group_id: int, member: Annotated[str, Form(max_length=20)] = ""
-) -> Response:
-    return _change(
+def hand_over_form(request: Request, user: SignedIn, group_id: int, member: MemberField = "") -> Response:
+    return submit(
         request,
         lambda s: s.hand_over(user.id, group_id, _member_id(member)),
-        f"/groups/{group_id}",
+        form="members",
+        render=_on_group_page(request, user, group_id),
+        back_to=f"/groups/{group_id}",
         done="saved",
     )
 
@@ -358,8 +342,12 @@ def digest_form(
     request: Request, user: SignedIn, group_id: int, on: Annotated[str, Form(max_length=10)] = ""
 ) -> Response:
     wanted = _flag(on)
-    return _change(
-        request, lambda s: s.set_digest(user.id, group_id, wanted), f"/groups/{group_id}", done="saved"
+    return submit(
+        request,
+        lambda s: s.set_digest(user.id, group_id, wanted),
+        form="digest",
+        back_to=f"/groups/{group_id}",
+        done="saved",
     )
 
 
@@ -375,28 +363,44 @@ def queue_form(
     note: Annotated[str, Form(max_length=MAX_QUEUE_NOTE_CHARS * 2)] = "",
     next: NextField = "",
 ) -> Response:
-    """Queue a paper (from a paper page, a search result, a feed card or the group page)."""
-    return _change(
+    """Queue a paper (from a paper page, a search result, a feed card or the group page). Back on the page
+    it came from, the paper's control says it is queued; a refusal (a malformed id, a paper the instance
+    does not have, a note too long) is shown on the group page's queue form, the input kept."""
+    return submit(
         request,
         lambda s: s.queue_add(user.id, group_id, paper_id, note),
-        f"/groups/{group_id}",
+        form="queue",
+        values={"paper_id": paper_id, "note": note},
+        render=_on_group_page(request, user, group_id),
+        back_to=f"/groups/{group_id}",
         next_url=next,
         done="queued",
+        shown=lambda entry: {"queued": entry.paper_id},
     )
 
 
 @router.post("/groups/{group_id}/queue/remove", response_model=None, dependencies=[CsrfChecked])
 def unqueue_form(request: Request, user: SignedIn, group_id: int, paper_id: PaperField = "") -> Response:
-    return _change(
-        request, lambda s: s.queue_remove(user.id, group_id, paper_id), f"/groups/{group_id}", done="saved"
+    return submit(
+        request,
+        lambda s: s.queue_remove(user.id, group_id, paper_id),
+        form="queue-item",
+        render=_on_group_page(request, user, group_id),
+        back_to=f"/groups/{group_id}",
+        done="saved",
     )
 
 
 @router.post("/groups/{group_id}/vote", response_model=None, dependencies=[CsrfChecked])
 def vote_form(request: Request, user: SignedIn, group_id: int, paper_id: PaperField = "") -> Response:
     """Vote for the next paper (an empty ``paper_id`` takes the vote back)."""
-    return _change(
-        request, lambda s: s.vote(user.id, group_id, paper_id or None), f"/groups/{group_id}", done="voted"
+    return submit(
+        request,
+        lambda s: s.vote(user.id, group_id, paper_id or None),
+        form="queue-item",
+        render=_on_group_page(request, user, group_id),
+        back_to=f"/groups/{group_id}",
+        done="voted",
     )
 
 
@@ -410,7 +414,7 @@ def schedule_form(
     group_id: int,
     starts_at: Annotated[str, Form(max_length=60)] = "",
     timezone: Annotated[str, Form(max_length=80)] = "UTC",
-    presenter: Annotated[str, Form(max_length=20)] = "",
+    presenter: MemberField = "",
     paper_id: PaperField = "",
 ) -> Response:
     """The owner schedules a session: ``paper_id`` empty (or "vote") takes the queue's most voted paper."""
@@ -420,29 +424,49 @@ def schedule_form(
         start = parse_start(starts_at, timezone)
         return s.schedule(user.id, group_id, start, _member_id(presenter), chosen).id
 
-    return _change(request, schedule, lambda sid: f"/groups/{group_id}/sessions/{sid}", done="scheduled")
+    return submit(
+        request,
+        schedule,
+        form="schedule",
+        values={"starts_at": starts_at, "timezone": timezone, "presenter": presenter, "paper_id": paper_id},
+        render=_on_group_page(request, user, group_id),
+        back_to=lambda sid: f"/groups/{group_id}/sessions/{sid}",
+        done="scheduled",
+    )
 
 
-@router.get("/groups/{group_id}/sessions/{session_id}", response_class=HTMLResponse)
-def session_page(request: Request, user: SignedIn, group_id: int, session_id: int) -> HTMLResponse:
+def _session_page(
+    request: Request,
+    user: User,
+    group_id: int,
+    session_id: int,
+    error: FormError | None = None,
+    status: int = 200,
+) -> HTMLResponse:
     service = groups_of(request)
-    try:
-        item = service.session(user.id, group_id, session_id)
-        me = service.membership(user.id, group_id)
-        group = service.group(user.id, group_id)
-    except GroupNotFound as exc:
-        return _problem(request, exc)
+    item = service.session(user.id, group_id, session_id)
+    group = service.group(user.id, group_id)
     return _page(
         request,
         "session",
         f"{group.name}: session of {day_label(item.session.starts_at)}",
+        status=status,
         group=group,
         item=item,
-        me=me,
+        me=service.membership(user.id, group_id),
         v=paper_view(item.paper, with_abstract=True) if item.paper else None,
         notes_max=MAX_SESSION_NOTES_CHARS,
         past=item.session.starts_at < service.now(),
+        form_error=error,
     )
+
+
+@router.get("/groups/{group_id}/sessions/{session_id}", response_class=HTMLResponse)
+def session_page(request: Request, user: SignedIn, group_id: int, session_id: int) -> HTMLResponse:
+    try:
+        return _session_page(request, user, group_id, session_id)
+    except GroupNotFound as exc:
+        return problem(request, exc)
 
 
 @router.post(
@@ -455,10 +479,13 @@ def notes_form(
     session_id: int,
     body: Annotated[str, Form(max_length=MAX_SESSION_NOTES_CHARS * 2)] = "",
 ) -> Response:
-    return _change(
+    return submit(
         request,
         lambda s: s.set_notes(user.id, group_id, session_id, body),
-        f"/groups/{group_id}/sessions/{session_id}",
+        form="notes",
+        values={"body": body},
+        render=lambda error, status: _session_page(request, user, group_id, session_id, error, status),
+        back_to=f"/groups/{group_id}/sessions/{session_id}",
         done="notes",
     )
 
@@ -467,10 +494,11 @@ def notes_form(
     "/groups/{group_id}/sessions/{session_id}/cancel", response_model=None, dependencies=[CsrfChecked]
 )
 def cancel_form(request: Request, user: SignedIn, group_id: int, session_id: int) -> Response:
-    return _change(
+    return submit(
         request,
         lambda s: s.cancel_session(user.id, group_id, session_id),
-        f"/groups/{group_id}",
+        form="cancel",
+        back_to=f"/groups/{group_id}",
         done="saved",
     )
 
@@ -481,7 +509,7 @@ def for_the_group_page(request: Request, user: SignedIn, group_id: int) -> HTMLR
     try:
         found = groups_of(request).for_the_group(user.id, group_id, limit=30)
     except GroupNotFound as exc:
-        return _problem(request, exc)
+        return problem(request, exc)
     items, muted = apply_mutes(request, found.items, lambda p: p.paper)  # the reader's own rules too
     return _page(
         request,
@@ -498,47 +526,44 @@ def archive_page(request: Request, user: SignedIn, group_id: int) -> HTMLRespons
     try:
         group, past = groups_of(request).archive(user.id, group_id)
     except GroupNotFound as exc:
-        return _problem(request, exc)
+        return problem(request, exc)
     return _page(request, "archive", f"{group.name}: past sessions", group=group, past=past)
 
 
 # -- the group's mute rules (its pages and digest; the owner's to change) -------------------------------
 
 
+MuteKind = Annotated[str, Form(max_length=20)]
+MuteValue = Annotated[str, Form(max_length=400)]
+
+
 @router.post("/groups/{group_id}/mutes", response_model=None, dependencies=[CsrfChecked])
 def group_mute_form(
-    request: Request,
-    user: SignedIn,
-    group_id: int,
-    kind: Annotated[str, Form(max_length=20)] = "",
-    value: Annotated[str, Form(max_length=400)] = "",
+    request: Request, user: SignedIn, group_id: int, kind: MuteKind = "", value: MuteValue = ""
 ) -> Response:
-    def add(s: GroupService) -> None:
-        s.check_owner(user.id, group_id)
-        try:
-            app_of(request).readers.mutes.add_group(group_id, kind, value)
-        except InvalidMuteRule as exc:
-            raise InvalidGroupInput(exc.field, exc.reason) from None
-
-    return _change(request, add, f"/groups/{group_id}", done="saved")
+    return submit(
+        request,
+        lambda s: s.add_mute(user.id, group_id, kind, value),
+        form="mute",
+        values={"kind": kind, "value": value},
+        render=_on_group_page(request, user, group_id),
+        back_to=f"/groups/{group_id}",
+        done="saved",
+    )
 
 
 @router.post("/groups/{group_id}/mutes/remove", response_model=None, dependencies=[CsrfChecked])
 def group_unmute_form(
-    request: Request,
-    user: SignedIn,
-    group_id: int,
-    kind: Annotated[str, Form(max_length=20)] = "",
-    value: Annotated[str, Form(max_length=400)] = "",
+    request: Request, user: SignedIn, group_id: int, kind: MuteKind = "", value: MuteValue = ""
 ) -> Response:
-    def remove(s: GroupService) -> None:
-        s.check_owner(user.id, group_id)
-        try:
-            app_of(request).readers.mutes.remove_group(group_id, kind, value)
-        except InvalidMuteRule as exc:
-            raise InvalidGroupInput(exc.field, exc.reason) from None
-
-    return _change(request, remove, f"/groups/{group_id}", done="saved")
+    return submit(
+        request,
+        lambda s: s.remove_mute(user.id, group_id, kind, value),
+        form="mute",
+        render=_on_group_page(request, user, group_id),
+        back_to=f"/groups/{group_id}",
+        done="saved",
+    )
 
 
 # -- the group's searches (their new matches go into the weekly digest) ----------------------------------
@@ -548,13 +573,25 @@ def group_unmute_form(
 def group_search_form(
     request: Request, user: SignedIn, group_id: int, q: Annotated[str, Form(max_length=1000)] = ""
 ) -> Response:
-    return _change(request, lambda s: s.add_search(user.id, group_id, q), f"/groups/{group_id}", done="saved")
+    return submit(
+        request,
+        lambda s: s.add_search(user.id, group_id, q),
+        form="search",
+        values={"q": q},
+        render=_on_group_page(request, user, group_id),
+        back_to=f"/groups/{group_id}",
+        done="saved",
+    )
 
 
 @router.post(
     "/groups/{group_id}/searches/{search_id}/delete", response_model=None, dependencies=[CsrfChecked]
 )
 def group_search_delete_form(request: Request, user: SignedIn, group_id: int, search_id: int) -> Response:
-    return _change(
-        request, lambda s: s.delete_search(user.id, group_id, search_id), f"/groups/{group_id}", done="saved"
+    return submit(
+        request,
+        lambda s: s.delete_search(user.id, group_id, search_id),
+        form="search",
+        back_to=f"/groups/{group_id}",
+        done="saved",
     )

@@ -3,7 +3,10 @@
 ===================================================  =========================================================
 ``GET|POST /api/groups``                             my groups; create ``{"name", "description"?}``
 ``GET /api/groups/{id}``                             members, queue (with votes), next and recent sessions
-``POST /api/groups/{id}/invitations``                ``{"email"}``: mail an invitation (owner; mail limits)
+``GET /api/groups/{id}/invitations``                 the open invitations (owner; the addresses they typed)
+``POST /api/groups/{id}/invitations``                ``{"email"}``: mail an invitation (owner; mail limits
+                                                     and the day's caps per account and per group: 429)
+``DELETE /api/groups/{id}/invitations/{iid}``        withdraw an open invitation (owner)
 ``POST /api/groups/{id}/queue``                      ``{"paper_id", "note"?}``: queue a paper
 ``DELETE /api/groups/{id}/queue/{paper_id}``         take it off (whoever queued it, or the owner)
 ``PUT /api/groups/{id}/vote``                        ``{"paper_id": id | null}``: the member's one vote
@@ -41,17 +44,18 @@ from paperfeed.domain.groups import (
     GroupNotFound,
     GroupSession,
     InvalidGroupInput,
+    Invitation,
     Member,
     Membership,
 )
 from paperfeed.services.groups import GroupPage, GroupService, QueueItem, SessionItem
 
-from .deps import app_of
-from .errors import ApiError, JsonResponse
-from .hf_json import paper_object
-from .library_notes import render_note
-from .mutes import apply_mutes
-from .security import client_address, link_base_url, require_user, verify_csrf
+from ..deps import app_of
+from ..errors import ApiError, JsonResponse
+from ..hf_json import paper_object
+from ..library_notes import render_note
+from ..mutes import apply_mutes
+from ..security import client_address, link_base_url, require_user, verify_csrf
 
 __all__ = ["router"]
 
@@ -224,6 +228,37 @@ def invite(
     )
     background.add_task(_service(request).deliver, mail)
     return _json({"invited": mail.to}, 202)
+
+
+def _invitation(i: Invitation) -> dict[str, Any]:
+    return {
+        "id": i.id,
+        "email": i.email or None,  # None: typed by another owner (before a hand-over), not shown
+        "invitedBy": i.invited_by_name,
+        "createdAt": i.created_at.isoformat(),
+        "expiresAt": i.expires_at.isoformat(),
+    }
+
+
+@router.get(
+    "/groups/{group_id}/invitations",
+    summary="The group's open invitations (the owner)",
+    response_class=JsonResponse,
+)
+def invitations(request: Request, user: SignedIn, group_id: int) -> JsonResponse:
+    found = _call(request, lambda s: s.invitations(user.id, group_id))
+    return _json([_invitation(i) for i in found])
+
+
+@router.delete(
+    "/groups/{group_id}/invitations/{invitation_id}",
+    summary="Withdraw an open invitation (the owner)",
+    response_class=JsonResponse,
+    dependencies=CsrfChecked,
+)
+def withdraw(request: Request, user: SignedIn, group_id: int, invitation_id: int) -> JsonResponse:
+    _call(request, lambda s: s.withdraw(user.id, group_id, invitation_id))
+    return _json({"withdrawn": invitation_id})
 
 
 @router.post(
