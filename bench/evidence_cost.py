@@ -45,6 +45,7 @@ from typing import Any
 import httpx
 import orjson
 
+from bench.evidence_quality import wait_for_model
 from bench.sentence_roles import cpu_flags
 from bench.served_quality import free_port, product_env, reader_token, wait_until_up
 
@@ -273,6 +274,7 @@ def latency(data_dir: Path, queries: list[str], warmup: int) -> dict[str, dict[s
         with httpx.Client(
             base_url=base, timeout=300.0, headers={"Authorization": f"Bearer {token}"}
         ) as client:
+            print(f"the server's model loaded after {wait_for_model(client):.0f} s", flush=True)
             for path in ("/api/evidence", "/api/papers/search"):
                 for q in queries[:warmup]:  # model, indexes and caches loaded
                     client.get(path, params={"q": q, "limit": 20}).raise_for_status()

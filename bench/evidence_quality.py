@@ -350,14 +350,31 @@ def describe(w: Any) -> str:
 # -- served (test) ---------------------------------------------------------------------------------------
 
 
+def wait_for_model(client: httpx.Client, timeout: float = 600.0) -> float:
+    """Seconds until the server's embedding model has loaded: ``serve`` answers at once and, until then,
+    searches with words only and says so (``MODEL_LOADING_NOTE``); a figure taken meanwhile would not be
+    the hybrid's."""
+    from paperfeed.domain.search import MODEL_LOADING_NOTE
+
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        answer = client.get("/api/evidence", params={"q": "does the model load", "limit": 1})
+        answer.raise_for_status()
+        if MODEL_LOADING_NOTE not in (answer.json().get("notes") or []):
+            return time.monotonic() - started
+        time.sleep(1.0)
+    raise SystemExit(f"the server's embedding model did not load within {timeout:.0f} s")
+
+
 def served_run(
     base: str, claims: Mapping[str, str], token: str
 ) -> tuple[dict[str, list[tuple[str, int]]], int, float]:
     """Each claim's ranked sentences (paper id, position) from ``GET /api/evidence``, notes, ms a claim."""
     run: dict[str, list[tuple[str, int]]] = {}
     noted = 0
-    started = time.perf_counter()
     with httpx.Client(base_url=base, timeout=120.0, headers={"Authorization": f"Bearer {token}"}) as client:
+        print(f"the server's model loaded after {wait_for_model(client):.0f} s", flush=True)
+        started = time.perf_counter()
         for qid, text in claims.items():
             answer = client.get("/api/evidence", params={"q": text, "limit": LIMIT})
             answer.raise_for_status()
@@ -416,17 +433,20 @@ def dense_baseline(data_dir: Path, claims: Mapping[str, str]) -> dict[str, list[
     return out
 
 
-def served(data_dir: Path, split: str) -> None:
+def served(data_dir: Path, split: str, *, as_is: bool = False) -> None:
     claims, rel = load_judgments(split)
     corpus = load_corpus()
     rationales = {s for r in rel.values() for s in r}
     print(f"{cpu_info().describe()}, {time.strftime('%Y-%m-%d %H:%M')}")
     print(f"SciFact {split}: {len(claims)} claims with {len(rationales)} rationale sentences")
     env = product_env(data_dir)
-    took = paperfeed("import", "--id-namespace", "scifact", str(CORPUS), env=env)
-    print(f"import: {took:.0f} s")
-    took = paperfeed("index", env=env)
-    print(f"index: {took:.0f} s")
+    if as_is:  # an instance imported and indexed before, whose pending work is not the ranking's
+        print("import and index: skipped (--as-is: the data folder is measured as it is)")
+    else:
+        took = paperfeed("import", "--id-namespace", "scifact", str(CORPUS), env=env)
+        print(f"import: {took:.0f} s")
+        took = paperfeed("index", env=env)
+        print(f"index: {took:.0f} s")
     mapping = sentence_map(data_dir, corpus, rationales)
     server: subprocess.Popen[bytes] | None = None
     with tempfile.TemporaryDirectory(prefix="pf-evidence-served-") as tmp:
@@ -472,6 +492,12 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, required=True, help="an instance that imported SciFact")
     parser.add_argument("--split", choices=["train", "test"], default=None)
     parser.add_argument("--claims", type=int, default=None, help="tune: only N claims (a smoke run)")
+    parser.add_argument(
+        "--as-is",
+        action="store_true",
+        help="served: skip paperfeed import and index (e.g. sentences being redone for a new role model, "
+        "which the unfiltered ranking does not read)",
+    )
     args = parser.parse_args()
     if args.mode == "tune":
         split = args.split or "train"
@@ -479,7 +505,7 @@ def main() -> None:
             raise SystemExit("settings are chosen on the train claims only")
         tune(args.data_dir, split, args.claims)
     else:
-        served(args.data_dir, args.split or "test")
+        served(args.data_dir, args.split or "test", as_is=args.as_is)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,10 @@ with the real embedding model (``PAPERFEED_EMBEDDING_BACKEND``, default ``auto``
 3. the daily job with nothing to do (``paperfeed jobs run daily``, the steps that need no network:
    index, topics, digests) on the empty folder and on the embedded one: its CPU seconds.
 
-    .venv/bin/python -m bench.idle_cost [--release 20] [--backend auto]
+    .venv/bin/python -m bench.idle_cost [--release 20] [--backend auto] [--empty-only]
+
+``--empty-only`` stops after 1 and the daily job on the empty folder: no model is loaded (a few CPU
+seconds in all), so it can run beside other work.
 """
 
 from __future__ import annotations
@@ -100,6 +103,10 @@ def wait_for(proc: subprocess.Popen[str], text: str, lines: list[str], timeout: 
     raise SystemExit(f"{text!r} never came within {timeout:.0f} s: {lines[-20:]}")
 
 
+class _Done(Exception):
+    """--empty-only: the empty instance is measured, stop it."""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -109,6 +116,7 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=20.0, help="seconds for an instance to settle")
     scratch = Path(os.environ.get("TMPDIR", "/tmp")) / "idle-cost"
     parser.add_argument("--scratch", type=Path, default=scratch)
+    parser.add_argument("--empty-only", action="store_true", help="the empty instance only: no import")
     args = parser.parse_args()
     shutil.rmtree(args.scratch, ignore_errors=True)
     data = args.scratch / "data"
@@ -129,6 +137,10 @@ def main() -> None:
         wait_for(run, "checking for new ones", lines, 600)
         time.sleep(args.settle)
         empty = memory(run.pid)
+        idle: dict[str, tuple[float, float]] = {}
+        indexed = 0.0
+        if args.empty_only:
+            raise _Done
         started = time.monotonic()
         importing = [sys.executable, "-m", "paperfeed", "--data-dir", str(data), "import", str(SEEDS)]
         subprocess.run([*importing, "--id-namespace", "seed"], env=env, capture_output=True, check=True)
@@ -137,13 +149,15 @@ def main() -> None:
         indexed = time.monotonic() - started
         time.sleep(args.release + args.settle)
         idle = memory(run.pid)
+    except _Done:
+        pass
     finally:
         run.send_signal(signal.SIGINT)
         try:
             run.communicate(timeout=60)
         except subprocess.TimeoutExpired:
             run.kill()
-    idle_cpu, idle_said = daily_cpu(data, env)
+    idle_cpu, idle_said = (0.0, "") if args.empty_only else daily_cpu(data, env)
     print(
         f"\nidle cost, backend {args.backend}, CPU {cpu_info().describe()}, {available_cores()} cores; "
         f"embedding released {args.release:g} s after its last batch\n"
@@ -152,10 +166,12 @@ def main() -> None:
     for name in sorted(set(empty) | set(idle)):
         e, ec = empty.get(name, (0.0, 0.0))
         i, ic = idle.get(name, (0.0, 0.0))
-        print(f"{name:<11} {e:8.0f} (+{ec:.0f})                         {i:8.0f} (+{ic:.0f})")
-    print(f"\nthe 391 papers embedded (sentences included) {indexed:,.0f} s after the import")
-    print(f"daily job with nothing to do, empty store:   {empty_cpu:6.2f} CPU-s   {empty_said}")
-    print(f"daily job with nothing to do, all embedded:  {idle_cpu:6.2f} CPU-s   {idle_said}")
+        after = "       -" if args.empty_only else f"{i:8.0f} (+{ic:.0f})"
+        print(f"{name:<11} {e:8.0f} (+{ec:.0f})                         {after}")
+    print(f"\ndaily job with nothing to do, empty store:   {empty_cpu:6.2f} CPU-s   {empty_said}")
+    if not args.empty_only:
+        print(f"the 391 papers embedded (sentences included) {indexed:,.0f} s after the import")
+        print(f"daily job with nothing to do, all embedded:  {idle_cpu:6.2f} CPU-s   {idle_said}")
 
 
 if __name__ == "__main__":

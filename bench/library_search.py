@@ -3,11 +3,11 @@
 The probe's attack, as shipped: ``python -m paperfeed serve`` (one uvicorn worker) on a data folder with
 ``--papers`` real Hugging Face daily papers (``../shared/data/hf_daily.jsonl.gz``, imported by ``paperfeed
 import``), a reader whose library holds all of them with a note each (the paper's HF ``ai_summary``, real
-text: imported through ``POST /api/me/library/import`` as a BibTeX file with ``annote`` fields, as the
-probe did), and queries of ``--terms`` distinct four-letter words drawn from the library's own words (each
-also a prefix: the worst case for matching), sent to ``GET /api/me/library/search`` with the reader's API
-token. The reader's rate limit is off for the run (``PAPERFEED_LIBRARY_SEARCH_RATE_PER_MINUTE=0``): this
-measures the search, not the limiter.
+text: imported through ``POST /api/me/library/import`` as a BibTeX file with ``annote`` fields, as the probe
+did; ``--noted`` of them, default all), and queries of ``--terms`` distinct four-letter words drawn from the
+library's own words (each also a prefix: the worst case for matching), sent to ``GET
+/api/me/library/search`` with the reader's API token. The reader's rate limit is off for the run
+(``PAPERFEED_LIBRARY_SEARCH_RATE_PER_MINUTE=0``): this measures the search, not the limiter.
 
 It prints, with this machine's CPU flags: the first search (the reader's index built, the first notes
 embedded), how long the background worker took to embed every note, then ``--queries`` warm searches
@@ -20,7 +20,7 @@ them; otherwise the meaning part is over the notes alone, and the script says so
 ``git archive``), ``--baseline-queries`` searches of it, for a ratio measured in one run.
 
     python -m bench.library_search [--papers 10000] [--terms 50] [--queries 30]
-        [--data-dir DIR] [--baseline-src /tmp/old/src]
+        [--noted N] [--data-dir DIR] [--baseline-src /tmp/old/src]
 """
 
 from __future__ import annotations
@@ -70,10 +70,13 @@ def _bib_value(text: str) -> str:
     return text.replace("\\", " ").replace("{", "(").replace("}", ")")
 
 
-def bibtex(recs: list[dict[str, object]]) -> bytes:
+def bibtex(recs: list[dict[str, object]], noted: int) -> bytes:
+    """The library as one BibTeX file; the first ``noted`` entries carry a note (``annote``)."""
     entries = [
         f"@article{{k{n},\n  title = {{{_bib_value(str(r['title']))}}},\n  eprint = {{{r['id']}}},\n"
-        f"  archiveprefix = {{arXiv}},\n  annote = {{{_bib_value(str(r['ai_summary']))}}}\n}}\n"
+        f"  archiveprefix = {{arXiv}},\n"
+        + (f"  annote = {{{_bib_value(str(r['ai_summary']))}}}\n" if n < noted else "")
+        + "}\n"
         for n, r in enumerate(recs)
     ]
     return "".join(entries).encode()
@@ -210,6 +213,9 @@ def main() -> None:
     parser.add_argument("--terms", type=int, default=50)
     parser.add_argument("--queries", type=int, default=30)
     parser.add_argument(
+        "--noted", type=int, default=None, help="entries with a note (default: all; the probe's had 2,000)"
+    )
+    parser.add_argument(
         "--data-dir", type=Path, default=None, help="built once, reused (default: a temp dir)"
     )
     parser.add_argument("--baseline-src", type=Path, default=None, help="another checkout's src to compare")
@@ -236,7 +242,7 @@ def main() -> None:
                 if library.get("total", 0) < len(recs):
                     started = time.monotonic()
                     with (root / "library.bib").open("wb") as f:
-                        f.write(bibtex(recs))
+                        f.write(bibtex(recs, len(recs) if args.noted is None else args.noted))
                     got = client.post(
                         "/api/me/library/import",
                         files={"file": ("library.bib", (root / "library.bib").read_bytes(), "text/plain")},

@@ -125,10 +125,10 @@ def test_adopting_switches_the_embedder_and_index_re_embeds_resumably_then_reset
     code, out, _ = run(data, "index", "--limit", "20")
     assert code == 0
     assert f"model changed from all-MiniLM-L6-v2 to {trained.model_id}: re-embedding {N_PAPERS} papers" in out
-    assert "embedded 20 papers (0 new, 20 re-embedded)" in out
+    assert "embedded 20 papers (0 new, 20 re-embedded" in out
     assert f"{N_PAPERS - 20} papers still to embed" in out
     code, out, _ = run(data, "index")
-    assert f"embedded {N_PAPERS - 20} papers (0 new, {N_PAPERS - 20} re-embedded)" in out
+    assert f"embedded {N_PAPERS - 20} papers (0 new, {N_PAPERS - 20} re-embedded" in out
     assert _vector_models(data) == {trained.model_id: N_PAPERS}
 
     code, out, _ = run(data, "model", "reset")

@@ -41,13 +41,13 @@ def test_a_clean_file_then_the_same_file_again(cli: Invoke, db_url: str, tmp_pat
     first = cli(str(f))
     assert first.exit_code == 0, first.output
     assert first.stdout.strip() == (
-        "edges.tsv.gz (pairs): 2 record(s) read; +2 citation link(s); 0 already stored that gained this file "
-        "as a source; 0 already stored from it; +3 work(s); 0 self-citation(s) dropped; 0 rejected"
+        "edges.tsv.gz (pairs): 2 records read; +2 citation links; 0 already stored that gained this file "
+        "as a source; 0 already stored from it; +3 works; 0 self-citations dropped; 0 rejected"
     )
     again = cli(str(f))
     assert again.exit_code == 0
     assert (
-        "+0 citation link(s); 0 already stored that gained this file as a source; 2 already stored from it"
+        "+0 citation links; 0 already stored that gained this file as a source; 2 already stored from it"
         in again.stdout
     )
     store = open_store(db_url)
@@ -63,7 +63,7 @@ def test_rejects_name_file_and_line_and_exit_1(cli: Invoke, tmp_path: Path) -> N
     out = tmp_path / "rejects.jsonl"
     result = cli(str(f), "--rejects", str(out))
     assert result.exit_code == 1
-    assert "+1 citation link(s)" in result.stdout
+    assert "+1 citation link" in result.stdout
     assert "26 rejected" in result.stdout
     shown = [x.strip() for x in result.stderr.splitlines() if x.strip().startswith("rejected ")]
     assert len(shown) == 20
@@ -127,5 +127,5 @@ def test_format_option(cli: Invoke, tmp_path: Path) -> None:
     )
     forced = cli(str(f), "--format", "s2-citations")
     assert forced.exit_code == 1
-    assert "pairs.jsonl (s2-citations): 1 record(s) read; +0 citation link(s)" in forced.stdout
+    assert "pairs.jsonl (s2-citations): 1 record read; +0 citation links" in forced.stdout
     assert f"rejected {f}:1: citingcorpusid: missing" in forced.stderr

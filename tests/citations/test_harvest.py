@@ -287,15 +287,15 @@ def test_cli_harvests_and_prints_one_line_per_source(
         app, ["harvest", "citations", *IDS, "--source", "s2"], env=_env(tmp_path, server.base_url)
     )
     assert result.exit_code == 0, result.output
-    assert "Semantic Scholar: 4 paper(s) to ask, 0 harvested recently (skipped)" in result.stderr
+    assert "Semantic Scholar: 4 papers to ask, 0 harvested recently (skipped)" in result.stderr
     line = next(x for x in result.stdout.splitlines() if x.startswith("Semantic Scholar:"))
-    assert "4 paper(s) asked (1 unknown to it)" in line
+    assert "4 papers asked (1 unknown to it)" in line
     assert "39 list entries without a usable id (not stored)" in line
     again = CliRunner().invoke(
         app, ["harvest", "citations", *IDS, "--source", "s2"], env=_env(tmp_path, server.base_url)
     )
     assert again.exit_code == 0
-    assert "0 paper(s) to ask, 4 harvested recently (skipped)" in again.stderr
+    assert "0 papers to ask, 4 harvested recently (skipped)" in again.stderr
 
 
 def test_cli_offline_says_so_in_one_line_and_changes_nothing(tmp_path: Path) -> None:

@@ -99,9 +99,9 @@ def test_a_harvest_killed_mid_batch_keeps_the_saved_batch_and_resumes(
 
     assert proc.returncode == 0, err
     assert "Traceback" not in err
-    assert "Semantic Scholar: 2 paper(s) to ask, 2 harvested recently (skipped)" in err
+    assert "Semantic Scholar: 2 papers to ask, 2 harvested recently (skipped)" in err
     assert "Semantic Scholar: resumed an interrupted harvest" in err
-    assert "2 paper(s) asked (0 unknown to it)" in out
+    assert "2 papers asked (0 unknown to it)" in out
     posts = [r for r in server.requests if r.path == BATCH]
     assert len(posts) == 1
     assert b"arXiv:2611.00003" in posts[0].body

@@ -85,6 +85,8 @@ _WORDS = "|".join(sorted(PLURALS, key=len, reverse=True))
 _FSTRING = re.compile(r"\{([^{}]*?)(![rsa])?(:[^{}]*)?\} (" + _WORDS + r")\b")
 _PERCENT = re.compile(r"%[-,0-9]*[dis] (" + _WORDS + r")\b")
 _TEMPLATE = re.compile(r"\{\{((?:[^{}]|\{:,\})*?)\}\} (" + _WORDS + r")\b")  # "{:,}".format(n) too
+# a hedge: "{n} paper(s)", "%d record(s)", "{{ n }} saved paper(s)" -- whatever the noun, count() says it
+_HEDGE = re.compile(r"(\{[^{}]*\}|%[-,0-9]*[dis]|\}\}) ([\w-]+ )*[\w-]+\((s|es)\)")
 _MEASURE = re.compile(r"\.\d*[efg%]|[efg%]$")  # an f-string's format spec of a float
 _TEMPLATE_MEASURE = re.compile(r"%[-0-9]*\.?\d*[efg]|\{:[^}]*[efg%]\}")  # "%.1f"|format(x), "{:.2f}".format
 
@@ -116,11 +118,17 @@ def _pasted_counts() -> list[str]:
                     found.append(f"{where}:{line}: {m.group(0)!r} -> {{count({expr}, {noun!r})}}")
             for m in _PERCENT.finditer(text):
                 found.append(f"{where}:{line}: {m.group(0)!r} -> a %s of count(n, {PLURALS[m.group(1)]!r})")
+            if "f" in prefix or "%" in text:
+                for m in _HEDGE.finditer(text):
+                    found.append(f"{where}:{line}: {m.group(0)!r} -> count(n, noun): the noun in its number")
     for path in sorted(PACKAGE.rglob("templates/**/*")):
         if not path.is_file() or path.suffix not in (".html", ".txt", ".xml", ".md"):
             continue
         where = path.relative_to(PACKAGE).as_posix()
         for number, text in enumerate(path.read_text().splitlines(), 1):
+            for m in _HEDGE.finditer(text):
+                if m.group(1) == "}}":
+                    found.append(f"{where}:{number}: {m.group(0)!r} -> {{{{ n|count(noun) }}}}")
             for m in _TEMPLATE.finditer(text):
                 if "|count(" in m.group(1) or _TEMPLATE_MEASURE.search(m.group(1)):
                     continue
@@ -141,6 +149,9 @@ def test_no_message_pastes_a_number_before_a_plural() -> None:
         'f"embedded {n:,} papers"',
         'f"sentences: {summary.papers} papers"',
         '"%d papers in %.1f s"',
+        'f"{report.problems} problem(s) found"',
+        '"%d changed paper(s) left"',
+        'f"+{n:,} citation link(s)"',
     ],
 )
 def test_the_scan_finds_a_pasted_count(source: str, tmp_path: Path) -> None:
@@ -148,5 +159,5 @@ def test_the_scan_finds_a_pasted_count(source: str, tmp_path: Path) -> None:
     module = tmp_path / "bad.py"
     module.write_text(f"MESSAGE = {source}\n")
     [(_, text)] = _string_tokens(module)
-    hits = list(_FSTRING.finditer(text)) + list(_PERCENT.finditer(text))
+    hits = list(_FSTRING.finditer(text)) + list(_PERCENT.finditer(text)) + list(_HEDGE.finditer(text))
     assert hits, source

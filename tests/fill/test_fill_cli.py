@@ -101,7 +101,7 @@ def test_a_fill_killed_mid_way_resumes_where_it_stopped(
     assert "Hugging Face days: 5 to fetch" in lines  # plain lines off a terminal
     assert any(line.startswith("Hugging Face days 5/5: ") for line in lines)
     assert "arXiv categories 1/1: cs.SE: 0 papers" in lines
-    assert any("5 day(s) fetched, 2 complete already" in line for line in lines)
+    assert any("5 days fetched, 2 complete already" in line for line in lines)
     store = open_store(f"sqlite+pysqlite:///{data / 'paperfeed.db'}")
     try:
         for day, count in expected.items():

@@ -40,7 +40,7 @@ def test_the_rejects_file_has_every_reject(cli: RunCli, tmp_path: Path, data_dir
     assert len(got) == BAD
     assert [r["where"] for r in got] == [f"{f}:{n} (id 2503.{n:05d})" for n in range(1, BAD + 1)]
     assert {r["field"] for r in got} == {"title"}
-    assert f"{BAD:,} record(s) rejected" in " ".join(result.output.split())
+    assert f"{BAD:,} records rejected" in " ".join(result.output.split())
     assert _papers(data_dir) == 1
 
 

@@ -45,17 +45,17 @@ def test_index_then_model_change(tmp_path: Path) -> None:
     assert code == 0
     assert "embedding 12 papers with fake-hash64 (0 already up to date)" in out
     assert "this run embeds at most 5 of them" in out
-    assert "embedded 5 papers (5 new, 0 re-embedded)" in out
+    assert "embedded 5 papers (5 new, 0 re-embedded" in out
     assert "7 papers still to embed: run paperfeed index again" in out
     code, out, _ = _index(data)
     assert code == 0
-    assert "embedded 7 papers (7 new, 0 re-embedded)" in out
+    assert "embedded 7 papers (7 new, 0 re-embedded" in out
     code, out, _ = _index(data)
     assert "all 12 papers are embedded with fake-hash64" in out
     code, out, _ = _index(data, PAPERFEED_EMBEDDING_MODEL="specter")
     assert code == 0
     assert "model changed from fake-hash64 to specter-hash64: re-embedding 12 papers" in out
-    assert "embedded 12 papers (0 new, 12 re-embedded)" in out
+    assert "embedded 12 papers (0 new, 12 re-embedded" in out
     with sqlite3.connect(data / "paperfeed.db") as conn:
         assert conn.execute("SELECT model_id, count(*) FROM embeddings GROUP BY 1").fetchall() == [
             ("specter-hash64", 12)
@@ -89,7 +89,7 @@ def test_rebuild(tmp_path: Path) -> None:
     code, out, _ = _index(data, "--rebuild")
     assert code == 0
     assert "rebuilding: re-embedding all 3 papers with fake-hash64" in out
-    assert "embedded 3 papers (3 new, 0 re-embedded)" in out
+    assert "embedded 3 papers (3 new, 0 re-embedded" in out
 
 
 def test_bad_configuration_is_one_clean_line(tmp_path: Path) -> None:
@@ -139,7 +139,7 @@ def test_no_vector_index_stores_the_vectors_and_leaves_the_index_alone(tmp_path:
     data = _data_dir(tmp_path, 9)
     code, out, _ = _index(data, "--no-vector-index", "--no-sentences")
     assert code == 0
-    assert "embedded 9 papers (9 new, 0 re-embedded)" in out
+    assert "embedded 9 papers (9 new, 0 re-embedded" in out
     assert "vector index: not updated (--no-vector-index): the vectors are in the database" in out
     assert not (data / "vectors").exists()
     code, out, _ = _index(data, "--no-sentences")

@@ -54,7 +54,11 @@ def test_follow_embeds_new_papers_as_they_arrive_and_stops_on_sigterm(tmp_path: 
         import_file(data, env, write_jsonl(tmp_path / "b.jsonl", [rec("2503.00100"), rec("2503.00101")]))
         follower.expect("embedded 2 papers")  # it was waiting, not gone
         follower.expect("all 7 papers are embedded")
-    follower.expect("indexer stopped", timeout=5)
+    # nothing was pending: no promise of a resume (issue #40 item 2)
+    assert (
+        follower.expect("indexer stopped", timeout=5)
+        == "indexer stopped: every paper is embedded, nothing was pending"
+    )
     assert follower.proc.returncode == 0
     assert not any("Traceback" in line for line in follower.seen)
 
@@ -70,6 +74,8 @@ def test_a_stop_while_the_model_is_still_loading_is_one_line_not_a_traceback(tmp
         "PAPERFEED_MODEL_CACHE": str(tmp_path / "models"),
         "HF_HUB_OFFLINE": "1",
     }
+    # a paper to embed: on an empty store the follower waits for papers without measuring the backends
+    import_file(data, env, write_jsonl(tmp_path / "a.jsonl", [rec("2503.00001")]))
     command = [sys.executable, "-m", "paperfeed", "--data-dir", str(data), "index", "--follow"]
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 120

@@ -95,16 +95,27 @@ def test_a_stop_while_inside_a_c_call_ends_within_seconds_and_the_next_start_res
     assert [line for line in indexer.seen if line.startswith("indexer stopped")] == [last]  # one final line
     assert not [line for line in indexer.seen if "Traceback" in line], indexer.seen
 
-    # the next start embeds them all, and a stop with nothing pending says so, with no promise of a resume
-    with index_follow(data, {**_env(), "PAPERFEED_TOPICS_MIN_PAPERS": "1000"}, "--poll", "0.2") as again:
+    # the next start embeds them all (what was rolled back is done again); its stop says one final line
+    with index_follow(data, _env(), "--poll", "0.2") as again:
         again.expect(f"embedding {PAPERS} papers")
-        again.expect("topics need at least 1,000")  # the topics step is done
-        again.expect(f"all {PAPERS} papers are embedded")  # and so are the sentences: idle, nothing pending
+        again.expect(f"embedded {PAPERS} papers")
         again.proc.send_signal(signal.SIGTERM)
-        assert again.proc.wait(timeout=30) == 0
-        final = again.expect("indexer stopped", timeout=5)
-    assert final == "indexer stopped: every paper is embedded, nothing was pending"
-    assert "resume" not in final
+        assert again.proc.wait(timeout=LOCK_HELD) == 0
+        again.expect("indexer stopped", timeout=5)
+    assert len([line for line in again.seen if line.startswith("indexer stopped")]) == 1, again.seen
+
+
+def test_a_stop_with_nothing_pending_promises_no_resume(tmp_path: Path) -> None:
+    """An empty store: the indexer waits for papers; stopped, it says nothing was pending (the old one
+    said "the next start resumes where it left off" whatever was left). With papers, the same when all are
+    done: tests/indexing/test_follow.py."""
+    with index_follow(tmp_path / "data", _env(), "--poll", "30") as indexer:
+        indexer.expect("no papers yet")
+        indexer.proc.send_signal(signal.SIGTERM)
+        assert indexer.proc.wait(timeout=LOCK_HELD) == 0  # at once, not after the 30 s poll
+        final = indexer.expect("indexer stopped", timeout=5)
+    assert final == "indexer stopped: no papers yet, nothing was pending"
+    assert "resume" not in " ".join(indexer.seen)
 
 
 @pytest.mark.skipif(NANOSLEEP is None, reason=f"no clock_nanosleep number known for {platform.machine()}")
@@ -140,7 +151,7 @@ def test_ctrl_c_of_paperfeed_run_stops_the_indexer_in_time_with_one_final_line(
     said = [*seen, *out.splitlines()]
     assert run.returncode == 0, "\n".join(said)
     assert not [line for line in said if "did not stop in time" in line], "\n".join(said)
-    stopped = [line for line in said if line.startswith("indexer") and "indexer stopped" in line]
+    stopped = [line for line in said if "indexer stopped" in line]  # after the supervisor's time and name
     assert len(stopped) == 1, "\n".join(said)
     assert "while embedding papers" in stopped[0]
     assert not [line for line in said if "Traceback" in line], "\n".join(said)

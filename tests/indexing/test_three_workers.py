@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -186,6 +187,11 @@ def test_three_workers_kill_9_mid_batch_embed_each_paper_once(url: str, tmp_path
             left = conn.execute(select(func.count()).select_from(embedding_claims)).scalar_one()
     finally:
         engine.dispose()
+
+    # the victim ran on this host, so its batch was freed as soon as its pid was gone, not at its expiry
+    freed = f"pid {victim.pid} on {socket.gethostname()} is no longer running: its {BATCH} claimed papers"
+    assert any(freed in out for out in outputs), outputs
+    assert not any("expired" in out for out in outputs), outputs
 
     # every paper: one vector, of the current model, for its current text
     assert len(rows) == N

@@ -85,15 +85,15 @@ def test_two_workers_give_the_vectors_one_process_gives(
     _fill(db_url, corpus[:24])
     code, out, err = _index(tmp_path / "data", db_url, "--workers", "2", "--batch-size", "4")
     assert code == 0, err
-    assert "embedding in 2 worker processes (torch), 1 thread(s) each" in out
-    assert "embedded 24 papers (24 new, 0 re-embedded)" in out
+    assert "embedding in 2 worker processes (torch), 1 thread each" in out
+    assert "embedded 24 papers (24 new, 0 re-embedded" in out
     shares = [int(n) for n in re.findall(r"worker \d \(pid \d+\): (\d+) papers", out)]
     assert sum(shares) == 24
     assert 1 <= len(shares) <= 2
     two = _vectors(_stored(db_url))
     code, out, err = _index(tmp_path / "data", db_url, "--rebuild")  # one process, 2 threads
     assert code == 0, err
-    assert "embedded 24 papers (24 new, 0 re-embedded)" in out  # --rebuild forgot them first
+    assert "embedded 24 papers (24 new, 0 re-embedded" in out  # --rebuild forgot them first
     assert "worker 1" not in out
     one = _vectors(_stored(db_url))
     assert one.keys() == two.keys()
@@ -157,7 +157,7 @@ def test_kill_9_mid_run_then_rerun_embeds_every_paper_once(
 
     code, out, err = _index(tmp_path / "data", db_url, "--workers", "2", "--batch-size", str(batch))
     assert code == 0, err
-    assert f"embedded {n - len(before)} papers ({n - len(before)} new, 0 re-embedded)" in out
+    assert f"embedded {n - len(before)} papers ({n - len(before)} new, 0 re-embedded" in out
     after = _stored(db_url)
     assert len(after) == n
     assert {pid: after[pid] for pid in before} == before  # finished vectors untouched, none re-embedded

@@ -379,7 +379,7 @@ def test_hidden_papers_and_deleted_readers_do_not_break_pages(
     page = client.get("/library", headers=HTML)
     assert page.status_code == 200
     assert "Alpha: a synthetic paper" not in page.text
-    assert "hidden by the moderators" in page.text
+    assert "1 saved paper on this page was hidden by the moderators" in page.text
     ada_user = app.readers.accounts.user_by_id(ada)
     assert ada_user is not None
     app.readers.accounts.hide_user(ada)

@@ -76,7 +76,7 @@ def test_the_readers_mute_rules_hold_over_mcp(http_url: str, instance: Instance)
     async def muted(client: Client) -> None:
         found = await client.call_tool("search_papers", {"query": "sparse attention long documents"})
         assert "2503.00002" not in ids(found)
-        assert "papers hidden by your mute rules" in text(found)
+        assert "1 paper hidden by your mute rules" in text(found)
         day = await client.call_tool("daily_papers", {"date": "2025-03-10"})
         assert ids(day) == ["2503.00001"]
         assert "2503.00002" not in ids(await client.call_tool("trending", {}))

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 import orjson
 import typer
 
+from paperfeed.domain.wording import count
+
 from .context import Context, fail
 
 if TYPE_CHECKING:
@@ -95,7 +97,7 @@ def register(app: typer.Typer) -> None:
                 c.console.print(f"consistent ({report.seconds:,.1f} s)", highlight=False)
             elif report.after is None:
                 c.console.print(
-                    f"{report.problems} problem(s) found ({report.seconds:,.1f} s); "
+                    f"{count(report.problems, 'problem')} found ({report.seconds:,.1f} s); "
                     "`paperfeed check --repair` fixes them",
                     highlight=False,
                 )
@@ -104,7 +106,7 @@ def register(app: typer.Typer) -> None:
                     c.console.print(f"repair: {action}", highlight=False, markup=False)
                 if report.repaired:
                     c.console.print(
-                        f"{report.problems} problem(s) found and repaired; the re-check is clean "
+                        f"{count(report.problems, 'problem')} found and repaired; the re-check is clean "
                         f"({report.seconds:,.1f} s)",
                         highlight=False,
                     )

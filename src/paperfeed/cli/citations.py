@@ -16,6 +16,8 @@ from typing import IO, TYPE_CHECKING, Annotated
 import typer
 from rich.markup import escape
 
+from paperfeed.domain.wording import count
+
 from .context import Context, fail
 from .progress import RichProgress
 
@@ -37,19 +39,20 @@ _SHOWN_REJECTS = 20
 
 def _summary(report: FileReport) -> str:
     parts = [
-        f"{report.name} ({report.format.value}): {report.records:,} record(s) read",
-        f"+{report.edges_added:,} citation link(s)",
+        f"{report.name} ({report.format.value}): {count(report.records, 'record')} read",
+        f"+{count(report.edges_added, 'citation link')}",
         f"{report.edges_merged:,} already stored that gained this file as a source",
         f"{report.edges_unchanged:,} already stored from it",
-        f"+{report.works_added:,} work(s)",
+        f"+{count(report.works_added, 'work')}",
     ]
     if report.aliases or report.resolved:
-        parts.append(f"{report.aliases:,} alias(es) learned, {report.resolved:,} work(s) moved to their key")
+        learned, moved = count(report.aliases, "alias"), count(report.resolved, "work")
+        parts.append(f"{learned} learned, {moved} moved to their key")
     if report.unkeyed:
         parts.append(f"{report.unkeyed:,} without a corpus id (not stored)")
     if report.outside_store:
         parts.append(f"{report.outside_store:,} outside this instance's papers (left out)")
-    parts.append(f"{report.self_citations:,} self-citation(s) dropped")
+    parts.append(f"{count(report.self_citations, 'self-citation')} dropped")
     parts.append(f"{report.rejected:,} rejected")
     return "; ".join(parts)
 

@@ -49,7 +49,7 @@ def fill_window(
     hf = report.hf
     window = service.settings.days
     c.err.print(
-        f"Hugging Face Daily Papers, last {count(window, 'day')}: {len(hf.fetched)} day(s) fetched, "
+        f"Hugging Face Daily Papers, last {count(window, 'day')}: {count(len(hf.fetched), 'day')} fetched, "
         f"{hf.complete_before} complete already; {hf.summary.added:,} new, {hf.summary.updated:,} updated",
         highlight=False,
         markup=False,

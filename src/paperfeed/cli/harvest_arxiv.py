@@ -19,6 +19,7 @@ from rich.markup import escape
 
 from paperfeed.domain.errors import OaiError, SourceUnavailable
 from paperfeed.domain.ingest import IngestSummary
+from paperfeed.domain.wording import count
 
 from .context import Context, fail
 from .progress import RichProgress, print_summary
@@ -113,7 +114,7 @@ def register(harvest_app: typer.Typer) -> None:
             raise _error(c, f"arXiv OAI-PMH at {endpoint} refused the request: {exc}", 2) from None
         except SourceUnavailable as exc:
             kept = (
-                f"; {summary.added:,} new paper(s) kept, run the same command to resume"
+                f"; {count(summary.added, 'new paper')} kept, run the same command to resume"
                 if summary.seen
                 else ""
             )

@@ -15,6 +15,8 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from paperfeed.domain.wording import count
+
 from .context import Context, fail
 from .progress import RichProgress
 
@@ -76,7 +78,8 @@ def register(harvest_app: typer.Typer) -> None:
             label = _NAMES[name]
             plan = harvest.plan(name, candidates, refresh=refresh)
             c.err.print(
-                f"{label}: {len(plan.due):,} paper(s) to ask, {plan.skipped:,} harvested recently (skipped)",
+                f"{label}: {count(len(plan.due), 'paper')} to ask, "
+                f"{plan.skipped:,} harvested recently (skipped)",
                 highlight=False,
             )
             with RichProgress(c.err, label, unit="papers") as progress:
@@ -90,15 +93,15 @@ def register(harvest_app: typer.Typer) -> None:
                 else:
                     what = "cannot reach" if report.unreachable else "unusable answer from"
                     message = (
-                        f"{what} {label}: {report.error} ({report.papers:,} paper(s) saved before it; "
+                        f"{what} {label}: {report.error} ({count(report.papers, 'paper')} saved before it; "
                         "run the same command again to resume)"
                     )
                 c.err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
             c.console.print(
-                f"{label}: {report.papers:,} paper(s) asked ({report.unknown:,} unknown to it), "
-                f"+{report.edges_added:,} citation link(s), +{report.works_added:,} work(s); "
+                f"{label}: {count(report.papers, 'paper')} asked ({report.unknown:,} unknown to it), "
+                f"+{count(report.edges_added, 'citation link')}, +{count(report.works_added, 'work')}; "
                 f"{report.unkeyed:,} list entries without a usable id (not stored); "
-                f"{report.cut:,} cited-by list(s) cut at the limit",
+                f"{count(report.cut, 'cited-by list')} cut at the limit",
                 highlight=False,
                 soft_wrap=True,
             )

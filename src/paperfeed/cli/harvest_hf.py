@@ -16,6 +16,7 @@ from rich.markup import escape
 
 from paperfeed.domain.errors import SourceUnavailable
 from paperfeed.domain.ingest import IngestSummary
+from paperfeed.domain.wording import count
 
 from .context import Context, fail
 from .progress import RichProgress, print_summary
@@ -90,7 +91,7 @@ def register(harvest_app: typer.Typer) -> None:
                 progress.update((first - start).days, source.days, 0, 0, 0)
                 ingest.run(source, progress, summary=summary)
         except SourceUnavailable as exc:
-            kept = f"{summary.added:,} new paper(s) kept" if summary.added else "nothing new was stored"
+            kept = f"{count(summary.added, 'new paper')} kept" if summary.added else "nothing new was stored"
             resume = "; run the same command again to resume" if name else ""
             message = f"cannot reach Hugging Face Daily Papers: {exc} ({kept}{resume}); {_OFFLINE_HINT}"
             # soft_wrap: one line however narrow the terminal, so scripts and logs get it whole

@@ -91,7 +91,8 @@ def import_paths(
                 service.run(source, progress, summary=summary, workers=workers)
             if summary.rejected > before:
                 c.err.print(
-                    f"[yellow]{path}: {summary.rejected - before:,} record(s) rejected[/]", soft_wrap=True
+                    f"[yellow]{path}: {count(summary.rejected - before, 'record')} rejected[/]",
+                    soft_wrap=True,
                 )
             for r in fatal:  # however many rejects came before it, the reader must see this one
                 # soft_wrap: a path is never broken across lines (it must stay copyable)

@@ -557,7 +557,7 @@ def _run_workers(
     batches done are committed, those in flight dropped, the vector index synced. A second one aborts."""
     pool = c.app.indexes.embed_workers(workers)
     c.console.print(
-        f"embedding in {workers} worker processes ({pool.backend}), {pool.threads} thread(s) each",
+        f"embedding in {workers} worker processes ({pool.backend}), {count(pool.threads, 'thread')} each",
         highlight=False,
     )
     stop = threading.Event()

@@ -540,7 +540,7 @@ def build_server(surface: Surface) -> MCPServer:
             papers=[_item(p, site) for p in papers], total=page.total, offset=offset, notes=notes
         )
         many = f"The best {count(page.total, 'paper')}" if page.capped else f"{count(page.total, 'paper')}"
-        return _answer(f"{many} match “{query.strip()}”.", result)
+        return _answer(f"{many} {agree(page.total, 'matches', 'match')} “{query.strip()}”.", result)
 
     @server.tool(annotations=READER)
     def search_evidence(

@@ -40,6 +40,7 @@ import tantivy
 
 from paperfeed.domain.ingest import BatchResult
 from paperfeed.domain.models import Paper
+from paperfeed.domain.wording import count
 
 from .folding import fold
 
@@ -259,7 +260,7 @@ class TantivyWriter:
         except KeywordIndexBusy as exc:
             if stamps:
                 self._write_state(None, dirty_since=min(stamps))
-            log.warning("%s; %d changed paper(s) left for the next catch-up", exc, len(ids))
+            log.warning("%s; %s left for the next catch-up", exc, count(len(ids), "changed paper"))
             return 0
         for pid in ids:
             writer.delete_documents_by_term("id", pid)
@@ -283,7 +284,7 @@ class TantivyWriter:
                 writer = self._writer_now()
             except KeywordIndexBusy as exc:
                 self._write_state(None, dirty_since=written_at)
-                log.warning("%s; %d changed paper(s) left for the next catch-up", exc, len(papers))
+                log.warning("%s; %s left for the next catch-up", exc, count(len(papers), "changed paper"))
                 self._staged = False
                 return
             for paper in papers:
