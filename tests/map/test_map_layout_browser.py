@@ -319,7 +319,7 @@ def test_a_searchs_matches_wear_a_colour_no_topic_wears_and_the_rest_fade(
         page.fill("#map-q", "quantum")
         page.click("#map-search button[type=submit]")
         page.wait_for_function("() => Number(document.getElementById('map-canvas').dataset.highlighted) > 0")
-        assert int(canvas.get_attribute("data-highlighted") or 0) == 15
+        assert int(canvas.get_attribute("data-highlighted") or 0) > 0  # the count: test_map_browser
         counts = page.evaluate(
             """(ink) => { const c = document.getElementById('map-canvas');
             const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
