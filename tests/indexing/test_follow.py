@@ -78,14 +78,19 @@ def test_a_stop_while_the_model_is_still_loading_is_one_line_not_a_traceback(tmp
     import_file(data, env, write_jsonl(tmp_path / "a.jsonl", [rec("2503.00001")]))
     command = [sys.executable, "-m", "paperfeed", "--data-dir", str(data), "index", "--follow"]
     proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 120
-    # torch is being imported, in the embedding child the indexer keeps its model in (adapters/embed/child.py)
-    while not any("libtorch" in _maps(pid) for pid in (proc.pid, *_children(proc.pid))):
-        assert proc.poll() is None, "index --follow exited before torch was loaded"
-        assert time.monotonic() < deadline, "torch was never loaded"
-        time.sleep(0.02)
-    proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=120)
+    try:
+        deadline = time.monotonic() + 120
+        # torch is being imported, in the embedding child that keeps the model (adapters/embed/child.py)
+        while not any("libtorch" in _maps(pid) for pid in (proc.pid, *_children(proc.pid))):
+            assert proc.poll() is None, "index --follow exited before torch was loaded"
+            assert time.monotonic() < deadline, "torch was never loaded"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:  # a failed wait must not leave the follower running after the test
+            proc.kill()
+            proc.wait()
     assert proc.returncode == 0, out
     assert "Traceback" not in out
     assert "indexer stopped" in out
