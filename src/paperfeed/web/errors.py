@@ -102,9 +102,9 @@ HEADINGS = {
 
 
 def _sentence(message: str) -> str:
-    """An API message (``no such page or endpoint: /x``) as a sentence for a page: capitalised, full stop."""
-    text = message.strip() or "The request failed"
-    text = text[0].upper() + text[1:]
+    """An API message (``no such page or endpoint: /x``) as a sentence for a page: with a full stop, its
+    first word kept as it is (it is often the parameter's name: ``refs_sort: …`` names what to fix)."""
+    text = message.strip() or "the request failed"
     return text if text.endswith((".", "!", "?", ")")) else text + "."
 
 
