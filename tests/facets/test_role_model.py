@@ -66,7 +66,7 @@ def test_the_words_of_a_sentence_decide_what_its_vector_cannot() -> None:
     assert [ROLES[int(i)] for i in found] == ["result", "method"]
     blind = model.probabilities(v, [])  # without texts only the vectors and places count: a coin toss
     np.testing.assert_allclose(blind[0], blind[1], atol=1e-3)
-    with pytest.raises(ValueError, match="texts"):
+    with pytest.raises(ValueError, match="1 text for 2 sentences"):
         LinearRoleModel.fit([(v, ["method", "result"])], embedding_model="m", texts=[["one"]])
 
 

@@ -140,6 +140,8 @@ def test_pg_dump_and_pg_restore_as_documented(pg_server: postgres.PgServer, tmp_
             [str(binaries / "pg_restore"), "--no-owner", "-d", restored.replace("+psycopg", ""), str(dump)],
             check=True,
         )
+        # a new data folder: its own sentence vector index (evidence search) is made from the stored sentences
+        assert run(tmp_path / "other", "index", url=restored)[0] == 0
         code, out = run(tmp_path / "other", "check", url=restored)
         assert code == 0, out
         assert "store ok 15 papers" in out

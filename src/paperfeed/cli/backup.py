@@ -53,7 +53,7 @@ def register(app: typer.Typer) -> None:
             typer.Option("--force", help="Replace a data folder that is not empty (stop paperfeed first)."),
         ] = False,
     ) -> None:
-        """Restore a backup into the data folder, then rebuild the keyword and vector indexes."""
+        """Restore a backup into the data folder, then rebuild the keyword, vector and sentence indexes."""
         from paperfeed.domain.search import VectorIndexError
 
         c: Context = ctx.obj
@@ -87,3 +87,11 @@ def register(app: typer.Typer) -> None:
             )
         else:
             c.console.print("no stored vectors of the configured model: run paperfeed index", highlight=False)
+        # evidence search's sentence indexes are the data folder's own, made from the stored sentences
+        sentences, sentence_vectors = app_.indexes.evidence.catch_up()
+        if sentences or sentence_vectors:
+            c.console.print(
+                f"sentence indexes rebuilt from the stored sentences (keyword: {count(sentences, 'paper')}, "
+                f"vectors: {count(sentence_vectors, 'paper')})",
+                highlight=False,
+            )
