@@ -18,6 +18,7 @@ from mcp_types import TextContent
 
 from paperfeed.bootstrap import build_app
 from paperfeed.domain.ingest import Batch
+from paperfeed.domain.wording import count
 from paperfeed.services.rate_limits import ClientRateLimiter
 from paperfeed.settings import Settings
 from paperfeed.web import create_app
@@ -106,7 +107,14 @@ def test_mcp_search_papers_without_a_token_is_limited_too(settings: Settings) ->
     assert "too many searches from your address: try again in" in texts[-1][1]
     refusal = structured[-1]  # a refusal a client can act on, told apart from other tool errors
     assert refusal is not None
-    assert refusal["error"] == {"code": "rate_limited", "message": texts[-1][1], "retry_after": 20}
+    error = refusal["error"]
+    assert isinstance(error, dict)
+    # 3 a minute: the next search in 20 s less the time the three searches took (whole seconds, rounded up)
+    wait = error["retry_after"]
+    assert isinstance(wait, int)
+    assert 1 <= wait <= 20
+    assert error == {"code": "rate_limited", "message": texts[-1][1], "retry_after": wait}
+    assert f"try again in {count(wait, 'second')}" in texts[-1][1]
 
 
 def test_the_bucket_refills_at_the_set_rate() -> None:
