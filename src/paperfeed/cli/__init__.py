@@ -50,7 +50,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "restore": (
         "backup",
-        "Restore a backup into the data folder, then rebuild the keyword and vector indexes.",
+        "Restore a backup into the data folder, then rebuild the keyword, vector and sentence indexes.",
     ),
     "stats": (
         "stats",
