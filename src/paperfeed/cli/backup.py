@@ -88,10 +88,6 @@ def register(app: typer.Typer) -> None:
         else:
             c.console.print("no stored vectors of the configured model: run paperfeed index", highlight=False)
         # evidence search's sentence indexes are the data folder's own, made from the stored sentences
-        sentences, sentence_vectors = app_.indexes.evidence.catch_up()
-        if sentences or sentence_vectors:
-            c.console.print(
-                f"sentence indexes rebuilt from the stored sentences (keyword: {count(sentences, 'paper')}, "
-                f"vectors: {count(sentence_vectors, 'paper')})",
-                highlight=False,
-            )
+        from .index import catch_up_evidence
+
+        catch_up_evidence(c, lambda text: c.console.print(text, highlight=False))

@@ -74,7 +74,8 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
             service = c.app.indexes.indexer.current()
             say(service.plan().message())
             watch.doing = "bringing evidence search's sentence indexes up to date"
-            _evidence(c, say)  # sentences stored before (or by a killed run) reach the sentence indexes
+            # sentences stored before (or by a killed run) reach the sentence indexes
+            catch_up_evidence(c, say)
         waiting = ""
         topics_due = True  # once at start (papers embedded before), then after each round that embedded
         while service is not None and not stopping.is_set():
@@ -468,10 +469,10 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(130)
         if sentences:
             _sentences(c, limit=limit)
-            _evidence(c, lambda text: c.console.print(text, highlight=False))
+            catch_up_evidence(c, lambda text: c.console.print(text, highlight=False))
 
 
-def _evidence(c: Context, say: Callable[[str], None]) -> None:
+def catch_up_evidence(c: Context, say: Callable[[str], None]) -> None:
     """Evidence search's sentence indexes brought up to date with the stored sentences (resumable: each
     follows the store by its own cursor) and the sentence vectors saved."""
     started = time.monotonic()
