@@ -5,6 +5,7 @@ streamable HTTP with the official client, and ``paperfeed evidence`` as a proces
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -23,6 +24,7 @@ from paperfeed.web import create_app
 from tests.evidence.support import ANSWER, ANSWER_RESULT, HOPPER, MUTED, OTHER, QUESTION, evidence_app
 from tests.mcp_server.conftest import http_client, run_async
 from tests.support.browser import watch_problems
+from tests.support.follower import index_follow
 from tests.support.live_server import live_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -295,3 +297,24 @@ def test_cli_check_reports_the_sentence_indexes_and_index_keyword_rebuilds_them(
     again = _cli(settings, "check")
     assert again.returncode == 0
     assert "consistent" in again.stdout
+
+
+def test_index_and_check_repair_say_the_sentence_catch_up_in_one_wording(tmp_path: Path) -> None:
+    """``paperfeed index`` (and ``--follow``, ``restore``) and ``check --repair`` report a catch-up of the
+    sentence indexes in the same words (:meth:`CaughtUp.message`)."""
+    app = evidence_app(tmp_path)
+    settings: Settings = app.settings  # type: ignore[assignment]
+    app.close()
+    caught = (
+        "sentence indexes caught up: the sentences of 0 papers into the keyword index, of 6 papers into "
+        "the vector index, in "
+    )
+    shutil.rmtree(settings.data_dir / "sentence-vectors")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERFEED_")}
+    env["PAPERFEED_EMBEDDING_BACKEND"] = "fake"
+    with index_follow(settings.data_dir, env) as follower:  # the catch-up comes before its first round
+        assert follower.expect("sentence indexes caught up").startswith(caught)
+    shutil.rmtree(settings.data_dir / "sentence-vectors")
+    repaired = _cli(settings, "check", "--repair")
+    assert "repair: " + caught in repaired.stdout, repaired.stdout + repaired.stderr
+    assert "the re-check is clean" in repaired.stdout

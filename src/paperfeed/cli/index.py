@@ -475,13 +475,9 @@ def register(app: typer.Typer) -> None:
 def catch_up_evidence(c: Context, say: Callable[[str], None]) -> None:
     """Evidence search's sentence indexes brought up to date with the stored sentences (resumable: each
     follows the store by its own cursor) and the sentence vectors saved."""
-    started = time.monotonic()
-    words, vectors = c.app.indexes.evidence.catch_up()
-    if words or vectors:
-        say(
-            f"evidence: the sentences of {count(words, 'paper')} into the sentence keyword index, of "
-            f"{count(vectors, 'paper')} into the sentence vectors, in {time.monotonic() - started:,.1f} s"
-        )
+    done = c.app.indexes.evidence.catch_up()
+    if done:
+        say(done.message())
 
 
 def _other_workers(c: Context) -> None:

@@ -120,11 +120,7 @@ class CheckService:
     @staticmethod
     def _repair_sentences(evidence: EvidenceIndexes) -> list[str]:
         """Catch both sentence indexes up; rebuild one that is still off (deleted papers, a lost file)."""
-        words, vectors = evidence.catch_up()
-        actions = [
-            f"sentence indexes caught up (keyword: {count(words, 'paper')}, "
-            f"vectors: {count(vectors, 'paper')})"
-        ]
+        actions = [evidence.catch_up().message()]
         keyword, vector = evidence.check()
         if not keyword.consistent:
             actions.append(f"sentence keyword index rebuilt ({count(evidence.keyword.rebuild(), 'paper')})")

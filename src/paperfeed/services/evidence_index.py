@@ -29,11 +29,13 @@ from paperfeed.domain.evidence import IndexCheck, SentenceKeywordIndex, Sentence
 from paperfeed.domain.search import VectorIndexError
 from paperfeed.domain.sentences import PaperSentences, SentencesPending, SentenceStore
 from paperfeed.domain.summaries import ExtractedSummary
+from paperfeed.domain.wording import count
 
 if TYPE_CHECKING:
     from paperfeed.services.embedders import Embedders
 
 __all__ = [
+    "CaughtUp",
     "EvidenceIndexes",
     "IndexedSentences",
     "SentenceVectorMaintenance",
@@ -42,6 +44,25 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CaughtUp:
+    """What :meth:`EvidenceIndexes.catch_up` did; its :meth:`message` is the one wording every surface
+    (``paperfeed index``, ``index --follow``, ``restore``, ``check --repair``) says it in."""
+
+    words: int  # papers whose sentences went into the sentence keyword index
+    vectors: int  # papers whose sentences went into the sentence vector index
+    seconds: float = 0.0
+
+    def __bool__(self) -> bool:
+        return bool(self.words or self.vectors)
+
+    def message(self) -> str:
+        return (
+            f"sentence indexes caught up: the sentences of {count(self.words, 'paper')} into the keyword "
+            f"index, of {count(self.vectors, 'paper')} into the vector index, in {self.seconds:,.1f} s"
+        )
 
 
 class SentenceVectorMaintenance(Protocol):
@@ -102,9 +123,11 @@ class EvidenceIndexes:
                     exc,
                 )
 
-    def catch_up(self) -> tuple[int, int]:
-        """Both indexes caught up with the store (the vectors saved): (papers each one took)."""
-        return self.keyword.catch_up(), self.vectors().catch_up(save=True)
+    def catch_up(self) -> CaughtUp:
+        """Both indexes caught up with the store (the vectors saved): the papers each one took."""
+        started = time.monotonic()
+        words, vectors = self.keyword.catch_up(), self.vectors().catch_up(save=True)
+        return CaughtUp(words, vectors, time.monotonic() - started)
 
     def flush(self) -> None:
         self.vectors().flush()
