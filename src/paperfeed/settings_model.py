@@ -493,6 +493,14 @@ class SettingsModel(BaseModel):
         description="Evidence search: sentences of one paper ranked before every other paper's best ones "
         "(0: no such cap).",
     )
+    evidence_min_cosine: float = Field(
+        default=0.0,
+        ge=-1,
+        le=1,
+        description="Evidence search: the meaning floor, a cosine of sentence and query below which a "
+        "sentence is not shown whichever list found it (a nonsense question gets no sentences rather than "
+        "the nearest ones; -1: off).",
+    )
     sentences_batch_size: int = Field(
         default=64,
         ge=1,

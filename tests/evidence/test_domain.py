@@ -76,3 +76,13 @@ def test_per_paper_caps_one_paper_at_the_top() -> None:
     cosines = {"a#0": 0.9, "a#1": 0.89, "a#2": 0.88, "b#0": 0.5}
     capped = fuse_sentences([], cosines, {}, replace(W, per_paper=2))
     assert [f.key for f in capped] == ["a#0", "a#1", "b#0", "a#2"]
+
+
+def test_the_meaning_floor_drops_sentences_far_from_the_question_whichever_list_found_them() -> None:
+    near, far, unknown = sentence_key("a", 0), sentence_key("b", 0), sentence_key("c", 0)
+    cosines = {near: 0.5, far: 0.05}  # ``unknown`` has no vector (no meaning leg for it)
+    floored = fuse_sentences([far, unknown, near], cosines, {"b": 1}, replace(W, min_cosine=0.2))
+    assert [f.key for f in floored] == [near, unknown]
+    assert far not in {f.key for f in floored}  # the best keyword match, in the best paper: still out
+    assert {f.key for f in fuse_sentences([far, unknown, near], cosines, {"b": 1}, W)} == {near, far, unknown}
+    assert fuse_sentences([far], {far: 0.05}, {}, replace(W, min_cosine=0.2)) == []  # nothing bears on it

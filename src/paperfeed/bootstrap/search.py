@@ -99,6 +99,7 @@ def evidence_settings(s: SettingsModel) -> EvidenceWeights:
         dense_depth=s.evidence_dense_depth,
         paper_depth=s.evidence_paper_depth,
         per_paper=s.evidence_per_paper,
+        min_cosine=s.evidence_min_cosine,
     )
 
 
