@@ -5,6 +5,7 @@ PostgreSQL (its full-text search) alike."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -198,3 +199,22 @@ def test_a_failing_index_never_fails_the_sentence_pass(
         assert all(c.consistent for c in evidence.check())
     finally:
         app.close()
+
+
+def test_the_sentence_graph_is_built_at_half_the_papers_breadth(
+    fresh: App, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sentence vectors are the largest graph an instance builds (~6.5 a paper): efConstruction 64,
+    which halves its build against the papers' 128 (bench/sentence_index_choice.py)."""
+    import faiss
+
+    monkeypatch.setattr(sentence_vectors, "HNSW_MIN_ROWS", 10)  # a graph from 10 sentences, not 50,000
+    vectors = fresh.indexes.evidence.vectors()
+    assert vectors.catch_up() == len(PAPERS)
+    folder = tmp_path / "data" / "sentence-vectors"
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["kind"] == "hnsw"
+    assert "efConstruction=64 " in manifest["extra"]["graph"]
+    graph = faiss.read_index(str(folder / manifest["generation"] / "hnsw.faiss"))
+    assert graph.hnsw.efConstruction == 64
+    assert fresh.search.evidence.search(QUESTION, limit=5).hits

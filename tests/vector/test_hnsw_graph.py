@@ -48,3 +48,32 @@ def test_save_load_round_trip_and_shape_check(graph: HnswGraph, corpus: Corpus, 
     assert again.search(corpus.vectors[42], 1, None, ef=64)[0] == 42
     with pytest.raises(VectorIndexUnavailable, match="does not match its rows"):
         HnswGraph.load(tmp_path / "g.faiss", DIM, 2999, trained_on=3000)
+
+
+def test_a_graph_keeps_its_build_breadth_through_a_save_and_a_load(corpus: Corpus, tmp_path: Path) -> None:
+    narrow = HnswGraph.build(DIM, corpus.vectors[:500], ef_construction=64)
+    assert narrow.ef_construction == 64
+    assert "efConstruction=64 " in narrow.describe()
+    narrow.save(tmp_path / "g.faiss")
+    again = HnswGraph.load(tmp_path / "g.faiss", DIM, 500, trained_on=500)
+    assert again.ef_construction == 64  # rows added to it later are linked as broadly as the first
+    assert HnswGraph.empty(DIM).ef_construction == 128  # the papers' graph
+
+
+def test_a_bulk_add_of_ten_thousand_rows_uses_every_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A catch-up of the sentence vectors adds pages of ~13,000 sentences: each must use every core."""
+    from paperfeed.adapters.vector import hnsw
+
+    threads: list[int] = []
+    monkeypatch.setattr(hnsw.os, "cpu_count", lambda: 4)
+    real = hnsw.faiss.omp_set_num_threads
+    monkeypatch.setattr(hnsw.faiss, "omp_set_num_threads", lambda n: (threads.append(n), real(min(n, 2))))
+    rows = np.random.default_rng(3).standard_normal((10_000, 8)).astype(np.float32)
+    graph = HnswGraph.empty(8, ef_construction=16)
+    graph.add(np.arange(9_000, dtype=np.int64), rows[:9_000])
+    assert threads == [1, 1]  # a small add: one thread (then back to one for the queries)
+    graph.add(np.arange(9_000, 10_000, dtype=np.int64), rows[9_000:])
+    graph = HnswGraph.empty(8, ef_construction=16)
+    threads.clear()
+    graph.add(np.arange(10_000, dtype=np.int64), rows)
+    assert threads == [4, 1]

@@ -51,6 +51,9 @@ EF_SEARCH = 512
 (``bench/vector_speed.py --ef``): ef 256 -> recall@10 0.969 at p50 1.2 ms, 384 -> 0.976 at 1.4 ms,
 512 -> 0.983 at 2.0 ms. 512 keeps a margin over the 0.97 target, far under the 10 ms budget."""
 TRAIN_SAMPLE = 100_000
+THREADED_ADD_ROWS = 10_000
+"""Rows added at once from which every core builds (seconds of work at ~300 us a row): a bulk catch-up of
+the sentence vectors adds pages of ~13,000 sentences (2,000 papers), which 20,000 left to one thread."""
 FACTORY = f"HNSW{M}_SQfp16"
 """float16 codes, the same numbers as the row store's float16 vectors. Measured on 100k of the 1M bench
 vectors (``efSearch`` 512, 100 candidates re-scored, one thread): SQ8 p50 1.65 ms, recall@10 0.988; fp16
@@ -93,15 +96,17 @@ class HnswGraph:
         self._lossless = bool(storage.sq.qtype == faiss.ScalarQuantizer.QT_fp16)  # fixed for its life
 
     @classmethod
-    def empty(cls, dimension: int) -> HnswGraph:
+    def empty(cls, dimension: int, *, ef_construction: int = EF_CONSTRUCTION) -> HnswGraph:
         index = faiss.index_factory(dimension, FACTORY, faiss.METRIC_INNER_PRODUCT)
-        index.hnsw.efConstruction = EF_CONSTRUCTION
+        index.hnsw.efConstruction = ef_construction  # saved with the graph: later adds keep it
         return cls(index, dimension, 0)
 
     @classmethod
-    def build(cls, dimension: int, vectors: npt.NDArray[Any]) -> HnswGraph:
+    def build(
+        cls, dimension: int, vectors: npt.NDArray[Any], *, ef_construction: int = EF_CONSTRUCTION
+    ) -> HnswGraph:
         """A graph over every row of ``vectors`` (the quantiser is trained on a sample of them)."""
-        graph = cls.empty(dimension)
+        graph = cls.empty(dimension, ef_construction=ef_construction)
         graph.add(np.arange(len(vectors), dtype=np.int64), vectors)
         return graph
 
@@ -110,7 +115,11 @@ class HnswGraph:
         return f"faiss-cpu {faiss.__version__}"
 
     def describe(self) -> str:
-        return f"{FACTORY} efConstruction={EF_CONSTRUCTION} efSearch={EF_SEARCH}"
+        return f"{FACTORY} efConstruction={self.ef_construction} efSearch={EF_SEARCH}"
+
+    @property
+    def ef_construction(self) -> int:
+        return int(self._index.hnsw.efConstruction)
 
     def __len__(self) -> int:
         return int(self._index.ntotal)
@@ -157,7 +166,7 @@ class HnswGraph:
             self._index.train(np.ascontiguousarray(sample, dtype=np.float32))
             self._trained_on = len(vectors)
         # Threads pay off on big batches only; on small ones (or a busy machine) OpenMP spinning costs more.
-        faiss.omp_set_num_threads(os.cpu_count() or 1 if len(vectors) >= 20_000 else 1)
+        faiss.omp_set_num_threads(os.cpu_count() or 1 if len(vectors) >= THREADED_ADD_ROWS else 1)
         try:
             for start in range(0, len(vectors), step):
                 self._index.add(np.ascontiguousarray(vectors[start : start + step], dtype=np.float32))

@@ -42,7 +42,7 @@ from paperfeed.adapters.vector.base import (
     utc_now,
 )
 from paperfeed.adapters.vector.exact import best_k, top_k
-from paperfeed.adapters.vector.hnsw import EF_SEARCH, GRAPH_FILE, HnswGraph
+from paperfeed.adapters.vector.hnsw import EF_CONSTRUCTION, EF_SEARCH, GRAPH_FILE, HnswGraph
 from paperfeed.domain.search import (
     CENTROID_SAMPLE,
     IndexManifest,
@@ -95,6 +95,7 @@ class StoredVectorIndex:
         brute_force_share: float = BRUTE_FORCE_SHARE,
         auto_hnsw_min_rows: int = AUTO_HNSW_MIN_ROWS,
         ef_search: int = EF_SEARCH,
+        ef_construction: int = EF_CONSTRUCTION,
     ) -> None:
         if dimension <= 0:
             raise ValueError(f"dimension must be positive, got {dimension}")
@@ -103,6 +104,7 @@ class StoredVectorIndex:
         self._brute_force_share = brute_force_share
         self._auto_hnsw_min_rows = auto_hnsw_min_rows
         self._ef_search = ef_search
+        self._ef_construction = ef_construction
         self._folder = IndexFolder(path)
         self._model_id = model_id
         self._dimension = dimension
@@ -228,7 +230,9 @@ class StoredVectorIndex:
                     or store.dead_count > COMPACT_DEAD_FRACTION * max(1, store.n)
                 ):
                     store.compact()
-                    self._graph = HnswGraph.build(self._dimension, store.vectors)
+                    self._graph = HnswGraph.build(
+                        self._dimension, store.vectors, ef_construction=self._ef_construction
+                    )
                 elif lag:
                     tail = np.arange(store.n - lag, store.n, dtype=np.int64)
                     self._graph.add(tail, store.vectors[tail])
@@ -373,7 +377,9 @@ class StoredVectorIndex:
                 self._stored, self._stamp = None, None
                 want = self._policy == "hnsw"
                 store = RowStore(self._dimension, np.float16 if want else np.float32)
-                return store, (HnswGraph.empty(self._dimension) if want else None)
+                return store, (
+                    HnswGraph.empty(self._dimension, ef_construction=self._ef_construction) if want else None
+                )
             stored, stamp = found
             check_compatible(stored.manifest, self._folder.manifest_path, **self._space())
             try:
@@ -408,7 +414,7 @@ class StoredVectorIndex:
             trained_on = int(stored.manifest.extra.get("trained_on", stored.rows) or stored.rows)
             graph = HnswGraph.load(folder / GRAPH_FILE, self._dimension, stored.rows, trained_on)
         else:
-            graph = HnswGraph.build(self._dimension, store.vectors)
+            graph = HnswGraph.build(self._dimension, store.vectors, ef_construction=self._ef_construction)
             self._dirty = True  # the stored kind differs from the policy: the next save writes the graph
         return store, graph
 

@@ -1,9 +1,10 @@
 """The sentence vectors as an index: ``<data_dir>/sentence-vectors/``, derived from ``paper_sentences``.
 
-Evidence search needs the nearest sentences to a query among every stored sentence (~5 a paper: a
-million at 200k papers), which the store's one-row-per-paper blobs cannot answer. The papers' own folder
-index (:class:`~.index.StoredVectorIndex`: exact below 50,000 rows, an HNSW graph from there, saved
-atomically, reloaded by readers when a newer generation appears) holds them, one row per sentence keyed
+Evidence search needs the nearest sentences to a query among every stored sentence (~6.5 a paper: 1.3M
+at 200k papers), which the store's one-row-per-paper blobs cannot answer. The papers' own folder index
+(:class:`~.index.StoredVectorIndex`: exact below 50,000 rows, an HNSW graph from there, built at half the
+papers' breadth, :data:`EF_CONSTRUCTION`; saved atomically, reloaded by readers when a newer generation
+appears) holds them, one row per sentence keyed
 ``<paper id>#<position>``, each with its paper's day, categories and code flag, so date and category
 filters apply before ranking as for papers.
 
@@ -32,6 +33,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -46,7 +48,7 @@ from paperfeed.domain.evidence import (
 from paperfeed.domain.search import SearchFilters, VectorIndexMismatch, VectorRecord, Vectors
 from paperfeed.domain.sentences import Role
 
-from .index import StoredVectorIndex
+from .index import AUTO_HNSW_MIN_ROWS, StoredVectorIndex
 from .manifest import read_manifest
 
 __all__ = [
@@ -65,6 +67,18 @@ PAGE = 2000  # papers read from the store per catch-up step
 # after this many sentences (a kill loses at most these), the indexer's batches at most every save_seconds.
 BULK_SAVE_ROWS = 500_000
 _ROLE = "~r:"
+HNSW_MIN_ROWS = AUTO_HNSW_MIN_ROWS  # sentences from which the index keeps an HNSW graph (as the papers')
+EF_CONSTRUCTION = 64
+"""The sentence graph's build breadth: half the papers' 128. ~6.5 sentences a paper make this graph the
+largest build of an instance (1.3M rows at 200k papers); ``bench/sentence_index_choice.py`` (one thread,
+best 100 re-scored, efSearch 512, 200 queries): on 44,645 real late-pooled MiniLM sentence vectors of
+SciFact 6.7 CPU-s against 17.7 at 128, recall@10 1.000 both (40: 4.7 CPU-s, 0.999); on 200,000 of the
+cost bench's hashed bag-of-words vectors 72 against 141 CPU-s, recall@10 0.797 against 0.845."""
+
+
+def _kind() -> dict[str, Any]:
+    """How the sentence index is kept: exact while small, then an HNSW graph of :data:`EF_CONSTRUCTION`."""
+    return {"policy": "auto", "auto_hnsw_min_rows": HNSW_MIN_ROWS, "ef_construction": EF_CONSTRUCTION}
 
 
 def _categories(row: EvidenceRow, role: str) -> tuple[str, ...]:
@@ -142,7 +156,7 @@ def open_sentence_vectors(path: Path, model_id: str) -> SentenceVectorView | Non
             "(the indexer's sentence pass redoes them)"
         )
     return SentenceVectorView(
-        StoredVectorIndex(path, model_id=model_id, dimension=manifest.dimension, policy="auto")
+        StoredVectorIndex(path, model_id=model_id, dimension=manifest.dimension, **_kind())
     )
 
 
@@ -217,9 +231,7 @@ class SentenceVectorWriter:
             if fresh or (found is None and self.path.exists()):
                 shutil.rmtree(self.path, ignore_errors=True)  # another model's, or half-made: start over
             self.path.mkdir(parents=True, exist_ok=True)
-            self._index = StoredVectorIndex(
-                self.path, model_id=self.model_id, dimension=dimension, policy="auto"
-            )
+            self._index = StoredVectorIndex(self.path, model_id=self.model_id, dimension=dimension, **_kind())
         return self._index
 
     @staticmethod
