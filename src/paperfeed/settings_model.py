@@ -497,9 +497,9 @@ class SettingsModel(BaseModel):
         default=0.0,
         ge=-1,
         le=1,
-        description="Evidence search: the meaning floor, a cosine of sentence and query below which a "
-        "sentence is not shown whichever list found it (a nonsense question gets no sentences rather than "
-        "the nearest ones; -1: off).",
+        description="Evidence search: the meaning floor. When no candidate sentence's cosine with the "
+        "query reaches it, nothing bears on the question and no sentence is shown (rather than the nearest "
+        "ones, however far); otherwise all rank as usual. -1: off.",
     )
     sentences_batch_size: int = Field(
         default=64,

@@ -78,11 +78,17 @@ def test_per_paper_caps_one_paper_at_the_top() -> None:
     assert [f.key for f in capped] == ["a#0", "a#1", "b#0", "a#2"]
 
 
-def test_the_meaning_floor_drops_sentences_far_from_the_question_whichever_list_found_them() -> None:
+def test_the_meaning_floor_answers_nothing_when_no_sentence_comes_close_to_the_question() -> None:
     near, far, unknown = sentence_key("a", 0), sentence_key("b", 0), sentence_key("c", 0)
-    cosines = {near: 0.5, far: 0.05}  # ``unknown`` has no vector (no meaning leg for it)
-    floored = fuse_sentences([far, unknown, near], cosines, {"b": 1}, replace(W, min_cosine=0.2))
-    assert [f.key for f in floored] == [near, unknown]
-    assert far not in {f.key for f in floored}  # the best keyword match, in the best paper: still out
-    assert {f.key for f in fuse_sentences([far, unknown, near], cosines, {"b": 1}, W)} == {near, far, unknown}
-    assert fuse_sentences([far], {far: 0.05}, {}, replace(W, min_cosine=0.2)) == []  # nothing bears on it
+    floor = replace(W, min_cosine=0.4)
+    cosines = {near: 0.5, far: 0.05}  # ``unknown`` has no vector
+    # one sentence comes close: every candidate ranks, the far one too (the floor is not a per-sentence cut)
+    assert {f.key for f in fuse_sentences([far, unknown, near], cosines, {"b": 1}, floor)} == {
+        near,
+        far,
+        unknown,
+    }
+    # none does: nothing bears on the question, however well its words match
+    assert fuse_sentences([far, unknown], {far: 0.05, unknown: 0.39}, {"b": 1}, floor) == []
+    assert len(fuse_sentences([far, unknown], {far: 0.05, unknown: 0.39}, {"b": 1}, W)) == 2  # no floor
+    assert [f.key for f in fuse_sentences([far], {}, {}, floor)] == [far]  # no meaning leg: no floor

@@ -215,6 +215,6 @@ def test_the_sentence_graph_is_built_at_half_the_papers_breadth(
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["kind"] == "hnsw"
     assert "efConstruction=64 " in manifest["extra"]["graph"]
-    graph = faiss.read_index(str(folder / manifest["generation"] / "hnsw.faiss"))
+    graph: Any = faiss.read_index(str(folder / manifest["generation"] / "hnsw.faiss"))
     assert graph.hnsw.efConstruction == 64
     assert fresh.search.evidence.search(QUESTION, limit=5).hits

@@ -62,12 +62,19 @@ def test_a_graph_keeps_its_build_breadth_through_a_save_and_a_load(corpus: Corpu
 
 def test_a_bulk_add_of_ten_thousand_rows_uses_every_core(monkeypatch: pytest.MonkeyPatch) -> None:
     """A catch-up of the sentence vectors adds pages of ~13,000 sentences: each must use every core."""
+    import os
+
     from paperfeed.adapters.vector import hnsw
 
     threads: list[int] = []
-    monkeypatch.setattr(hnsw.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
     real = hnsw.faiss.omp_set_num_threads
-    monkeypatch.setattr(hnsw.faiss, "omp_set_num_threads", lambda n: (threads.append(n), real(min(n, 2))))
+
+    def recorded(n: int) -> None:
+        threads.append(n)
+        real(min(n, 2))
+
+    monkeypatch.setattr(hnsw.faiss, "omp_set_num_threads", recorded)
     rows = np.random.default_rng(3).standard_normal((10_000, 8)).astype(np.float32)
     graph = HnswGraph.empty(8, ef_construction=16)
     graph.add(np.arange(9_000, dtype=np.int64), rows[:9_000])

@@ -288,7 +288,7 @@ class EvidenceWeights:
     dense_depth: int  # sentences from the vector index
     paper_depth: int  # papers of the paper search whose sentences all become candidates
     per_paper: int  # sentences a paper may contribute to the top ranks before the others (0: no cap)
-    min_cosine: float = -1.0  # the meaning floor: a sentence whose cosine is below it is not shown
+    min_cosine: float = -1.0  # the meaning floor: no sentence at all when even the closest is below it
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,13 +333,12 @@ def fuse_sentences(
     paper search. A paper's sentences share its prior, so among them words and meaning decide, while a
     sentence of a paper that answers the whole question rises above a lone match in an unrelated one.
     ``per_paper`` keeps one paper from filling the top: a paper's sentences past that many are ranked
-    after every other paper's first ones. ``min_cosine`` is the meaning floor: a candidate whose cosine
-    is known and below it is dropped, whichever list found it, so a nonsense question gets no sentences
-    rather than the nearest ones; a candidate with no cosine (no meaning leg) is kept."""
-    below = {key for key, c in cosines.items() if c < weights.min_cosine}
-    if below:
-        keyword = [key for key in keyword if key not in below]
-        cosines = {key: c for key, c in cosines.items() if key not in below}
+    after every other paper's first ones. ``min_cosine`` is the meaning floor: when no candidate comes
+    that close to the query, nothing bears on it and no sentence is returned (rather than the nearest
+    ones, however far); when one does, every candidate ranks as usual. Without cosines (no meaning leg)
+    there is no floor."""
+    if cosines and max(cosines.values()) < weights.min_cosine:
+        return []
     kw_rank = {key: i for i, key in enumerate(dict.fromkeys(keyword), start=1)}
     by_cosine = sorted(cosines.items(), key=lambda kv: (-kv[1], kv[0]))
     dense_rank = {key: i for i, (key, _) in enumerate(by_cosine, start=1)}
