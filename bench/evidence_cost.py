@@ -7,12 +7,13 @@ sample, Hugging Face daily papers, the Paperscape abstracts; texts reused under 
 role classifier, through the product's own indexer passes (``IndexingService``, ``SentenceIndexer``).
 
 **The vectors are not model-made.** Embedding a million sentences with MiniLM is days of this shared
-CPU, so every paper and sentence vector is a random projection of its hashed words (paperfeed's fake
-embedder at the real model's 384 dimensions), stored under the real model's id: the indexes, their
+CPU, so every paper and sentence vector is a signed hashed bag of its words (paperfeed's fake embedder,
+the hashing trick, at the real model's 384 dimensions), stored under the real model's id: the indexes, their
 sizes, the HNSW graphs and the query path are the shipped ones, and the query itself is embedded by the
 real model (``PAPERFEED_EMBEDDING_BACKEND=torch``), so a query pays everything a user's does. Rankings
-are meaningless here; speed is what is measured. (The vectors' distribution differs from MiniLM's,
-which changes an HNSW walk's cost a little.)
+are meaningless here; speed is what is measured. (The vectors' distribution differs from MiniLM's: sparse,
+with little cluster structure, so an HNSW graph's recall over them is far lower than over real vectors,
+``bench/sentence_index_choice.py``, and its walk's cost differs a little.)
 
 Measured:
 
@@ -152,7 +153,7 @@ class Hashed:
         return self._inner.embed_spans(texts, spans, heads)
 
 
-def build(data_dir: Path, papers: int) -> dict[str, float]:
+def build(data_dir: Path, papers: int, *, keep_keyword: bool = False) -> dict[str, float]:
     """The store, its papers' vectors and sentences (once; a marker says it is done), then both sentence
     indexes from scratch, measured."""
     import shutil
@@ -209,7 +210,7 @@ def build(data_dir: Path, papers: int) -> dict[str, float]:
                 flush=True,
             )
             marker.write_text("done")
-        for folder in ("sentence-keyword", "sentence-vectors"):
+        for folder in ("sentence-vectors",) if keep_keyword else ("sentence-keyword", "sentence-vectors"):
             shutil.rmtree(data_dir / folder, ignore_errors=True)
         app.indexes.__dict__.pop("sentence_keyword", None)
         app.indexes.__dict__.pop("evidence", None)
@@ -228,9 +229,15 @@ def build(data_dir: Path, papers: int) -> dict[str, float]:
         wall, cpu = time.perf_counter(), time.process_time()
         vectors = evidence.vectors().catch_up(save=True)
         vector_wall, vector_cpu = time.perf_counter() - wall, time.process_time() - cpu
+        print(
+            f"sentence vector index: {vectors:,} papers' sentences in {vector_wall:.0f} s wall, "
+            f"{vector_cpu:.0f} CPU-s ({evidence.vectors().check().indexed:,} sentences); load {load()}",
+            flush=True,
+        )
         checks = evidence.check()
         assert all(c.consistent for c in checks), checks
-        assert words == vectors == counts[0]
+        assert vectors == counts[0], (vectors, counts)
+        assert keep_keyword or words == counts[0], (words, counts)
     finally:
         app.close()
     return {
@@ -245,6 +252,11 @@ def build(data_dir: Path, papers: int) -> dict[str, float]:
     }
 
 
+def load() -> str:
+    """The machine's load averages (1, 5, 15 min): the benches share 2 cores with other jobs."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
 def _cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -252,6 +264,9 @@ def _cpu_seconds(pid: int) -> float:
 
 def latency(data_dir: Path, queries: list[str], warmup: int) -> dict[str, dict[str, float]]:
     env = {**product_env(data_dir), "PAPERFEED_EMBEDDING_BACKEND": "torch"}
+    # The meaning floor off: the query is the model's, the stored vectors hashed words, so every cosine is
+    # near 0 and the floor would empty the answers (skipping the work a real answer does).
+    env["PAPERFEED_EVIDENCE_MIN_COSINE"] = "-1"
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     env["PAPERFEED_SECRET_KEY"] = secrets.token_hex(32)
@@ -278,6 +293,7 @@ def latency(data_dir: Path, queries: list[str], warmup: int) -> dict[str, dict[s
             for path in ("/api/evidence", "/api/papers/search"):
                 for q in queries[:warmup]:  # model, indexes and caches loaded
                     client.get(path, params={"q": q, "limit": 20}).raise_for_status()
+            print(f"load before the queries: {load()}", flush=True)
             for path in ("/api/evidence", "/api/papers/search"):
                 times: list[float] = []
                 cpu = _cpu_seconds(server.pid)
@@ -289,6 +305,7 @@ def latency(data_dir: Path, queries: list[str], warmup: int) -> dict[str, dict[s
                     answer.raise_for_status()
                     notes += bool(path == "/api/evidence" and answer.json().get("notes"))
                 cpu = _cpu_seconds(server.pid) - cpu
+                print(f"{path}: {len(times)} queries done, load {load()}", flush=True)
                 times.sort()
                 out[path] = {
                     "p50": statistics.median(times),
@@ -316,17 +333,26 @@ def main() -> None:
     parser.add_argument(
         "--skip-build", action="store_true", help="measure queries on the indexes as they are"
     )
+    parser.add_argument(
+        "--keep-keyword",
+        action="store_true",
+        help="keep the sentence keyword index as built before; rebuild and measure the vector index only",
+    )
     args = parser.parse_args()
-    print(f"CPU flags: {cpu_flags()}; {os.cpu_count()} cores; {time.strftime('%Y-%m-%d %H:%M')}", flush=True)
+    print(
+        f"CPU flags: {cpu_flags()}; {os.cpu_count()} cores; {time.strftime('%Y-%m-%d %H:%M')}; load {load()}",
+        flush=True,
+    )
     args.data_dir.mkdir(parents=True, exist_ok=True)
     if not args.skip_build:
-        b = build(args.data_dir, args.papers)
+        b = build(args.data_dir, args.papers, keep_keyword=args.keep_keyword)
         scale = PER / b["papers"]
         print(
             f"\nsentence indexes built from {b['papers']:,.0f} papers' {b['sentences']:,.0f} stored sentences"
         )
         print(f"{'':28s} {'wall s':>9s} {'CPU s':>9s} {'MiB':>9s}   per 100k papers: wall s, CPU s, MiB")
-        for name, key in (("keyword index (tantivy)", "keyword"), ("vector index (HNSW)", "vector")):
+        rows = (("keyword index (tantivy)", "keyword"), ("vector index (HNSW)", "vector"))
+        for name, key in rows[1:] if args.keep_keyword else rows:
             wall, cpu, size = b[f"{key}_wall"], b[f"{key}_cpu"], b[f"{key}_bytes"] / 2**20
             print(
                 f"{name:28s} {wall:9.0f} {cpu:9.0f} {size:9.0f}   {wall * scale:.0f}, {cpu * scale:.0f}, "
