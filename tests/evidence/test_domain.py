@@ -26,6 +26,7 @@ W = EvidenceWeights(
     dense_depth=10,
     paper_depth=2,
     per_paper=0,
+    min_cosine=-1.0,
 )
 
 

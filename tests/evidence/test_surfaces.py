@@ -20,8 +20,18 @@ from mcp import Client
 
 from paperfeed.bootstrap import build_app
 from paperfeed.settings import Settings
+from paperfeed.settings_model import SettingsModel
 from paperfeed.web import create_app
-from tests.evidence.support import ANSWER, ANSWER_RESULT, HOPPER, MUTED, OTHER, QUESTION, evidence_app
+from tests.evidence.support import (
+    ANSWER,
+    ANSWER_RESULT,
+    HOPPER,
+    LONE,
+    MUTED,
+    OTHER,
+    QUESTION,
+    evidence_app,
+)
 from tests.mcp_server.conftest import http_client, run_async
 from tests.support.browser import watch_problems
 from tests.support.follower import index_follow
@@ -318,3 +328,29 @@ def test_index_and_check_repair_say_the_sentence_catch_up_in_one_wording(tmp_pat
     repaired = _cli(settings, "check", "--repair")
     assert "repair: " + caught in repaired.stdout, repaired.stdout + repaired.stderr
     assert "the re-check is clean" in repaired.stdout
+
+
+FAR = "echoes zxqv blorf wibble quux frobnicate"  # one word of a sentence, nothing of its meaning
+
+
+def test_a_question_nothing_bears_on_gets_no_sentences_through_the_api_and_the_page(
+    tmp_path: Path, url: str
+) -> None:
+    """The meaning floor at its shipped default: the best candidate of ``FAR`` (LONE's "Radar echoes
+    arrive in small batches", by its one word) is far below it in meaning, so nothing is shown."""
+    floor = SettingsModel.model_fields["evidence_min_cosine"].default
+    assert floor > 0
+    without = httpx.get(f"{url}/api/evidence", params={"q": FAR}).json()  # the floor off (support.py)
+    assert [s["paper"] for s in _sentences(without)][:1] == [LONE]
+    app = evidence_app(tmp_path, evidence_min_cosine=floor)
+    shipped: Settings = app.settings  # type: ignore[assignment]
+    app.close()
+    with live_server(shipped) as served:
+        body = httpx.get(f"{served}/api/evidence", params={"q": FAR})
+        assert body.status_code == 200
+        assert (body.json()["papers"], _sentences(body.json())) == ([], [])
+        page = httpx.get(f"{served}/search", params={"view": "evidence", "q": FAR})
+        assert page.status_code == 200
+        assert "No sentences bear on" in page.text
+        answered = httpx.get(f"{served}/api/evidence", params={"q": QUESTION}).json()
+        assert _sentences(answered)[0]["text"] == ANSWER_RESULT  # a real question is answered as before

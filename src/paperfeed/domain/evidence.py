@@ -288,7 +288,7 @@ class EvidenceWeights:
     dense_depth: int  # sentences from the vector index
     paper_depth: int  # papers of the paper search whose sentences all become candidates
     per_paper: int  # sentences a paper may contribute to the top ranks before the others (0: no cap)
-    min_cosine: float = -1.0  # the meaning floor: no sentence at all when even the closest is below it
+    min_cosine: float  # the meaning floor: no sentence at all when even the closest is below it
 
 
 @dataclass(frozen=True, slots=True)
