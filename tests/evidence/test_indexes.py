@@ -218,3 +218,40 @@ def test_the_sentence_graph_is_built_at_half_the_papers_breadth(
     graph: Any = faiss.read_index(str(folder / manifest["generation"] / "hnsw.faiss"))
     assert graph.hnsw.efConstruction == 64
     assert fresh.search.evidence.search(QUESTION, limit=5).hits
+
+
+def test_a_page_of_the_catch_up_is_a_seek_in_the_cursors_index_not_a_scan(
+    fresh: App, url: str | None
+) -> None:
+    """Each page of a catch-up asked SQLite for every sentence row of the model, sorted, to keep 2,000:
+    at 200k papers the sentence vectors' catch-up read 56 GB and did not end. The page is now a seek in
+    ``ix_paper_sentences_stored`` by the cursor (a row value), the model a filter on the rows it walks."""
+    if url is not None:
+        pytest.skip("SQLite's query plan (PostgreSQL plans by its statistics)")
+    from sqlalchemy import event
+
+    engine = fresh.core.engine()
+    rows = fresh.indexes.evidence_rows
+    first = rows.changed(None, limit=2, vectors=False, model_id=None)
+    model = first[0].model_id
+    seen: list[tuple[str, Any]] = []
+
+    def record(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, many: bool) -> None:
+        if "FROM paper_sentences" in statement:
+            seen.append((statement, parameters))
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        page = rows.changed((first[-1].stamp, first[-1].paper_id), limit=2, vectors=True, model_id=model)
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+    assert [r.paper_id for r in page] == [
+        r.paper_id for r in rows.changed(None, limit=4, vectors=False, model_id=model)[2:]
+    ]
+    statement, parameters = seen[-1]
+    with engine.connect() as conn:
+        plan = " ".join(
+            str(r[-1]) for r in conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters)
+        )
+    assert "USING INDEX ix_paper_sentences_stored ((created_at,paper_id)>(?,?))" in plan, plan
+    assert "TEMP B-TREE" not in plan, plan
