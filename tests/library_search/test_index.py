@@ -24,11 +24,13 @@ from paperfeed.domain.library_search import (
     LibraryDoc,
     LibraryWords,
     Segment,
+    dense_match,
     fuse_positions,
     id_ranks,
     keyword_scores,
     query_terms,
     terms,
+    unit_rows,
 )
 from paperfeed.domain.models import Paper
 from paperfeed.domain.search import ScoredId
@@ -154,3 +156,33 @@ def test_fusing_positions_ranks_as_fusing_lists_of_ids(first: list[str], second:
     assert [ids[i] for i in fuse_positions(lists, id_ranks(ids), k=k, limit=3)] == [
         f.paper_id for f in expected[:3]
     ]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(min_value=0, max_value=6), st.integers(min_value=0, max_value=2**31), st.data())
+def test_meaning_is_the_best_cosine_of_a_papers_own_vector_and_its_notes(
+    size: int, seed: int, data: st.DataObject
+) -> None:
+    """Each position's score is its closest source (paper or note) by cosine, whatever the vectors'
+    lengths; a position with no vector has none (-inf), never 0."""
+    rng = np.random.default_rng(seed)
+    query = rng.standard_normal(5).astype(np.float32) * 3
+    sources = []
+    for _ in range(2):
+        positions = np.asarray(
+            data.draw(st.lists(st.integers(0, max(0, size - 1)), unique=True, max_size=size)) if size else [],
+            dtype=np.int64,
+        )
+        rows = rng.standard_normal((len(positions), 5)).astype(np.float32) * rng.uniform(0.5, 4)
+        sources.append((positions, rows))
+    got = dense_match(query, size, [(p, unit_rows(r)) for p, r in sources])
+    for i in range(size):
+        cosines = [
+            float(r[j] @ query) / float(np.linalg.norm(r[j]) * np.linalg.norm(query))
+            for p, r in sources
+            for j in np.flatnonzero(p == i)
+        ]
+        if cosines:
+            assert abs(float(got[i]) - max(cosines)) < 1e-5
+        else:
+            assert got[i] == -np.inf

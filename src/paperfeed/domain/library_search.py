@@ -334,5 +334,7 @@ def dense_match(
     best = np.full(size, -np.inf, dtype=np.float32)
     for positions, rows in sources:
         if len(positions):
-            best[positions] = np.maximum(best[positions], rows @ q)
+            # einsum, not ``rows @ q``: BLAS splits one matrix-vector product over threads that busy-wait
+            # for each other (10,000 rows: 9 ms of CPU on a loaded 2-core machine, against 1.8 ms)
+            best[positions] = np.maximum(best[positions], np.einsum("ij,j->i", rows, q))
     return best
