@@ -35,8 +35,8 @@ class Overall:
     def __str__(self) -> str:
         first = f"first keyword {self.first_keyword:g}, " if self.first_keyword > 0 else ""
         return (
-            f"{first}sentences {self.sentences:g} ({self.direction}), keyword {self.keyword:g}, k {self.k:g}, "
-            f"depth {self.depth}"
+            f"{first}sentences {self.sentences:g} ({self.direction}), keyword {self.keyword:g}, "
+            f"k {self.k:g}, depth {self.depth}"
         )
 
 

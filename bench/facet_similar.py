@@ -184,7 +184,11 @@ def grid(names: Sequence[str], overall: str | None = None) -> None:
     )
     scored = []
     for fk, s, kw, k, d in itertools.product(
-        [0.0, 0.25, 0.5, 1.0], [0.0, 0.5, 0.75, 1.0, 1.5], [0.0, 0.25, 0.5, 1.0], [10.0, 20.0, 30.0, 60.0], [30, 50]
+        [0.0, 0.25, 0.5, 1.0],
+        [0.0, 0.5, 0.75, 1.0, 1.5],
+        [0.0, 0.25, 0.5, 1.0],
+        [10.0, 20.0, 30.0, 60.0],
+        [30, 50],
     ):
         if fk == 0 and s == 0 and kw == 0:
             continue
@@ -372,7 +376,7 @@ def report_proxy(p: Proxy, lists: dict[str, dict[str, list[str]]]) -> None:
         print(f"{'  change':8s}" + "".join(f"{d:>26s}" for d in diffs))
         if not p.topical:
             base = "".join(f"{cell(values[f'overall-{x}']):>26s}" for x in FACETS)
-            print(f"{'  overall list on that facet':60s}{base[8:]}")
+            print(f"{'  overall list on that facet':60s}{base}")
 
 
 def user_instance(name: str) -> Path:
