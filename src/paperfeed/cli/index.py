@@ -277,7 +277,7 @@ def _topics(c: Context, say: Callable[[str], None]) -> None:
     from paperfeed.services.jobs import LeaseBusy, Step
 
     def step() -> dict[str, int | float | str]:
-        return c.app.catalogue.topics.daily(lambda message: say(f"topics: {message}"))
+        return c.app.catalogue.topics_daily(lambda message: say(f"topics: {message}"))
 
     started = time.monotonic()
     try:
