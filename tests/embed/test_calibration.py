@@ -420,3 +420,41 @@ def test_without_deferring_a_first_start_measures_before_it_embeds() -> None:
     assert records.saved
     assert not embedders.owes_measurement()
     assert embedders.measure_deferred() is None
+
+
+def test_a_web_process_embeds_its_queries_with_onnx_where_torch_was_measured_faster() -> None:
+    """The calibration times batches of papers; a web process embeds one query at a time, and torch in
+    it held 590 MB against ONNX float32's 204 MB (the same vectors). Where the record says torch and ONNX
+    agreed with it, a process of queries takes ONNX; an indexer keeps the measured choice."""
+    from paperfeed.services.embedders import Embedders
+
+    clock = [0.0]
+    backends = {
+        "torch": _Timed("m", 1.0, clock),  # measured faster, as on the AVX-512 machine
+        "onnx": _Timed("m", 2.0, clock),
+        "onnx-int8": _Timed("q", 0.1, clock),
+    }
+    records = _Records()
+    chooser = BackendChooser(
+        open_backend=backends.__getitem__,
+        records=records,
+        probe_texts=lambda n: (PROBES[:n], "test texts"),
+        stored_models=dict,
+        model="all-MiniLM-L6-v2@256",
+        cpu=cpu_info().describe(),
+        threads=1,
+        cpu_clock=lambda: clock[0],
+    )
+    assert chooser.calibrate().backend == "torch"
+    assert chooser.resolve(calibrate=False).backend == "torch"  # an indexer, a one-off command
+    queries = chooser.resolve(calibrate=False, queries=True)
+    assert queries.backend == "onnx"
+    assert queries.final
+    web = Embedders(_Opener(backends), chooser, reload_seconds=60.0)
+    web.serve_queries()
+    assert web.current() is backends["onnx"]
+    # a record where ONNX did not agree (or was not measured) keeps torch for queries too
+    records.saved.append(
+        replace(records.saved[-1], timings=tuple(t for t in records.saved[-1].timings if t.backend != "onnx"))
+    )
+    assert chooser.resolve(calibrate=False, queries=True).backend == "torch"

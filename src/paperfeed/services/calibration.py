@@ -100,7 +100,22 @@ class BackendChooser:
         applies = found is not None and found.applies_to(self._model, self._cpu, self._floor)
         return found if applies else None
 
-    def resolve(self, *, calibrate: bool = True, defer: bool = False) -> Resolution:
+    def resolve(self, *, calibrate: bool = True, defer: bool = False, queries: bool = False) -> Resolution:
+        """:meth:`_resolve`; for a process that embeds only queries (``queries``: a web process) ONNX
+        float32 where the choice is torch float32 and the calibration showed ONNX's vectors to be the
+        same: the choice is measured on batches of papers, while a query is one short text, and torch
+        holds ~550 MB in the process against ONNX's ~170 MB (issue #39 item 6)."""
+        found = self._resolve(calibrate=calibrate, defer=defer)
+        timings = found.calibration.timings if found.calibration is not None else ()
+        reference = next((t for t in timings if t.backend == found.backend), None)
+        light = next((t for t in timings if t.backend == "onnx" and t.agrees(self._floor)), None)
+        if queries and reference is not None and light is not None and light.model_id == reference.model_id:
+            return Resolution(
+                "onnx", f"{found.reason}; ONNX for queries (the same vectors)", found.calibration
+            )
+        return found
+
+    def _resolve(self, *, calibrate: bool, defer: bool) -> Resolution:
         """The backend to use now. ``calibrate=False`` (a web process: a request must not wait a minute
         for timings) never measures: without a record it takes the stored vectors' space, and without
         those a provisional choice the caller should not keep. ``defer`` (with ``calibrate``): where it

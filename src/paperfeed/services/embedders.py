@@ -54,6 +54,12 @@ class Embedders:
     _warming: threading.Event = field(default_factory=threading.Event, init=False)
     _stopped: threading.Event = field(default_factory=threading.Event, init=False)
     _defer: bool = field(default=False, init=False)
+    _queries: bool = field(default=False, init=False)
+
+    def serve_queries(self) -> None:
+        """This process embeds queries, not papers (a web process): the lighter backend of the same
+        vectors (:meth:`BackendChooser.resolve`'s ``queries``)."""
+        self._queries = True
 
     def defer_calibration(self) -> None:
         """This process embeds before it measures the backends, where it would otherwise measure first
@@ -69,7 +75,7 @@ class Embedders:
             return self._embedder
         self._stamp = self.opener.adopted_stamp()
         choice = (
-            self.chooser.resolve(calibrate=calibrate, defer=self._defer and calibrate)
+            self.chooser.resolve(calibrate=calibrate, defer=self._defer and calibrate, queries=self._queries)
             if self.chooser is not None
             else None
         )
