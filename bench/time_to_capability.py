@@ -16,8 +16,10 @@ From the end of the import it records the wall seconds and the CPU seconds of th
   yet" and has a ``oneLineSummary``;
 * **a late paper**: one more real paper imported (``paperfeed import``, a process of its own) while the
   indexer is busy -- once half of the vectors are stored, or, for code that makes sentences in a pass of
-  their own, a minute into that pass -- and the seconds until its vector is stored, and until search
-  covers every paper again (the coverage note gone: the rest of the import's vectors included).
+  their own, once that pass writes sentences (or a minute after the vectors, and the topics where they
+  do not wait for the sentences, if it writes none yet: the old code trained the role model first) --
+  and the seconds until its vector is stored, and until search covers every paper again (the coverage
+  note gone: the rest of the import's vectors included).
 
 ``--sentences-later`` makes the papers' vectors first (``paperfeed index --no-sentences``, not timed), as
 a worker or an older version leaves them: ``paperfeed run`` then finds only the sentence backlog, and the
@@ -266,14 +268,22 @@ def run_session(
                 continue  # the web server is still starting
             # the late paper: while the indexer is busy with this import
             if late_at is None:
-                sentence_pass = (
-                    "all vectors stored" in session.marks
-                    and count(db, "SELECT count(*) FROM paper_sentences") < n
-                )
+                made = count(db, "SELECT count(*) FROM paper_sentences")
+                sentence_pass = "all vectors stored" in session.marks and made < n
                 halfway = vectors >= n // 2 and vectors < n
+                # the sentence pass: once it writes, or a minute after what comes before it (the vectors;
+                # since issue #39 the topics too, which no longer wait for the sentences)
+                before_it = (
+                    max(
+                        session.marks[m][0]
+                        for m in ("all vectors stored", "(b) topics and the map")
+                        if m in session.marks
+                    )
+                    if sentence_pass
+                    else 0.0
+                )
                 if halfway or (
-                    sentence_pass
-                    and time.monotonic() - session.t0 - session.marks["all vectors stored"][0] > 60
+                    sentence_pass and (made > 0 or time.monotonic() - session.t0 - before_it > 60)
                 ):
                     why = "half of the vectors stored" if halfway else "a minute into the sentence pass"
                     subprocess.run(
