@@ -16,8 +16,9 @@ From the end of the import it records the wall seconds and the CPU seconds of th
   yet" and has a ``oneLineSummary``;
 * **a late paper**: one more real paper imported (``paperfeed import``, a process of its own) while the
   indexer is busy -- once half of the vectors are stored, or, for code that makes sentences in a pass of
-  their own, once that pass writes sentences (or a minute after the vectors, and the topics where they
-  do not wait for the sentences, if it writes none yet: the old code trained the role model first) --
+  their own, once that pass writes sentences (while it writes none yet: a minute after the topics, which
+  no longer wait for it, or ten minutes after the vectors, as the old code trained the role model
+  first) --
   and the seconds until its vector is stored, and until search covers every paper again (the coverage
   note gone: the rest of the import's vectors included).
 
@@ -271,21 +272,21 @@ def run_session(
                 made = count(db, "SELECT count(*) FROM paper_sentences")
                 sentence_pass = "all vectors stored" in session.marks and made < n
                 halfway = vectors >= n // 2 and vectors < n
-                # the sentence pass: once it writes, or a minute after what comes before it (the vectors;
-                # since issue #39 the topics too, which no longer wait for the sentences)
-                before_it = (
-                    max(
-                        session.marks[m][0]
-                        for m in ("all vectors stored", "(b) topics and the map")
-                        if m in session.marks
-                    )
-                    if sentence_pass
-                    else 0.0
-                )
+                # the sentence pass: once it writes sentences; or, while it writes none yet, a minute after
+                # the topics (which since issue #39 come first and no longer wait for the sentences), or
+                # ten minutes after the vectors (the old code trains the role model first, for minutes)
+                waited = time.monotonic() - session.t0
+                topics_at = session.marks.get("(b) topics and the map")
+                vectors_at = session.marks.get("all vectors stored")
                 if halfway or (
-                    sentence_pass and (made > 0 or time.monotonic() - session.t0 - before_it > 60)
+                    sentence_pass
+                    and (
+                        made > 0
+                        or (topics_at is not None and waited - topics_at[0] > 60)
+                        or (topics_at is None and vectors_at is not None and waited - vectors_at[0] > 600)
+                    )
                 ):
-                    why = "half of the vectors stored" if halfway else "a minute into the sentence pass"
+                    why = "half of the vectors stored" if halfway else "during the sentence pass"
                     subprocess.run(
                         [*base, "import", *namespace, str(folder / "late.jsonl")],
                         env=env,
