@@ -27,10 +27,15 @@ class Overall:
     k: float = 60.0
     depth: int = 100
     direction: str = "both"  # query: mean over the query's sentences; candidate: over its; both: their mean
+    # the first stage's keyword list (``PAPERFEED_SIMILAR_KEYWORD_WEIGHT``): fused with its own order by
+    # RRF (``PAPERFEED_SIMILAR_RRF_K``) before the stage, so keyword candidates outside it can come in
+    first_keyword: float = 0.0
+    first_k: float = 5.0
 
     def __str__(self) -> str:
+        first = f"first keyword {self.first_keyword:g}, " if self.first_keyword > 0 else ""
         return (
-            f"sentences {self.sentences:g} ({self.direction}), keyword {self.keyword:g}, k {self.k:g}, "
+            f"{first}sentences {self.sentences:g} ({self.direction}), keyword {self.keyword:g}, k {self.k:g}, "
             f"depth {self.depth}"
         )
 
@@ -169,6 +174,8 @@ def by_match(scores: dict[str, float], ids: Sequence[str]) -> list[str]:
 
 def overall_list(ql: QueryLists, m: Matches, o: Overall) -> list[str]:
     first = [pid for pid, _, _ in ql.first]
+    if o.first_keyword > 0:
+        first = rrf([(first, 1.0), (ql.keyword, o.first_keyword)], o.first_k)
     if (o.sentences <= 0 or not m.overall) and o.keyword <= 0:
         return first
     head = first[: o.depth]

@@ -183,12 +183,13 @@ def grid(names: Sequence[str], overall: str | None = None) -> None:
         "the best mean relative gain over the proxies"
     )
     scored = []
-    for s, kw, k, d in itertools.product(
-        [0.0, 0.5, 0.75, 1.0, 1.5], [0.0, 0.25, 0.5], [10.0, 20.0, 30.0, 60.0], [30, 50]
+    for fk, s, kw, k, d in itertools.product(
+        [0.0, 0.25, 0.5, 1.0], [0.0, 0.5, 0.75, 1.0, 1.5], [0.0, 0.25, 0.5, 1.0], [10.0, 20.0, 30.0, 60.0], [30, 50]
     ):
-        if s == 0 and kw == 0:
+        if fk == 0 and s == 0 and kw == 0:
             continue
-        o = Overall(s, kw, k, d, "both")  # the service's max-sim (domain.sentences.max_sim) is both ways
+        # the service's max-sim (domain.sentences.max_sim) is both ways; fk: the first stage's keyword weight
+        o = Overall(s, kw, k, d, "both", first_keyword=fk)
         after = {p.name: run(p, "train", o, None).values["overall"] for p in topical}
         gains = {n: float(np.mean(after[n])) / float(np.mean(before[n])) - 1 for n in after}
         ok = not any(significant_loss(after[n], before[n]) for n in after)
@@ -248,6 +249,7 @@ def grid(names: Sequence[str], overall: str | None = None) -> None:
     print(f"chosen: {rows[0][2] if rows[0][0] else 'none admissible'}")
     print("\nthe chosen settings (the defaults to ship):")
     print(
+        f"PAPERFEED_SIMILAR_KEYWORD_WEIGHT={chosen.first_keyword:g}\n"
         f"PAPERFEED_SIMILAR_SENTENCE_WEIGHT={chosen.sentences:g}\n"
         f"PAPERFEED_SIMILAR_SENTENCE_KEYWORD_WEIGHT={chosen.keyword:g}\n"
         f"PAPERFEED_SIMILAR_SENTENCE_RRF_K={chosen.k:g}\n"

@@ -1,23 +1,26 @@
 """What searching one's library costs a served instance (issue #41, finding 1: 9-14 s a request before).
 
 The probe's attack, as shipped: ``python -m paperfeed serve`` (one uvicorn worker) on a data folder with
-``--papers`` real Hugging Face daily papers (``../shared/data/hf_daily.jsonl.gz``, imported by ``paperfeed
-import``), a reader whose library holds all of them with a note each (the paper's HF ``ai_summary``, real
-text: imported through ``POST /api/me/library/import`` as a BibTeX file with ``annote`` fields, as the probe
-did; ``--noted`` of them, default all), and queries of ``--terms`` distinct four-letter words drawn from the
-library's own words (each also a prefix: the worst case for matching), sent to ``GET
-/api/me/library/search`` with the reader's API token. The reader's rate limit is off for the run
-(``PAPERFEED_LIBRARY_SEARCH_RATE_PER_MINUTE=0``): this measures the search, not the limiter.
+``--papers`` real papers imported by ``paperfeed import`` — the Hugging Face daily papers that have an HF
+summary (``../shared/data/hf_daily.jsonl.gz``: 5,711), then arXiv listing papers
+(``arxiv_cats.jsonl.gz``) — and a reader whose library holds all of them with a note each, real text: the
+HF summary, or an arXiv paper's first sentence of its abstract (the claim a reader pastes). The library is
+imported through ``POST /api/me/library/import`` as a BibTeX file with ``annote`` fields, as the probe did
+(``--noted`` of them with a note, default all: the worst case). Queries are ``--terms`` distinct
+four-letter words drawn from the library's own words (each also a prefix: the worst case for matching),
+sent to ``GET /api/me/library/search`` with the reader's API token. The reader's rate limit is off for the
+run (``PAPERFEED_LIBRARY_SEARCH_RATE_PER_MINUTE=0``): this measures the search, not the limiter.
 
-It prints, with this machine's CPU flags: the first search (the reader's index built, the first notes
-embedded), how long the background worker took to embed every note, then ``--queries`` warm searches
-(distinct queries: median and 90th percentile wall time, and the server process's CPU time per search from
-``/proc/PID/stat``), and a search right after one note was edited (only that paper read again). Papers'
-vectors come from the bench vector cache (``bench/vector_cache.py``, corpus ``hf_daily``) when it holds
-them; otherwise the meaning part is over the notes alone, and the script says so.
+It prints, with this machine's CPU flags and load average: the first search (the reader's index built, the
+first notes embedded), how long the background worker took to embed every note, then ``--queries`` warm
+searches (distinct queries: median and 90th percentile wall time, and the server process's CPU time per
+search from ``/proc/PID/stat``), and a search right after one note was edited (only that note embedded
+again). Papers' vectors come from the bench vector cache (``bench/vector_cache.py``, corpora ``hf_daily``
+and ``arxiv_cats``) where it holds them, and the script says how many; the others take part by words and
+by their note.
 
-``--baseline-src`` serves another checkout's ``src`` on the same folder first (e.g. main before the fix:
-``git archive``), ``--baseline-queries`` searches of it, for a ratio measured in one run.
+``--baseline-src`` then serves another checkout's ``src`` on the same folder (e.g. main before the fix:
+``git archive``), measured the same way with ``--baseline-queries`` warm searches, for a ratio in one run.
 
     python -m bench.library_search [--papers 10000] [--terms 50] [--queries 30]
         [--noted N] [--data-dir DIR] [--baseline-src /tmp/old/src]
@@ -54,15 +57,33 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
+def _first_sentence(text: str) -> str:
+    end = text.find(". ")
+    return text if end < 0 else text[: end + 1]
+
+
 def records(n: int) -> list[dict[str, object]]:
-    out = []
+    """``n`` real papers, each with a note (``note``): Hugging Face daily papers with the HF summary as
+    their note first (5,711 have one), then arXiv listing papers (``arxiv_cats``) noted with their
+    abstract's first sentence, as a reader who pastes the claim they kept a paper for."""
+    out: list[dict[str, object]] = []
+    seen: set[str] = set()
     with gzip.open(SHARED / "data" / "hf_daily.jsonl.gz", "rb") as f:
         for line in f:
             rec = orjson.loads(line)
             if rec.get("title") and rec.get("abstract") and rec.get("ai_summary"):
-                out.append(rec)
+                out.append({**rec, "note": rec["ai_summary"]})
+                seen.add(rec["id"])
                 if len(out) == n:
-                    break
+                    return out
+    with gzip.open(SHARED / "data" / "arxiv_cats.jsonl.gz", "rb") as f:
+        for line in f:
+            rec = orjson.loads(line)
+            if rec.get("title") and rec.get("abstract") and rec["id"] not in seen:
+                out.append({**rec, "note": _first_sentence(str(rec["abstract"]))})
+                seen.add(rec["id"])
+                if len(out) == n:
+                    return out
     return out
 
 
@@ -75,7 +96,7 @@ def bibtex(recs: list[dict[str, object]], noted: int) -> bytes:
     entries = [
         f"@article{{k{n},\n  title = {{{_bib_value(str(r['title']))}}},\n  eprint = {{{r['id']}}},\n"
         f"  archiveprefix = {{arXiv}},\n"
-        + (f"  annote = {{{_bib_value(str(r['ai_summary']))}}}\n" if n < noted else "")
+        + (f"  annote = {{{_bib_value(str(r['note']))}}}\n" if n < noted else "")
         + "}\n"
         for n, r in enumerate(recs)
     ]
@@ -111,10 +132,12 @@ def build(data: Path, recs: list[dict[str, object]]) -> None:
         "from paperfeed.settings import Settings\n"
         "app = build_app(Settings())\n"
         "emb, model = app.indexes.embeddings, app.indexes.embedders.current().model_id\n"
-        "try:\n"
-        "    cached = VectorCache(app.indexes.embedders.current()).cached('hf_daily')\n"
-        "except Exception:\n"
-        "    cached = {}\n"
+        "cached = {}\n"
+        "for corpus in ('hf_daily', 'arxiv_cats'):\n"
+        "    try:\n"
+        "        cached.update(VectorCache(app.indexes.embedders.current()).cached(corpus))\n"
+        "    except Exception:\n"
+        "        pass\n"
         "stored, after = 0, ''\n"
         "while True:\n"
         "    batch = emb.backlog(model, after=after, limit=512)\n"
@@ -177,7 +200,7 @@ class Served:
 
 
 def queries(recs: list[dict[str, object]], terms: int, count: int, seed: int = 41) -> list[str]:
-    words = sorted({w for r in recs for w in _WORD.findall(f"{r['title']} {r['ai_summary']}".lower())})
+    words = sorted({w for r in recs for w in _WORD.findall(f"{r['title']} {r['note']}".lower())})
     four = sorted({w[:4] for w in words})  # four letters: each a word or the start of several
     rng = random.Random(seed)
     return [" ".join(rng.sample(four, terms)) for _ in range(count)]
@@ -219,7 +242,7 @@ def main() -> None:
         "--data-dir", type=Path, default=None, help="built once, reused (default: a temp dir)"
     )
     parser.add_argument("--baseline-src", type=Path, default=None, help="another checkout's src to compare")
-    parser.add_argument("--baseline-queries", type=int, default=2)
+    parser.add_argument("--baseline-queries", type=int, default=10)
     args = parser.parse_args()
     print(f"CPU flags: {cpu_flags()}; {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory() as tmp:
@@ -234,7 +257,8 @@ def main() -> None:
         token = (data / "bench-token").read_text().strip()
         print(f"papers with a stored vector: {int((data / 'bench-vectors').read_text()):,} of {len(recs):,}")
         headers = {"authorization": f"Bearer {token}"}
-        asked = queries(recs, args.terms, args.queries + args.baseline_queries + 3)
+        asked = queries(recs, args.terms, max(args.queries, args.baseline_queries) + 3)
+        print(f"load average (1, 5, 15 min) before: {load()}")
         server = Served(data, ROOT / "src")
         try:
             with httpx.Client(base_url=server.base, headers=headers, timeout=600) as client:
@@ -253,45 +277,52 @@ def main() -> None:
                         "state"
                     ) == "running":
                         time.sleep(1)
-                pid = server.proc.pid
-                wall, cpu, body = search(client, pid, asked[0])
-                print(
-                    f"first search ({args.terms} terms; {body['searched']:,} papers, the index built): "
-                    f"{wall * 1000:.0f} ms wall, {cpu * 1000:.0f} ms server CPU; notes: {body['notes']}"
-                )
-                started, cpu0 = time.monotonic(), cpu_seconds(pid)
-                while waiting(body):
-                    time.sleep(2)
-                    body = search(client, pid, asked[1])[2]
-                print(
-                    f"every note embedded in the background after {time.monotonic() - started:.0f} s "
-                    f"({cpu_seconds(pid) - cpu0:.0f} s of server CPU)"
-                )
-                walls, cpus = [], []
-                for q in asked[2 : 2 + args.queries]:
-                    wall, cpu, body = search(client, pid, q)
-                    walls.append(wall)
-                    cpus.append(cpu)
-                report(f"warm, {args.terms}-term queries over HTTP", walls, cpus)
-                print(f"  (each searched {body['searched']:,} papers; notes {body['notes']})")
+                measure(client, server.proc.pid, args.terms, asked, args.queries, "warm")
                 first = client.get("/api/me/library", params={"limit": 1}).json()["items"][0]["paper"]["id"]
                 client.put(f"/api/me/papers/{first}/note", json={"body": "edited for the bench: zebrafish"})
-                wall, cpu, _ = search(client, pid, asked[-1])
+                wall, cpu, _ = search(client, server.proc.pid, asked[-1])
                 print(f"after one note was edited: {wall * 1000:.0f} ms wall, {cpu * 1000:.0f} ms server CPU")
+                noted = {str(r["id"]): str(r["note"]) for r in recs}
+                client.put(f"/api/me/papers/{first}/note", json={"body": noted.get(first, "")})  # as it was
         finally:
             server.close()
         if args.baseline_src is not None:
             old = Served(data, args.baseline_src)
             try:
                 with httpx.Client(base_url=old.base, headers=headers, timeout=3600) as client:
-                    walls, cpus = [], []
-                    for q in asked[2 : 2 + args.baseline_queries]:
-                        wall, cpu, _ = search(client, old.proc.pid, q)
-                        walls.append(wall)
-                        cpus.append(cpu)
-                    report(f"baseline {args.baseline_src}", walls, cpus)
+                    label = f"baseline {args.baseline_src}"
+                    measure(client, old.proc.pid, args.terms, asked, args.baseline_queries, label)
             finally:
                 old.close()
+
+
+def measure(client: httpx.Client, pid: int, terms: int, asked: list[str], n: int, label: str) -> None:
+    """A served instance's first search, the wait for its notes' vectors, then ``n`` warm searches."""
+    wall, cpu, body = search(client, pid, asked[0])
+    print(
+        f"{label}: first search ({terms} terms; {body['searched']:,} papers, the index built): "
+        f"{wall * 1000:.0f} ms wall, {cpu * 1000:.0f} ms server CPU; notes: {body['notes']}"
+    )
+    started, cpu0 = time.monotonic(), cpu_seconds(pid)
+    while waiting(body):
+        time.sleep(2)
+        body = search(client, pid, asked[1])[2]
+    print(
+        f"{label}: every note embedded in the background after {time.monotonic() - started:.0f} s "
+        f"({cpu_seconds(pid) - cpu0:.0f} s of server CPU)"
+    )
+    walls, cpus = [], []
+    for q in asked[2 : 2 + n]:
+        wall, cpu, body = search(client, pid, q)
+        walls.append(wall)
+        cpus.append(cpu)
+    report(f"{label}, {terms}-term queries over HTTP", walls, cpus)
+    print(f"  (each searched {body['searched']:,} papers; notes {body['notes']}; uptime: {load()})")
+
+
+def load() -> str:
+    """The load average over 1, 5 and 15 minutes (what ``uptime`` prints)."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
 if __name__ == "__main__":

@@ -17,17 +17,23 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from paperfeed.domain.fusion import reciprocal_rank_fusion
 from paperfeed.domain.library_search import (
     FIELD_WEIGHTS,
     PREFIX_MIN,
     LibraryDoc,
     LibraryWords,
     Segment,
+    dense_match,
+    fuse_positions,
+    id_ranks,
     keyword_scores,
     query_terms,
     terms,
+    unit_rows,
 )
 from paperfeed.domain.models import Paper
+from paperfeed.domain.search import ScoredId
 
 
 def _oracle(query: str, docs: Sequence[LibraryDoc]) -> tuple[dict[str, float], dict[str, set[str]]]:
@@ -131,3 +137,52 @@ def test_a_prefix_is_one_slice_of_the_sorted_vocabulary() -> None:
     assert index.term_masks("gait").tolist() == [0b00100, 0b00110, 0]  # title; title and tags
     assert index.term_masks("gai").tolist() == [0, 0, 0b00001]  # three letters: whole words only
     assert index.term_masks("zzzz").tolist() == [0, 0, 0]
+
+
+_IDS = st.lists(st.sampled_from([f"p{n}" for n in range(12)]), unique=True, max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_IDS, _IDS, st.sampled_from([0.0, 1.0, 60.0]))
+def test_fusing_positions_ranks_as_fusing_lists_of_ids(first: list[str], second: list[str], k: float) -> None:
+    """The library's fusion in numpy (over positions) is reciprocal rank fusion of the same lists, the
+    same sums in the same order and the same ties (best single rank, then id)."""
+    ids = sorted({*first, *second}, reverse=True)  # positions not in id order: the tie-break must say
+    at = {pid: i for i, pid in enumerate(ids)}
+    lists = [np.asarray([at[p] for p in ranked], dtype=np.int64) for ranked in (first, second)]
+    fused = fuse_positions(lists, id_ranks(ids), k=k)
+    expected = reciprocal_rank_fusion([[ScoredId(p, 1.0) for p in ranked] for ranked in (first, second)], k=k)
+    assert [ids[i] for i in fused] == [f.paper_id for f in expected]
+    assert [ids[i] for i in fuse_positions(lists, id_ranks(ids), k=k, limit=3)] == [
+        f.paper_id for f in expected[:3]
+    ]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(min_value=0, max_value=6), st.integers(min_value=0, max_value=2**31), st.data())
+def test_meaning_is_the_best_cosine_of_a_papers_own_vector_and_its_notes(
+    size: int, seed: int, data: st.DataObject
+) -> None:
+    """Each position's score is its closest source (paper or note) by cosine, whatever the vectors'
+    lengths; a position with no vector has none (-inf), never 0."""
+    rng = np.random.default_rng(seed)
+    query = rng.standard_normal(5).astype(np.float32) * 3
+    sources = []
+    for _ in range(2):
+        positions = np.asarray(
+            data.draw(st.lists(st.integers(0, max(0, size - 1)), unique=True, max_size=size)) if size else [],
+            dtype=np.int64,
+        )
+        rows = rng.standard_normal((len(positions), 5)).astype(np.float32) * rng.uniform(0.5, 4)
+        sources.append((positions, rows))
+    got = dense_match(query, size, [(p, unit_rows(r)) for p, r in sources])
+    for i in range(size):
+        cosines = [
+            float(r[j] @ query) / float(np.linalg.norm(r[j]) * np.linalg.norm(query))
+            for p, r in sources
+            for j in np.flatnonzero(p == i)
+        ]
+        if cosines:
+            assert abs(float(got[i]) - max(cosines)) < 1e-5
+        else:
+            assert got[i] == -np.inf

@@ -193,3 +193,35 @@ def test_notes_past_a_searchs_share_are_embedded_in_the_background(
     finally:
         search.close()
     assert search._worker is None or not search._worker.is_alive()
+
+
+def test_a_library_with_more_notes_than_the_cache_holds_embeds_each_note_once(
+    app: App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The notes' cache is shared by every reader (least recent go first): a library bigger than it used
+    to embed its evicted notes again on every search. Its index keeps the vectors it took."""
+    monkeypatch.setattr(library_search_module, "NOTE_CACHE", 2)
+    me = _library(app)
+    for paper in (ZEBRAFISH, SHEEP):
+        app.readers.library.set_note(me, paper, f"a note on {paper}")
+    space = _Space("base", 0)
+    search = LibrarySearch(
+        app.readers.library_search.records,
+        app.catalogue.visible,
+        app.indexes.embeddings,
+        _Adoptable(space),
+        ClientRateLimiter(0),
+    )
+    try:
+        first = search.search(me, "zzz qqq")
+        assert first.notes == ()
+        assert len(space.embedded) == 1 + 4  # the query and the four notes
+        for query in ("yyy", "xxx"):
+            found = search.search(me, query)
+            assert {h.paper.id for h in found.hits} == {ZEBRAFISH, GLACIER, SHEEP, ATLAS}
+        assert space.embedded[5:] == ["yyy", "xxx"]  # the queries only: no note again
+        app.readers.library.set_note(me, SHEEP, "an edited note")
+        search.search(me, "www")
+        assert space.embedded[7:] == ["www", "an edited note"]  # only the edited note
+    finally:
+        search.close()

@@ -30,25 +30,32 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
+import numpy.typing as npt
 
 from paperfeed.domain.embedding import EmbeddingStore
 from paperfeed.domain.library import InvalidLibraryInput, LibraryRecords
 from paperfeed.domain.library_search import (
     MAX_LIBRARY_QUERY_CHARS,
     MAX_LIBRARY_QUERY_TERMS,
+    MIN_MEANING,
     LibraryDoc,
     LibraryWords,
     Segment,
     Vectors,
-    dense_scores,
-    fuse,
-    keyword_scores,
+    best_first,
+    dense_match,
+    fields_of,
+    fuse_positions,
+    id_ranks,
+    keyword_match,
     query_terms,
+    unit_rows,
 )
 from paperfeed.domain.models import Paper
-from paperfeed.domain.search import MODEL_LOADING_NOTE, Embedder, EmbedderSource, ScoredId
+from paperfeed.domain.search import MODEL_LOADING_NOTE, Embedder, EmbedderSource
 from paperfeed.domain.wording import agree, count
 from paperfeed.services.rate_limits import ClientRateLimiter
 from paperfeed.services.visible import VisiblePapers
@@ -93,15 +100,21 @@ class LibrarySearchPage:
 @dataclass
 class _ReaderIndex:
     """One reader's library as search sees it: the texts it was built from, a main segment and a small
-    one of the papers changed since (the main one's copies of those no longer count), and the papers'
-    stored vectors per model (rows in segment order)."""
+    one of the papers changed since (the main one's copies of those no longer count), and, per model, the
+    papers' stored vectors and the notes' as rows by position (the segments' papers, main then changed).
+
+    Everything a search ranks is an array over those positions, made once per index (the tie-break by id,
+    where each paper is) and once per index and model (the rows, scaled to length 1), so a search of an
+    unchanged library does no work per paper in Python."""
 
     stamp: str
     texts: Texts
     main: LibraryWords
     alive: np.ndarray  # of the main segment's papers, those that still count
     changed: LibraryWords
-    vectors: dict[str, tuple[tuple[str, ...], Vectors]] = field(default_factory=dict)
+    vectors: dict[str, tuple[tuple[str, ...], Vectors]] = field(default_factory=dict)  # by paper id
+    notes: dict[str, dict[str, Vectors]] = field(default_factory=dict)  # per model: by paper id
+    dense: dict[str, _Rows] = field(default_factory=dict)  # per model: complete ones only
 
     @property
     def size(self) -> int:
@@ -109,6 +122,36 @@ class _ReaderIndex:
 
     def segments(self) -> list[Segment]:
         return [Segment(self.main, self.alive), Segment(self.changed)]
+
+    @cached_property
+    def ids(self) -> tuple[str, ...]:
+        """The paper at each position (a paper changed since the main segment was built is there twice:
+        its main copy no longer counts)."""
+        return self.main.ids + self.changed.ids
+
+    @cached_property
+    def ties(self) -> npt.NDArray[np.int64]:
+        return id_ranks(self.ids)
+
+    @cached_property
+    def position(self) -> dict[str, int]:
+        """Where each paper that counts is."""
+        alive = np.concatenate([self.alive, np.ones(len(self.changed), dtype=bool)])
+        return {self.ids[i]: int(i) for i in np.flatnonzero(alive)}
+
+    @cached_property
+    def noted(self) -> dict[str, str]:
+        """The papers that count with a note, and the note."""
+        return {pid: self.texts[pid][1] for pid in self.position if self.texts[pid][1]}
+
+
+@dataclass(frozen=True, slots=True)
+class _Rows:
+    """A library's vectors under one model, scaled to length 1: the papers' own and the notes', each
+    with the position of its paper."""
+
+    papers: tuple[npt.NDArray[np.int64], Vectors]
+    notes: tuple[npt.NDArray[np.int64], Vectors]
 
 
 @dataclass
@@ -145,65 +188,96 @@ class LibrarySearch:
                 f"searched the first {MAX_LIBRARY_QUERY_TERMS} of the query's {count(typed, 'word')}"
             )
         index = self._index(user_id)
-        keyword, why = keyword_scores(wanted, index.segments())
-        dense = self._dense(text, index, notes)
-        meaning = {s.paper_id for s in dense}
-        ranked = fuse(keyword, dense)[: max(1, min(limit, 200))]
-        shown = self.papers.get(ranked)  # read afresh: a paper hidden or retitled since shows as it is now
+        keyword, why = keyword_match(wanted, index.segments())
+        cosines = self._dense(text, index, notes)
+        meaning = cosines >= MIN_MEANING if cosines is not None else np.zeros(len(index.ids), dtype=bool)
+        lists = [best_first(keyword, keyword > 0, index.ties, decimals=9)]
+        if cosines is not None:
+            lists.append(best_first(cosines, meaning, index.ties))
+        ranked = fuse_positions(lists, index.ties, limit=max(1, min(limit, 200)))
+        shown = self.papers.get([index.ids[i] for i in ranked])  # read afresh: hidden or retitled since
         hits = []
-        for pid in ranked:
+        for i in ranked:
+            pid = index.ids[i]
             if pid not in shown:
                 continue
             tags, note = index.texts[pid]
-            matched = sorted(why.get(pid, set())) + (["meaning"] if pid in meaning else [])
+            matched = sorted(fields_of(int(why[i]))) + (["meaning"] if meaning[i] else [])
             hits.append(LibraryHit(shown[pid], tags, note, tuple(matched)))
         return LibrarySearchPage(text, tuple(hits), len(index.texts), tuple(notes))
 
     # -- meaning ---------------------------------------------------------------------------------------------
 
-    def _dense(self, text: str, index: _ReaderIndex, notes: list[str]) -> list[ScoredId]:
-        """The library by meaning, with one embedder for the whole search; [] (and a note) without one."""
+    def _dense(self, text: str, index: _ReaderIndex, notes: list[str]) -> npt.NDArray[np.float32] | None:
+        """The best cosine of the query to each position's paper or note, with one embedder for the whole
+        search; None (and a note) without one."""
         if self.embedder is None:
             notes.append("meaning search is unavailable here: matching your words only")
-            return []
+            return None
         if self.embedder.loading():  # the web's start: answer with words at once, not after the model
             notes.append(MODEL_LOADING_NOTE)
-            return []
+            return None
         try:
             embedder = self.embedder.current()
             query = np.asarray(embedder.embed([text]), dtype=np.float32)[0]
-            noted = {pid: body for pid, (_, body) in index.texts.items() if body}
-            note_ids, note_rows, waiting = self._note_vectors(embedder, noted)
-            paper_ids, paper_rows = self._paper_vectors(embedder.model_id, index)
+            rows, waiting = self._rows(embedder, index)
         except Exception as exc:  # a model that cannot load must not take word search down with it
             log.warning("library search: embedding failed: %s", exc)
             notes.append("meaning search failed (the embedding model): matching your words only")
-            return []
+            return None
         if waiting:
+            noted = len(index.noted)
             notes.append(
-                f"{waiting} of your {count(len(noted), 'note')} {agree(waiting, 'is', 'are')} not "
+                f"{waiting} of your {count(noted, 'note')} {agree(waiting, 'is', 'are')} not "
                 f"searched by meaning yet: {agree(waiting, 'it is', 'they are')} being prepared "
                 "(search again in a minute)"
             )
-        return dense_scores(query, [(paper_ids, paper_rows), (note_ids, note_rows)])
+        return dense_match(query, len(index.ids), [rows.papers, rows.notes])
 
-    def _note_vectors(self, embedder: Embedder, notes: dict[str, str]) -> tuple[list[str], Vectors, int]:
-        """The vectors of the reader's notes under ``embedder``'s model (ids and rows), and how many notes
-        have none yet. At most :data:`NOTES_PER_SEARCH` missing ones are embedded here (a small library is
-        complete at once); the others are handed to the background worker (:meth:`_embed_waiting`)."""
+    def _rows(self, embedder: Embedder, index: _ReaderIndex) -> tuple[_Rows, int]:
+        """The index's vectors under ``embedder``'s model, and how many notes have none yet; kept in the
+        index once every note has one (until then each search takes what the background worker made)."""
         model = embedder.model_id
         with self._lock:
-            missing = sorted({body for body in notes.values() if (model, body) not in self._notes})
-        self._store(model, missing[:NOTES_PER_SEARCH], embedder)
-        ids: list[str] = []
-        rows: list[Vectors] = []
+            kept = index.dense.get(model)
+            have = index.notes.setdefault(model, {})
+        if kept is not None:
+            return kept, 0
+        paper_ids, paper_rows = self._paper_vectors(model, index)
+        waiting = self._note_vectors(embedder, index.noted, have)
+        where = index.position
+        with self._lock:
+            noted = [pid for pid in index.noted if pid in have]
+            note_rows = np.stack([have[pid] for pid in noted]) if noted else np.zeros((0, 1), np.float32)
+        rows = _Rows(
+            (
+                np.asarray([where[pid] for pid in paper_ids if pid in where], dtype=np.int64),
+                paper_rows[[pid in where for pid in paper_ids]] if len(paper_ids) else paper_rows,
+            ),
+            (np.asarray([where[pid] for pid in noted], dtype=np.int64), unit_rows(note_rows)),
+        )
+        if not waiting:
+            with self._lock:
+                index.dense[model] = rows
+        return rows, waiting
+
+    def _note_vectors(self, embedder: Embedder, notes: dict[str, str], have: dict[str, Vectors]) -> int:
+        """Adds to ``have`` (the index's note vectors under ``embedder``'s model, by paper) those of
+        ``notes`` made since, and says how many have none yet. At most :data:`NOTES_PER_SEARCH` missing ones
+        are embedded here (a small library is complete at once); the others are handed to the background
+        worker (:meth:`_embed_waiting`), whose vectors wait in the cache until a search takes them."""
+        model = embedder.model_id
         with self._lock:
             for pid, body in notes.items():
-                vector = self._notes.get((model, body))
-                if vector is not None:
+                if pid not in have and (vector := self._notes.get((model, body))) is not None:
                     self._notes.move_to_end((model, body))
-                    ids.append(pid)
-                    rows.append(vector)
+                    have[pid] = vector
+            missing = sorted({body for pid, body in notes.items() if pid not in have})
+        made = self._store(model, missing[:NOTES_PER_SEARCH], embedder)
+        with self._lock:
+            for pid, body in notes.items():
+                if pid not in have and body in made:
+                    have[pid] = made[body]
             later = [(model, body) for body in missing[NOTES_PER_SEARCH:] if (model, body) not in self._notes]
             for key in later[: max(0, NOTE_CACHE - len(self._waiting))]:
                 self._waiting[key] = None
@@ -214,12 +288,12 @@ class LibrarySearch:
                     )
                     self._worker.start()
                 self._wake.set()
-        matrix = np.stack(rows) if rows else np.zeros((0, 1), dtype=np.float32)
-        return ids, matrix, len(notes) - len(ids)
+            return sum(1 for pid in notes if pid not in have)
 
-    def _store(self, model: str, bodies: Sequence[str], embedder: Embedder) -> None:
+    def _store(self, model: str, bodies: Sequence[str], embedder: Embedder) -> dict[str, Vectors]:
+        """Embeds ``bodies`` into the cache (least recent go first past :data:`NOTE_CACHE`); returns them."""
         if not bodies:
-            return
+            return {}
         made = np.asarray(embedder.embed(list(bodies)), dtype=np.float32)
         with self._lock:
             for body, vector in zip(bodies, made, strict=True):
@@ -227,6 +301,7 @@ class LibrarySearch:
                 self._waiting.pop((model, body), None)
             while len(self._notes) > NOTE_CACHE:
                 self._notes.popitem(last=False)
+        return dict(zip(bodies, made, strict=True))
 
     def _embed_waiting(self) -> None:
         """The background worker: embeds the notes searches left waiting, a batch at a time, at a lower
@@ -263,14 +338,15 @@ class LibrarySearch:
             worker.join(timeout=10)
 
     def _paper_vectors(self, model: str, index: _ReaderIndex) -> tuple[tuple[str, ...], Vectors]:
-        """The stored vectors of the index's papers under ``model``, read once per index and model."""
+        """The stored vectors of the index's papers under ``model`` (scaled to length 1), read once per
+        index and model (kept across a change that adds or removes no paper)."""
         with self._lock:
             kept = index.vectors.get(model)
         if kept is None:
             found = self.embeddings.vectors(model, list(index.texts))
             ids = tuple(pid for pid in index.texts if pid in found)
             rows = np.stack([found[pid] for pid in ids]) if ids else np.zeros((0, 1), dtype=np.float32)
-            kept = (ids, rows.astype(np.float32, copy=False))
+            kept = (ids, unit_rows(rows))
             with self._lock:
                 index.vectors[model] = kept
         return kept
@@ -322,8 +398,15 @@ class LibrarySearch:
         alive = kept.alive & still(kept.main.ids)
         fresh = LibraryWords.build(*self._docs(texts, changed))
         small = LibraryWords.merged([(kept.changed, still(kept.changed.ids)), (fresh, None)])
-        vectors = kept.vectors if texts.keys() == kept.texts.keys() else {}  # a note or a tag changed
+        vectors = kept.vectors if texts.keys() == kept.texts.keys() else {}  # a paper came or went
+        with self._lock:  # the notes' vectors that still hold (their note unchanged)
+            notes = {
+                model: {
+                    pid: v for pid, v in have.items() if pid in texts and texts[pid][1] == kept.texts[pid][1]
+                }
+                for model, have in kept.notes.items()
+            }
         if len(small) > FOLD_AT:
             main = LibraryWords.merged([(kept.main, alive), (small, None)])
-            return _ReaderIndex(stamp, texts, main, np.ones(len(main), dtype=bool), _EMPTY, vectors)
-        return _ReaderIndex(stamp, texts, kept.main, alive, small, vectors)
+            return _ReaderIndex(stamp, texts, main, np.ones(len(main), dtype=bool), _EMPTY, vectors, notes)
+        return _ReaderIndex(stamp, texts, kept.main, alive, small, vectors, notes)
