@@ -16,8 +16,11 @@ From the end of the import it records the wall seconds and the CPU seconds of th
   yet" and has a ``oneLineSummary``;
 * **a late paper**: one more real paper imported (``paperfeed import``, a process of its own) while the
   indexer is busy -- once half of the vectors are stored, or, for code that makes sentences in a pass of
-  their own, a minute into that pass -- and the seconds until its vector is stored, and until search
-  covers every paper again (the coverage note gone: the rest of the import's vectors included).
+  their own, once that pass writes sentences (while it writes none yet: a minute after the topics, which
+  no longer wait for it, or ten minutes after the vectors, as the old code trained the role model
+  first) --
+  and the seconds until its vector is stored, and until search covers every paper again (the coverage
+  note gone: the rest of the import's vectors included).
 
 ``--sentences-later`` makes the papers' vectors first (``paperfeed index --no-sentences``, not timed), as
 a worker or an older version leaves them: ``paperfeed run`` then finds only the sentence backlog, and the
@@ -266,16 +269,24 @@ def run_session(
                 continue  # the web server is still starting
             # the late paper: while the indexer is busy with this import
             if late_at is None:
-                sentence_pass = (
-                    "all vectors stored" in session.marks
-                    and count(db, "SELECT count(*) FROM paper_sentences") < n
-                )
+                made = count(db, "SELECT count(*) FROM paper_sentences")
+                sentence_pass = "all vectors stored" in session.marks and made < n
                 halfway = vectors >= n // 2 and vectors < n
+                # the sentence pass: once it writes sentences; or, while it writes none yet, a minute after
+                # the topics (which since issue #39 come first and no longer wait for the sentences), or
+                # ten minutes after the vectors (the old code trains the role model first, for minutes)
+                waited = time.monotonic() - session.t0
+                topics_at = session.marks.get("(b) topics and the map")
+                vectors_at = session.marks.get("all vectors stored")
                 if halfway or (
                     sentence_pass
-                    and time.monotonic() - session.t0 - session.marks["all vectors stored"][0] > 60
+                    and (
+                        made > 0
+                        or (topics_at is not None and waited - topics_at[0] > 60)
+                        or (topics_at is None and vectors_at is not None and waited - vectors_at[0] > 600)
+                    )
                 ):
-                    why = "half of the vectors stored" if halfway else "a minute into the sentence pass"
+                    why = "half of the vectors stored" if halfway else "during the sentence pass"
                     subprocess.run(
                         [*base, "import", *namespace, str(folder / "late.jsonl")],
                         env=env,

@@ -4,8 +4,8 @@ indexing run, on SQLite and PostgreSQL (issue #39 item 4: ≤ 100 ms p50).
 A data folder with the ~10.6k real Hugging Face papers (``../shared/data/hf_daily.jsonl.gz``) and a reader
 with a personal API token is made once per backend (cached); each run copies it, starts the real server
 (``paperfeed serve``, one worker) and times, client side over HTTP, a reader toggling upvotes
-(``POST``/``DELETE /api/papers/{id}/upvote``) and saves (``POST /me/saves``, ``DELETE /me/saves/{id}``)
-on random papers, 50 ms apart, in each phase:
+(``POST``/``DELETE /api/papers/{id}/upvote``) and saves (``POST /api/me/saves``,
+``DELETE /api/me/saves/{id}``) on random papers, 50 ms apart, in each phase:
 
 1. idle: nothing else runs;
 2. import: ``paperfeed import`` of ``arxiv_cats.jsonl.gz`` (real arXiv listings, new papers) runs;
@@ -129,13 +129,20 @@ def writes(base: str, token: str, ids: list[str], n: int, rng: random.Random) ->
                 response = client.delete(url) if pid in voted else client.post(url)
                 voted ^= {pid}
             elif pid in saved:
-                response = client.delete(f"/me/saves/{pid}")
+                response = client.delete(f"/api/me/saves/{pid}")
                 saved.discard(pid)
             else:
-                response = client.post("/me/saves", json={"paper_id": pid})
+                response = client.post("/api/me/saves", json={"paper_id": pid})
                 saved.add(pid)
             took.append((time.perf_counter() - started) * 1000)
-            failed += response.status_code >= 400
+            if response.status_code >= 400:
+                if not failed:  # a failed write is no figure: say the first, so it is seen
+                    print(
+                        f"    {response.request.method} {response.request.url.path}: "
+                        f"{response.status_code} {response.text[:200]}",
+                        flush=True,
+                    )
+                failed += 1
             time.sleep(0.05)
     return took, failed
 

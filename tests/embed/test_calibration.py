@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,7 +19,7 @@ from paperfeed.adapters.embed.fake import FakeEmbedder
 from paperfeed.bootstrap import build_app
 from paperfeed.domain.calibration import AGREEMENT_FLOOR, BackendTiming, Calibration, choose_backend
 from paperfeed.domain.search import Embedder
-from paperfeed.services.calibration import BackendChooser
+from paperfeed.services.calibration import CANDIDATES, BackendChooser
 from paperfeed.settings import Settings
 from tests.support.defaults import embedder_config
 
@@ -322,3 +322,139 @@ def test_length_sorted_batches_come_back_in_input_order(
     alone = np.vstack([embedder.embed([t]) for t in texts])  # no padding, no reordering
     assert np.allclose(together, alone, atol=1e-5)
     assert np.allclose(embedder.embed(texts[::-1]), together[::-1], atol=1e-5)
+
+
+class _Timed(FakeEmbedder):
+    """A fake backend that counts its calls and spends ``cost`` on a shared clock for each text."""
+
+    def __init__(self, space: str, cost: float, clock: list[float]) -> None:
+        super().__init__(8, space)
+        self.cost, self.clock, self.calls = cost, clock, 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += 1
+        self.clock[0] += self.cost * len(texts)
+        return super().embed(texts)
+
+
+class _Opener:
+    def __init__(self, backends: Mapping[str, Embedder]) -> None:
+        self.backends = backends
+        self.opened: list[str] = []
+
+    def open(self, backend: str | None = None) -> Embedder:
+        self.opened.append(backend or "?")
+        return self.backends[backend or "torch"]
+
+    def adopted_stamp(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize("fastest", ["onnx", "torch"])
+def test_a_first_start_embeds_with_the_reference_at_once_and_measures_when_it_is_done(fastest: str) -> None:
+    """Issue #39: the after run's first vector came at 328.5 s against 71 s before, because a machine's
+    first `paperfeed run` measured three backends (torch, the ONNX export, int8) before it embedded a
+    paper. The follower now embeds with the reference (torch float32) at once and measures once its
+    backlog is done, within the reference's vector space: nothing is embedded twice whichever wins."""
+    from paperfeed.services.calibration import DEFERRED
+    from paperfeed.services.embedders import Embedders
+
+    clock = [0.0]
+    costs = {"torch": 2.0, "onnx": 1.0} if fastest == "onnx" else {"torch": 1.0, "onnx": 2.0}
+    backends = {
+        "torch": _Timed("m", costs["torch"], clock),
+        "onnx": _Timed("m", costs["onnx"], clock),
+        "onnx-int8": _Timed("q", 0.1, clock),  # the fastest, in a space of its own: never chosen
+    }
+    records, machine = _Records(), _Records()
+    chooser = BackendChooser(
+        open_backend=backends.__getitem__,
+        records=records,
+        machine=machine,
+        probe_texts=lambda n: (PROBES[:n], "test texts"),
+        stored_models=dict,
+        model="all-MiniLM-L6-v2@256",
+        cpu=cpu_info().describe(),
+        threads=1,
+        cpu_clock=lambda: clock[0],
+    )
+    embedders = Embedders(_Opener(backends), chooser, reload_seconds=60.0)
+    embedders.defer_calibration()
+    first = embedders.resolve(calibrate=True)
+    assert first is backends["torch"]  # the reference: no ONNX export to build first
+    assert embedders.choice is not None
+    assert embedders.choice.reason == DEFERRED
+    assert embedders.owes_measurement()
+    assert sum(b.calls for b in backends.values()) == 0  # nothing measured before the first vectors
+    assert records.saved == []
+    assert machine.saved == []
+    assert embedders.resolve(calibrate=True) is first  # kept for the run, not asked again
+
+    measured = embedders.measure_deferred()  # the backlog is done
+    assert measured is not None
+    assert measured.calibration is not None
+    assert {t.backend for t in measured.calibration.timings} == set(backends)
+    assert measured.backend == fastest  # within the reference's space: never int8
+    assert records.saved[-1].backend == fastest
+    assert machine.saved[-1].backend == fastest  # the free choice too: kept for the machine
+    assert not embedders.owes_measurement()
+    assert embedders.measure_deferred() is None  # measured once
+    now = embedders.resolve(calibrate=True)
+    assert now is backends[fastest]  # the faster one embeds what comes next
+    assert now.model_id == first.model_id  # the same vectors: nothing is made again
+
+
+def test_without_deferring_a_first_start_measures_before_it_embeds() -> None:
+    """The foreground `paperfeed index` still measures first (its whole run goes faster by the choice)."""
+    from paperfeed.services.embedders import Embedders
+
+    clock = [0.0]
+    backends = {b: _Timed("m" if b != "onnx-int8" else "q", 1.0, clock) for b in CANDIDATES}
+    records = _Records()
+    chooser = _chooser(backends, records)
+    embedders = Embedders(_Opener(backends), chooser, reload_seconds=60.0)
+    embedders.resolve(calibrate=True)
+    assert embedders.choice is not None
+    assert embedders.choice.reason == "calibrated now"
+    assert all(b.calls for b in backends.values())
+    assert records.saved
+    assert not embedders.owes_measurement()
+    assert embedders.measure_deferred() is None
+
+
+def test_a_web_process_embeds_its_queries_with_onnx_where_torch_was_measured_faster() -> None:
+    """The calibration times batches of papers; a web process embeds one query at a time, and torch in
+    it held 590 MB against ONNX float32's 204 MB (the same vectors). Where the record says torch and ONNX
+    agreed with it, a process of queries takes ONNX; an indexer keeps the measured choice."""
+    from paperfeed.services.embedders import Embedders
+
+    clock = [0.0]
+    backends = {
+        "torch": _Timed("m", 1.0, clock),  # measured faster, as on the AVX-512 machine
+        "onnx": _Timed("m", 2.0, clock),
+        "onnx-int8": _Timed("q", 0.1, clock),
+    }
+    records = _Records()
+    chooser = BackendChooser(
+        open_backend=backends.__getitem__,
+        records=records,
+        probe_texts=lambda n: (PROBES[:n], "test texts"),
+        stored_models=dict,
+        model="all-MiniLM-L6-v2@256",
+        cpu=cpu_info().describe(),
+        threads=1,
+        cpu_clock=lambda: clock[0],
+    )
+    assert chooser.calibrate().backend == "torch"
+    assert chooser.resolve(calibrate=False).backend == "torch"  # an indexer, a one-off command
+    queries = chooser.resolve(calibrate=False, queries=True)
+    assert queries.backend == "onnx"
+    assert queries.final
+    web = Embedders(_Opener(backends), chooser, reload_seconds=60.0)
+    web.serve_queries()
+    assert web.current() is backends["onnx"]
+    # a record where ONNX did not agree (or was not measured) keeps torch for queries too
+    records.saved.append(
+        replace(records.saved[-1], timings=tuple(t for t in records.saved[-1].timings if t.backend != "onnx"))
+    )
+    assert chooser.resolve(calibrate=False, queries=True).backend == "torch"

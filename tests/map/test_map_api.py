@@ -4,6 +4,7 @@ with bad parameters and with a hidden paper."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -233,3 +234,38 @@ def test_small_maps_read_the_topics_once_per_build(built: tuple[TestClient, Any]
     assert again is not None
     assert again.topic is not None
     assert again.topic.id == app.catalogue.topics.topic_of("pp:graph-0003").id
+
+
+def test_papers_without_a_published_date_are_on_the_map_with_an_unknown_day(
+    db_url: str, tmp_path: Path
+) -> None:
+    """The seed pages' papers have no published date. On SQLite the day was computed with floor(),
+    which SQLAlchemy's SQLite dialect provides as Python's math.floor: it raised on NULL, and once the
+    topics were built every /api/map/points answered 503 "database unavailable" (seen in
+    bench.time_to_capability on the 391 seed papers)."""
+    import numpy as np
+
+    from paperfeed.domain.ingest import Batch
+    from tests.topics.conftest import paper, save_vectors
+
+    app = build_app(settings_for(tmp_path, db_url))
+    try:
+        made = add_papers(app.core.store, 40, embed=False)
+        undated = [
+            replace(paper(f"seed:graph-{i:04d}", "graph", datetime.now(UTC)), published=None)
+            for i in range(3)
+        ]
+        app.core.store.apply_batch(Batch(papers=undated))
+        save_vectors(app.core.store, [*made, *undated], np.random.default_rng(0))
+        app.catalogue.topics.build()
+    finally:
+        app.close()
+    with TestClient(create_app(lambda: build_app(settings_for(tmp_path, db_url)))) as client:
+        answer = client.get("/api/map/points", params={"format": "json"})
+        assert answer.status_code == 200, answer.text
+        points = answer.json()["points"]
+        days = dict(zip(points["id"], points["day"], strict=True))
+        assert len(days) == 123
+        assert all(days[f"seed:graph-{i:04d}"] == 0 for i in range(3))  # 0: unknown
+        assert days["pp:graph-0001"] > 0
+        assert client.get("/api/map/points").status_code == 200  # the binary answer too

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 from paperfeed.bootstrap.core import Core
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from paperfeed.bootstrap.catalogue import CatalogueWing
     from paperfeed.bootstrap.digests import DigestsWing
     from paperfeed.bootstrap.indexes import IndexesWing
@@ -101,3 +103,15 @@ def build_app(settings: SettingsModel | None = None) -> App:
 
         settings = Settings()
     return App(settings)
+
+
+def topics_daily_in_child(
+    settings: SettingsModel, *, report: Callable[[str], None]
+) -> dict[str, int | float | str]:
+    """The topics step in the child process :meth:`CatalogueWing.topics_daily` starts: an app of the same
+    settings builds or places the topics, and goes with the child."""
+    app = build_app(settings)
+    try:
+        return app.catalogue.topics.daily(report)
+    finally:
+        app.close()

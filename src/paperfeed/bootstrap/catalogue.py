@@ -11,6 +11,8 @@ from paperfeed.bootstrap.core import Core
 from paperfeed.bootstrap.indexes import IndexesWing
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from paperfeed.adapters.store.citations import SqlCitationRecords
     from paperfeed.adapters.store.feed_queries import SqlFeedQueries
     from paperfeed.adapters.store.topics import SqlTopicRecords
@@ -111,6 +113,20 @@ class CatalogueWing:
         from paperfeed.adapters.store.topics import SqlTopicRecords
 
         return SqlTopicRecords(self.core.engine())
+
+    def topics_daily(self, report: Callable[[str], None] | None = None) -> dict[str, int | float | str]:
+        """The topics step (:meth:`TopicService.daily`). For a long-lived background process (the indexer
+        that follows, the scheduler: :meth:`IndexesWing.embed_in_background`) it runs in a child process,
+        so scikit-learn, UMAP and numba leave with it and the process stays small while idle (issue #39
+        item 6); elsewhere in this process."""
+        if not self.indexes.background:
+            return self.topics.daily(report)
+        from paperfeed.adapters.child_call import call_in_child
+
+        counts: dict[str, int | float | str] = call_in_child(
+            "paperfeed.bootstrap:topics_daily_in_child", self.core.settings, report=report, name="topics"
+        )
+        return counts
 
     @cached_property
     def topics(self) -> TopicService:

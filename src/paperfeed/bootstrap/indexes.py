@@ -210,6 +210,7 @@ class IndexesWing:
                 return False
 
         embedders = self.embedders
+        embedders.serve_queries()  # a web process embeds queries only: the lighter backend of its vectors
         self.core.closing_first(embedders)
         embedders.warm_up(ready)
 

@@ -59,7 +59,7 @@ class MaintenanceWing:
             daily_steps=[n.strip() for n in s.jobs_daily_steps.split(",") if n.strip()],
             citations=sources.citation_harvest,
             citation_sources=[n.strip() for n in s.citation_sources.split(",") if n.strip()],
-            topic_service=self.catalogue.topics,
+            topics_daily=self.catalogue.topics_daily,
         )
         return JobService(self.core.job_runs, pipeline.jobs())
 

@@ -48,6 +48,7 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
         with contextlib.suppress(OSError):
             os.nice(nice)  # the web server and the scheduler come first
     c.app.indexes.embed_in_background()  # the model in a child process, ended when idle: idle is cheap
+    c.app.indexes.embedders.defer_calibration()  # a machine's first start: vectors first, timings when idle
 
     def say(text: str) -> None:
         c.console.print(text, highlight=False, markup=False, soft_wrap=True)
@@ -104,6 +105,9 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
                 continue  # papers may have arrived while the topics were built: their vectors first
             if plan.backlog == 0 and _sentences_slice(c, say, slice_size, service, watch):
                 waiting = ""
+                continue
+            if plan.backlog == 0 and _measure_deferred(c, say, watch):
+                service = c.app.indexes.indexer.current()  # the backend measured fastest, same vectors
                 continue
             if plan.backlog == 0:
                 if waiting != "idle":
@@ -273,7 +277,7 @@ def _topics(c: Context, say: Callable[[str], None]) -> None:
     from paperfeed.services.jobs import LeaseBusy, Step
 
     def step() -> dict[str, int | float | str]:
-        return c.app.catalogue.topics.daily(lambda message: say(f"topics: {message}"))
+        return c.app.catalogue.topics_daily(lambda message: say(f"topics: {message}"))
 
     started = time.monotonic()
     try:
@@ -585,6 +589,28 @@ def _run_workers(
         pool.close()
         signal.signal(signal.SIGINT, previous[0])
         signal.signal(signal.SIGTERM, previous[1])
+
+
+def _measure_deferred(c: Context, say: Callable[[str], None], watch: StopWatch) -> bool:
+    """The backends' timings the follower put off until its backlog was done (a machine's first start),
+    measured now; one line says what won. True when it measured."""
+    embedders = c.app.indexes.embedders
+    if not embedders.owes_measurement():
+        return False
+    watch.doing = "measuring the embedding backends on this machine"
+    measured = embedders.measure_deferred()
+    if measured is None or measured.calibration is None:
+        return False
+    timings = ", ".join(
+        f"{t.backend} {t.per_cpu_second:,.1f}"
+        for t in measured.calibration.timings
+        if t.agrees(measured.calibration.floor)
+    )
+    say(
+        f"embedding backend: {measured.backend}, measured now that the backlog is done "
+        f"(texts per CPU-second: {timings}); recorded for later runs"
+    )
+    return True
 
 
 def _print_calibration(c: Context, calibration: Calibration, how: str) -> None:

@@ -7,6 +7,13 @@ vectors yet, the machine's calibration (``machine``: made by another data folder
 model, CPU and thread count -- the timings are the machine's, not the data folder's, issue #39), copied
 into the data folder's record; otherwise calibrate now and store the result (in both). Only ``paperfeed
 index --calibrate`` may replace a choice that has vectors.
+
+A caller that must not wait (``paperfeed run``'s indexer on a machine's very first start: the user waits
+for the first vectors) may *defer* that last step: it embeds at once with the reference (torch float32:
+no ONNX export to build first, about a minute on a new machine, and no other backend loaded), and
+measures once its backlog is done (:meth:`BackendChooser.calibrate` within the reference's vector space,
+which ONNX float32 shares). Nothing is re-embedded whichever wins, since only backends of that space may
+win then.
 """
 
 from __future__ import annotations
@@ -30,18 +37,19 @@ from paperfeed.domain.calibration import (
 from paperfeed.domain.errors import EmbedderUnavailable
 from paperfeed.domain.search import Embedder
 
-__all__ = ["CANDIDATES", "BackendChooser", "Resolution"]
+__all__ = ["CANDIDATES", "DEFERRED", "BackendChooser", "Resolution"]
 
 CANDIDATES = ("torch", "onnx", "onnx-int8")  # the reference (torch float32) first
 PROBE_TEXTS = 48  # three batches of 16: enough for steady CPU figures, a few seconds per backend
 PROBE_BATCH = 16
 UNMEASURED_PREFERENCE = ("onnx", "onnx-int8", "torch")  # without timings: the usual order, fastest first
+DEFERRED = "not measured yet: measured once the backlog is done"
 
 
 @dataclass(frozen=True, slots=True)
 class Resolution:
     backend: str
-    reason: str  # "calibration record", "stored vectors", "calibrated now...", "provisional"
+    reason: str  # "calibration record", "stored vectors", "calibrated now...", DEFERRED, "provisional"
     calibration: Calibration | None
 
     @property
@@ -92,10 +100,27 @@ class BackendChooser:
         applies = found is not None and found.applies_to(self._model, self._cpu, self._floor)
         return found if applies else None
 
-    def resolve(self, *, calibrate: bool = True) -> Resolution:
+    def resolve(self, *, calibrate: bool = True, defer: bool = False, queries: bool = False) -> Resolution:
+        """:meth:`_resolve`; for a process that embeds only queries (``queries``: a web process) ONNX
+        float32 where the choice is torch float32 and the calibration showed ONNX's vectors to be the
+        same: the choice is measured on batches of papers, while a query is one short text, and torch
+        holds ~550 MB in the process against ONNX's ~170 MB (issue #39 item 6)."""
+        found = self._resolve(calibrate=calibrate, defer=defer)
+        timings = found.calibration.timings if found.calibration is not None else ()
+        reference = next((t for t in timings if t.backend == found.backend), None)
+        light = next((t for t in timings if t.backend == "onnx" and t.agrees(self._floor)), None)
+        if queries and reference is not None and light is not None and light.model_id == reference.model_id:
+            return Resolution(
+                "onnx", f"{found.reason}; ONNX for queries (the same vectors)", found.calibration
+            )
+        return found
+
+    def _resolve(self, *, calibrate: bool, defer: bool) -> Resolution:
         """The backend to use now. ``calibrate=False`` (a web process: a request must not wait a minute
         for timings) never measures: without a record it takes the stored vectors' space, and without
-        those a provisional choice the caller should not keep."""
+        those a provisional choice the caller should not keep. ``defer`` (with ``calibrate``): where it
+        would measure now, it takes the reference unmeasured instead (:data:`DEFERRED`, a choice to keep
+        for the run); the caller measures later, within the space of what it embedded."""
         found = self.recorded()
         if found is not None and found.backend in self._candidates:
             return Resolution(found.backend, "calibration record", found)
@@ -121,6 +146,8 @@ class BackendChooser:
             return Resolution(shared.backend, "this machine's calibration", shared)
         if not calibrate:
             return Resolution(UNMEASURED_PREFERENCE[0], "provisional", None)
+        if defer:  # the reference: its vectors are the ones every choice must agree with
+            return Resolution(self._candidates[0], DEFERRED, None)
         calibration = self.calibrate()
         return Resolution(calibration.backend, "calibrated now", calibration)
 
@@ -187,7 +214,9 @@ class BackendChooser:
             timings=tuple(timings),
         )
         self._records.save(calibration)
-        if within is None and self._machine is not None:  # a choice of no data folder's own: the machine's
+        # the machine's too, unless the data folder's vectors bound the choice to another than the free one
+        free = within is None or choose_backend(timings, self._floor).backend == best.backend
+        if free and self._machine is not None:
             with contextlib.suppress(OSError):  # a read-only shared cache: this data folder keeps its own
                 self._machine.save(calibration)
         return calibration

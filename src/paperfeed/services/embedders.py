@@ -53,6 +53,19 @@ class Embedders:
     _checked: float = field(default=0.0, init=False)
     _warming: threading.Event = field(default_factory=threading.Event, init=False)
     _stopped: threading.Event = field(default_factory=threading.Event, init=False)
+    _defer: bool = field(default=False, init=False)
+    _queries: bool = field(default=False, init=False)
+
+    def serve_queries(self) -> None:
+        """This process embeds queries, not papers (a web process): the lighter backend of the same
+        vectors (:meth:`BackendChooser.resolve`'s ``queries``)."""
+        self._queries = True
+
+    def defer_calibration(self) -> None:
+        """This process embeds before it measures the backends, where it would otherwise measure first
+        (no record of this machine's yet): ``paperfeed run``'s indexer, whose user waits for the first
+        vectors; it calls :meth:`measure_deferred` once its backlog is done (issue #39)."""
+        self._defer = True
 
     def resolve(self, *, calibrate: bool) -> Embedder:
         """The configured embedder; ``auto`` resolves through the chooser (``calibrate``: it may measure
@@ -61,11 +74,36 @@ class Embedders:
         if self._embedder is not None:
             return self._embedder
         self._stamp = self.opener.adopted_stamp()
-        choice = self.chooser.resolve(calibrate=calibrate) if self.chooser is not None else None
+        choice = (
+            self.chooser.resolve(calibrate=calibrate, defer=self._defer and calibrate, queries=self._queries)
+            if self.chooser is not None
+            else None
+        )
         embedder = self.opener.open(choice.backend if choice is not None else None)
         if choice is None or choice.final:
             self._embedder, self.choice = embedder, choice
         return embedder
+
+    def owes_measurement(self) -> bool:
+        """The embedder in use was taken unmeasured (:meth:`defer_calibration`) and is not measured yet."""
+        from paperfeed.services.calibration import DEFERRED
+
+        return self.choice is not None and self.choice.reason == DEFERRED
+
+    def measure_deferred(self) -> Resolution | None:
+        """Measure the backends now if this process took its backend unmeasured (:meth:`defer_calibration`),
+        within the vector space of the embedder in use, so nothing already embedded is made again; the
+        fastest then embeds what comes next (recorded for later processes too). None: nothing was owed."""
+        from paperfeed.services.calibration import Resolution
+
+        taken = self.choice
+        if self.chooser is None or self._embedder is None or taken is None or not self.owes_measurement():
+            return None
+        calibration = self.chooser.calibrate(within=self._embedder.model_id)
+        if calibration.backend != taken.backend:
+            self._embedder = None  # the next use opens the measured one: the same vectors, faster
+        self.choice = Resolution(calibration.backend, "measured once the backlog was done", calibration)
+        return self.choice
 
     def current(self) -> Embedder:
         """The embedder for reading (queries, model ids): follows an adoption, never waits for a

@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     from paperfeed.services.embedders import Indexer
     from paperfeed.services.fill import FillService
     from paperfeed.services.ingest import IngestService
-    from paperfeed.services.topics import TopicService
 
 __all__ = ["STEP_NAMES", "DailyPipeline"]
 
@@ -80,7 +79,8 @@ class DailyPipeline:
     daily_steps: Sequence[str]  # PAPERFEED_JOBS_DAILY_STEPS
     citation_sources: Sequence[str]  # PAPERFEED_CITATION_SOURCES
     citations: CitationHarvest | None = None
-    topic_service: TopicService | None = None
+    # the topics step (TopicService.daily, in a child process for a background process: bootstrap)
+    topics_daily: Callable[[Callable[[str], None] | None], StepCounts] | None = None
 
     def harvest_arxiv(self) -> StepCounts:
         return _ingested(self.ingest.run(self.arxiv_harvest(), resume=True))
@@ -132,9 +132,9 @@ class DailyPipeline:
 
     def topics(self, report: Callable[[str], None] | None = None) -> StepCounts:
         """Place newly embedded papers into the topics; rebuild them when due (``TopicService.daily``)."""
-        if self.topic_service is None:
+        if self.topics_daily is None:
             raise RuntimeError("no topic service is configured")
-        return self.topic_service.daily(report)
+        return self.topics_daily(report)
 
     def send_digests(self) -> StepCounts:
         composed, sent = self.digests.run()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Integer, cast, extract, func, select
+from sqlalchemy import Integer, case, cast, extract, func, select
 from sqlalchemy.engine import Engine
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -86,7 +86,10 @@ class SqlMapRecords:
         """Days from 1970-01-01 to the published date (UTC) as the database computes them."""
         published = papers.c.published
         if self.engine.dialect.name == "sqlite":  # stored as naive UTC text
-            return cast(func.floor(func.julianday(published) - 2440587.5), Integer)
+            # floor() is SQLAlchemy's Python math.floor here, which raises on NULL (no published date):
+            # the CASE keeps NULL away from it (NULL days are "unknown", 0)
+            julian = func.julianday(published)
+            return case((julian.is_(None), None), else_=cast(func.floor(julian - 2440587.5), Integer))
         return cast(func.floor(extract("epoch", published) / 86400), Integer)
 
     def place_of(self, paper_id: str) -> tuple[float, float, int] | None:
