@@ -23,13 +23,18 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-__all__ = ["ChildCallFailed", "call_in_child"]
+__all__ = ["ChildCallFailed", "ChildCallStopped", "call_in_child"]
 
 _PARENT_POLL_SECONDS = 1.0
 
 
 class ChildCallFailed(RuntimeError):
     """The child process ended without an answer, or its exception could not be sent back."""
+
+
+class ChildCallStopped(ChildCallFailed):
+    """The child was ended by a signal before it answered: a stop of its process group (``paperfeed
+    run``'s supervisor sends SIGTERM to each child's group), not a fault of the work."""
 
 
 def _watch_parent(parent: int) -> None:
@@ -78,6 +83,11 @@ def call_in_child(
                 kind, value = ours.recv()
             except EOFError:
                 process.join(timeout=5)
+                code = process.exitcode
+                if code is not None and code < 0:
+                    raise ChildCallStopped(
+                        f"the {name} process was stopped by {signal.Signals(-code).name} before it answered"
+                    ) from None
                 raise ChildCallFailed(
                     f"the {name} process ended without an answer (exit code {process.exitcode}); "
                     "out of memory?"

@@ -121,11 +121,15 @@ class CatalogueWing:
         item 6); elsewhere in this process."""
         if not self.indexes.background:
             return self.topics.daily(report)
-        from paperfeed.adapters.child_call import call_in_child
+        from paperfeed.adapters.child_call import ChildCallStopped, call_in_child
+        from paperfeed.domain.job_runs import StepRefused
 
-        counts: dict[str, int | float | str] = call_in_child(
-            "paperfeed.bootstrap:topics_daily_in_child", self.core.settings, report=report, name="topics"
-        )
+        try:
+            counts: dict[str, int | float | str] = call_in_child(
+                "paperfeed.bootstrap:topics_daily_in_child", self.core.settings, report=report, name="topics"
+            )
+        except ChildCallStopped as exc:  # a stop of the process group: one line, the next run builds them
+            raise StepRefused(f"{exc}; the next run builds the topics") from None
         return counts
 
     @cached_property
