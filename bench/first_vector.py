@@ -22,7 +22,6 @@ import argparse
 import os
 import secrets
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -30,6 +29,7 @@ import threading
 import time
 from pathlib import Path
 
+from bench.processes import interrupt
 from bench.sentence_roles import cpu_flags
 from bench.time_to_capability import free_port, process_cpu
 from bench.vector_cache import CACHE_ROOT, SHARED
@@ -111,11 +111,7 @@ def run(name: str, pythonpath: Path, papers: list[str], cap: float) -> dict[str,
             if "indexer idle" in marks and "backends measured" in marks:
                 break
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        interrupt(proc)
         log.close()
     return marks
 

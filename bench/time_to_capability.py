@@ -48,7 +48,6 @@ import os
 import re
 import secrets
 import shutil
-import signal
 import socket
 import sqlite3
 import subprocess
@@ -61,6 +60,7 @@ from pathlib import Path
 import httpx
 import orjson
 
+from bench.processes import interrupt
 from bench.sentence_roles import cpu_flags
 from bench.served_quality import reader_token
 from bench.vector_cache import CACHE_ROOT, SHARED
@@ -321,11 +321,7 @@ def run_session(
         else:
             session.notes.append(f"stopped at the cap of {cap:,.0f} s")
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        interrupt(proc)
         client.close()
         log.close()
     session.notes.append(f"log: {folder / 'run.log'}")

@@ -25,7 +25,6 @@ import os
 import random
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -34,6 +33,7 @@ from typing import Any
 
 import httpx
 
+from bench.processes import interrupt
 from bench.vector_cache import CACHE_ROOT, SHARED
 from bench.web_speed import free_port, pct
 from paperfeed.adapters.embed.cpu import available_cores, cpu_info
@@ -235,11 +235,7 @@ def main() -> None:
                     note = f"(the {phase} ended during the phase)"
             finally:
                 if bulk is not None and bulk.poll() is None:
-                    bulk.send_signal(signal.SIGINT)
-                    try:
-                        bulk.wait(timeout=60)
-                    except subprocess.TimeoutExpired:
-                        bulk.kill()
+                    interrupt(bulk)
                 web.terminate()
                 web.wait(timeout=30)
             rows.append((phase, took, failed, note))
