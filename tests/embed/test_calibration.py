@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -68,6 +69,7 @@ def _chooser(
     candidates: tuple[str, ...] = ("torch", "onnx", "onnx-int8"),
     machine: _Records | None = None,
     threads: int = 1,
+    cpu_clock: Callable[[], float] = time.process_time,
 ) -> BackendChooser:
     return BackendChooser(
         open_backend=open_backend.__getitem__,
@@ -79,6 +81,7 @@ def _chooser(
         threads=threads,
         candidates=candidates,
         machine=machine,
+        cpu_clock=cpu_clock,
     )
 
 
@@ -367,17 +370,7 @@ def test_a_first_start_embeds_with_the_reference_at_once_and_measures_when_it_is
         "onnx-int8": _Timed("q", 0.1, clock),  # the fastest, in a space of its own: never chosen
     }
     records, machine = _Records(), _Records()
-    chooser = BackendChooser(
-        open_backend=backends.__getitem__,
-        records=records,
-        machine=machine,
-        probe_texts=lambda n: (PROBES[:n], "test texts"),
-        stored_models=dict,
-        model="all-MiniLM-L6-v2@256",
-        cpu=cpu_info().describe(),
-        threads=1,
-        cpu_clock=lambda: clock[0],
-    )
+    chooser = _chooser(backends, records, machine=machine, cpu_clock=lambda: clock[0])
     embedders = Embedders(_Opener(backends), chooser, reload_seconds=60.0)
     embedders.defer_calibration()
     first = embedders.resolve(calibrate=True)
@@ -435,16 +428,7 @@ def test_a_web_process_embeds_its_queries_with_onnx_where_torch_was_measured_fas
         "onnx-int8": _Timed("q", 0.1, clock),
     }
     records = _Records()
-    chooser = BackendChooser(
-        open_backend=backends.__getitem__,
-        records=records,
-        probe_texts=lambda n: (PROBES[:n], "test texts"),
-        stored_models=dict,
-        model="all-MiniLM-L6-v2@256",
-        cpu=cpu_info().describe(),
-        threads=1,
-        cpu_clock=lambda: clock[0],
-    )
+    chooser = _chooser(backends, records, cpu_clock=lambda: clock[0])
     assert chooser.calibrate().backend == "torch"
     assert chooser.resolve(calibrate=False).backend == "torch"  # an indexer, a one-off command
     queries = chooser.resolve(calibrate=False, queries=True)

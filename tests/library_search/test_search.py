@@ -144,17 +144,22 @@ class _Adoptable:
         return False
 
 
-def test_a_notes_vector_is_made_again_by_a_newly_adopted_model(app: App) -> None:
-    me = _library(app)
-    base, adapted = _Space("base", 0), _Space("adapted", 1)
-    source = _Adoptable(base)
-    search = LibrarySearch(
+def _search(app: App, source: _Adoptable) -> LibrarySearch:
+    """The app's library search over ``source``'s embedder, its rate limit off."""
+    return LibrarySearch(
         app.readers.library_search.records,
         app.catalogue.visible,
         app.indexes.embeddings,
         source,
         ClientRateLimiter(0),
     )
+
+
+def test_a_notes_vector_is_made_again_by_a_newly_adopted_model(app: App) -> None:
+    me = _library(app)
+    base, adapted = _Space("base", 0), _Space("adapted", 1)
+    source = _Adoptable(base)
+    search = _search(app, source)
     query = "zzz qqq"  # no word of any paper: only meaning can find one
     assert GLACIER in [h.paper.id for h in search.search(me, query).hits]  # the note, in base's space
     assert source.asked == 1  # one embedder for the whole search
@@ -174,13 +179,7 @@ def test_notes_past_a_searchs_share_are_embedded_in_the_background(
     for paper in (ZEBRAFISH, SHEEP):
         app.readers.library.set_note(me, paper, f"a note on {paper}")
     space = _Space("base", 0)
-    search = LibrarySearch(
-        app.readers.library_search.records,
-        app.catalogue.visible,
-        app.indexes.embeddings,
-        _Adoptable(space),
-        ClientRateLimiter(0),
-    )
+    search = _search(app, _Adoptable(space))
     try:
         first = search.search(me, "zzz qqq")  # one note embedded in the request, three handed on
         assert any("3 of your 4 notes are not searched by meaning yet" in n for n in first.notes), first.notes
@@ -205,13 +204,7 @@ def test_a_library_with_more_notes_than_the_cache_holds_embeds_each_note_once(
     for paper in (ZEBRAFISH, SHEEP):
         app.readers.library.set_note(me, paper, f"a note on {paper}")
     space = _Space("base", 0)
-    search = LibrarySearch(
-        app.readers.library_search.records,
-        app.catalogue.visible,
-        app.indexes.embeddings,
-        _Adoptable(space),
-        ClientRateLimiter(0),
-    )
+    search = _search(app, _Adoptable(space))
     try:
         first = search.search(me, "zzz qqq")
         assert first.notes == ()
