@@ -23,7 +23,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
-__all__ = ["ChildCallFailed", "ChildCallStopped", "call_in_child"]
+__all__ = ["ChildCallFailed", "ChildCallStopped", "call_in_child", "serve_parent"]
 
 _PARENT_POLL_SECONDS = 1.0
 
@@ -44,9 +44,15 @@ def _watch_parent(parent: int) -> None:
             os._exit(1)
 
 
-def _serve(target: str, args: tuple[Any, ...], conn: Connection, parent: int) -> None:
+def serve_parent(parent: int) -> None:
+    """In a child process: ignore Ctrl-C (the parent decides when work stops) and exit once ``parent`` is
+    gone (polled every second), so a killed parent leaves no child behind."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="parent-watch").start()
+
+
+def _serve(target: str, args: tuple[Any, ...], conn: Connection, parent: int) -> None:
+    serve_parent(parent)
 
     def report(line: str) -> None:
         conn.send(("report", line))

@@ -20,7 +20,6 @@ import contextlib
 import logging
 import multiprocessing
 import os
-import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -30,28 +29,20 @@ from typing import Any
 
 from paperfeed.domain.errors import EmbedderUnavailable
 
+from ..child_call import serve_parent
 from .factory import EmbedderConfig, EmbedderFactory, open_embedder
 
 __all__ = ["ChildProcessEmbedder", "ChildProcessOpener"]
 
 log = logging.getLogger(__name__)
 
-_PARENT_POLL_SECONDS = 1.0
 _KIND = "?"  # a request asking whether an attribute is a method
 _CPU = "cpu"  # a request for the child's CPU seconds so far
 
 
-def _watch_parent(parent: int) -> None:
-    while True:
-        time.sleep(_PARENT_POLL_SECONDS)
-        if os.getppid() != parent:  # re-parented: whoever asked for vectors is gone
-            os._exit(1)
-
-
 def _serve(config: EmbedderConfig, conn: Connection, parent: int) -> None:
     """The child: open the embedder, then answer ``(name, args, kwargs)`` requests until told to stop."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="parent-watch").start()
+    serve_parent(parent)
     embedder: Any = None
     failed: BaseException | None = None
     try:
