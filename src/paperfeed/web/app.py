@@ -11,7 +11,7 @@ from starlette.routing import Route
 
 from paperfeed import __version__
 from paperfeed.bootstrap import App, build_app
-from paperfeed.mcp.server import HttpEndpoint
+from paperfeed.mcp.endpoint import LazyHttpEndpoint
 
 from . import (
     account_data,
@@ -65,7 +65,7 @@ def create_app(
     (:func:`freeze_start_up_heap`); an app made inside a test process leaves the collector alone.
     """
 
-    mcp = HttpEndpoint(errors.error_response)  # MCP over streamable HTTP at /mcp (docs/mcp.md)
+    mcp = LazyHttpEndpoint(errors.error_response)  # MCP over streamable HTTP at /mcp (docs/mcp.md)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[dict[str, App]]:
