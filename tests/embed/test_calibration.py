@@ -344,9 +344,11 @@ class _Opener:
     def __init__(self, backends: Mapping[str, Embedder]) -> None:
         self.backends = backends
         self.opened: list[str] = []
+        self.for_queries: list[bool] = []
 
-    def open(self, backend: str | None = None) -> Embedder:
+    def open(self, backend: str | None = None, *, queries: bool = False) -> Embedder:
         self.opened.append(backend or "?")
+        self.for_queries.append(queries)
         return self.backends[backend or "torch"]
 
     def adopted_stamp(self) -> None:
@@ -434,9 +436,14 @@ def test_a_web_process_embeds_its_queries_with_onnx_where_torch_was_measured_fas
     queries = chooser.resolve(calibrate=False, queries=True)
     assert queries.backend == "onnx"
     assert queries.final
-    web = Embedders(_Opener(backends), chooser, reload_seconds=60.0)
+    opener = _Opener(backends)
+    web = Embedders(opener, chooser, reload_seconds=60.0)
     web.serve_queries()
     assert web.current() is backends["onnx"]
+    assert opener.for_queries == [True]  # so ONNX float32 may take its compact variant (test_model_cache)
+    indexer_opener = _Opener(backends)
+    Embedders(indexer_opener, chooser, reload_seconds=60.0).current()
+    assert indexer_opener.for_queries == [False]
     # a record where ONNX did not agree (or was not measured) keeps torch for queries too
     records.saved.append(
         replace(records.saved[-1], timings=tuple(t for t in records.saved[-1].timings if t.backend != "onnx"))

@@ -40,7 +40,7 @@ class _Opener:
     def __init__(self, embedder: FakeEmbedder) -> None:
         self.embedder = embedder
 
-    def open(self, backend: str | None = None) -> FakeEmbedder:
+    def open(self, backend: str | None = None, *, queries: bool = False) -> FakeEmbedder:
         return self.embedder
 
     def adopted_stamp(self) -> None:

@@ -212,7 +212,9 @@ class IndexesWing:
         embedders = self.embedders
         embedders.serve_queries()  # a web process embeds queries only: the lighter backend of its vectors
         self.core.closing_first(embedders)
-        embedders.warm_up(ready)
+        from paperfeed.adapters.memory import release_free_memory
+
+        embedders.warm_up(ready, loaded=release_free_memory)
 
     # -- the vector index --------------------------------------------------------------------------------
 

@@ -175,8 +175,10 @@ class EmbeddingStore(Protocol):
 class EmbedderOpener(Protocol):
     """Builds the embedders of this instance's configuration (the composition root's adapter)."""
 
-    def open(self, backend: str | None = None) -> Embedder:
-        """The embedder of ``backend`` (None: the configured one); its model loads on first use."""
+    def open(self, backend: str | None = None, *, queries: bool = False) -> Embedder:
+        """The embedder of ``backend`` (None: the configured one); its model loads on first use.
+        ``queries``: it will embed queries only (a web process), so it may hold the model in less memory
+        where the vectors stay the same."""
         ...
 
     def adopted_stamp(self) -> tuple[int, int] | None:

@@ -79,7 +79,8 @@ class Embedders:
             if self.chooser is not None
             else None
         )
-        embedder = self.opener.open(choice.backend if choice is not None else None)
+        backend = choice.backend if choice is not None else None
+        embedder = self.opener.open(backend, queries=True) if self._queries else self.opener.open(backend)
         if choice is None or choice.final:
             self._embedder, self.choice = embedder, choice
         return embedder
@@ -115,11 +116,19 @@ class Embedders:
         """The model is being loaded by :meth:`warm_up` right now."""
         return self._warming.is_set()
 
-    def warm_up(self, ready: Callable[[], bool], *, poll: float = 5.0) -> threading.Thread:
+    def warm_up(
+        self,
+        ready: Callable[[], bool],
+        *,
+        poll: float = 5.0,
+        loaded: Callable[[], object] | None = None,
+    ) -> threading.Thread:
         """Load the model on a daemon thread, so no reader's request waits for it (a web process at start,
         issue #39 item 5): once ``ready()`` says there is something to search by meaning (vectors exist;
         an empty instance loads no model until then), the embedder is resolved and embeds one text. While
-        it loads, :meth:`loading` is True and searches answer with keyword matches and a note."""
+        it loads, :meth:`loading` is True and searches answer with keyword matches and a note.
+        ``loaded`` runs once the model is in: loading frees what it read the model through (the file's
+        bytes, the graph before optimisation), which the allocator keeps unless asked to give it back."""
 
         def load() -> None:
             while not ready():
@@ -135,6 +144,8 @@ class Embedders:
                 return
             finally:
                 self._warming.clear()
+            if loaded is not None:
+                loaded()
             log.info("embedding model %s loaded in %.1f s", embedder.model_id, time.monotonic() - started)
 
         thread = threading.Thread(target=load, name="model-warm-up", daemon=True)

@@ -23,6 +23,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
@@ -232,8 +233,10 @@ class ChildProcessOpener:
     def config_for(self, backend: str | None = None) -> EmbedderConfig:
         return self.factory.config_for(backend)
 
-    def open(self, backend: str | None = None) -> ChildProcessEmbedder:
-        made = ChildProcessEmbedder(self.factory.config_for(backend), idle_seconds=self.idle_seconds)
+    def open(self, backend: str | None = None, *, queries: bool = False) -> ChildProcessEmbedder:
+        config = self.factory.config_for(backend)
+        config = replace(config, queries=True) if queries else config
+        made = ChildProcessEmbedder(config, idle_seconds=self.idle_seconds)
         self._made.append(made)
         return made
 

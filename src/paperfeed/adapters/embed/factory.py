@@ -30,6 +30,7 @@ class EmbedderConfig:
     max_tokens: int | None  # None: the model's own window, at most MAX_TOKENS
     adapted_manifest: Path | None  # <data_dir>/models/active-model.json: an adopted adapted model
     spinning: bool = True  # ONNX Runtime: idle threads busy-wait (off when the CPU is shared)
+    queries: bool = False  # embeds queries only (a web process): ONNX float32 takes its compact variant
     fake_dimension: int = 64
 
 
@@ -67,6 +68,7 @@ def _onnx(quantized: bool) -> Callable[[EmbedderConfig], Embedder]:
             max_tokens=config.max_tokens,
             spinning=config.spinning,
             legacy_dirs=config.legacy_cache_dirs,
+            compact=config.queries,
         )
 
     return build
@@ -116,8 +118,9 @@ class EmbedderFactory:
         """The configuration with ``backend`` (None: the configured one)."""
         return self.config if backend is None else replace(self.config, backend=backend)
 
-    def open(self, backend: str | None = None) -> Embedder:
-        return open_embedder(self.config_for(backend))
+    def open(self, backend: str | None = None, *, queries: bool = False) -> Embedder:
+        config = self.config_for(backend)
+        return open_embedder(replace(config, queries=True) if queries else config)
 
     def adopted_stamp(self) -> tuple[int, int] | None:
         manifest = self.config.adapted_manifest

@@ -11,6 +11,10 @@ that does not match them (or that ONNX Runtime cannot load) is rebuilt with a wa
 older versions under ``<data_dir>/models/<model>-<fingerprint>/{fp32,int8}/`` are still used first, so
 an existing data folder keeps the exact vectors it was embedded with. int8 is ONNX Runtime's dynamic
 quantisation with per-channel weight scales (per-tensor scales cost far more accuracy on this model).
+A process that embeds only queries (a web process) may take ``fp32v8``: the float32 model with its
+word-embedding table (half its weights) stored as int8 with one scale per token, rebuilt into float32 rows
+as they are looked up; the same vectors (cosine > 0.9999 to float32 on the seed papers' titles and
+abstracts) in ~30 MB less memory (issue #39 item 6: an idle web process under 300 MB).
 
 At run time only onnxruntime and tokenizers are needed; torch and transformers are needed for the export.
 """
@@ -245,6 +249,58 @@ def _quantize(fp32: OnnxFiles, tmp: Path) -> None:
     shutil.copyfile(fp32.tokenizer, tmp / "tokenizer.json")
 
 
+def _compact_vocabulary(fp32: OnnxFiles, tmp: Path) -> None:
+    """``fp32``'s graph with its word-embedding table as int8 rows and a float32 scale per row.
+
+    The table is the graph's only initializer read by one ``Gather`` of ``input_ids``; that Gather now
+    reads int8 rows, and a ``Cast`` and a ``Mul`` by the rows' gathered scales rebuild them in float32.
+    Each row's scale is its largest magnitude / 127, so a value moves by at most half a step (0.4 % of
+    the row's largest). The transformer's own weights stay float32, as does everything after the lookup.
+    """
+    try:
+        import onnx
+        from onnx import TensorProto, helper, numpy_helper
+    except ImportError as exc:
+        raise EmbedderUnavailable("the compact query model needs the onnx package") from exc
+    model = onnx.load(str(fp32.model))
+    graph = model.graph
+    ids = "input_ids"
+    if ids not in {i.name for i in graph.input}:
+        raise EmbedderUnavailable(f"{fp32.model}: no input_ids input to make a compact lookup of")
+    lookups = [n for n in graph.node if n.op_type == "Gather" and n.input[1] == ids]
+    tables = {i.name: i for i in graph.initializer}
+    lookups = [n for n in lookups if n.input[0] in tables]
+    readers = [n for n in graph.node if lookups and lookups[0].input[0] in n.input]
+    if len(lookups) != 1 or len(readers) != 1:
+        raise EmbedderUnavailable(f"{fp32.model}: no single word-embedding lookup to make compact")
+    (lookup,) = lookups
+    table = tables[lookup.input[0]]
+    weights = numpy_helper.to_array(table).astype(np.float32)
+    scale = np.abs(weights).max(axis=1, keepdims=True) / 127.0
+    scale[scale == 0] = 1.0
+    rows = np.clip(np.round(weights / scale), -127, 127).astype(np.int8)
+    graph.initializer.remove(table)
+    graph.initializer.extend(
+        [
+            numpy_helper.from_array(rows, f"{table.name}.int8"),
+            numpy_helper.from_array(scale.astype(np.float32), f"{table.name}.scale"),
+        ]
+    )
+    out = lookup.output[0]
+    lookup.input[0], lookup.output[0] = f"{table.name}.int8", f"{out}.int8"
+    at = list(graph.node).index(lookup) + 1
+    rebuild = [
+        helper.make_node("Cast", [f"{out}.int8"], [f"{out}.rows"], to=TensorProto.FLOAT),
+        helper.make_node("Gather", [f"{table.name}.scale", ids], [f"{out}.scale"]),
+        helper.make_node("Mul", [f"{out}.rows", f"{out}.scale"], [out]),
+    ]
+    for offset, node in enumerate(rebuild):
+        graph.node.insert(at + offset, node)
+    onnx.checker.check_model(model)
+    onnx.save(model, str(tmp / "model.onnx"))
+    shutil.copyfile(fp32.tokenizer, tmp / "tokenizer.json")
+
+
 def _damage(folder: Path) -> str | None:
     """Why the entry at ``folder`` cannot be used (None: it is complete)."""
     try:
@@ -281,18 +337,25 @@ def _can_export() -> bool:
 
 
 def ensure_onnx(
-    source: ModelSource, cache_dir: Path, *, quantized: bool, legacy_dirs: Sequence[Path] = ()
+    source: ModelSource,
+    cache_dir: Path,
+    *,
+    quantized: bool,
+    compact: bool = False,
+    legacy_dirs: Sequence[Path] = (),
 ) -> OnnxFiles:
     """The exported (and, if asked, quantised) model for ``source``, building it once if needed.
 
     ``cache_dir`` is the shared cache; ``legacy_dirs`` are folders where older versions exported per data
     folder (their complete entries are used first, so that data folder's vectors stay exactly as made).
+    ``compact`` (float32 only): the variant with an int8 word-embedding table (:func:`_compact_vocabulary`).
     """
     model_dir = _snapshot_path(source)
     max_length, dimension = _check_architecture(model_dir)
     entry = f"{source.name}-{_fingerprint(model_dir)}"
-    kind = "int8" if quantized else "fp32"
-    for old in (*legacy_dirs, cache_dir):  # unversioned entries, as older versions wrote them
+    compact = compact and not quantized
+    kind = "int8" if quantized else "fp32v8" if compact else "fp32"
+    for old in (*legacy_dirs, cache_dir) if not compact else ():  # unversioned, as older versions wrote
         found = _files(old / entry / kind)
         if found is not None:
             return found
@@ -310,7 +373,8 @@ def ensure_onnx(
         for other in sorted(base.glob(f"{kind}-*")) if base.is_dir() else ():
             if (usable := _files(other)) is not None:
                 return usable
-    fp32 = ensure_onnx(source, cache_dir, quantized=False, legacy_dirs=legacy_dirs) if quantized else None
+    derived = quantized or compact
+    fp32 = ensure_onnx(source, cache_dir, quantized=False, legacy_dirs=legacy_dirs) if derived else None
     base.mkdir(parents=True, exist_ok=True)
     tmp = base / f".tmp-{variant.name}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
@@ -318,6 +382,9 @@ def ensure_onnx(
         if fp32 is None:
             log.info("exporting %s to ONNX into %s (once per machine; about a minute)", source.name, base)
             _export_fp32(model_dir, tmp, max_length)
+        elif compact:
+            log.info("making %s's compact query model in %s (once per machine)", source.name, base)
+            _compact_vocabulary(fp32, tmp)
         else:
             log.info("quantising %s to int8 into %s (once per machine)", source.name, base)
             _quantize(fp32, tmp)
@@ -329,6 +396,7 @@ def ensure_onnx(
             "dimension": dimension,
             "pooling": "mean",
             "quantized": quantized,
+            "compact_vocabulary": compact,
             "libraries": versions,
             "bytes": {name: (tmp / name).stat().st_size for name in ("model.onnx", "tokenizer.json")},
         }
@@ -361,8 +429,12 @@ class OnnxEmbedder:
         max_tokens: int | None = None,
         spinning: bool = True,
         legacy_dirs: Sequence[Path] = (),
+        compact: bool = False,
     ) -> None:
+        """``compact``: float32 with the int8 word-embedding table (:func:`_compact_vocabulary`), for a
+        process that embeds queries only; the same vectors, so the same ``model_id``."""
         self._source = model
+        self._compact = compact and not quantized
         self._cache_dir = cache_dir
         self._legacy_dirs = tuple(legacy_dirs)
         self._quantized = quantized
@@ -420,7 +492,11 @@ class OnnxEmbedder:
     def _open_session(self, ort: Any) -> tuple[OnnxFiles, Any]:
         """The cached files and their session; a cache entry ONNX Runtime cannot load is rebuilt once."""
         files = ensure_onnx(
-            self._source, self._cache_dir, quantized=self._quantized, legacy_dirs=self._legacy_dirs
+            self._source,
+            self._cache_dir,
+            quantized=self._quantized,
+            compact=self._compact,
+            legacy_dirs=self._legacy_dirs,
         )
         try:
             return files, self._session_for(ort, files)
@@ -428,7 +504,11 @@ class OnnxEmbedder:
             log.warning("%s: rebuilding it", exc)
         _discard(files.folder)
         files = ensure_onnx(
-            self._source, self._cache_dir, quantized=self._quantized, legacy_dirs=self._legacy_dirs
+            self._source,
+            self._cache_dir,
+            quantized=self._quantized,
+            compact=self._compact,
+            legacy_dirs=self._legacy_dirs,
         )
         return files, self._session_for(ort, files)
 
