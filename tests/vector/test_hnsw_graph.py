@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -84,3 +87,36 @@ def test_a_bulk_add_of_ten_thousand_rows_uses_every_core(monkeypatch: pytest.Mon
     threads.clear()
     graph.add(np.arange(10_000, dtype=np.int64), rows)
     assert threads == [4, 1]
+
+
+def test_an_exact_index_never_loads_faiss_and_a_graph_does(tmp_path: Path) -> None:
+    """faiss is imported when a graph is built or read, not with the index module: a store too small for
+    a graph (every new instance) serves without it (~13 MB of each web process, issue #39 item 6)."""
+    script = """
+import sys
+import os
+import subprocess
+import sys
+from pathlib import Path
+import numpy as np
+from paperfeed.adapters.vector import open_vector_index
+from paperfeed.domain.search import VectorRecord
+rng = np.random.default_rng(7)
+vectors = rng.standard_normal((50, 8)).astype(np.float32)
+vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+for kind in ("exact", "hnsw"):
+    index = open_vector_index(Path(sys.argv[1]) / kind, kind=kind, model_id="m", dimension=8)
+    index.upsert(VectorRecord(f"p{i}", v, None, (), False) for i, v in enumerate(vectors))
+    index.save()
+    reopened = open_vector_index(Path(sys.argv[1]) / kind, kind=kind, model_id="m", dimension=8)
+    assert reopened.search(vectors[3], 1)[0].paper_id == "p3"
+    print(kind, "faiss" in sys.modules)
+"""
+    root = Path(__file__).resolve().parents[2]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERFEED_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(root / "src"), str(root)])
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, env=env, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["exact", "False", "hnsw", "True"]

@@ -32,7 +32,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import faiss as _faiss
 import numpy as np
 import numpy.typing as npt
 
@@ -41,7 +40,20 @@ from paperfeed.domain.wording import count
 
 __all__ = ["EF_SEARCH", "GRAPH_FILE", "HnswGraph", "read_ahead"]
 
-faiss: Any = _faiss  # the bundled stubs lack SearchParametersHNSW and mistype several constructors
+
+
+class _Faiss:
+    """faiss, imported on first use: a store too small for a graph never loads it (~13 MB of a web
+    process, issue #39 item 6). Typed ``Any``: the bundled stubs lack SearchParametersHNSW and mistype
+    several constructors."""
+
+    def __getattr__(self, name: str) -> Any:
+        import faiss as lib
+
+        return getattr(lib, name)
+
+
+faiss: Any = _Faiss()
 
 GRAPH_FILE = "hnsw.faiss"
 M = 16
