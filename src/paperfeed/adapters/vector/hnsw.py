@@ -41,7 +41,6 @@ from paperfeed.domain.wording import count
 __all__ = ["EF_SEARCH", "GRAPH_FILE", "HnswGraph", "read_ahead"]
 
 
-
 class _Faiss:
     """faiss, imported on first use: a store too small for a graph never loads it (~13 MB of a web
     process, issue #39 item 6). Typed ``Any``: the bundled stubs lack SearchParametersHNSW and mistype
