@@ -108,6 +108,29 @@ def test_a_query_process_takes_the_compact_model_with_the_same_vectors_in_less_m
     assert cosines.min() < 1.0  # it is another model: not the same file under a new name
 
 
+def test_a_model_whose_graph_cannot_be_made_compact_embeds_queries_in_float32(
+    onnx_fp32: OnnxEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Another model's graph may not have one word-embedding lookup to make compact: the web still
+    embeds its queries (with the float32 model, saying so), it does not lose meaning search."""
+    from paperfeed.adapters.embed import onnx
+    from paperfeed.domain.errors import EmbedderUnavailable
+
+    def refuse(fp32: object, tmp: Path) -> None:
+        raise EmbedderUnavailable("model.onnx: no single word-embedding lookup to make compact")
+
+    monkeypatch.setattr(onnx, "_compact_vocabulary", refuse)
+    cache = tmp_path / "cache"
+    fp32_folder = _with_fp32(onnx_fp32, cache)
+    caplog.set_level(logging.WARNING, logger=LOGGER)
+    embedder = OnnxEmbedder(resolve_model(None), cache, compact=True)
+    vectors = embedder.embed(["graph neural networks"])
+    assert vectors.shape == (1, onnx_fp32.dimension)
+    assert embedder.files.folder == fp32_folder
+    assert any("embedding queries with the float32 model" in r.getMessage() for r in caplog.records)
+    assert not [p.name for p in fp32_folder.parent.iterdir() if p.name.startswith(("fp32v8", ".tmp"))]
+
+
 def test_a_truncated_entry_is_rebuilt_with_a_warning(
     onnx_fp32: OnnxEmbedder, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

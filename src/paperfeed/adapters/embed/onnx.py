@@ -491,26 +491,33 @@ class OnnxEmbedder:
 
     def _open_session(self, ort: Any) -> tuple[OnnxFiles, Any]:
         """The cached files and their session; a cache entry ONNX Runtime cannot load is rebuilt once."""
-        files = ensure_onnx(
-            self._source,
-            self._cache_dir,
-            quantized=self._quantized,
-            compact=self._compact,
-            legacy_dirs=self._legacy_dirs,
-        )
+        files = self._ensure_files()
         try:
             return files, self._session_for(ort, files)
         except EmbedderUnavailable as exc:
             log.warning("%s: rebuilding it", exc)
         _discard(files.folder)
-        files = ensure_onnx(
-            self._source,
-            self._cache_dir,
-            quantized=self._quantized,
-            compact=self._compact,
-            legacy_dirs=self._legacy_dirs,
-        )
+        files = self._ensure_files()
         return files, self._session_for(ort, files)
+
+    def _ensure_files(self) -> OnnxFiles:
+        """:func:`ensure_onnx` for this embedder; the float32 model where the compact one cannot be made
+        (another model's graph without one word-embedding lookup): queries then cost memory, not search."""
+        if self._compact:
+            try:
+                return ensure_onnx(
+                    self._source,
+                    self._cache_dir,
+                    quantized=False,
+                    compact=True,
+                    legacy_dirs=self._legacy_dirs,
+                )
+            except EmbedderUnavailable as exc:
+                log.warning("%s: embedding queries with the float32 model", exc)
+                self._compact = False
+        return ensure_onnx(
+            self._source, self._cache_dir, quantized=self._quantized, legacy_dirs=self._legacy_dirs
+        )
 
     def _session_for(self, ort: Any, files: OnnxFiles) -> Any:
         options = ort.SessionOptions()
