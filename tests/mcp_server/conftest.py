@@ -3,7 +3,6 @@ reader with a personal API token; the MCP client of the SDK driving it over stdi
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +23,7 @@ from paperfeed.domain.models import Listing, Paper
 from paperfeed.settings import Settings
 from tests.citations.conftest import HARVESTED, cite, links
 from tests.library.conftest import add_user
+from tests.support.fresh_python import checkout_env
 from tests.support.live_server import live_server
 from tests.support.papers import paper as make_paper
 
@@ -134,8 +134,7 @@ async def http_client(url: str, token: str | None = None) -> AsyncIterator[Clien
 
 def stdio_params(instance: Instance, *args: str, token: str | None = None) -> StdioServerParameters:
     """``python -m paperfeed mcp ARGS`` on the test store, this worktree's code first."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERFEED_")}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT)])
+    env = checkout_env()
     env["PAPERFEED_DATA_DIR"] = str(instance.settings.data_dir)
     env["PAPERFEED_EMBEDDING_BACKEND"] = "fake"
     if token is not None:

@@ -4,7 +4,6 @@ process under 300 MB; the SDK and the tools cost ~25 MB a process that no assist
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -19,6 +18,7 @@ from starlette.responses import PlainTextResponse, Response
 from paperfeed.mcp import endpoint as lazy
 from paperfeed.mcp.server import HttpEndpoint
 from tests.mcp_server.conftest import run_async
+from tests.support.fresh_python import checkout_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,8 +61,7 @@ with TestClient(create_app(lambda: build_app(settings))) as client:
 def test_a_web_app_that_served_pages_has_not_loaded_the_sdk_and_its_first_mcp_call_does(
     tmp_path: Path,
 ) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERFEED_")}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), str(ROOT)])
+    env = checkout_env()
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, str(tmp_path), json.dumps(INITIALIZE), json.dumps(ACCEPT)],
         capture_output=True,

@@ -12,6 +12,7 @@ import pytest
 
 from paperfeed.adapters.vector.hnsw import HnswGraph
 from paperfeed.domain.search import VectorIndexUnavailable
+from tests.support.fresh_python import checkout_env
 from tests.vector.corpus import DIM, Corpus
 
 
@@ -65,7 +66,6 @@ def test_a_graph_keeps_its_build_breadth_through_a_save_and_a_load(corpus: Corpu
 
 def test_a_bulk_add_of_ten_thousand_rows_uses_every_core(monkeypatch: pytest.MonkeyPatch) -> None:
     """A catch-up of the sentence vectors adds pages of ~13,000 sentences: each must use every core."""
-    import os
 
     from paperfeed.adapters.vector import hnsw
 
@@ -112,9 +112,7 @@ for kind in ("exact", "hnsw"):
     assert reopened.search(vectors[3], 1)[0].paper_id == "p3"
     print(kind, "faiss" in sys.modules)
 """
-    root = Path(__file__).resolve().parents[2]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PAPERFEED_")}
-    env["PYTHONPATH"] = os.pathsep.join([str(root / "src"), str(root)])
+    env = checkout_env()
     done = subprocess.run(
         [sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, env=env, check=False
     )
