@@ -23,7 +23,6 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
@@ -234,8 +233,7 @@ class ChildProcessOpener:
         return self.factory.config_for(backend)
 
     def open(self, backend: str | None = None, *, queries: bool = False) -> ChildProcessEmbedder:
-        config = self.factory.config_for(backend)
-        config = replace(config, queries=True) if queries else config
+        config = self.factory.config_for(backend, queries=queries)
         made = ChildProcessEmbedder(config, idle_seconds=self.idle_seconds)
         self._made.append(made)
         return made

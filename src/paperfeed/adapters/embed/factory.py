@@ -114,13 +114,13 @@ class EmbedderFactory:
 
     config: EmbedderConfig
 
-    def config_for(self, backend: str | None = None) -> EmbedderConfig:
-        """The configuration with ``backend`` (None: the configured one)."""
-        return self.config if backend is None else replace(self.config, backend=backend)
+    def config_for(self, backend: str | None = None, *, queries: bool = False) -> EmbedderConfig:
+        """The configuration with ``backend`` (None: the configured one), for a process of ``queries``."""
+        config = self.config if backend is None else replace(self.config, backend=backend)
+        return replace(config, queries=True) if queries else config
 
     def open(self, backend: str | None = None, *, queries: bool = False) -> Embedder:
-        config = self.config_for(backend)
-        return open_embedder(replace(config, queries=True) if queries else config)
+        return open_embedder(self.config_for(backend, queries=queries))
 
     def adopted_stamp(self) -> tuple[int, int] | None:
         manifest = self.config.adapted_manifest
