@@ -4,7 +4,6 @@ uvicorn on loopback: every tool, bad arguments, tokens, unknown ids, paper resou
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -299,9 +298,7 @@ def test_a_get_opens_no_event_stream_it_is_a_405_at_once(
             assert answer.headers["allow"] == "POST"
             assert "send each JSON-RPC message to /mcp with POST" in answer.json()["error"]
 
-    started = time.monotonic()
-    run_async(main)
-    assert time.monotonic() - started < 5
+    run_async(main)  # a GET held open would fail on the client's 5 s read timeout
 
     async def still_works(client: Client) -> None:
         assert len((await client.list_tools()).tools) == len(

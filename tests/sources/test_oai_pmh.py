@@ -487,17 +487,14 @@ def test_503_retry_after_is_honoured(server: ReplayServer, oai_dir: Path) -> Non
     assert elapsed >= 1.0  # waited as told, not the 0.01 s backoff
 
 
-def test_parse_rate_on_a_full_page(oai_dir: Path) -> None:
-    """A 2.4 MB page of 1000 records parses faster than the 3 s arXiv asks between requests.
+def test_a_full_page_parses_whole(oai_dir: Path) -> None:
+    """A real 2.4 MB page of 1,000 records: every record becomes a paper, a reject or a deletion.
 
-    (About 0.2 s on an idle 2-core machine; the bound leaves room for a busy CI box.)
+    How fast (far below arXiv's 3 s pacing) is measured by ``python -m bench.oai_parse``, not here.
     """
     data = (oai_dir / "oai_dc_2023_SciXHarvester/ListRecords_data_0.xml").read_bytes()
-    best = min(_timed(data) for _ in range(2))
-    assert best < 3.0, f"{1000 / best:.0f} records/s"
-
-
-def _timed(data: bytes) -> float:
-    started = time.perf_counter()
-    parse_page(data)
-    return time.perf_counter() - started
+    page = parse_page(data)
+    assert page.records == 1000
+    assert len(page.papers) + len(page.rejects) + len(page.deleted) == 1000
+    assert len(page.papers) > 900
+    assert page.resumption is not None

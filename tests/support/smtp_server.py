@@ -114,6 +114,7 @@ class _Handler:
         srv = self.server
         with srv._lock:
             srv.events.append((stage, recipient or "", time.monotonic()))
+            srv._arrived.notify_all()
             hang = srv._modes.hang == stage
             reply = None
             for rule in srv._modes.rules:
@@ -347,6 +348,17 @@ class SmtpTestServer:
                     pytest.fail(f"the SMTP test server got {len(self._messages)} of {count} messages")
                 self._arrived.wait(left)
             return list(self._messages)
+
+    def wait_for_step(self, stage: Stage, recipient: str = "", timeout: float = 10.0) -> None:
+        """Block until a client reached ``stage`` (for ``recipient``, or anyone); fail after ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        wanted = recipient.lower()
+        with self._arrived:
+            while not any(s == stage and (not wanted or r == wanted) for s, r, _ in self.events):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    pytest.fail(f"no SMTP client reached {stage} {recipient} within {timeout:g} s")
+                self._arrived.wait(left)
 
     def to(self, recipient: str) -> list[Received]:
         """Messages for ``recipient`` (case-insensitive)."""
