@@ -7,7 +7,9 @@ after its last call; these tests run real child processes (``spawn``) of the has
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -15,7 +17,7 @@ import numpy as np
 import pytest
 
 from paperfeed.adapters.embed import open_embedder
-from paperfeed.adapters.embed.child import ChildProcessEmbedder
+from paperfeed.adapters.embed.child import ChildProcessEmbedder, _how_it_ended
 from paperfeed.domain.calibration import CpuMeasured
 from paperfeed.domain.errors import EmbedderUnavailable
 from paperfeed.domain.sentences import pools_sentences
@@ -96,3 +98,48 @@ def test_a_child_that_died_is_replaced_by_the_next_call(tmp_path: Path) -> None:
         assert child.starts == 2
     finally:
         child.close()
+
+
+def _ignored_signals(pid: int) -> int:
+    """The process's ignored-signal mask, from the kernel (bit n-1 is signal n)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigIgn:"):
+            return int(line.split()[1], 16)
+    raise AssertionError(f"no SigIgn line for pid {pid}")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc (Linux)")
+def test_a_stop_of_the_process_group_reaches_the_parent_not_the_embedding_child(tmp_path: Path) -> None:
+    """``paperfeed run``'s stop is SIGTERM to each child's process group. The indexer's embedding child
+    died of it mid-call, and the indexer, seeing its child vanish before its own stop watcher noted the
+    signal, ended with "the embedding process ended while embedding … out of memory?" instead of a clean
+    stop. The child ignores SIGTERM now, as it ignores Ctrl-C: the parent ends it (a message or a kill)."""
+    config = embedder_config(tmp_path, backend="fake", model="demo", fake_dimension=8)
+    child = ChildProcessEmbedder(config, idle_seconds=0)
+    try:
+        child.embed(["warm"])  # the child answers once it has set its signals up
+        process = child._process
+        assert process is not None
+        assert process.pid is not None
+        assert _ignored_signals(process.pid) & (1 << (signal.SIGTERM - 1)), "SIGTERM is not ignored"
+        os.kill(process.pid, signal.SIGTERM)
+        assert child.embed(["again"]).shape == (1, 8)  # the same child answers
+        assert child.starts == 1
+        assert process.is_alive()
+    finally:
+        child.close()
+    assert not process.is_alive()  # and its parent still ends it
+
+
+def test_a_child_that_ended_mid_call_is_named_by_how_it_ended() -> None:
+    """The out-of-memory killer sends SIGKILL: only that death suggests memory; the others say what."""
+    context = multiprocessing.get_context("spawn")
+    said: dict[int, str] = {}
+    for sig in (signal.SIGKILL, signal.SIGTERM):
+        process = context.Process(target=time.sleep, args=(60,), daemon=True)
+        process.start()
+        assert process.pid is not None
+        os.kill(process.pid, sig)
+        said[sig] = _how_it_ended(process, EOFError())
+    assert said[signal.SIGKILL] == "killed by SIGKILL; out of memory?"
+    assert said[signal.SIGTERM] == "stopped by SIGTERM"

@@ -44,10 +44,16 @@ def _watch_parent(parent: int) -> None:
             os._exit(1)
 
 
-def serve_parent(parent: int) -> None:
+def serve_parent(parent: int, *, ignore_term: bool = False) -> None:
     """In a child process: ignore Ctrl-C (the parent decides when work stops) and exit once ``parent`` is
-    gone (polled every second), so a killed parent leaves no child behind."""
+    gone (polled every second), so a killed parent leaves no child behind.
+
+    ``ignore_term``: ignore SIGTERM too, for a child its parent ends itself (a message, or a kill). A stop
+    of the process group (``paperfeed run``'s supervisor, systemd) then reaches the parent alone, which
+    stops as it decides, instead of seeing its child vanish mid-call and taking that for a crash."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if ignore_term:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True, name="parent-watch").start()
 
 

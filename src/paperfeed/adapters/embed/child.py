@@ -8,10 +8,11 @@ in a child process on the first call and the child is ended ``idle_seconds`` aft
 instance holds no model; the next burst pays the model's loading once more (seconds).
 
 The child is started with ``spawn`` (a fork would copy the parent's threads and database connections),
-ignores Ctrl-C (the parent decides when work stops), exits when its parent dies, and inherits the parent's
-priority (a niced indexer embeds niced). Every attribute of the embedder is reached through the pipe: a
-method called here runs there with the same arguments and returns its result (numpy arrays pickle), so
-the embedder's interface is the model's own, whatever it grows; an exception raised there is raised here.
+ignores Ctrl-C and SIGTERM (the parent decides when work stops, and ends the child itself), exits when
+its parent dies, and inherits the parent's priority (a niced indexer embeds niced). Every attribute of
+the embedder is reached through the pipe: a method called here runs there with the same arguments and
+returns its result (numpy arrays pickle), so the embedder's interface is the model's own, whatever it
+grows; an exception raised there is raised here.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import contextlib
 import logging
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -42,7 +44,7 @@ _CPU = "cpu"  # a request for the child's CPU seconds so far
 
 def _serve(config: EmbedderConfig, conn: Connection, parent: int) -> None:
     """The child: open the embedder, then answer ``(name, args, kwargs)`` requests until told to stop."""
-    serve_parent(parent)
+    serve_parent(parent, ignore_term=True)  # the parent ends it: a group's SIGTERM is the parent's to act on
     embedder: Any = None
     failed: BaseException | None = None
     try:
@@ -75,6 +77,20 @@ def _serve(config: EmbedderConfig, conn: Connection, parent: int) -> None:
                 conn.send((False, EmbedderUnavailable(f"{type(exc).__name__}: {exc}")))
             continue
         conn.send((True, result))
+
+
+def _how_it_ended(process: BaseProcess | None, exc: BaseException) -> str:
+    """Its exit code or signal, in words (SIGKILL is what the kernel's out-of-memory killer sends)."""
+    if process is None:
+        return str(exc) or type(exc).__name__
+    process.join(timeout=1.0)  # the pipe closes as the child dies: its exit status follows at once
+    code = process.exitcode
+    if code is None:
+        return str(exc) or type(exc).__name__
+    if code < 0:
+        name = signal.Signals(-code).name
+        return f"killed by {name}; out of memory?" if -code == signal.SIGKILL else f"stopped by {name}"
+    return f"exit code {code}"
 
 
 class ChildProcessEmbedder:
@@ -147,10 +163,11 @@ class ChildProcessEmbedder:
                 conn.send((name, args, kwargs))
                 ok, value = conn.recv()
             except (EOFError, OSError) as exc:
+                process = self._process
                 self._end(kill=True)
                 raise EmbedderUnavailable(
-                    f"the embedding process ended while embedding ({exc or type(exc).__name__}); out of "
-                    "memory? Every batch committed so far is kept"
+                    f"the embedding process ended while embedding ({_how_it_ended(process, exc)}). "
+                    "Every batch committed so far is kept"
                 ) from None
             except BaseException:  # interrupted mid-call (a stop): its answer would come to nobody
                 self._end(kill=True)
