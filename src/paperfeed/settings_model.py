@@ -233,6 +233,15 @@ class SettingsModel(BaseModel):
         "(/library/search, GET /api/me/library/search, MCP's library_search), as many at once; more are "
         "answered 429 with Retry-After (MCP: a rate_limited tool error). 0 turns the limit off.",
     )
+    library_search_indexed_papers: int = Field(
+        default=60_000,
+        ge=1,
+        le=10_000_000,
+        description="Papers in all the readers' library-search indexes one web worker keeps in memory; the "
+        "least recently searched libraries' indexes are dropped past it. A reader whose "
+        "index was dropped pays for its rebuild: it counts as one more library search per 250 papers it "
+        "reads again, so readers who evict each other cannot make every search a rebuild.",
+    )
     library_import_max_entries: int = Field(
         default=10_000,
         ge=1,

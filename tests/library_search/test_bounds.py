@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -20,7 +21,7 @@ from paperfeed.bootstrap import App
 from paperfeed.domain.library_search import MAX_LIBRARY_QUERY_TERMS
 from paperfeed.domain.models import Paper
 from paperfeed.services import library_search as library_search_module
-from paperfeed.services.library_search import LibrarySearch
+from paperfeed.services.library_search import LibrarySearch, LibrarySearchLimited
 from paperfeed.services.rate_limits import ClientRateLimiter
 from paperfeed.settings import Settings
 from tests.accounts.conftest import PAPER_IDS, make_settings, quick_sign_in
@@ -55,10 +56,25 @@ def _reader(app: App) -> int:
     return me
 
 
+def _counted(
+    app: App, counting: _Counting, limiter: ClientRateLimiter | None = None, indexed_papers: int | None = None
+) -> LibrarySearch:
+    """The app's library search reading papers through ``counting`` (the rate limit off by default)."""
+    base = app.readers.library_search
+    papers: Any = counting  # the one method search calls, counted
+    return LibrarySearch(
+        base.records,
+        papers,
+        base.embeddings,
+        None,
+        limiter or ClientRateLimiter(0),
+        base.indexed_papers if indexed_papers is None else indexed_papers,
+    )
+
+
 def _search(app: App) -> tuple[LibrarySearch, _Counting]:
     counting = _Counting(app.catalogue.visible)
-    base = app.readers.library_search
-    return LibrarySearch(base.records, counting, base.embeddings, None, ClientRateLimiter(0)), counting  # type: ignore[arg-type]
+    return _counted(app, counting), counting
 
 
 def _ids(search: LibrarySearch, me: int, query: str) -> list[str]:
@@ -162,3 +178,45 @@ def test_searches_past_the_readers_limit_are_429_with_retry_after(
     other = new_browser()
     quick_sign_in(other, app, "someone@example.org")
     assert other.get("/api/me/library/search?q=calibration").status_code == 200  # per reader
+
+
+def test_readers_who_evict_each_other_pay_for_the_rebuilds(app: App, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The attack: two readers whose libraries do not fit in the process's indexes together
+    (``PAPERFEED_LIBRARY_SEARCH_INDEXED_PAPERS``) take turns, so every search drops the other's index and
+    rebuilds its own: a full read of the library each time (seconds of CPU for a large one) for each of
+    the 30 searches a minute the limit allowed each of them. Now a rebuild of a dropped index counts as
+    more searches (one per ``REBUILD_PAPERS_PER_SEARCH`` papers; 1 here, for 3-paper libraries), so the
+    rebuilds they can cause are a few, not the rate limit's 30; a reader whose index stays pays nothing."""
+    monkeypatch.setattr(library_search_module, "REBUILD_PAPERS_PER_SEARCH", 1)
+    me = _reader(app)
+    app.readers.accounts.sign_up("other@example.org", None, None, client="t", base_url="http://t")
+    other = app.readers.accounts.user_by_email("other@example.org").id
+    for paper in (GLACIER, SHEEP, ATLAS):
+        app.readers.library.save(other, paper, ["Reading"])
+    counting = _Counting(app.catalogue.visible)
+    now = [0.0]  # no time passes: the buckets refill only by what the test does
+    limit = 30
+    search = _counted(app, counting, ClientRateLimiter(limit, clock=lambda: now[0]), indexed_papers=4)
+    done = {me: 0, other: 0}
+    refused: dict[int, LibrarySearchLimited] = {}
+    for _ in range(limit):
+        for reader in (me, other):
+            if reader in refused:
+                continue
+            try:
+                search.search(reader, "calibration")
+                done[reader] += 1
+            except LibrarySearchLimited as exc:
+                refused[reader] = exc
+    full_reads = sum(1 for asked in counting.asked if len(asked) == 3)
+    assert full_reads >= done[me] + done[other] - 1  # the premise: (nearly) every search was a rebuild
+    assert set(refused) == {me, other}
+    assert all(exc.retry_after >= 1 for exc in refused.values())
+    # the first build is free (30 - 1), then each search is 1 + 3 of the 30: 8 more, the last on credit
+    assert done == {me: 9, other: 9}
+
+    alone = _counted(app, counting, ClientRateLimiter(limit, clock=lambda: now[0]), indexed_papers=4)
+    for _ in range(limit):  # an index that stays: every search the limit allows, and no rebuild
+        alone.search(me, "calibration")
+    with pytest.raises(LibrarySearchLimited):
+        alone.search(me, "calibration")

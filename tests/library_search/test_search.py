@@ -152,6 +152,7 @@ def _search(app: App, source: _Adoptable) -> LibrarySearch:
         app.indexes.embeddings,
         source,
         ClientRateLimiter(0),
+        app.settings.library_search_indexed_papers,
     )
 
 

@@ -109,7 +109,14 @@ class ReadersWing:
         indexes = self.indexes
         store = SqlLibraryStore(self.core.engine())
         limiter = ClientRateLimiter(self.core.settings.library_search_rate_per_minute)
-        search = LibrarySearch(store, self.catalogue.visible, indexes.embeddings, indexes.embedders, limiter)
+        search = LibrarySearch(
+            store,
+            self.catalogue.visible,
+            indexes.embeddings,
+            indexes.embedders,
+            limiter,
+            self.core.settings.library_search_indexed_papers,
+        )
         return self.core.closing_first(search)  # its background worker embeds notes: stopped first
 
     @cached_property

@@ -15,7 +15,13 @@ bounded (issue #41), never by what the reader has stored:
   ``paperfeed model adapt`` never compares a note's vector in the old model's space with a query in the
   new one's); the papers' stored vectors are read once per index and model;
 * **how often**: ``rate_per_minute`` searches a reader may run a minute on each web worker
-  (``PAPERFEED_LIBRARY_SEARCH_RATE_PER_MINUTE``), then :class:`LibrarySearchLimited`.
+  (``PAPERFEED_LIBRARY_SEARCH_RATE_PER_MINUTE``), then :class:`LibrarySearchLimited`;
+* **how many indexes**: ``indexed_papers`` papers in all the readers' indexes a process keeps
+  (``PAPERFEED_LIBRARY_SEARCH_INDEXED_PAPERS``), the least recently searched dropped first. Readers whose
+  libraries do not fit together would otherwise make every search a full rebuild (~0.4 ms of CPU a
+  paper: a few seconds for a large library) within the rate limit; so the rebuild of a dropped index
+  counts as one more search per :data:`REBUILD_PAPERS_PER_SEARCH` papers (a reader's first build is
+  free), and the CPU such readers can cause is bounded by the rate limit, not by their libraries' size.
 
 Without an embedder or vectors the search is by words alone, and says so.
 """
@@ -65,7 +71,8 @@ __all__ = ["LibraryHit", "LibrarySearch", "LibrarySearchLimited", "LibrarySearch
 log = logging.getLogger("paperfeed.library")
 NOTE_CACHE = 20_000  # notes' vectors kept (per model and text): 30 MB of 384-d vectors at most
 NOTES_PER_SEARCH = 8  # new notes one search embeds itself (~60 ms); more wait for the background worker
-INDEXED_PAPERS = 60_000  # papers in all the readers' indexes this process keeps (least recent go first)
+REBUILD_PAPERS_PER_SEARCH = 250  # a dropped index's rebuild counts one more search per this many papers
+EVICTED_READERS = 100_000  # readers whose index was dropped, remembered (the least recent forgotten first)
 FOLD_AT = 256  # changed papers kept beside the main index before they are folded into it
 Texts = dict[str, tuple[tuple[str, ...], str]]
 _EMPTY = LibraryWords.build([], [])
@@ -161,6 +168,7 @@ class LibrarySearch:
     embeddings: EmbeddingStore  # the papers' stored vectors
     embedder: EmbedderSource | None  # the model in use (None: no embedder, words only)
     limiter: ClientRateLimiter  # searches per reader a minute, per process (0: not limited)
+    indexed_papers: int  # papers in all the readers' indexes this process keeps (least recent go first)
     _notes: OrderedDict[tuple[str, str], Vectors] = field(default_factory=OrderedDict, init=False)
     _waiting: OrderedDict[tuple[str, str], None] = field(default_factory=OrderedDict, init=False)
     _worker: threading.Thread | None = field(default=None, init=False)
@@ -168,6 +176,7 @@ class LibrarySearch:
     _closed: bool = field(default=False, init=False)
     _indexes: OrderedDict[int, _ReaderIndex] = field(default_factory=OrderedDict, init=False)
     _building: dict[int, threading.Lock] = field(default_factory=dict, init=False)
+    _evicted: OrderedDict[int, None] = field(default_factory=OrderedDict, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def search(self, user_id: int, query: str, *, limit: int = 50) -> LibrarySearchPage:
@@ -187,7 +196,15 @@ class LibrarySearch:
             notes.append(
                 f"searched the first {MAX_LIBRARY_QUERY_TERMS} of the query's {count(typed, 'word')}"
             )
-        index = self._index(user_id)
+        index, rebuilt = self._index(user_id)
+        if rebuilt:  # this search goes on; the reader's next ones wait for what the rebuild cost
+            log.info(
+                "library search: reader %s's index was dropped to make room and read again (%s); "
+                "PAPERFEED_LIBRARY_SEARCH_INDEXED_PAPERS bounds the indexes kept",
+                user_id,
+                count(rebuilt, "paper"),
+            )
+            self.limiter.charge(f"library:{user_id}", rebuilt / REBUILD_PAPERS_PER_SEARCH)
         keyword, why = keyword_match(wanted, index.segments())
         cosines = self._dense(text, index, notes)
         meaning = cosines >= MIN_MEANING if cosines is not None else np.zeros(len(index.ids), dtype=bool)
@@ -353,8 +370,9 @@ class LibrarySearch:
 
     # -- the index of a reader's words -----------------------------------------------------------------------
 
-    def _index(self, user_id: int) -> _ReaderIndex:
-        """The reader's index, brought up to date with their rows (one small read when nothing changed)."""
+    def _index(self, user_id: int) -> tuple[_ReaderIndex, int]:
+        """The reader's index, brought up to date with their rows (one small read when nothing changed),
+        and how many papers it read again because the reader's index had been dropped (0: none)."""
         with self._lock:
             building = self._building.setdefault(user_id, threading.Lock())
         with building:  # one build per reader at a time; other readers go on
@@ -364,17 +382,23 @@ class LibrarySearch:
             if kept is not None and kept.stamp == stamp:
                 with self._lock:
                     self._indexes.move_to_end(user_id)
-                return kept
+                return kept, 0
             texts = self.records.library_texts(user_id)
             index = self._update(kept, stamp, texts) if kept is not None else self._build(stamp, texts)
             with self._lock:
+                dropped = kept is None and user_id in self._evicted  # else its first build: free
+                self._evicted.pop(user_id, None)
+                rebuilt = index.size if dropped else 0
                 self._indexes[user_id] = index
                 self._indexes.move_to_end(user_id)
                 total = sum(i.size for i in self._indexes.values())
-                while total > INDEXED_PAPERS and len(self._indexes) > 1:
-                    _, gone = self._indexes.popitem(last=False)
+                while total > self.indexed_papers and len(self._indexes) > 1:
+                    reader, gone = self._indexes.popitem(last=False)
                     total -= gone.size
-            return index
+                    self._evicted[reader] = None
+                    while len(self._evicted) > EVICTED_READERS:
+                        self._evicted.popitem(last=False)
+            return index, rebuilt
 
     def _docs(self, texts: Texts, paper_ids: Sequence[str]) -> tuple[list[str], list[dict[str, int]]]:
         found = self.papers.get(list(paper_ids))

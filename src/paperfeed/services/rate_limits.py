@@ -44,3 +44,17 @@ class ClientRateLimiter:
             while len(self._buckets) > self.max_clients:
                 self._buckets.popitem(last=False)
         return wait
+
+    def charge(self, client: str, requests: float) -> None:
+        """Count ``requests`` more against ``client`` (work one request did that costs as much as that
+        many): its bucket may go below empty, and its next requests wait until it has refilled."""
+        if self.per_minute <= 0 or requests <= 0:
+            return
+        rate = self.per_minute / 60.0
+        now = self.clock()
+        with self._lock:
+            tokens, at = self._buckets.pop(client, (float(self.per_minute), now))
+            tokens = min(float(self.per_minute), tokens + (now - at) * rate) - requests
+            self._buckets[client] = (tokens, now)
+            while len(self._buckets) > self.max_clients:
+                self._buckets.popitem(last=False)
