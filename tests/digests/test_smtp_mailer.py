@@ -29,6 +29,11 @@ from tests.support.smtp_server import SmtpTestServer, smtp_test_server
 SENDER = "paperfeed <digest@paperfeed.test>"
 
 
+# What a hung step waits before the client gives up. The steps before the hang must answer within it too,
+# so it is seconds, not a fraction: a loaded machine's pause must not look like a hang.
+HANG_TIMEOUT = 2.0
+
+
 def mailer_for(server: SmtpTestServer, **overrides: object) -> SmtpMailer:
     options: dict[str, object] = {
         "port": server.port,
@@ -122,7 +127,7 @@ def test_hang_after_data_times_out_after_the_handover(smtp_server: SmtpTestServe
     smtp_server.hang("data")
     handed: list[bool] = []
     with (
-        mailer_for(smtp_server, timeout=0.5).session() as session,
+        mailer_for(smtp_server, timeout=HANG_TIMEOUT).session() as session,
         pytest.raises(MailDeliveryUnknown, match="end of data"),  # the hang never ends: the timeout does
     ):
         run_bounded(lambda: session.send(mail(), on_handover=lambda: handed.append(True)), 20)
@@ -132,7 +137,7 @@ def test_hang_after_data_times_out_after_the_handover(smtp_server: SmtpTestServe
 def test_hang_before_data_times_out_before_the_handover(smtp_server: SmtpTestServer) -> None:
     smtp_server.hang("mail")
     handed: list[bool] = []
-    with mailer_for(smtp_server, timeout=0.5).session() as session:
+    with mailer_for(smtp_server, timeout=HANG_TIMEOUT).session() as session:
         with pytest.raises(MailTemporaryError, match="MAIL FROM") as caught:
             session.send(mail(), on_handover=lambda: handed.append(True))
         assert not isinstance(caught.value, MailDeliveryUnknown)
@@ -143,7 +148,7 @@ def test_hang_before_data_times_out_before_the_handover(smtp_server: SmtpTestSer
 
 def test_session_recovers_after_a_timeout(smtp_server: SmtpTestServer) -> None:
     smtp_server.hang("mail")
-    with mailer_for(smtp_server, timeout=0.5).session() as session:
+    with mailer_for(smtp_server, timeout=HANG_TIMEOUT).session() as session:
         with pytest.raises(MailTemporaryError):
             session.send(mail("a@example.org"))
         smtp_server.reset()
