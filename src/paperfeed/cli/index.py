@@ -79,6 +79,7 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
             catch_up_evidence(c, say)
         waiting = ""
         topics_due = True  # once at start (papers embedded before), then after each round that embedded
+        topics: threading.Thread | None = None  # the topics step, run beside the papers' vectors
         while service is not None and not stopping.is_set():
             watch.doing = None
             if c.app.indexes.embedders.follow():  # `paperfeed model adapt` adopted another meanwhile
@@ -97,12 +98,24 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
             # in the same forward pass, their sentences), which search reads seconds after each batch;
             # then topics and the map, once the vectors cover what arrived; then the sentences' backlog
             # (papers embedded without theirs), a slice that yields as soon as a paper needs its vector.
-            if plan.backlog == 0 and topics_due:
+            # The topics build runs on a thread of its own (its work in a child process), so a paper that
+            # arrives meanwhile gets its vector at once, not after the build.
+            building = topics is not None and topics.is_alive()
+            if plan.backlog == 0 and topics_due and not building:
                 topics_due = False
-                watch.doing = "updating the topics"
                 service.report("topics", remaining=0, force=True)
-                _topics(c, say)
-                continue  # papers may have arrived while the topics were built: their vectors first
+                topics = threading.Thread(
+                    target=_topics_step, args=(c, say), name="indexer-topics", daemon=True
+                )
+                topics.start()
+                continue
+            if plan.backlog == 0 and building:  # the sentences wait for the topics: one long job at a time
+                if waiting != "topics":
+                    service.report("topics", remaining=0, force=True)
+                    waiting = "topics"
+                watch.doing = "updating the topics"
+                stopping.wait(poll)
+                continue
             if plan.backlog == 0 and _sentences_slice(c, say, slice_size, service, watch):
                 waiting = ""
                 continue
@@ -141,12 +154,16 @@ def _follow(c: Context, *, slice_size: int, poll: float, batch_size: int | None,
         raise fail(str(exc)) from None
     heartbeat.stop()
     stopped = service
+    unfinished = topics is not None and topics.is_alive()  # its child ends with this process
 
     def report() -> None:
         if stopped is not None:
             stopped.report("stopped", force=True)
 
-    watch.finish(lambda: _what_is_left(c, stopped), report, c.close)
+    def final() -> str:
+        return _forced_stop("updating the topics") if unfinished else _what_is_left(c, stopped)
+
+    watch.finish(final, report, c.close)
 
 
 def _forced_stop(doing: str | None) -> str:
@@ -268,6 +285,15 @@ def _sentences_slice(
         + ("; new papers first" if summary.stopped and not asked() else "")
     )
     return summary.papers + summary.summaries > 0
+
+
+def _topics_step(c: Context, say: Callable[[str], None]) -> None:
+    """:func:`_topics` on the follower's topics thread: whatever it raises is said in one line (the next
+    round, or the next start, tries again), never a thread's traceback."""
+    try:
+        _topics(c, say)
+    except Exception as exc:
+        say(f"topics: not updated ({type(exc).__name__}: {exc}); the next round tries again")
 
 
 def _topics(c: Context, say: Callable[[str], None]) -> None:
