@@ -30,31 +30,29 @@ class ClientRateLimiter:
         """0 when ``client`` may go now (the request is counted), else the seconds until it may."""
         if self.per_minute <= 0:
             return 0.0
-        rate = self.per_minute / 60.0
-        now = self.clock()
-        with self._lock:
-            tokens, at = self._buckets.pop(client, (float(self.per_minute), now))
-            tokens = min(float(self.per_minute), tokens + (now - at) * rate)
-            wait = 0.0
-            if tokens >= 1.0:
-                tokens -= 1.0
-            else:
-                wait = (1.0 - tokens) / rate
-            self._buckets[client] = (tokens, now)
-            while len(self._buckets) > self.max_clients:
-                self._buckets.popitem(last=False)
-        return wait
+        return self._take(client, 1.0, debt=False)
 
     def charge(self, client: str, requests: float) -> None:
         """Count ``requests`` more against ``client`` (work one request did that costs as much as that
         many): its bucket may go below empty, and its next requests wait until it has refilled."""
         if self.per_minute <= 0 or requests <= 0:
             return
+        self._take(client, requests, debt=True)
+
+    def _take(self, client: str, cost: float, *, debt: bool) -> float:
+        """Refill ``client``'s bucket to now and take ``cost`` from it: always when ``debt`` (it may go
+        below empty), else only when it holds as much; the seconds until it would (0: taken)."""
         rate = self.per_minute / 60.0
         now = self.clock()
         with self._lock:
             tokens, at = self._buckets.pop(client, (float(self.per_minute), now))
-            tokens = min(float(self.per_minute), tokens + (now - at) * rate) - requests
+            tokens = min(float(self.per_minute), tokens + (now - at) * rate)
+            wait = 0.0
+            if debt or tokens >= cost:
+                tokens -= cost
+            else:
+                wait = (cost - tokens) / rate
             self._buckets[client] = (tokens, now)
             while len(self._buckets) > self.max_clients:
                 self._buckets.popitem(last=False)
+        return wait
