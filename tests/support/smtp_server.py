@@ -340,25 +340,21 @@ class SmtpTestServer:
 
     def wait_for(self, count: int, timeout: float = 10.0) -> list[Received]:
         """Block until at least ``count`` messages arrived; fail the test after ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
         with self._arrived:
-            while len(self._messages) < count:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    pytest.fail(f"the SMTP test server got {len(self._messages)} of {count} messages")
-                self._arrived.wait(left)
+            if not self._arrived.wait_for(lambda: len(self._messages) >= count, timeout):
+                pytest.fail(f"the SMTP test server got {len(self._messages)} of {count} messages")
             return list(self._messages)
 
     def wait_for_step(self, stage: Stage, recipient: str = "", timeout: float = 10.0) -> None:
         """Block until a client reached ``stage`` (for ``recipient``, or anyone); fail after ``timeout`` s."""
-        deadline = time.monotonic() + timeout
         wanted = recipient.lower()
+
+        def reached() -> bool:
+            return any(s == stage and (not wanted or r == wanted) for s, r, _ in self.events)
+
         with self._arrived:
-            while not any(s == stage and (not wanted or r == wanted) for s, r, _ in self.events):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    pytest.fail(f"no SMTP client reached {stage} {recipient} within {timeout:g} s")
-                self._arrived.wait(left)
+            if not self._arrived.wait_for(reached, timeout):
+                pytest.fail(f"no SMTP client reached {stage} {recipient} within {timeout:g} s")
 
     def to(self, recipient: str) -> list[Received]:
         """Messages for ``recipient`` (case-insensitive)."""
